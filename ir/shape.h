@@ -1,0 +1,66 @@
+// Shapes with static and symbolic dimensions.
+//
+// A Dim is either a static size (value >= 0) or symbolic (value == -1) with
+// an optional name such as "batch"; an empty symbol means "unknown". A
+// TensorType is a dtype plus a shape; `has_shape == false` means even the
+// rank is unknown.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace amptrain::ir {
+
+struct Dim {
+  int64_t value = -1;
+  std::string symbol;
+
+  static Dim Static(int64_t v) { return Dim{v, {}}; }
+  static Dim Symbolic(std::string name) { return Dim{-1, std::move(name)}; }
+  bool is_static() const { return value >= 0; }
+  bool operator==(const Dim& o) const { return value == o.value && symbol == o.symbol; }
+};
+
+class Shape {
+ public:
+  Shape() = default;
+  explicit Shape(std::vector<Dim> dims) : dims_(std::move(dims)) {}
+  static Shape FromStatic(const std::vector<int64_t>& dims);
+
+  size_t rank() const { return dims_.size(); }
+  const Dim& operator[](size_t i) const { return dims_[i]; }
+  Dim& operator[](size_t i) { return dims_[i]; }
+  const std::vector<Dim>& dims() const { return dims_; }
+  std::vector<Dim>& dims() { return dims_; }
+
+  bool is_static() const;
+  // Static sizes; only meaningful when is_static().
+  std::vector<int64_t> static_dims() const;
+  // Product of static sizes, or -1 if any dim is symbolic.
+  int64_t num_elements() const;
+  // "[batch,3,224,224]"
+  std::string ToString() const;
+  bool operator==(const Shape& o) const { return dims_ == o.dims_; }
+
+ private:
+  std::vector<Dim> dims_;
+};
+
+struct TensorType {
+  DType dtype = DType::kUndefined;
+  Shape shape;
+  bool has_shape = false;
+
+  static TensorType Of(DType t, Shape s) { return TensorType{t, std::move(s), true}; }
+  static TensorType Of(DType t, const std::vector<int64_t>& dims) { return Of(t, Shape::FromStatic(dims)); }
+  std::string ToString() const;  // "float32[batch,10]" or "float32[?]"
+};
+
+// Element count of static dims with overflow checking: false on overflow or
+// a negative dim. Used wherever untrusted sizes are multiplied.
+bool CheckedNumElements(const std::vector<int64_t>& dims, int64_t* out);
+
+}  // namespace amptrain::ir

@@ -1,0 +1,100 @@
+#include "ir/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace amptrain::ir {
+
+std::shared_ptr<std::byte> AllocateAligned(size_t nbytes) {
+  size_t rounded = (nbytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;  // keep data() non-null for empty tensors
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) return nullptr;
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+}
+
+StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> dims) {
+  int64_t n = 0;
+  if (!CheckedNumElements(dims, &n)) return InvalidArgument("tensor dims are negative or their product overflows");
+  if (dtype == DType::kUndefined) return InvalidArgument("tensor dtype is undefined");
+  size_t es = DTypeSize(dtype);
+  if (n > static_cast<int64_t>((int64_t{1} << 46) / static_cast<int64_t>(es)))
+    return InvalidArgument("tensor of ", n, " elements is too large");
+  Tensor t;
+  t.dtype_ = dtype;
+  t.dims_ = std::move(dims);
+  t.num_elements_ = n;
+  t.buffer_ = AllocateAligned(static_cast<size_t>(n) * es);
+  if (!t.buffer_) return Status(StatusCode::kOutOfRange, StrCat("out of memory allocating ", n * es, " bytes"));
+  return t;
+}
+
+Tensor Tensor::Scalar(float v) { return Floats({v}, {}); }
+
+Tensor Tensor::Int64s(const std::vector<int64_t>& values, std::vector<int64_t> dims) {
+  Tensor t = *Zeros(DType::kInt64, std::move(dims));
+  std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
+  return t;
+}
+
+Tensor Tensor::Floats(const std::vector<float>& values, std::vector<int64_t> dims) {
+  Tensor t = *Zeros(DType::kFloat32, std::move(dims));
+  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  return t;
+}
+
+Tensor Tensor::Clone() const {
+  if (empty()) return Tensor();
+  Tensor t = *Zeros(dtype_, dims_);
+  std::memcpy(t.raw(), raw(), nbytes());
+  return t;
+}
+
+StatusOr<Tensor> Tensor::Reshaped(std::vector<int64_t> dims) const {
+  int64_t n = 0;
+  if (!CheckedNumElements(dims, &n) || n != num_elements_)
+    return InvalidArgument("cannot reshape ", num_elements_, " elements to a different element count");
+  Tensor t = *this;
+  t.dims_ = std::move(dims);
+  return t;
+}
+
+double Tensor::GetAsDouble(int64_t i) const {
+  switch (dtype_) {
+    case DType::kFloat32: return data<float>()[i];
+    case DType::kFloat16: return HalfToFloat(data<uint16_t>()[i]);
+    case DType::kBFloat16: return BFloat16ToFloat(data<uint16_t>()[i]);
+    case DType::kFloat64: return data<double>()[i];
+    case DType::kInt64: return static_cast<double>(data<int64_t>()[i]);
+    case DType::kInt32: return data<int32_t>()[i];
+    case DType::kInt8: return data<int8_t>()[i];
+    case DType::kUInt8: return data<uint8_t>()[i];
+    case DType::kBool: return data<uint8_t>()[i] ? 1.0 : 0.0;
+    case DType::kUndefined: return 0.0;
+  }
+  return 0.0;
+}
+
+int64_t Tensor::GetAsInt64(int64_t i) const {
+  switch (dtype_) {
+    case DType::kInt64: return data<int64_t>()[i];
+    case DType::kInt32: return data<int32_t>()[i];
+    case DType::kInt8: return data<int8_t>()[i];
+    case DType::kUInt8: case DType::kBool: return data<uint8_t>()[i];
+    default: return static_cast<int64_t>(GetAsDouble(i));
+  }
+}
+
+bool Tensor::operator==(const Tensor& o) const {
+  if (dtype_ != o.dtype_ || dims_ != o.dims_) return false;
+  return nbytes() == 0 || std::memcmp(raw(), o.raw(), nbytes()) == 0;
+}
+
+std::vector<int64_t> Tensor::ToInt64Vector() const {
+  std::vector<int64_t> v(static_cast<size_t>(num_elements_));
+  for (int64_t i = 0; i < num_elements_; ++i) v[static_cast<size_t>(i)] = GetAsInt64(i);
+  return v;
+}
+
+}  // namespace amptrain::ir

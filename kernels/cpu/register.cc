@@ -1,0 +1,17 @@
+// Registration of the CPU kernel sets, one function per family, called
+// explicitly from Registry::Global(). No static initializers.
+#include "kernels/cpu/register.h"
+
+namespace amptrain::kernels {
+
+void RegisterCpuReferenceKernels(Registry& r) {
+  cpu::RegisterReferenceUnary(r);
+  cpu::RegisterReferenceBinary(r);
+  cpu::RegisterReferenceReduce(r);
+  cpu::RegisterReferenceShape(r);
+  cpu::RegisterReferenceNN(r);
+}
+
+void RegisterCpuOneDnnKernels(Registry& r) { cpu::RegisterOneDnn(r); }
+
+}  // namespace amptrain::kernels

@@ -1,0 +1,19 @@
+// Per-family registration functions of the CPU kernels.
+//   reference: plain loops with wide (fp32/fp64) accumulation for every op and
+//              dtype; the oracle of the tests. impl = "reference", priority 0.
+//   onednn:    oneDNN primitives for conv/matmul/gemm/pool/batchnorm in fp32
+//              and bf16. impl = "onednn", priority 10.
+#pragma once
+
+#include "kernels/kernel.h"
+
+namespace amptrain::kernels::cpu {
+
+void RegisterReferenceUnary(Registry& r);   // kernels/cpu/unary.cc: unary elementwise, Cast, Identity, Not
+void RegisterReferenceBinary(Registry& r);  // kernels/cpu/binary.cc: broadcasting binary/variadic ops, compares, Where
+void RegisterReferenceReduce(Registry& r);  // kernels/cpu/reduce.cc: Reduce*, Softmax, LogSoftmax, LayerNormalization
+void RegisterReferenceShape(Registry& r);   // kernels/cpu/shape.cc: data movement, Shape, ConstantOfShape, Range, Pad, Resize, Constant
+void RegisterReferenceNN(Registry& r);      // kernels/cpu/nn.cc (+ conv.cc, pool.cc, ...): Conv, ConvTranspose, BN, pools, Dropout, Gemm, MatMul
+void RegisterOneDnn(Registry& r);           // kernels/cpu/onednn_*.cc
+
+}  // namespace amptrain::kernels::cpu

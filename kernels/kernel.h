@@ -1,0 +1,122 @@
+// The kernel interface and registry, keyed by (op, device, dtype).
+//
+// A kernel is created once per plan from a KernelInit (op, attributes,
+// concrete input/output types, constant input values known at plan time) and
+// run many times on views of preallocated buffers. Creation validates every
+// precondition; Run() assumes them. "Supported?" is answered before anything
+// runs: Registry::Supports / Registry::Create return a clean Status naming the
+// op and dtype when no kernel fits.
+//
+// kernels/ knows nothing of graphs: it uses ir's types (DType, Tensor,
+// Attributes, OpKind) only.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/dtype.h"
+#include "ir/op_schema.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+
+namespace amptrain::kernels {
+
+using ir::DType;
+using ir::OpKind;
+
+enum class Device { kCpu, kCuda };
+const char* DeviceName(Device d);
+
+struct TensorSpec {
+  DType dtype = DType::kUndefined;   // kUndefined: optional input absent
+  std::vector<int64_t> dims;
+  const ir::Tensor* value = nullptr; // set when the value is known at plan time
+
+  bool present() const { return dtype != DType::kUndefined; }
+  int64_t num_elements() const {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    return n;
+  }
+};
+
+struct KernelInit {
+  OpKind op = OpKind::kIdentity;
+  const ir::Attributes* attrs = nullptr;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;  // inferred types; kernels may rely on them
+  std::string node_name;            // for error messages only
+  Device device = Device::kCpu;
+  // Training: Dropout drops (with `seed`), BatchNormalization uses batch statistics
+  // regardless of the model's mode. Inference: Dropout is the identity and BN
+  // follows the node (training_mode attribute or training-mode output count).
+  bool training = false;
+  uint64_t seed = 0;
+  int threads = 1;
+
+  // "Conv node 'conv1' (float32)": prefix for errors.
+  std::string Describe() const;
+  template <class... A> Status Error(const A&... a) const {
+    return InvalidArgument(Describe(), ": ", a...);
+  }
+};
+
+struct KernelContext {
+  std::vector<ir::TensorView> inputs;   // absent optional inputs have data == nullptr
+  std::vector<ir::TensorView> outputs;
+  void* scratch = nullptr;              // Kernel::scratch_bytes() bytes, 64-byte aligned
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual Status Run(KernelContext& ctx) = 0;
+  virtual size_t scratch_bytes() const { return 0; }
+  // Output i may be written in place over input j (the executor may then alias them).
+  virtual int inplace_input(size_t /*output*/) const { return -1; }
+};
+
+using KernelFactory = std::function<StatusOr<std::unique_ptr<Kernel>>(const KernelInit&)>;
+
+struct KernelEntry {
+  OpKind op;
+  Device device;
+  std::string impl;                 // "reference", "onednn", "cudnn", ...
+  int priority = 0;                 // higher wins among entries that accept
+  std::vector<DType> dtypes;        // accepted dtype of the op's type input; empty = any
+  KernelFactory factory;
+  // Optional finer check (rank, attributes); nullptr = accepts all.
+  std::function<bool(const KernelInit&)> accepts;
+};
+
+class Registry {
+ public:
+  // The process-wide registry, with every built-in kernel set registered.
+  static Registry& Global();
+
+  void Add(KernelEntry entry);
+  bool Supports(OpKind op, Device device, DType dtype) const;
+  // Highest-priority accepting entry; `impl` restricts to one implementation
+  // ("reference" in tests that use the reference kernels as the oracle).
+  StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init, const std::string& impl = "") const;
+  std::vector<const KernelEntry*> Entries(OpKind op, Device device) const;
+
+ private:
+  std::vector<KernelEntry> entries_;
+};
+
+// The dtype a registry lookup keys on: the op's "type input". Input 0 for
+// most ops; Where: input 1; ops without inputs: output 0.
+DType KeyDType(const KernelInit& init);
+
+// Explicit registration, one call per kernel set (no static initializers).
+void RegisterCpuReferenceKernels(Registry& registry);
+void RegisterCpuOneDnnKernels(Registry& registry);
+#ifdef AMPTRAIN_WITH_CUDA
+void RegisterCudaKernels(Registry& registry);
+#endif
+
+}  // namespace amptrain::kernels

@@ -1,0 +1,70 @@
+#include <algorithm>
+
+#include "kernels/kernel.h"
+
+namespace amptrain::kernels {
+
+const char* DeviceName(Device d) { return d == Device::kCpu ? "cpu" : "cuda"; }
+
+std::string KernelInit::Describe() const {
+  return StrCat(ir::Schema(op).name, " node '", node_name, "' (", ir::DTypeName(KeyDType(*this)), ")");
+}
+
+DType KeyDType(const KernelInit& init) {
+  if (init.op == OpKind::kWhere && init.inputs.size() > 1) return init.inputs[1].dtype;
+  if (!init.inputs.empty()) return init.inputs[0].dtype;
+  return init.outputs.empty() ? DType::kUndefined : init.outputs[0].dtype;
+}
+
+Registry& Registry::Global() {
+  static Registry* registry = [] {
+    auto* r = new Registry();
+    RegisterCpuReferenceKernels(*r);
+    RegisterCpuOneDnnKernels(*r);
+#ifdef AMPTRAIN_WITH_CUDA
+    RegisterCudaKernels(*r);
+#endif
+    return r;
+  }();
+  return *registry;
+}
+
+void Registry::Add(KernelEntry entry) { entries_.push_back(std::move(entry)); }
+
+namespace {
+bool AcceptsDType(const KernelEntry& e, DType t) {
+  return e.dtypes.empty() || std::find(e.dtypes.begin(), e.dtypes.end(), t) != e.dtypes.end();
+}
+}  // namespace
+
+bool Registry::Supports(OpKind op, Device device, DType dtype) const {
+  for (const KernelEntry& e : entries_)
+    if (e.op == op && e.device == device && AcceptsDType(e, dtype)) return true;
+  return false;
+}
+
+std::vector<const KernelEntry*> Registry::Entries(OpKind op, Device device) const {
+  std::vector<const KernelEntry*> out;
+  for (const KernelEntry& e : entries_)
+    if (e.op == op && e.device == device) out.push_back(&e);
+  std::stable_sort(out.begin(), out.end(), [](auto* a, auto* b) { return a->priority > b->priority; });
+  return out;
+}
+
+StatusOr<std::unique_ptr<Kernel>> Registry::Create(const KernelInit& init, const std::string& impl) const {
+  DType key = KeyDType(init);
+  bool any_for_op = false;
+  for (const KernelEntry* e : Entries(init.op, init.device)) {
+    any_for_op = true;
+    if (!impl.empty() && e->impl != impl) continue;
+    if (!AcceptsDType(*e, key)) continue;
+    if (e->accepts && !e->accepts(init)) continue;
+    return e->factory(init);
+  }
+  if (!any_for_op)
+    return Unimplemented(init.Describe(), ": no ", DeviceName(init.device), " kernel for op ", ir::Schema(init.op).name);
+  return Unimplemented(init.Describe(), ": no ", DeviceName(init.device), " kernel", impl.empty() ? "" : " '" + impl + "'",
+                       " supports dtype ", ir::DTypeName(key), " with these attributes/shapes");
+}
+
+}  // namespace amptrain::kernels

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""Export PyTorch reference models to ONNX, with reference input/output data.
+
+Run with Debian's python (it has torch 1.13 + torchvision 0.14; no downloads,
+all weights come from seeded random init):
+
+  /usr/bin/python3 models/torch/export_models.py --out /tmp/models \
+      --models simplecnn,resnet18 --opsets 13,17 --modes train,eval --batch 2 --seed 0
+  /usr/bin/python3 models/torch/export_models.py --out /tmp/models \
+      --models resnet50 --opsets 17 --modes eval --image-size 64
+
+For each (model, opset, mode) it writes
+  DIR/<model>_<mode>_op<opset>.onnx
+  DIR/<model>_<mode>_op<opset>.data/{input_0.npy, output_0.npy, meta.json}
+and, for resnet18 with eval mode, DIR/resnet18_evalfold_op<opset>.onnx (+ .data/):
+the same model exported with TrainingMode.EVAL + do_constant_folding=True
+(Conv+BN fused, initializers renamed by the exporter).
+
+Graph I/O names: input "input_0" (batch dim symbolic, "batch"), output "output_0".
+Initializers of the train/eval exports keep their state_dict names (printed).
+
+Modes:
+  train: TrainingMode.TRAINING, no constant folding. Graph has BatchNormalization in
+         training mode and Dropout nodes. output_0.npy is computed with BN using batch
+         statistics and Dropout as identity (meta.json says so).
+  eval:  model.eval() exported with TrainingMode.PRESERVE, no constant folding
+         (TrainingMode.EVAL would fuse Conv+BN and rename initializers even without
+         constant folding). BN running stats are made non-trivial by a few
+         train-mode forward passes on random data before any export.
+
+Models (module attribute names, i.e. state_dict prefixes):
+  simplecnn:   features.{0:Conv,1:BN,2:ReLU,3:MaxPool,4:Conv,5:BN,6:ReLU,7:MaxPool},
+               classifier.{0:Flatten,1:Linear,2:ReLU,3:Dropout(0.5),4:Linear}
+               (--in-channels default 1, --image-size default 28, 10 classes)
+  resnet18/50: torchvision (weights=None), --num-classes default 1000,
+               --image-size default 224; --small-input = CIFAR-style stem
+               (conv1 3x3 stride 1, maxpool Identity).
+  transformer: tok_emb (Embedding 1000x64), pos_emb (Parameter [1,16,64]),
+               layers.{0,1} (TransformerEncoderLayer d=64, 4 heads, ff=128, gelu,
+               batch_first, dropout 0.1), norm (LayerNorm), head (Linear 64->10).
+               Input int64 token ids [batch, 16], mean-pool over the sequence.
+"""
+import argparse
+import copy
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torchvision
+
+SEQ_LEN, VOCAB = 16, 1000
+
+
+class SimpleCNN(nn.Module):
+    def __init__(self, in_channels=1, image_size=28, num_classes=10):
+        super().__init__()
+        h = w = image_size
+        self.features = nn.Sequential(
+            nn.Conv2d(in_channels, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(64, 128, 3, padding=1), nn.BatchNorm2d(128), nn.ReLU(), nn.MaxPool2d(2))
+        self.classifier = nn.Sequential(
+            nn.Flatten(), nn.Linear(128 * (h // 4) * (w // 4), 512), nn.ReLU(),
+            nn.Dropout(0.5), nn.Linear(512, num_classes))
+
+    def forward(self, x):
+        return self.classifier(self.features(x))
+
+
+class SmallTransformer(nn.Module):
+    def __init__(self, vocab=VOCAB, d=64, seq=SEQ_LEN, num_classes=10):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab, d)
+        self.pos_emb = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+        self.layers = nn.ModuleList([
+            nn.TransformerEncoderLayer(d_model=d, nhead=4, dim_feedforward=128, activation="gelu",
+                                       batch_first=True, dropout=0.1) for _ in range(2)])
+        self.norm = nn.LayerNorm(d)
+        self.head = nn.Linear(d, num_classes)
+
+    def forward(self, tokens):
+        x = self.tok_emb(tokens) + self.pos_emb[:, :tokens.shape[1]]
+        for layer in self.layers:
+            x = layer(x)
+        return self.head(self.norm(x).mean(dim=1))
+
+
+def randomize_norm_affine(model, gen):
+    """Non-trivial BN/LN scale and shift (default init is 1/0, which hides kernel bugs)."""
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (nn.modules.batchnorm._BatchNorm, nn.LayerNorm)) and m.weight is not None:
+                m.weight.copy_(1 + 0.1 * torch.randn(m.weight.shape, generator=gen))
+                m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=gen))
+
+
+def build_model(name, args):
+    """Returns (model, example_input) built deterministically from args.seed."""
+    torch.manual_seed(args.seed)
+    gen = torch.Generator().manual_seed(args.seed + 1)
+    if name == "simplecnn":
+        size = args.image_size or 28
+        ch = args.in_channels or 1
+        model = SimpleCNN(ch, size, args.num_classes or 10)
+    elif name in ("resnet18", "resnet50"):
+        size = args.image_size or 224
+        ch = args.in_channels or 3
+        model = getattr(torchvision.models, name)(weights=None, num_classes=args.num_classes or 1000)
+        if args.small_input:
+            model.conv1 = nn.Conv2d(ch, 64, 3, 1, 1, bias=False)
+            model.maxpool = nn.Identity()
+        elif ch != 3:
+            model.conv1 = nn.Conv2d(ch, 64, 7, 2, 3, bias=False)
+    elif name == "transformer":
+        model = SmallTransformer(num_classes=args.num_classes or 10)
+        randomize_norm_affine(model, gen)
+        x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
+        return model, x
+    else:
+        raise SystemExit(f"unknown model {name}")
+    x = torch.randn(args.batch, ch, size, size, generator=gen)
+    randomize_norm_affine(model, gen)
+    # Make BN running stats non-trivial: a few train-mode passes on random data.
+    if any(isinstance(m, nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        model.train()
+        with torch.no_grad():
+            for _ in range(3):
+                model(torch.randn(x.shape, generator=gen) * 2 + 0.5)
+    return model, x
+
+
+def set_reference_train_mode(model):
+    """BN uses batch statistics; Dropout (incl. attention dropout) is identity."""
+    model.train()
+    for m in model.modules():
+        if not isinstance(m, nn.modules.batchnorm._BatchNorm):
+            m.training = False
+
+
+def export(model, x, path, opset, mode, fold=False):
+    """Note: a train-mode export traces one forward pass, which updates the BN running
+    stats; the exported initializers hold the *updated* values (= model state after
+    this call), so the model is deliberately not restored here."""
+    training = {"train": torch.onnx.TrainingMode.TRAINING,
+                "eval": torch.onnx.TrainingMode.PRESERVE,
+                "evalfold": torch.onnx.TrainingMode.EVAL}[mode]
+    model.train(mode == "train")
+    if mode == "eval":
+        # torch 1.13 merges equal-valued initializers (e.g. all-zero biases) into one plus
+        # Identity nodes when the *top-level* module is in eval mode. Only the top flag
+        # is read by that pass; submodules (BN, Dropout, MHA) stay in eval mode.
+        model.training = True
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, (x,), path, opset_version=opset, training=training,
+                          do_constant_folding=fold, input_names=["input_0"], output_names=["output_0"],
+                          dynamic_axes={"input_0": {0: "batch"}, "output_0": {0: "batch"}})
+
+
+def reference_output(model, x, mode):
+    state = copy.deepcopy(model.state_dict())
+    if mode == "train":
+        set_reference_train_mode(model)
+    else:
+        model.eval()
+    # grad enabled on purpose: keeps nn.TransformerEncoderLayer off its fused fast path.
+    y = model(x).detach().numpy()
+    model.load_state_dict(state)
+    return y
+
+
+def write_case(model, x, out, stem, opset, mode):
+    path = os.path.join(out, stem + ".onnx")
+    state = copy.deepcopy(model.state_dict())  # every case starts from the same state
+    t0 = time.time()
+    export(model, x, path, opset, mode, fold=(mode == "evalfold"))
+    dt = time.time() - t0
+    data = os.path.join(out, stem + ".data")
+    os.makedirs(data, exist_ok=True)
+    np.save(os.path.join(data, "input_0.npy"), x.numpy())
+    np.save(os.path.join(data, "output_0.npy"), reference_output(model, x, mode))
+    meta = {"mode": "train", "dropout": "identity_in_reference", "batchnorm": "batch_statistics"} \
+        if mode == "train" else {"mode": "eval", "dropout": "identity", "batchnorm": "running_statistics"}
+    meta.update(opset=opset, constant_folding=(mode == "evalfold"))
+    with open(os.path.join(data, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1)
+    model.load_state_dict(state)
+    print(f"wrote {path} ({os.path.getsize(path) / 1e6:.1f} MB, export {dt:.1f}s)")
+    return path
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", required=True)
+    p.add_argument("--models", default="simplecnn,resnet18,resnet50,transformer")
+    p.add_argument("--opsets", default="13,17")
+    p.add_argument("--modes", default="train,eval")
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--image-size", type=int, default=None, help="default 28 simplecnn, 224 resnets")
+    p.add_argument("--in-channels", type=int, default=None, help="default 1 simplecnn, 3 resnets")
+    p.add_argument("--num-classes", type=int, default=None, help="default 10, 1000 for resnets")
+    p.add_argument("--small-input", action="store_true", help="CIFAR-style resnet stem")
+    p.add_argument("--quiet", action="store_true", help="don't print initializer names")
+    args = p.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    for name in args.models.split(","):
+        model, x = build_model(name, args)
+        if not args.quiet:
+            print(f"{name}: state_dict keys: {list(model.state_dict().keys())}")
+        for opset in map(int, args.opsets.split(",")):
+            for mode in args.modes.split(","):
+                write_case(model, x, args.out, f"{name}_{mode}_op{opset}", opset, mode)
+                if mode == "eval" and name == "resnet18":
+                    write_case(model, x, args.out, f"{name}_evalfold_op{opset}", opset, "evalfold")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Generate the ONNX backend test data (node tests) at test time from the PyPI onnx package.
+#
+#   tests/tools/gen_backend_tests.sh DIR          (PYTHON=python3 by default: pyenv, has onnx)
+#
+# Produces the standard layout used by onnx's backend tests:
+#   DIR/node/<test_name>/model.onnx + test_data_set_0/{input_N.pb,output_N.pb}   (~1.6k tests)
+#   DIR/simple/<test_name>/...              (small model tests, same generator)
+#   DIR/pytorch-converted/, DIR/pytorch-operator/   (copied: shipped as data in the wheel)
+# "real" model tests are skipped (they need downloads).
+#
+# Why not just `backend-test-tools generate-data -o DIR`: in onnx 1.23 that command only
+# emits model tests (simple/real), not node tests, and the wheel ships no data/node. We call
+# the same writer (onnx.backend.test.cmd_tools.generate_data) with the node cases added.
+# Output is deterministic (onnx seeds numpy with 0 before each test case).
+# Idempotent: skipped when DIR/.onnx_backend_stamp names the installed onnx version.
+set -euo pipefail
+DIR=${1:?usage: $0 OUTPUT_DIR}
+PY=${PYTHON:-python3}
+VERSION=$("$PY" -c 'import onnx; print(onnx.__version__)')
+STAMP="$DIR/.onnx_backend_stamp"
+
+count() { find "$DIR" -mindepth 2 -maxdepth 2 -type d | wc -l; }
+
+if [[ -f "$STAMP" && "$(cat "$STAMP")" == "onnx $VERSION" ]]; then
+  echo "backend tests for onnx $VERSION already in $DIR: $(find "$DIR/node" -mindepth 1 -maxdepth 1 -type d | wc -l) node tests, $(count) total"
+  exit 0
+fi
+
+rm -rf "$DIR/node" "$DIR/simple" "$DIR/pytorch-converted" "$DIR/pytorch-operator" "$STAMP"
+mkdir -p "$DIR"
+"$PY" - "$DIR" <<'EOF'
+import argparse, os, shutil, sys, warnings
+warnings.simplefilter("ignore")
+import onnx.backend.test.case.model as model_test
+import onnx.backend.test.case.node as node_test
+from onnx.backend.test import cmd_tools
+
+out = sys.argv[1]
+cases = [c for c in model_test.collect_testcases() if c.kind != "real"] + node_test.collect_testcases(None)
+model_test.collect_testcases = lambda: cases          # the writer takes its cases from here
+cmd_tools.generate_data(argparse.Namespace(output=out))
+for kind in ("pytorch-converted", "pytorch-operator"):
+    src = os.path.join(cmd_tools.DATA_DIR, kind)
+    if os.path.isdir(src):
+        shutil.copytree(src, os.path.join(out, kind))
+EOF
+echo "onnx $VERSION" > "$STAMP"
+echo "generated backend tests for onnx $VERSION in $DIR: $(find "$DIR/node" -mindepth 1 -maxdepth 1 -type d | wc -l) node tests, $(count) total"
