@@ -25,8 +25,12 @@ Modes:
          statistics and Dropout as identity (meta.json says so).
   eval:  model.eval() exported with TrainingMode.PRESERVE, no constant folding
          (TrainingMode.EVAL would fuse Conv+BN and rename initializers even without
-         constant folding). BN running stats are made non-trivial by a few
-         train-mode forward passes on random data before any export.
+         constant folding), top-level module flagged training so torch does not merge
+         equal-valued initializers into Identity nodes. BN running stats are made
+         non-trivial by a few train-mode forward passes on random data, and BN/LN
+         scale/shift are randomized (1+0.1*N(0,1), 0.1*N(0,1)).
+  A train-mode export traces one forward pass, so its BN running_mean/var initializers
+  are the values after one update with input_0 (harmless: the train output uses batch stats).
 
 Models (module attribute names, i.e. state_dict prefixes):
   simplecnn:   features.{0:Conv,1:BN,2:ReLU,3:MaxPool,4:Conv,5:BN,6:ReLU,7:MaxPool},

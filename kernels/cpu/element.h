@@ -1,0 +1,87 @@
+// Element types for CPU kernels and the one dtype switch.
+//
+// Half and BFloat16 are 2-byte storage types that convert to and from float
+// (round to nearest even). Kernels are templates over the storage type T and
+// compute in Acc<T>: float for float/Half/BFloat16, double for double, the
+// integer itself for integer types. Reductions in the reference kernels
+// accumulate in double (Wide<T>).
+//
+//   return DispatchFloat(init.inputs[0].dtype, [&](auto tag) {
+//     using T = typename decltype(tag)::type;
+//     ...
+//   });
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "ir/dtype.h"
+#include "ir/status.h"
+
+namespace amptrain::kernels::cpu {
+
+using ir::DType;
+
+struct Half {
+  uint16_t bits = 0;
+  Half() = default;
+  Half(float f) : bits(ir::FloatToHalf(f)) {}  // NOLINT: implicit like a float
+  operator float() const { return ir::HalfToFloat(bits); }
+};
+
+struct BFloat16 {
+  uint16_t bits = 0;
+  BFloat16() = default;
+  BFloat16(float f) : bits(ir::FloatToBFloat16(f)) {}  // NOLINT
+  operator float() const { return ir::BFloat16ToFloat(bits); }
+};
+
+static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2);
+
+template <class T> struct AccType { using type = T; };
+template <> struct AccType<Half> { using type = float; };
+template <> struct AccType<BFloat16> { using type = float; };
+template <class T> using Acc = typename AccType<T>::type;
+
+template <class T> struct WideType { using type = double; };
+template <> struct WideType<int64_t> { using type = int64_t; };
+template <> struct WideType<int32_t> { using type = int64_t; };
+template <class T> using Wide = typename WideType<T>::type;
+
+template <class T> struct Tag { using type = T; };
+
+// Calls fn(Tag<T>{}) for the storage type of `t`; unsupported dtypes give
+// Unimplemented naming the dtype.
+template <class Fn>
+Status DispatchFloat(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat32: return fn(Tag<float>{});
+    case DType::kFloat16: return fn(Tag<Half>{});
+    case DType::kBFloat16: return fn(Tag<BFloat16>{});
+    case DType::kFloat64: return fn(Tag<double>{});
+    default: return Unimplemented("dtype ", ir::DTypeName(t), " is not a float type");
+  }
+}
+
+// Floats plus int64/int32 (arithmetic on shapes and indices).
+template <class Fn>
+Status DispatchNumeric(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kInt64: return fn(Tag<int64_t>{});
+    case DType::kInt32: return fn(Tag<int32_t>{});
+    default: return DispatchFloat(t, std::forward<Fn>(fn));
+  }
+}
+
+// Every dtype, bool as uint8_t storage (copies, gathers, compares).
+template <class Fn>
+Status DispatchAll(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kInt8: return fn(Tag<int8_t>{});
+    case DType::kUInt8: return fn(Tag<uint8_t>{});
+    case DType::kBool: return fn(Tag<bool>{});
+    default: return DispatchNumeric(t, std::forward<Fn>(fn));
+  }
+}
+
+}  // namespace amptrain::kernels::cpu
