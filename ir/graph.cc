@@ -232,7 +232,7 @@ StatusOr<std::vector<Node*>> Graph::TopologicalOrder() {
   return out;
 }
 
-Status Graph::InferNode(Node* node) {
+Status Graph::InferNode(Node* node, std::vector<Tensor>* values) {
   InferContext ctx;
   ctx.node = node;
   ctx.attrs = &node->attrs_;
@@ -242,9 +242,11 @@ Status Graph::InferNode(Node* node) {
     ctx.values.push_back(in.valid() ? ConstantValue(in) : nullptr);
   }
   ctx.outputs.resize(node->num_outputs());
+  ctx.output_values.resize(node->num_outputs());
   for (size_t i = 0; i < node->num_outputs(); ++i) ctx.outputs[i] = node->outputs_[i].info.type;
   AMP_RETURN_IF_ERROR(node->schema().infer(ctx));
   for (size_t i = 0; i < node->num_outputs(); ++i) node->outputs_[i].info.type = std::move(ctx.outputs[i]);
+  if (values) *values = std::move(ctx.output_values);
   return Status::Ok();
 }
 

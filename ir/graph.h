@@ -179,8 +179,10 @@ class Graph {
   // Runs every node's shape/dtype rule in topological order, using constant
   // inputs where known. Overwrites output types.
   Status InferShapes();
-  // One node's rule with the current input types; fills its outputs.
-  Status InferNode(Node* node);
+  // One node's rule with the current input types; fills its outputs. When
+  // `values` is given it receives the propagated output values (empty
+  // Tensors where unknown), see InferContext.
+  Status InferNode(Node* node, std::vector<Tensor>* values = nullptr);
 
  private:
   Node* NewNode(OpKind op, std::string name, size_t num_outputs, std::vector<std::string> output_names);

@@ -19,6 +19,7 @@
 namespace amptrain::ir {
 
 inline constexpr uint32_t kAllInputs = 0xffffffffu;
+inline constexpr int64_t kMaxPropagatedElements = 4096;
 
 enum class OpKind : uint16_t {
 #define OP(kind, onnx, min_in, max_in, min_out, max_out, diff, prec, family) k##kind,
@@ -37,12 +38,21 @@ class Node;
 // What a shape/dtype rule sees: input types, constant input values where the
 // producer is an Initializer/Constant (or the executor folded it), the node's
 // attributes. It fills `outputs` (already sized to the node's output count).
+//
+// Value propagation: rules of the ops that shape arithmetic uses (Shape,
+// Gather, Unsqueeze, Squeeze, Concat, Slice, Cast, Reshape, Add/Sub/Mul/Div,
+// Equal, Where, ConstantOfShape, Range, ...) also fill `output_values[i]`
+// when every input value they need is known and the result is small
+// (<= kMaxPropagatedElements, integer or float). This is how the importer
+// folds the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chains of
+// older exports and how the executor specializes a graph to input shapes.
 struct InferContext {
   const Node* node = nullptr;
   const Attributes* attrs = nullptr;
   std::vector<TensorType> inputs;        // dtype kUndefined for absent optional inputs
   std::vector<const Tensor*> values;     // nullptr when not known
   std::vector<TensorType> outputs;
+  std::vector<Tensor> output_values;     // sized like outputs; empty Tensor = unknown
   int opset = 0;
 
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].dtype != DType::kUndefined; }
