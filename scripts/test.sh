@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, runs the whole suite
+# (unit, ONNX backend node tests, PyTorch/ONNX Runtime interop, CLI), then the
+# malformed-model tests again under AddressSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh
+(cd build && ctest -j "$(nproc)" --output-on-failure --timeout 900)
+
+# Sanitizer build of the untrusted-input tests (importer) and the npy reader.
+BUILD_DIR=build-asan TARGETS="importer_tests executor_tests" \
+  bash scripts/build.sh -DAMPTRAIN_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo
+echo "== AddressSanitizer: importer and npy tests"
+ASAN_OPTIONS=detect_leaks=0 ./build-asan/tests/importer_tests --gtest_brief=1
+ASAN_OPTIONS=detect_leaks=0 ./build-asan/tests/executor_tests --gtest_brief=1 --gtest_filter='Npy*'

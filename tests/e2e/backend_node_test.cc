@@ -1,0 +1,203 @@
+// The ONNX backend node tests (generated at test time by
+// tests/tools/gen_backend_tests.sh from the installed onnx package) run
+// through the importer and the CPU executor. Oracle: the outputs the ONNX
+// generators computed with numpy, compared as ONNX's runner does (rtol 1e-3,
+// atol 1e-7, exact dtypes and shapes).
+//
+// A test counts for amptrain when every node of its model is an op of
+// ir/ops.def. Those must pass at >= 95%, except the listed skips in
+// backend_skips.txt (each with its reason). The per-op table is written to
+// <build>/backend_node_tests.md (copied into docs/ by scripts/backend_table.sh).
+#include <gtest/gtest.h>
+
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "executor/session.h"
+#include "importer/onnx_import.h"
+#include "importer/tensor_proto.h"
+#include "ir/op_schema.h"
+
+namespace amptrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  std::string test, op, status, detail;  // status: pass | fail | skip
+};
+
+std::string SuiteDir() { return std::string(AMPTRAIN_BINARY_DIR) + "/onnx_backend_data"; }
+
+bool GenerateSuite() {
+  std::string cmd = std::string("bash ") + AMPTRAIN_SOURCE_DIR + "/tests/tools/gen_backend_tests.sh " + SuiteDir() +
+                    " > " + AMPTRAIN_BINARY_DIR + "/onnx_backend_gen.log 2>&1";
+  return std::system(cmd.c_str()) == 0 && fs::exists(SuiteDir() + "/node");
+}
+
+std::vector<std::pair<std::string, std::string>> LoadSkips() {
+  std::vector<std::pair<std::string, std::string>> skips;
+  std::ifstream in(std::string(AMPTRAIN_SOURCE_DIR) + "/tests/e2e/backend_skips.txt");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    auto bar = line.find('|');
+    if (bar == std::string::npos) continue;
+    auto trim = [](std::string s) {
+      s.erase(0, s.find_first_not_of(" \t"));
+      s.erase(s.find_last_not_of(" \t") + 1);
+      return s;
+    };
+    skips.emplace_back(trim(line.substr(0, bar)), trim(line.substr(bar + 1)));
+  }
+  return skips;
+}
+
+const std::string* SkipReason(const std::vector<std::pair<std::string, std::string>>& skips, const std::string& test) {
+  for (const auto& [pattern, reason] : skips) {
+    if (!pattern.empty() && pattern.back() == '*') {
+      if (test.rfind(pattern.substr(0, pattern.size() - 1), 0) == 0) return &reason;
+    } else if (pattern == test) {
+      return &reason;
+    }
+  }
+  return nullptr;
+}
+
+// Reads the op types of a model file; false when it does not parse.
+bool ModelOps(const std::string& path, std::vector<std::string>* ops) {
+  std::ifstream in(path, std::ios::binary);
+  onnx::ModelProto m;
+  if (!m.ParseFromIstream(&in)) return false;
+  for (const auto& n : m.graph().node()) ops->push_back(n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type());
+  return true;
+}
+
+std::string Compare(const ir::Tensor& got, const ir::Tensor& want) {
+  if (got.dtype() != want.dtype())
+    return StrCat("dtype ", ir::DTypeName(got.dtype()), " != expected ", ir::DTypeName(want.dtype()));
+  if (got.dims() != want.dims()) return "shape differs from expected";
+  int64_t bad = 0;
+  double worst = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
+    if (std::isnan(w) && std::isnan(g)) continue;
+    if (std::isinf(w) && g == w) continue;
+    double err = std::fabs(g - w);
+    if (!(err <= 1e-7 + 1e-3 * std::fabs(w))) {
+      ++bad;
+      worst = std::max(worst, std::isnan(err) ? INFINITY : err);
+    }
+  }
+  if (bad) return StrCat(bad, " of ", want.num_elements(), " elements differ, max abs error ", worst);
+  return "";
+}
+
+Outcome RunOne(const fs::path& dir, const std::string& op) {
+  Outcome o{dir.filename().string(), op, "fail", ""};
+  auto graph = importer::ImportModelFile((dir / "model.onnx").string());
+  if (!graph.ok()) {
+    o.detail = "import: " + graph.status().message();
+    return o;
+  }
+  std::vector<std::string> input_names;
+  for (ir::Value v : (*graph)->inputs()) input_names.push_back((*graph)->name(v));
+  auto session = executor::InferenceSession::Create(std::move(*graph));
+  if (!session.ok()) {
+    o.detail = "session: " + session.status().message();
+    return o;
+  }
+  for (const auto& set : fs::directory_iterator(dir)) {
+    if (!set.is_directory() || set.path().filename().string().rfind("test_data_set_", 0) != 0) continue;
+    std::map<std::string, ir::Tensor> inputs;
+    for (size_t i = 0; i < input_names.size(); ++i) {
+      auto t = importer::ReadTensorProtoFile((set.path() / StrCat("input_", i, ".pb")).string());
+      if (!t.ok()) { o.detail = "input: " + t.status().message(); return o; }
+      inputs[input_names[i]] = *t;
+    }
+    auto outs = (*session)->Run(inputs);
+    if (!outs.ok()) { o.detail = "run: " + outs.status().message(); return o; }
+    for (size_t i = 0; i < outs->size(); ++i) {
+      auto want = importer::ReadTensorProtoFile((set.path() / StrCat("output_", i, ".pb")).string());
+      if (!want.ok()) { o.detail = "expected output: " + want.status().message(); return o; }
+      std::string diff = Compare((*outs)[i], *want);
+      if (!diff.empty()) { o.detail = StrCat("output ", i, ": ", diff); return o; }
+    }
+  }
+  o.status = "pass";
+  return o;
+}
+
+TEST(OnnxBackendNodeTests, SupportedOpsPass) {
+  if (!GenerateSuite()) GTEST_SKIP() << "could not generate the ONNX backend tests (needs python3 with onnx); see onnx_backend_gen.log";
+  auto skips = LoadSkips();
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(SuiteDir() + "/node")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+
+  std::vector<Outcome> outcomes;
+  size_t unsupported = 0;
+  for (const fs::path& dir : dirs) {
+    std::vector<std::string> ops;
+    if (!ModelOps((dir / "model.onnx").string(), &ops) || ops.empty()) continue;
+    bool all_supported = std::all_of(ops.begin(), ops.end(), [](const std::string& t) { return ir::FindOnnxOp(t).has_value(); });
+    if (!all_supported) { ++unsupported; continue; }
+    // The op a test is about: a single-node model's op, else the op named by the test.
+    std::string op = ops.size() == 1 ? ops[0] : "";
+    if (op.empty()) {
+      std::string name = dir.filename().string();
+      for (const auto& t : ops) {
+        std::string lower = t;
+        std::transform(lower.begin(), lower.end(), lower.begin(), ::tolower);
+        if (name.find("test_" + lower) == 0 && t.size() > op.size()) op = t;
+      }
+      if (op.empty()) op = ops.back();
+    }
+    if (const std::string* reason = SkipReason(skips, dir.filename().string())) {
+      outcomes.push_back({dir.filename().string(), op, "skip", *reason});
+      continue;
+    }
+    outcomes.push_back(RunOne(dir, op));
+  }
+
+  std::map<std::string, std::array<int, 3>> per_op;  // pass, fail, skip
+  size_t pass = 0, fail = 0, skip = 0;
+  for (const Outcome& o : outcomes) {
+    auto& row = per_op[o.op];
+    if (o.status == "pass") { ++row[0]; ++pass; }
+    else if (o.status == "fail") { ++row[1]; ++fail; }
+    else { ++row[2]; ++skip; }
+  }
+  std::ofstream md(std::string(AMPTRAIN_BINARY_DIR) + "/backend_node_tests.md");
+  md << "# ONNX backend node tests on amptrain (CPU)\n\n"
+     << "Generated by tests/e2e/backend_node_test.cc from the installed onnx package's node test cases.\n"
+     << "Tests whose model uses an op outside ir/ops.def are not counted (" << unsupported << " of them).\n\n"
+     << "Total: " << pass << " pass, " << fail << " fail, " << skip << " skip of " << outcomes.size()
+     << " (pass rate " << (outcomes.empty() ? 0.0 : 100.0 * pass / (pass + fail)) << "% of those run)\n\n"
+     << "| op | pass | fail | skip |\n|---|---|---|---|\n";
+  for (const auto& [op, row] : per_op) md << "| " << op << " | " << row[0] << " | " << row[1] << " | " << row[2] << " |\n";
+  md << "\n## Failures\n\n";
+  for (const Outcome& o : outcomes)
+    if (o.status == "fail") md << "- `" << o.test << "` (" << o.op << "): " << o.detail << "\n";
+  md << "\n## Skips\n\n";
+  for (const Outcome& o : outcomes)
+    if (o.status == "skip") md << "- `" << o.test << "` (" << o.op << "): " << o.detail << "\n";
+  md.close();
+
+  std::cout << "backend node tests: " << pass << " pass, " << fail << " fail, " << skip << " skip; table in "
+            << AMPTRAIN_BINARY_DIR << "/backend_node_tests.md\n";
+  ASSERT_GT(pass + fail, 100u) << "suspiciously few backend tests ran";
+  double rate = static_cast<double>(pass) / static_cast<double>(pass + fail);
+  EXPECT_GE(rate, 0.95) << "pass rate " << rate * 100 << "%; failures listed in backend_node_tests.md";
+}
+
+}  // namespace
+}  // namespace amptrain
