@@ -1,0 +1,167 @@
+// Shape/dtype rules of the broadcasting binary and variadic ops (numpy
+// broadcasting over all inputs). Arithmetic, Max/Min, compares and Where
+// propagate values; integer math wraps like the int64 kernels, and integer
+// division truncates toward zero (division by zero gives 0).
+#include <algorithm>
+#include <cmath>
+
+#include "ir/infer/infer_util.h"
+
+namespace amptrain::ir {
+
+namespace {
+
+// outputs[0] = broadcast of the inputs' shapes with dtype `dtype`; no shape
+// when any input's shape is unknown.
+Status BroadcastOutput(InferContext& ctx, DType dtype) {
+  TensorType out;
+  out.dtype = dtype;
+  out.has_shape = true;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    if (!ctx.inputs[i].has_shape) {
+      out.has_shape = false;
+      out.shape = Shape();
+      break;
+    }
+    StatusOr<Shape> s = BroadcastShapes(out.shape, ctx.inputs[i].shape);
+    if (!s.ok()) return ctx.Error(s.status().message());
+    out.shape = std::move(s).value();
+  }
+  ctx.outputs[0] = std::move(out);
+  return Status::Ok();
+}
+
+Status SameNumericInputs(InferContext& ctx) {
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, i, IsNumeric(ctx.inputs[i].dtype), "a numeric type"));
+    AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, i));
+  }
+  return Status::Ok();
+}
+
+int64_t Wrap(uint64_t v) { return static_cast<int64_t>(v); }
+
+int64_t IntDiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return Wrap(0 - static_cast<uint64_t>(a));
+  return a / b;
+}
+
+// Propagates fi (integer inputs) or ff (float inputs) over every input.
+template <class FI, class FF>
+void Propagate(InferContext& ctx, DType math, FI fi, FF ff) {
+  std::vector<size_t> ins(ctx.inputs.size());
+  for (size_t i = 0; i < ins.size(); ++i) ins[i] = i;
+  if (IsFloat(math)) PropagateElementwise<double>(ctx, ins, 0, ff);
+  else PropagateElementwise<int64_t>(ctx, ins, 0, fi);
+}
+
+template <class FI, class FF>
+Status Arithmetic(InferContext& ctx, FI fi, FF ff) {
+  AMP_RETURN_IF_ERROR(SameNumericInputs(ctx));
+  AMP_RETURN_IF_ERROR(BroadcastOutput(ctx, ctx.inputs[0].dtype));
+  Propagate(ctx, ctx.inputs[0].dtype, fi, ff);
+  return Status::Ok();
+}
+
+template <class FI, class FF>
+Status Compare(InferContext& ctx, bool numeric_only, FI fi, FF ff) {
+  if (numeric_only) AMP_RETURN_IF_ERROR(SameNumericInputs(ctx));
+  else AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 1));
+  AMP_RETURN_IF_ERROR(BroadcastOutput(ctx, DType::kBool));
+  Propagate(ctx, ctx.inputs[0].dtype, fi, ff);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status InferAdd(InferContext& ctx) {
+  return Arithmetic(
+      ctx, [](const int64_t* a) { return Wrap(static_cast<uint64_t>(a[0]) + static_cast<uint64_t>(a[1])); },
+      [](const double* a) { return a[0] + a[1]; });
+}
+
+Status InferSub(InferContext& ctx) {
+  return Arithmetic(
+      ctx, [](const int64_t* a) { return Wrap(static_cast<uint64_t>(a[0]) - static_cast<uint64_t>(a[1])); },
+      [](const double* a) { return a[0] - a[1]; });
+}
+
+Status InferMul(InferContext& ctx) {
+  return Arithmetic(
+      ctx, [](const int64_t* a) { return Wrap(static_cast<uint64_t>(a[0]) * static_cast<uint64_t>(a[1])); },
+      [](const double* a) { return a[0] * a[1]; });
+}
+
+Status InferDiv(InferContext& ctx) {
+  return Arithmetic(ctx, [](const int64_t* a) { return IntDiv(a[0], a[1]); },
+                    [](const double* a) { return a[0] / a[1]; });
+}
+
+// Pow(base, exponent): any numeric pair; the output has the base's dtype.
+Status InferPow(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsNumeric(ctx.inputs[1].dtype), "a numeric type"));
+  return BroadcastOutput(ctx, ctx.inputs[0].dtype);
+}
+
+Status InferMax(InferContext& ctx) {
+  return Arithmetic(
+      ctx,
+      [n = ctx.inputs.size()](const int64_t* a) {
+        int64_t m = a[0];
+        for (size_t i = 1; i < n; ++i) m = std::max(m, a[i]);
+        return m;
+      },
+      [n = ctx.inputs.size()](const double* a) {
+        double m = a[0];
+        for (size_t i = 1; i < n; ++i) m = std::isnan(a[i]) || a[i] > m ? a[i] : m;
+        return m;
+      });
+}
+
+Status InferMin(InferContext& ctx) {
+  return Arithmetic(
+      ctx,
+      [n = ctx.inputs.size()](const int64_t* a) {
+        int64_t m = a[0];
+        for (size_t i = 1; i < n; ++i) m = std::min(m, a[i]);
+        return m;
+      },
+      [n = ctx.inputs.size()](const double* a) {
+        double m = a[0];
+        for (size_t i = 1; i < n; ++i) m = std::isnan(a[i]) || a[i] < m ? a[i] : m;
+        return m;
+      });
+}
+
+Status InferEqual(InferContext& ctx) {
+  return Compare(
+      ctx, false, [](const int64_t* a) -> int64_t { return a[0] == a[1]; },
+      [](const double* a) -> double { return a[0] == a[1]; });
+}
+
+Status InferLess(InferContext& ctx) {
+  return Compare(
+      ctx, true, [](const int64_t* a) -> int64_t { return a[0] < a[1]; },
+      [](const double* a) -> double { return a[0] < a[1]; });
+}
+
+Status InferGreater(InferContext& ctx) {
+  return Compare(
+      ctx, true, [](const int64_t* a) -> int64_t { return a[0] > a[1]; },
+      [](const double* a) -> double { return a[0] > a[1]; });
+}
+
+// Where(condition: bool, X, Y): X's dtype, broadcast of all three shapes.
+Status InferWhere(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, ctx.inputs[0].dtype == DType::kBool, "bool"));
+  AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 1, 2));
+  AMP_RETURN_IF_ERROR(BroadcastOutput(ctx, ctx.inputs[1].dtype));
+  Propagate(
+      ctx, ctx.inputs[1].dtype, [](const int64_t* a) { return a[0] ? a[1] : a[2]; },
+      [](const double* a) { return a[0] != 0.0 ? a[1] : a[2]; });
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir

@@ -1,0 +1,103 @@
+// Shape/dtype rules of the unary elementwise ops: the output has the input's
+// type (Cast: the `to` dtype). Cast, Neg, Not and Identity propagate values.
+#include "ir/infer/infer_util.h"
+#include "ir/onnx_dtype.h"
+
+namespace amptrain::ir {
+
+namespace {
+
+Status FloatUnary(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+bool IsSignedNumeric(DType t) { return IsNumeric(t) && t != DType::kUInt8; }
+
+}  // namespace
+
+Status InferSigmoid(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferTanh(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferErf(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferSqrt(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferExp(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferLog(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferReciprocal(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferLeakyRelu(InferContext& ctx) { return FloatUnary(ctx); }
+
+Status InferGelu(InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(std::string approximate, ctx.attrs->GetString("approximate", "none"));
+  if (approximate != "none" && approximate != "tanh")
+    return ctx.Error("attribute approximate is '", approximate, "', expected 'none' or 'tanh'");
+  return FloatUnary(ctx);
+}
+
+Status InferRelu(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsSignedNumeric(ctx.inputs[0].dtype), "a float or signed integer type"));
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+Status InferNeg(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsSignedNumeric(ctx.inputs[0].dtype), "a float or signed integer type"));
+  SameAs(ctx, 0, 0);
+  if (IsFloat(ctx.inputs[0].dtype))
+    PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return -a[0]; });
+  else
+    PropagateElementwise<int64_t>(ctx, {0}, 0, [](const int64_t* a) { return -a[0]; });
+  return Status::Ok();
+}
+
+Status InferAbs(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+// Clip(input, min?, max?): min and max are scalars of the input's dtype.
+Status InferClip(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  for (size_t i = 1; i < 3; ++i) {
+    if (!ctx.has_input(i)) continue;
+    AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, i));
+    const TensorType& t = ctx.inputs[i];
+    if (t.has_shape && (t.shape.rank() > 1 || (t.shape.rank() == 1 && !(t.shape[0].is_static() && t.shape[0].value == 1))))
+      return ctx.Error("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got shape ", t.shape.ToString());
+  }
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+Status InferNot(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, ctx.inputs[0].dtype == DType::kBool, "bool"));
+  SameAs(ctx, 0, 0);
+  PropagateElementwise<int64_t>(ctx, {0}, 0, [](const int64_t* a) -> int64_t { return a[0] == 0; });
+  return Status::Ok();
+}
+
+Status InferIdentity(InferContext& ctx) {
+  SameAs(ctx, 0, 0);
+  if (const Tensor* v = ctx.value(0)) ctx.output_values[0] = *v;
+  return Status::Ok();
+}
+
+// Cast(to): float -> integer truncates toward zero; -> bool is x != 0.
+Status InferCast(InferContext& ctx) {
+  if (!ctx.attrs->Has("to")) return ctx.Error("attribute 'to' is required");
+  AMP_ASSIGN_OR_RETURN(int64_t to, ctx.attrs->GetInt("to", 0));
+  DType target = DTypeFromOnnx(to);
+  if (target == DType::kUndefined)
+    return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("Cast node"), ": cast to ONNX data type ", to,
+                         " is not supported");
+  if (ctx.inputs[0].dtype == DType::kUndefined) return ctx.Error("input 0 has no dtype");
+  ctx.outputs[0] = ctx.inputs[0];
+  ctx.outputs[0].dtype = target;
+  if (IsFloat(ctx.inputs[0].dtype))
+    PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return a[0]; });
+  else
+    PropagateElementwise<int64_t>(ctx, {0}, 0, [](const int64_t* a) { return a[0]; });
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir

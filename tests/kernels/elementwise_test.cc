@@ -1,0 +1,250 @@
+// CPU reference kernels of the unary, binary and Cast ops against
+// hand-computed values and numpy/ONNX semantics.
+#include <cmath>
+#include <limits>
+
+#include "ir/onnx_dtype.h"
+#include "tests/kernels/reference_runner.h"
+
+namespace amptrain::kernels {
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+using ir::Tensor;
+using testing::MakeTensor;
+using testing::Run1;
+using testing::Values;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-6) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(got[i])) << "element " << i;
+    else if (std::isinf(want[i])) EXPECT_EQ(got[i], want[i]) << "element " << i;
+    else EXPECT_NEAR(got[i], want[i], tol * (1.0 + std::fabs(want[i]))) << "element " << i;
+  }
+}
+
+Tensor F32(std::vector<int64_t> dims, const std::vector<double>& v) { return MakeTensor(DType::kFloat32, std::move(dims), v); }
+
+TEST(UnaryKernels, FloatOpsMatchFormulas) {
+  Tensor x = F32({5}, {-2.0, -0.5, 0.0, 0.5, 3.0});
+  std::vector<double> xs = Values(x);
+  auto map = [&](auto f) {
+    std::vector<double> r;
+    for (double v : xs) r.push_back(f(v));
+    return r;
+  };
+  ExpectNear(Values(Run1(OpKind::kRelu, {x})), {0, 0, 0, 0.5, 3});
+  ExpectNear(Values(Run1(OpKind::kSigmoid, {x})), map([](double v) { return 1 / (1 + std::exp(-v)); }));
+  ExpectNear(Values(Run1(OpKind::kTanh, {x})), map([](double v) { return std::tanh(v); }));
+  ExpectNear(Values(Run1(OpKind::kErf, {x})), map([](double v) { return std::erf(v); }));
+  ExpectNear(Values(Run1(OpKind::kExp, {x})), map([](double v) { return std::exp(v); }));
+  ExpectNear(Values(Run1(OpKind::kNeg, {x})), {2, 0.5, 0, -0.5, -3});
+  ExpectNear(Values(Run1(OpKind::kAbs, {x})), {2, 0.5, 0, 0.5, 3});
+  ExpectNear(Values(Run1(OpKind::kReciprocal, {x})), {-0.5, -2, kInf, 2, 1.0 / 3});
+  ExpectNear(Values(Run1(OpKind::kSqrt, {F32({3}, {4, 2, -1})})), {2, std::sqrt(2.0), kNaN});
+  ExpectNear(Values(Run1(OpKind::kLog, {F32({3}, {1, 0, std::exp(2.0)})})), {0, -kInf, 2});
+  ir::Attributes leaky;
+  leaky.Set("alpha", 0.1f);
+  ExpectNear(Values(Run1(OpKind::kLeakyRelu, {x}, leaky)), {-0.2, -0.05, 0, 0.5, 3});
+  // Relu keeps NaN like numpy's maximum(x, 0).
+  EXPECT_TRUE(std::isnan(Values(Run1(OpKind::kRelu, {F32({1}, {kNaN})}))[0]));
+}
+
+TEST(UnaryKernels, SigmoidIsStableForLargeInputs) {
+  ExpectNear(Values(Run1(OpKind::kSigmoid, {F32({3}, {-1000, 1000, -88})})), {0, 1, 1 / (1 + std::exp(88.0))}, 1e-5);
+}
+
+TEST(UnaryKernels, GeluExactAndTanh) {
+  Tensor x = F32({4}, {-3, -1, 0.5, 2});
+  std::vector<double> exact, approx;
+  for (double v : Values(x)) {
+    exact.push_back(0.5 * v * (1 + std::erf(v / std::sqrt(2.0))));
+    approx.push_back(0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v))));
+  }
+  ExpectNear(Values(Run1(OpKind::kGelu, {x})), exact);
+  ir::Attributes tanh_attr;
+  tanh_attr.Set("approximate", std::string("tanh"));
+  ExpectNear(Values(Run1(OpKind::kGelu, {x}, tanh_attr)), approx);
+  EXPECT_GT(std::fabs(exact[1] - approx[1]), 1e-5);  // the two forms really differ
+}
+
+TEST(UnaryKernels, ClipBoundsAndEdgeCases) {
+  Tensor x = F32({4}, {-6, 0, 6, kNaN});
+  ExpectNear(Values(Run1(OpKind::kClip, {x, F32({}, {-5}), F32({}, {5})})), {-5, 0, 5, kNaN});
+  ExpectNear(Values(Run1(OpKind::kClip, {x, F32({}, {-1})})), {-1, 0, 6, kNaN});        // default max
+  ExpectNear(Values(Run1(OpKind::kClip, {x, Tensor(), F32({}, {1})})), {-6, 0, 1, kNaN});  // default min
+  ExpectNear(Values(Run1(OpKind::kClip, {x, F32({}, {2}), F32({}, {1})})), {1, 1, 1, kNaN});  // min > max -> max
+  Tensor i8 = MakeTensor(DType::kInt8, {3}, {-128, 5, 127});
+  Tensor r = Run1(OpKind::kClip, {i8, MakeTensor(DType::kInt8, {}, {0})});
+  EXPECT_EQ(r.dtype(), DType::kInt8);
+  ExpectNear(Values(r), {0, 5, 127});
+}
+
+TEST(UnaryKernels, IntegerAndBoolOps) {
+  Tensor i = MakeTensor(DType::kInt64, {3}, {-3, 0, 7});
+  ExpectNear(Values(Run1(OpKind::kRelu, {i})), {0, 0, 7});
+  ExpectNear(Values(Run1(OpKind::kNeg, {i})), {3, 0, -7});
+  ExpectNear(Values(Run1(OpKind::kAbs, {MakeTensor(DType::kInt32, {2}, {-4, 4})})), {4, 4});
+  Tensor b = MakeTensor(DType::kBool, {3}, {1, 0, 1});
+  Tensor n = Run1(OpKind::kNot, {b});
+  EXPECT_EQ(n.dtype(), DType::kBool);
+  ExpectNear(Values(n), {0, 1, 0});
+  EXPECT_TRUE(Run1(OpKind::kIdentity, {i}) == i);
+  EXPECT_FALSE(Registry::Global().Supports(OpKind::kSigmoid, Device::kCpu, DType::kInt64));
+}
+
+TEST(UnaryKernels, HalfAndBFloat16ComputeInFloat) {
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    Tensor x = MakeTensor(t, {3}, {-1, 0.5, 2});
+    Tensor y = Run1(OpKind::kTanh, {x});
+    EXPECT_EQ(y.dtype(), t);
+    Tensor want = MakeTensor(t, {3}, {std::tanh(-1.0), std::tanh(0.5), std::tanh(2.0)});
+    EXPECT_TRUE(y == want) << ir::DTypeName(t);
+  }
+}
+
+TEST(BinaryKernels, BroadcastShapes) {
+  Tensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6});
+  ExpectNear(Values(Run1(OpKind::kAdd, {a, F32({3}, {10, 20, 30})})), {11, 22, 33, 14, 25, 36});
+  ExpectNear(Values(Run1(OpKind::kSub, {a, F32({2, 1}, {1, 2})})), {0, 1, 2, 2, 3, 4});
+  ExpectNear(Values(Run1(OpKind::kMul, {F32({}, {2}), a})), {2, 4, 6, 8, 10, 12});
+  Tensor outer = Run1(OpKind::kMul, {F32({3, 1}, {1, 2, 3}), F32({1, 2}, {10, 100})});
+  EXPECT_EQ(outer.dims(), (std::vector<int64_t>{3, 2}));
+  ExpectNear(Values(outer), {10, 100, 20, 200, 30, 300});
+  ExpectNear(Values(Run1(OpKind::kDiv, {a, F32({1}, {2})})), {0.5, 1, 1.5, 2, 2.5, 3});
+}
+
+TEST(BinaryKernels, LargeChannelBroadcastMatchesNaiveLoop) {
+  // [N, C, H, W] + [C, 1, 1] (per-channel bias), large enough for the parallel path.
+  const int64_t n = 4, c = 16, hw = 1024;
+  std::vector<double> x(static_cast<size_t>(n * c * hw)), bias(static_cast<size_t>(c));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>(i % 97) - 48;
+  for (size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<double>(i) * 0.5;
+  Tensor y = Run1(OpKind::kAdd, {F32({n, c, 32, 32}, x), F32({c, 1, 1}, bias)}, {}, {1, {}, 4});
+  std::vector<double> got = Values(y);
+  for (int64_t i = 0; i < n * c * hw; ++i)
+    ASSERT_EQ(got[static_cast<size_t>(i)], x[static_cast<size_t>(i)] + bias[static_cast<size_t>(i / hw % c)]) << i;
+}
+
+TEST(BinaryKernels, IntegerDivisionTruncatesTowardZero) {
+  Tensor x = MakeTensor(DType::kInt32, {4}, {-3, 3, -3, 3});
+  Tensor y = MakeTensor(DType::kInt32, {4}, {2, 2, -2, -2});
+  Tensor z = Run1(OpKind::kDiv, {x, y});
+  EXPECT_EQ(z.dtype(), DType::kInt32);
+  ExpectNear(Values(z), {-1, 1, 1, -1});
+  ExpectNear(Values(Run1(OpKind::kDiv, {MakeTensor(DType::kInt64, {2}, {7, -7}), MakeTensor(DType::kInt64, {2}, {0, -1})})),
+             {0, 7});
+  ExpectNear(Values(Run1(OpKind::kAdd, {MakeTensor(DType::kUInt8, {2}, {250, 1}), MakeTensor(DType::kUInt8, {2}, {10, 1})})),
+             {4, 2});  // uint8 wraps
+}
+
+TEST(BinaryKernels, PowMixedTypes) {
+  ExpectNear(Values(Run1(OpKind::kPow, {F32({3}, {1, 2, 3}), MakeTensor(DType::kInt64, {3}, {4, 5, 6})})), {1, 32, 729});
+  Tensor ib = Run1(OpKind::kPow, {MakeTensor(DType::kInt32, {3}, {1, 2, 3}), F32({3}, {4, 5, 6})});
+  EXPECT_EQ(ib.dtype(), DType::kInt32);
+  ExpectNear(Values(ib), {1, 32, 729});
+  ExpectNear(Values(Run1(OpKind::kPow, {F32({3}, {2, 4, 9}), F32({}, {0.5})})), {std::sqrt(2.0), 2, 3});
+  ExpectNear(Values(Run1(OpKind::kPow, {F32({2}, {-3, 1.5}), F32({}, {2})})), {9, 2.25});
+}
+
+TEST(BinaryKernels, VariadicMaxMinWithBroadcastAndNaN) {
+  Tensor a = F32({3}, {3, 2, 1}), b = F32({3}, {1, 4, 4}), c = F32({2, 1}, {2, kNaN});
+  Tensor mx = Run1(OpKind::kMax, {a, b, c});
+  EXPECT_EQ(mx.dims(), (std::vector<int64_t>{2, 3}));
+  ExpectNear(Values(mx), {3, 4, 4, kNaN, kNaN, kNaN});
+  ExpectNear(Values(Run1(OpKind::kMin, {a, b})), {1, 2, 1});
+  ExpectNear(Values(Run1(OpKind::kMax, {a})), {3, 2, 1});
+  ExpectNear(Values(Run1(OpKind::kMin, {MakeTensor(DType::kInt64, {2}, {5, -5}), MakeTensor(DType::kInt64, {}, {0})})), {0, -5});
+}
+
+TEST(BinaryKernels, ComparesGiveBool) {
+  Tensor a = MakeTensor(DType::kInt32, {2, 2}, {1, 2, 3, 4}), b = MakeTensor(DType::kInt32, {2}, {2, 2});
+  Tensor eq = Run1(OpKind::kEqual, {a, b});
+  EXPECT_EQ(eq.dtype(), DType::kBool);
+  ExpectNear(Values(eq), {0, 1, 0, 0});
+  ExpectNear(Values(Run1(OpKind::kLess, {a, b})), {1, 0, 0, 0});
+  ExpectNear(Values(Run1(OpKind::kGreater, {a, b})), {0, 0, 1, 1});
+  ExpectNear(Values(Run1(OpKind::kEqual, {MakeTensor(DType::kBool, {2}, {1, 0}), MakeTensor(DType::kBool, {2}, {1, 1})})), {1, 0});
+  ExpectNear(Values(Run1(OpKind::kEqual, {F32({1}, {kNaN}), F32({1}, {kNaN})})), {0});
+}
+
+TEST(BinaryKernels, WhereBroadcastsAllThree) {
+  Tensor cond = MakeTensor(DType::kBool, {2, 1}, {1, 0});
+  Tensor z = Run1(OpKind::kWhere, {cond, F32({3}, {1, 2, 3}), F32({}, {-1})});
+  EXPECT_EQ(z.dims(), (std::vector<int64_t>{2, 3}));
+  ExpectNear(Values(z), {1, 2, 3, -1, -1, -1});
+  Tensor zi = Run1(OpKind::kWhere, {MakeTensor(DType::kBool, {2}, {0, 1}), MakeTensor(DType::kInt64, {2}, {1, 2}),
+                                    MakeTensor(DType::kInt64, {2}, {9, 8})});
+  EXPECT_EQ(zi.dtype(), DType::kInt64);
+  ExpectNear(Values(zi), {9, 2});
+}
+
+TEST(BinaryKernels, InplaceOnlyWithoutBroadcastOfInput0) {
+  ir::Attributes none;
+  auto make = [&](std::vector<int64_t> a, std::vector<int64_t> b, std::vector<int64_t> out) {
+    KernelInit init;
+    init.op = OpKind::kAdd;
+    init.attrs = &none;
+    init.inputs = {{DType::kFloat32, a, nullptr}, {DType::kFloat32, b, nullptr}};
+    init.outputs = {{DType::kFloat32, out, nullptr}};
+    return Registry::Global().Create(init, "reference");
+  };
+  auto same = make({2, 3}, {3}, {2, 3});
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ((*same)->inplace_input(0), 0);
+  auto bcast = make({3}, {2, 3}, {2, 3});
+  ASSERT_TRUE(bcast.ok());
+  EXPECT_EQ((*bcast)->inplace_input(0), -1);
+}
+
+ir::Attributes CastTo(DType t) {
+  ir::Attributes a;
+  a.Set("to", static_cast<int64_t>(ir::OnnxFromDType(t)));
+  return a;
+}
+
+TEST(CastKernels, Float16RoundsToNearestEvenAndOverflowsToInf) {
+  const double ulp = std::ldexp(1.0, -10);  // fp16 spacing in [1, 2)
+  Tensor x = F32({6}, {1 + ulp / 2, 1 + 3 * ulp / 2, 65504, 65520, -1e6, std::ldexp(1.0, -25) * 1.5});
+  Tensor h = Run1(OpKind::kCast, {x}, CastTo(DType::kFloat16));
+  EXPECT_EQ(h.dtype(), DType::kFloat16);
+  // Ties go to the even mantissa; 65520 is the first value that rounds to inf;
+  // 1.5 * 2^-25 rounds up to the smallest subnormal 2^-24.
+  ExpectNear(Values(h), {1, 1 + 2 * ulp, 65504, kInf, -kInf, std::ldexp(1.0, -24)}, 0);
+}
+
+TEST(CastKernels, BFloat16RoundsToNearestEven) {
+  const double ulp = std::ldexp(1.0, -7);  // bf16 spacing in [1, 2)
+  Tensor x = F32({4}, {1 + ulp / 2, 1 + 3 * ulp / 2, 1 + ulp / 2 + ulp / 8, kNaN});
+  Tensor b = Run1(OpKind::kCast, {x}, CastTo(DType::kBFloat16));
+  ExpectNear(Values(b), {1, 1 + 2 * ulp, 1 + ulp, kNaN}, 0);
+}
+
+TEST(CastKernels, FloatToIntegerAndBool) {
+  Tensor x = F32({6}, {-2.7, 2.7, 0, -0.0, 1e20, kNaN});
+  ExpectNear(Values(Run1(OpKind::kCast, {x}, CastTo(DType::kInt32))), {-2, 2, 0, 0, 2147483647, 0}, 0);
+  ExpectNear(Values(Run1(OpKind::kCast, {x}, CastTo(DType::kBool))), {1, 1, 0, 0, 1, 1}, 0);
+  ExpectNear(Values(Run1(OpKind::kCast, {MakeTensor(DType::kInt64, {2}, {300, -1})}, CastTo(DType::kUInt8))), {44, 255}, 0);
+  ExpectNear(Values(Run1(OpKind::kCast, {MakeTensor(DType::kBool, {2}, {1, 0})}, CastTo(DType::kFloat64))), {1, 0}, 0);
+}
+
+TEST(CastKernels, EveryPairRoundTripsSmallValues) {
+  const DType all[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
+                       DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool};
+  for (DType from : all)
+    for (DType to : all) {
+      Tensor x = MakeTensor(from, {3}, {0, 1, 2});
+      Tensor y = Run1(OpKind::kCast, {x}, CastTo(to));
+      ASSERT_EQ(y.dtype(), to);
+      std::vector<double> want = {0, 1, from == DType::kBool || to == DType::kBool ? 1.0 : 2.0};
+      ExpectNear(Values(y), want, 0);
+    }
+}
+
+}  // namespace
+}  // namespace amptrain::kernels
