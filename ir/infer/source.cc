@@ -12,6 +12,12 @@ Status InferInitializer(InferContext& ctx) {
   return Status::Ok();
 }
 
-Status InferConstant(InferContext& ctx) { return InferInitializer(ctx); }
+// Constant also propagates its (small) value.
+Status InferConstant(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(InferInitializer(ctx));
+  const Tensor& t = std::get<Tensor>(ctx.attrs->all().at("value"));
+  if (!ctx.output_values.empty() && t.num_elements() <= kMaxPropagatedElements) ctx.output_values[0] = t;
+  return Status::Ok();
+}
 
 }  // namespace amptrain::ir

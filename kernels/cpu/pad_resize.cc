@@ -1,0 +1,242 @@
+// Reference Pad (constant/reflect/edge/wrap, negative pads crop, optional
+// axes) and Resize (nearest/linear/cubic, separable: one 1-D pass per
+// resized axis in double, as the ONNX reference does). Geometry comes from
+// ir/infer/shape_params.h, shared with the shape rules.
+#include <cmath>
+
+#include "ir/infer/shape_params.h"
+#include "kernels/cpu/element.h"
+#include "kernels/cpu/shape_kernels.h"
+
+namespace amptrain::kernels::cpu {
+
+namespace {
+
+int64_t Mod(int64_t a, int64_t n) { return ((a % n) + n) % n; }
+
+// Source index along one dim for output index o, or -1 for the pad value.
+int64_t PadSource(ir::PadMode mode, int64_t o, int64_t begin, int64_t n) {
+  int64_t i = o - begin;
+  if (i >= 0 && i < n) return i;
+  switch (mode) {
+    case ir::PadMode::kConstant: return -1;
+    case ir::PadMode::kEdge: return i < 0 ? 0 : n - 1;
+    case ir::PadMode::kWrap: return Mod(i, n);
+    case ir::PadMode::kReflect: {
+      if (n == 1) return 0;
+      int64_t m = Mod(i, 2 * (n - 1));
+      return m < n ? m : 2 * (n - 1) - m;
+    }
+  }
+  return -1;
+}
+
+class PadKernel : public Kernel {
+ public:
+  static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
+    AMP_RETURN_IF_ERROR(CheckArity(init, 2, 4, 1));
+    std::string mode_name = init.attrs ? init.attrs->Str("mode", "constant") : "constant";
+    auto mode = ir::ParsePadMode(mode_name);
+    if (!mode.ok()) return Status(mode.status().code(), StrCat(init.Describe(), ": ", mode.status().message()));
+    if (init.inputs.size() > 2 && init.inputs[2].present() &&
+        (init.inputs[2].dtype != init.inputs[0].dtype || init.inputs[2].num_elements() > 1))
+      return init.Error("constant_value must be a scalar of the data dtype");
+    if (*mode != ir::PadMode::kConstant)
+      for (int64_t d : init.inputs[0].dims)
+        if (d == 0) return init.Error("mode '", mode_name, "' cannot pad an empty input");
+    return std::unique_ptr<Kernel>(new PadKernel(init, *mode));
+  }
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView &in = ctx.inputs[0], &out = ctx.outputs[0];
+    const size_t r = in.dims.size();
+    std::vector<int64_t> begin, end;
+    Status s = ir::ResolvePads(static_cast<int64_t>(r), pads_.Ints(ctx), axes_.Ints(ctx), &begin, &end);
+    if (!s.ok()) return InvalidArgument(describe_, ": ", s.message());
+    std::vector<std::vector<int64_t>> map(r);
+    for (size_t d = 0; d < r; ++d) {
+      if (in.dims[d] + begin[d] + end[d] != out.dims[d]) return InvalidArgument(describe_, ": pads do not match the output dims");
+      for (int64_t o = 0; o < out.dims[d]; ++o) map[d].push_back(PadSource(mode_, o, begin[d], in.dims[d]));
+    }
+    const bool has_value = ctx.inputs.size() > 2 && ctx.inputs[2].data && ctx.inputs[2].num_elements() == 1;
+    return DispatchBySize(ir::DTypeSize(in.dtype), [&](auto b) {
+      using U = typename decltype(b)::type;
+      U value{};
+      if (has_value) std::memcpy(&value, ctx.inputs[2].data, sizeof(U));
+      Fill(in.as<const U>(), out.as<U>(), in.dims, out.dims, map, value);
+      return Status::Ok();
+    });
+  }
+
+ private:
+  PadKernel(const KernelInit& init, ir::PadMode mode)
+      : mode_(mode), pads_(init, 1), axes_(init, 3), describe_(init.Describe()) {}
+
+  template <class U>
+  static void Fill(const U* src, U* dst, const std::vector<int64_t>& in_dims, const std::vector<int64_t>& out_dims,
+                   const std::vector<std::vector<int64_t>>& map, U value) {
+    int64_t total = 1;
+    for (int64_t d : out_dims) total *= d;
+    if (total == 0) return;
+    const size_t r = out_dims.size();
+    if (r == 0) { dst[0] = src[0]; return; }
+    const std::vector<int64_t> st = Strides(in_dims);
+    const int64_t last = out_dims[r - 1], rows = total / last;
+    const std::vector<int64_t>& lmap = map[r - 1];
+#pragma omp parallel for if (total >= kParallelElements)
+    for (int64_t row = 0; row < rows; ++row) {
+      int64_t rem = row, off = 0;
+      bool pad_row = false;
+      for (size_t d = r - 1; d-- > 0;) {
+        int64_t m = map[d][static_cast<size_t>(rem % out_dims[d])];
+        rem /= out_dims[d];
+        if (m < 0) pad_row = true;
+        off += m * st[d];
+      }
+      U* drow = dst + row * last;
+      for (int64_t k = 0; k < last; ++k) {
+        int64_t m = lmap[static_cast<size_t>(k)];
+        drow[k] = pad_row || m < 0 ? value : src[off + m];
+      }
+    }
+  }
+
+  ir::PadMode mode_;
+  ParamInput pads_, axes_;
+  std::string describe_;
+};
+
+// One output position of a 1-D resample: taps (source index, weight).
+struct Taps {
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+  bool extrapolate = false;
+};
+
+double CubicWeight(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+Taps ComputeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, int64_t out, double scale, double r0, double r1) {
+  Taps t;
+  const double xo = ir::ResizeSourceCoord(a, static_cast<double>(x), in, out, scale, r0, r1);
+  if (a.coord == ir::CoordMode::kTfCropAndResize && (xo < 0 || xo > static_cast<double>(in - 1))) {
+    t.extrapolate = true;
+    return t;
+  }
+  const double base = std::floor(xo);
+  const double frac = xo - base;
+  const int64_t b = static_cast<int64_t>(base);
+  switch (a.mode) {
+    case ir::ResizeMode::kNearest: {
+      bool up = false;
+      if (frac > 0) {
+        switch (a.nearest) {
+          case ir::NearestMode::kRoundPreferFloor: up = frac > 0.5; break;
+          case ir::NearestMode::kRoundPreferCeil: up = frac >= 0.5; break;
+          case ir::NearestMode::kFloor: up = false; break;
+          case ir::NearestMode::kCeil: up = true; break;
+        }
+      }
+      t.index = {b + (up ? 1 : 0)};
+      t.weight = {1.0};
+      break;
+    }
+    case ir::ResizeMode::kLinear:
+      t.index = {b, b + 1};
+      t.weight = {1 - frac, frac};
+      break;
+    case ir::ResizeMode::kCubic:
+      t.index = {b - 1, b, b + 1, b + 2};
+      t.weight = {CubicWeight(frac + 1, a.cubic_a), CubicWeight(frac, a.cubic_a), CubicWeight(1 - frac, a.cubic_a),
+                  CubicWeight(2 - frac, a.cubic_a)};
+      break;
+  }
+  if (a.exclude_outside) {
+    double sum = 0;
+    for (size_t i = 0; i < t.index.size(); ++i) {
+      if (t.index[i] < 0 || t.index[i] >= in) t.weight[i] = 0;
+      sum += t.weight[i];
+    }
+    if (sum != 0)
+      for (double& w : t.weight) w /= sum;
+  }
+  for (int64_t& i : t.index) i = std::clamp<int64_t>(i, 0, in - 1);
+  return t;
+}
+
+// Resamples `axis` of `src` (dims) to `out` positions.
+std::vector<double> ResampleAxis(const ir::ResizeAttrs& a, const ir::ResizeGeometry& g, const std::vector<double>& src,
+                                 std::vector<int64_t>& dims, size_t axis) {
+  const int64_t in = dims[axis], out = g.out_dims[axis];
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  std::vector<Taps> taps;
+  for (int64_t x = 0; x < out; ++x)
+    taps.push_back(ComputeTaps(a, x, in, out, g.scales[axis], g.roi_start[axis], g.roi_end[axis]));
+  std::vector<double> dst(static_cast<size_t>(outer * out * inner));
+#pragma omp parallel for if (outer * out * inner >= kParallelElements)
+  for (int64_t k = 0; k < outer * out; ++k) {
+    const int64_t o = k / out, x = k % out;
+    const Taps& t = taps[static_cast<size_t>(x)];
+    double* d = dst.data() + k * inner;
+    for (int64_t i = 0; i < inner; ++i) {
+      double acc = t.extrapolate ? a.extrapolation_value : 0.0;
+      for (size_t j = 0; j < t.index.size(); ++j) acc += t.weight[j] * src[static_cast<size_t>((o * in + t.index[j]) * inner + i)];
+      d[i] = acc;
+    }
+  }
+  dims[axis] = out;
+  return dst;
+}
+
+class ResizeKernel : public Kernel {
+ public:
+  static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
+    AMP_RETURN_IF_ERROR(CheckArity(init, 1, 4, 1));
+    auto attrs = ir::ParseResizeAttrs(init.attrs ? *init.attrs : ir::Attributes());
+    if (!attrs.ok()) return Status(attrs.status().code(), StrCat(init.Describe(), ": ", attrs.status().message()));
+    return std::unique_ptr<Kernel>(new ResizeKernel(init, *attrs));
+  }
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView &in = ctx.inputs[0], &out = ctx.outputs[0];
+    std::vector<double> scales = scales_.Doubles(ctx);
+    std::vector<int64_t> sizes = sizes_.Ints(ctx);
+    std::vector<double> roi = attrs_.coord == ir::CoordMode::kTfCropAndResize ? roi_.Doubles(ctx) : std::vector<double>{};
+    auto g = ir::ResolveResize(attrs_, in.dims, roi, sizes.empty() ? scales : std::vector<double>{}, sizes);
+    if (!g.ok()) return InvalidArgument(describe_, ": ", g.status().message());
+    if (g->out_dims != out.dims) return InvalidArgument(describe_, ": scales/sizes do not match the output dims");
+    return DispatchFloat(in.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::vector<double> buf(static_cast<size_t>(in.num_elements()));
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(static_cast<Acc<T>>(in.as<const T>()[i]));
+      std::vector<int64_t> dims = in.dims;
+      for (size_t d = 0; d < dims.size(); ++d) {
+        bool identity = g->out_dims[d] == dims[d] && g->scales[d] == 1.0 &&
+                        (attrs_.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1));
+        if (!identity) buf = ResampleAxis(attrs_, *g, buf, dims, d);
+      }
+      for (size_t i = 0; i < buf.size(); ++i) out.as<T>()[i] = T(static_cast<Acc<T>>(buf[i]));
+      return Status::Ok();
+    });
+  }
+
+ private:
+  ResizeKernel(const KernelInit& init, ir::ResizeAttrs attrs)
+      : attrs_(std::move(attrs)), roi_(init, 1), scales_(init, 2), sizes_(init, 3), describe_(init.Describe()) {}
+  ir::ResizeAttrs attrs_;
+  ParamInput roi_, scales_, sizes_;
+  std::string describe_;
+};
+
+}  // namespace
+
+void RegisterReferencePadResize(Registry& r) {
+  r.Add(ReferenceEntry<PadKernel>(OpKind::kPad));
+  r.Add(ReferenceEntry<ResizeKernel>(OpKind::kResize, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
+}
+
+}  // namespace amptrain::kernels::cpu

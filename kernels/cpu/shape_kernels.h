@@ -1,0 +1,129 @@
+// Internal to the reference shape kernels (shape.cc, gather_slice.cc,
+// pad_resize.cc): the family's registration pieces and shared helpers.
+// Data movement copies elements by byte size, so one instantiation per size
+// (1, 2, 4, 8 bytes) serves every dtype.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <omp.h>
+
+#include "kernels/cpu/register.h"
+
+namespace amptrain::kernels::cpu {
+
+void RegisterReferenceGatherSlice(Registry& r);  // gather_slice.cc: Gather, Slice
+void RegisterReferencePadResize(Registry& r);    // pad_resize.cc: Pad, Resize
+
+template <class T> struct Bytes { using type = T; };
+
+// Calls fn(Bytes<U>{}) with U an unsigned integer of `size` bytes.
+template <class Fn>
+Status DispatchBySize(size_t size, Fn&& fn) {
+  switch (size) {
+    case 1: return fn(Bytes<uint8_t>{});
+    case 2: return fn(Bytes<uint16_t>{});
+    case 4: return fn(Bytes<uint32_t>{});
+    case 8: return fn(Bytes<uint64_t>{});
+    default: return Unimplemented("element size ", size, " is not supported");
+  }
+}
+
+inline std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  return s;
+}
+
+// Outputs at least this large copy on several threads.
+inline constexpr int64_t kParallelElements = int64_t{1} << 16;
+
+// The one strided walk behind Transpose, Slice, Expand and Tile:
+//   dst[o] = src[sum_d (o_d % periods[d]) * strides[d]]  for o over out_dims
+// (dst contiguous; strides may be negative; periods[d] == out_dims[d] means
+// no wrap-around). Rows of the innermost dim are split across threads.
+template <class U>
+void StridedCopy(const U* src, U* dst, const std::vector<int64_t>& out_dims, const std::vector<int64_t>& strides,
+                 const std::vector<int64_t>& periods) {
+  const size_t r = out_dims.size();
+  int64_t total = 1;
+  for (int64_t d : out_dims) total *= d;
+  if (total == 0) return;
+  if (r == 0) {
+    dst[0] = src[0];
+    return;
+  }
+  const int64_t last = out_dims[r - 1], ls = strides[r - 1], lp = periods[r - 1];
+  const int64_t rows = total / last;
+#pragma omp parallel if (total >= kParallelElements)
+  {
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t r0 = rows * t / nt, r1 = rows * (t + 1) / nt;
+    std::vector<int64_t> o(r, 0), p(r, 0);
+    int64_t off = 0, rem = r0;
+    for (size_t d = r - 1; d-- > 0;) {
+      o[d] = rem % out_dims[d];
+      rem /= out_dims[d];
+      p[d] = o[d] % periods[d];
+      off += p[d] * strides[d];
+    }
+    for (int64_t row = r0; row < r1; ++row) {
+      U* drow = dst + row * last;
+      const U* srow = src + off;
+      if (lp == last && ls == 1) std::memcpy(drow, srow, static_cast<size_t>(last) * sizeof(U));
+      else if (lp == last) for (int64_t k = 0; k < last; ++k) drow[k] = srow[k * ls];
+      else for (int64_t k = 0; k < last; ++k) drow[k] = srow[(k % lp) * ls];
+      for (size_t d = r - 1; d-- > 0;) {  // next row: increment with carry
+        off += strides[d];
+        if (++p[d] == periods[d]) { off -= periods[d] * strides[d]; p[d] = 0; }
+        if (++o[d] < out_dims[d]) break;
+        off -= p[d] * strides[d];
+        o[d] = 0;
+        p[d] = 0;
+      }
+    }
+  }
+}
+
+// Integer/float values of a view (int64, int32 or any float dtype).
+std::vector<int64_t> ViewInts(const ir::TensorView& v);
+std::vector<double> ViewDoubles(const ir::TensorView& v);
+
+// A parameter input (axes, starts, pads, scales, ...): its value when known
+// at creation, else read from the run-time view. Absent inputs give {}.
+class ParamInput {
+ public:
+  ParamInput() = default;
+  ParamInput(const KernelInit& init, size_t i);
+  bool present() const { return present_; }
+  std::vector<int64_t> Ints(const KernelContext& ctx) const;
+  std::vector<double> Doubles(const KernelContext& ctx) const;
+
+ private:
+  size_t index_ = 0;
+  bool present_ = false;
+  std::optional<std::vector<double>> known_doubles_;
+  std::optional<std::vector<int64_t>> known_ints_;
+};
+
+// A registry entry of the reference set for factory K::Create.
+template <class K>
+KernelEntry ReferenceEntry(OpKind op, std::vector<DType> dtypes = {}) {
+  KernelEntry e;
+  e.op = op;
+  e.device = Device::kCpu;
+  e.impl = "reference";
+  e.priority = 0;
+  e.dtypes = std::move(dtypes);
+  e.factory = [](const KernelInit& init) -> StatusOr<std::unique_ptr<Kernel>> { return K::Create(init); };
+  return e;
+}
+
+// Fails unless the node has between lo and hi inputs and `outs` outputs (hi < 0: no limit).
+Status CheckArity(const KernelInit& init, size_t lo, int hi, size_t outs);
+
+}  // namespace amptrain::kernels::cpu

@@ -1,0 +1,323 @@
+// Reference kernels of the shape family against hand-computed values (ONNX
+// spec examples where they exist). Output dims come from the op's shape rule,
+// so every case also checks rule and kernel agree. Each case runs twice:
+// parameter inputs known at kernel creation, and only at run time.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+
+#include "ir/graph.h"
+#include "kernels/cpu/register.h"
+
+namespace amptrain::kernels {
+namespace {
+
+using ir::Tensor;
+
+Tensor I64(std::vector<int64_t> v, std::vector<int64_t> dims) { return Tensor::Int64s(v, std::move(dims)); }
+Tensor I64(std::vector<int64_t> v) { int64_t n = static_cast<int64_t>(v.size()); return Tensor::Int64s(v, {n}); }
+Tensor F32(std::vector<float> v, std::vector<int64_t> dims) { return Tensor::Floats(v, std::move(dims)); }
+Tensor Iota(std::vector<int64_t> dims, float start = 0) {
+  Tensor t = *Tensor::Zeros(DType::kFloat32, dims);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = start + static_cast<float>(i);
+  return t;
+}
+Tensor Typed(DType dt, std::vector<double> v, std::vector<int64_t> dims) {
+  Tensor f = *Tensor::Zeros(DType::kFloat64, dims);
+  for (size_t i = 0; i < v.size(); ++i) f.data<double>()[i] = v[i];
+  Tensor t = *Tensor::Zeros(dt, dims);
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    double x = f.data<double>()[i];
+    switch (dt) {
+      case DType::kFloat32: t.data<float>()[i] = static_cast<float>(x); break;
+      case DType::kFloat16: t.data<uint16_t>()[i] = ir::FloatToHalf(static_cast<float>(x)); break;
+      case DType::kBFloat16: t.data<uint16_t>()[i] = ir::FloatToBFloat16(static_cast<float>(x)); break;
+      case DType::kFloat64: t.data<double>()[i] = x; break;
+      case DType::kInt64: t.data<int64_t>()[i] = static_cast<int64_t>(x); break;
+      case DType::kInt32: t.data<int32_t>()[i] = static_cast<int32_t>(x); break;
+      case DType::kInt8: t.data<int8_t>()[i] = static_cast<int8_t>(x); break;
+      case DType::kUInt8: case DType::kBool: t.data<uint8_t>()[i] = static_cast<uint8_t>(x); break;
+      default: break;
+    }
+  }
+  return t;
+}
+
+std::vector<double> Values(const Tensor& t) {
+  std::vector<double> v;
+  for (int64_t i = 0; i < t.num_elements(); ++i) v.push_back(t.GetAsDouble(i));
+  return v;
+}
+
+class ShapeOps : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override { cpu::RegisterReferenceShape(registry_); }
+
+  // Infers output types with the op's rule, creates the reference kernel
+  // (parameter values visible at creation when GetParam()), runs it.
+  StatusOr<std::vector<Tensor>> Run(OpKind op, std::vector<Tensor> inputs, ir::Attributes attrs = {},
+                                    size_t num_outputs = 1) {
+    ir::InferContext ictx;
+    ictx.attrs = &attrs;
+    for (const Tensor& t : inputs) {
+      ictx.inputs.push_back(t.empty() ? ir::TensorType{} : ir::TensorType::Of(t.dtype(), t.dims()));
+      ictx.values.push_back(t.empty() ? nullptr : &t);
+    }
+    ictx.outputs.resize(num_outputs);
+    ictx.output_values.resize(num_outputs);
+    AMP_RETURN_IF_ERROR(ir::Schema(op).infer(ictx));
+    KernelInit init;
+    init.op = op;
+    init.attrs = &attrs;
+    init.node_name = "test";
+    for (size_t i = 0; i < inputs.size(); ++i)
+      init.inputs.push_back(TensorSpec{inputs[i].dtype(), inputs[i].dims(), GetParam() && i > 0 ? &inputs[i] : nullptr});
+    std::vector<Tensor> outs;
+    KernelContext ctx;
+    for (const ir::TensorType& t : ictx.outputs) {
+      if (!t.shape.is_static()) return Internal("rule left a dynamic output ", t.ToString());
+      init.outputs.push_back(TensorSpec{t.dtype, t.shape.static_dims(), nullptr});
+      AMP_ASSIGN_OR_RETURN(Tensor o, Tensor::Zeros(t.dtype, t.shape.static_dims()));
+      outs.push_back(o);
+      ctx.outputs.push_back(ir::TensorView::Of(outs.back()));
+    }
+    for (Tensor& t : inputs) ctx.inputs.push_back(t.empty() ? ir::TensorView{} : ir::TensorView::Of(t));
+    AMP_ASSIGN_OR_RETURN(auto kernel, registry_.Create(init, "reference"));
+    AMP_RETURN_IF_ERROR(kernel->Run(ctx));
+    // Value propagation, when the rule did it, must agree with the kernel.
+    for (size_t i = 0; i < outs.size(); ++i)
+      if (!ictx.output_values[i].empty() && !(ictx.output_values[i] == outs[i]))
+        return Internal("propagated value of output ", i, " differs from the kernel's");
+    return outs;
+  }
+  Tensor Run1(OpKind op, std::vector<Tensor> inputs, ir::Attributes attrs = {}) {
+    auto r = Run(op, std::move(inputs), std::move(attrs));
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return r.ok() ? (*r)[0] : Tensor();
+  }
+  Registry registry_;
+};
+
+ir::Attributes Attr(const std::string& name, ir::AttrValue v) {
+  ir::Attributes a;
+  a.Set(name, std::move(v));
+  return a;
+}
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+
+TEST_P(ShapeOps, ReshapeZeroAndMinusOne) {
+  Tensor y = Run1(OpKind::kReshape, {Iota({2, 3, 4}), I64({2, 0, 1, -1})});
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{2, 3, 1, 4}));
+  EXPECT_EQ(Values(y), Values(Iota({24})));
+  Tensor z = Run1(OpKind::kReshape, {Iota({0, 3, 4}), I64({3, 4, 0})}, Attr("allowzero", int64_t{1}));
+  EXPECT_EQ(z.dims(), (std::vector<int64_t>{3, 4, 0}));
+}
+
+TEST_P(ShapeOps, FlattenSqueezeUnsqueeze) {
+  EXPECT_EQ(Run1(OpKind::kFlatten, {Iota({2, 3, 4})}, Attr("axis", int64_t{-1})).dims(), (std::vector<int64_t>{6, 4}));
+  EXPECT_EQ(Run1(OpKind::kFlatten, {Iota({2, 3})}, Attr("axis", int64_t{0})).dims(), (std::vector<int64_t>{1, 6}));
+  EXPECT_EQ(Run1(OpKind::kUnsqueeze, {Iota({3, 4}), I64({0, -1})}).dims(), (std::vector<int64_t>{1, 3, 4, 1}));
+  EXPECT_EQ(Run1(OpKind::kSqueeze, {Iota({1, 3, 1}), I64({-1})}).dims(), (std::vector<int64_t>{1, 3}));
+  EXPECT_EQ(Run1(OpKind::kSqueeze, {Iota({1, 3, 1})}).dims(), (std::vector<int64_t>{3}));
+  EXPECT_FALSE(Run(OpKind::kSqueeze, {Iota({2, 3}), I64({0})}).ok());
+}
+
+TEST_P(ShapeOps, TransposeEveryDtype) {
+  // x[i][j][k] = 100i + 10j + k, perm [1, 2, 0] -> y[j][k][i].
+  std::vector<double> xs, want;
+  for (int i = 0; i < 2; ++i) for (int j = 0; j < 3; ++j) for (int k = 0; k < 4; ++k) xs.push_back(100 * i + 10 * j + k);
+  for (int j = 0; j < 3; ++j) for (int k = 0; k < 4; ++k) for (int i = 0; i < 2; ++i) want.push_back(100 * i + 10 * j + k);
+  for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64, DType::kInt32}) {
+    Tensor y = Run1(OpKind::kTranspose, {Typed(dt, xs, {2, 3, 4})}, Attr("perm", std::vector<int64_t>{1, 2, 0}));
+    EXPECT_EQ(y.dims(), (std::vector<int64_t>{3, 4, 2})) << ir::DTypeName(dt);
+    EXPECT_EQ(Values(y), Values(Typed(dt, want, {3, 4, 2}))) << ir::DTypeName(dt);
+  }
+  for (DType dt : {DType::kInt8, DType::kUInt8, DType::kBool}) {
+    Tensor y = Run1(OpKind::kTranspose, {Typed(dt, {1, 0, 0, 1, 1, 0}, {2, 3})});
+    EXPECT_EQ(Values(y), (std::vector<double>{1, 1, 0, 1, 0, 0})) << ir::DTypeName(dt);
+  }
+}
+
+TEST_P(ShapeOps, TransposeLargeUsesThreadsCorrectly) {
+  Tensor x = Iota({300, 257});
+  Tensor y = Run1(OpKind::kTranspose, {x});
+  ASSERT_EQ(y.dims(), (std::vector<int64_t>{257, 300}));
+  for (int64_t j = 0; j < 257; j += 17)
+    for (int64_t i = 0; i < 300; i += 13) ASSERT_EQ(y.data<float>()[j * 300 + i], x.data<float>()[i * 257 + j]);
+}
+
+TEST_P(ShapeOps, ConcatAndSplit) {
+  Tensor a = Typed(DType::kInt32, {1, 2, 3, 4}, {2, 2}), b = Typed(DType::kInt32, {5, 6}, {2, 1});
+  Tensor c = Run1(OpKind::kConcat, {a, b}, Attr("axis", int64_t{-1}));
+  EXPECT_EQ(Values(c), (std::vector<double>{1, 2, 5, 3, 4, 6}));
+  auto parts = Run(OpKind::kSplit, {Iota({7}, 1)}, Attr("num_outputs", int64_t{4}), 4);  // opset 18 uneven
+  ASSERT_TRUE(parts.ok()) << parts.status().ToString();
+  EXPECT_EQ(Values((*parts)[0]), (std::vector<double>{1, 2}));
+  EXPECT_EQ(Values((*parts)[3]), (std::vector<double>{7}));
+  auto sized = Run(OpKind::kSplit, {Iota({2, 6}, 1), I64({2, 4})}, Attr("axis", int64_t{1}), 2);
+  ASSERT_TRUE(sized.ok()) << sized.status().ToString();
+  EXPECT_EQ(Values((*sized)[0]), (std::vector<double>{1, 2, 7, 8}));
+  EXPECT_EQ(Values((*sized)[1]), (std::vector<double>{3, 4, 5, 6, 9, 10, 11, 12}));
+}
+
+TEST_P(ShapeOps, SliceNegativeStepsAndClamping) {
+  Tensor x = Iota({10});
+  EXPECT_EQ(Values(Run1(OpKind::kSlice, {x, I64({8}), I64({1}), I64({0}), I64({-3})})), (std::vector<double>{8, 5, 2}));
+  EXPECT_EQ(Values(Run1(OpKind::kSlice, {x, I64({-1}), I64({kMin}), I64({0}), I64({-4})})), (std::vector<double>{9, 5, 1}));
+  EXPECT_EQ(Run1(OpKind::kSlice, {x, I64({1000}), I64({1000})}).num_elements(), 0);
+  EXPECT_EQ(Values(Run1(OpKind::kSlice, {x, I64({7}), I64({1000})})), (std::vector<double>{7, 8, 9}));
+  // 3x4 iota, rows 1.., cols -3..-1 via negative axes.
+  Tensor y = Run1(OpKind::kSlice, {Iota({3, 4}), I64({1, -3}), I64({kMax, -1}), I64({0, -1})});
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(Values(y), (std::vector<double>{5, 6, 9, 10}));
+  // ONNX test_slice_neg_steps pattern on a small tensor: x[4:0:-1, 3:0:-2].
+  Tensor z = Run1(OpKind::kSlice, {Iota({5, 4}), I64({4, 3}), I64({0, 0}), I64({0, 1}), I64({-1, -2})});
+  EXPECT_EQ(Values(z), (std::vector<double>{19, 17, 15, 13, 11, 9, 7, 5}));
+  EXPECT_FALSE(Run(OpKind::kSlice, {x, I64({0}), I64({5}), I64({0}), I64({0})}).ok());
+}
+
+TEST_P(ShapeOps, GatherNegativeAndScalarIndices) {
+  Tensor x = Iota({3, 4});
+  Tensor y = Run1(OpKind::kGather, {x, Typed(DType::kInt32, {-1, 0}, {2})}, Attr("axis", int64_t{1}));
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(Values(y), (std::vector<double>{3, 0, 7, 4, 11, 8}));
+  Tensor s = Run1(OpKind::kGather, {x, I64({-2}, {})});
+  EXPECT_EQ(s.dims(), (std::vector<int64_t>{4}));
+  EXPECT_EQ(Values(s), (std::vector<double>{4, 5, 6, 7}));
+  Tensor m = Run1(OpKind::kGather, {x, I64({2, 0, 1, 1}, {2, 2})});
+  EXPECT_EQ(m.dims(), (std::vector<int64_t>{2, 2, 4}));
+  EXPECT_EQ(m.GetAsDouble(4), 0);
+}
+
+TEST_P(ShapeOps, GatherOutOfRangeIsAnError) {
+  if (GetParam()) {  // known at plan time: the rule refuses
+    EXPECT_FALSE(Run(OpKind::kGather, {Iota({3}), I64({3})}).ok());
+  }
+}
+
+TEST_P(ShapeOps, ExpandAndTile) {
+  Tensor y = Run1(OpKind::kExpand, {Iota({3, 1}), I64({2, 1, 4})});
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{2, 3, 4}));
+  EXPECT_EQ(Values(y)[5], 1);
+  EXPECT_EQ(Values(y)[23], 2);
+  Tensor t = Run1(OpKind::kTile, {Iota({2, 2}), I64({2, 1})});
+  EXPECT_EQ(Values(t), (std::vector<double>{0, 1, 2, 3, 0, 1, 2, 3}));
+  Tensor u = Run1(OpKind::kTile, {Typed(DType::kFloat16, {1, 2}, {2}), I64({3})});
+  EXPECT_EQ(Values(u), (std::vector<double>{1, 2, 1, 2, 1, 2}));
+}
+
+TEST_P(ShapeOps, ShapeConstantOfShapeRangeConstant) {
+  ir::Attributes a;
+  a.Set("start", int64_t{-3});
+  a.Set("end", int64_t{-1});
+  EXPECT_EQ(Values(Run1(OpKind::kShape, {Iota({2, 3, 4, 5})}, a)), (std::vector<double>{3, 4}));
+  EXPECT_EQ(Values(Run1(OpKind::kShape, {Iota({2, 3})}, Attr("start", int64_t{-10}))), (std::vector<double>{2, 3}));
+  Tensor c = Run1(OpKind::kConstantOfShape, {I64({2, 3})}, Attr("value", Typed(DType::kInt32, {7}, {1})));
+  EXPECT_EQ(c.dtype(), DType::kInt32);
+  EXPECT_EQ(Values(c), std::vector<double>(6, 7));
+  EXPECT_EQ(Run1(OpKind::kConstantOfShape, {I64({2})}).dtype(), DType::kFloat32);
+  EXPECT_EQ(Values(Run1(OpKind::kRange, {I64({10}, {}), I64({4}, {}), I64({-3}, {})})), (std::vector<double>{10, 7}));
+  Tensor r = Run1(OpKind::kRange, {Typed(DType::kFloat16, {1}, {}), Typed(DType::kFloat16, {5}, {}), Typed(DType::kFloat16, {2}, {})});
+  EXPECT_EQ(r.dtype(), DType::kFloat16);
+  EXPECT_EQ(Values(r), (std::vector<double>{1, 3}));
+  EXPECT_EQ(Values(Run1(OpKind::kConstant, {}, Attr("value", F32({1.5f, 2.5f}, {2})))), (std::vector<double>{1.5, 2.5}));
+}
+
+TEST_P(ShapeOps, PadModes) {
+  Tensor x = Typed(DType::kInt32, {1, 2, 3}, {3});
+  auto pad = [&](const char* mode, std::vector<int64_t> pads) {
+    return Values(Run1(OpKind::kPad, {x, I64(std::move(pads))}, Attr("mode", std::string(mode))));
+  };
+  EXPECT_EQ(pad("constant", {2, 1}), (std::vector<double>{0, 0, 1, 2, 3, 0}));
+  EXPECT_EQ(pad("reflect", {2, 2}), (std::vector<double>{3, 2, 1, 2, 3, 2, 1}));
+  EXPECT_EQ(pad("edge", {2, 2}), (std::vector<double>{1, 1, 1, 2, 3, 3, 3}));
+  EXPECT_EQ(pad("wrap", {2, 2}), (std::vector<double>{2, 3, 1, 2, 3, 1, 2}));
+  EXPECT_EQ(pad("constant", {-1, 1}), (std::vector<double>{2, 3, 0}));
+  // Constant value and axes (opset 18): pad only the last axis of a 2x2.
+  ir::Attributes none;
+  Tensor y = Run1(OpKind::kPad, {Iota({2, 2}, 1), I64({1, 0}), F32({1.5f}, {}), I64({-1})}, none);
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values(y), (std::vector<double>{1.5, 1, 2, 1.5, 3, 4}));
+  // Reflect on two axes (ONNX's reflect pads both ends of each axis).
+  Tensor z = Run1(OpKind::kPad, {Iota({2, 3}), I64({1, 1, 1, 1})}, Attr("mode", std::string("reflect")));
+  EXPECT_EQ(z.dims(), (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(Values(z), (std::vector<double>{4, 3, 4, 5, 4, 1, 0, 1, 2, 1, 4, 3, 4, 5, 4, 1, 0, 1, 2, 1}));
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-5) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+TEST_P(ShapeOps, ResizeNearestUpsampleScales) {  // test_resize_upsample_scales_nearest
+  Tensor y = Run1(OpKind::kResize, {Iota({1, 1, 2, 2}, 1), Tensor(), F32({1, 1, 2, 3}, {4})},
+                  Attr("mode", std::string("nearest")));
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{1, 1, 4, 6}));
+  EXPECT_EQ(Values(y), (std::vector<double>{1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4}));
+}
+
+TEST_P(ShapeOps, ResizeNearestDownsampleAndSizes) {
+  // test_resize_downsample_scales_nearest: [1,2,3,4;5,6,7,8] scales 0.6 -> [1, 3].
+  Tensor y = Run1(OpKind::kResize, {Iota({1, 1, 2, 4}, 1), Tensor(), F32({1, 1, 0.6f, 0.6f}, {4})},
+                  Attr("mode", std::string("nearest")));
+  EXPECT_EQ(Values(y), (std::vector<double>{1, 3}));
+  // test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric, first row of 8 from a 4x4 iota+1.
+  ir::Attributes a;
+  a.Set("mode", std::string("nearest"));
+  a.Set("coordinate_transformation_mode", std::string("asymmetric"));
+  a.Set("nearest_mode", std::string("round_prefer_ceil"));
+  Tensor z = Run1(OpKind::kResize, {Iota({1, 1, 4, 4}, 1), Tensor(), Tensor(), I64({1, 1, 8, 8})}, a);
+  std::vector<double> v = Values(z);
+  ExpectNear(std::vector<double>(v.begin(), v.begin() + 8), {1, 2, 2, 3, 3, 4, 4, 4});
+}
+
+TEST_P(ShapeOps, ResizeLinear) {
+  ir::Attributes a = Attr("mode", std::string("linear"));
+  // test_resize_upsample_scales_linear
+  Tensor y = Run1(OpKind::kResize, {Iota({1, 1, 2, 2}, 1), Tensor(), F32({1, 1, 2, 2}, {4})}, a);
+  ExpectNear(Values(y), {1, 1.25, 1.75, 2, 1.5, 1.75, 2.25, 2.5, 2.5, 2.75, 3.25, 3.5, 3, 3.25, 3.75, 4});
+  // test_resize_downsample_scales_linear
+  Tensor d = Run1(OpKind::kResize, {Iota({1, 1, 2, 4}, 1), Tensor(), F32({1, 1, 0.6f, 0.6f}, {4})}, a);
+  ExpectNear(Values(d), {2.6666665, 4.3333331});
+  // test_resize_downsample_scales_linear_align_corners
+  a.Set("coordinate_transformation_mode", std::string("align_corners"));
+  Tensor c = Run1(OpKind::kResize, {Iota({1, 1, 2, 4}, 1), Tensor(), F32({1, 1, 0.6f, 0.6f}, {4})}, a);
+  ExpectNear(Values(c), {1, 3.142857});
+  // test_resize_downsample_sizes_linear_pytorch_half_pixel
+  a.Set("coordinate_transformation_mode", std::string("pytorch_half_pixel"));
+  Tensor p = Run1(OpKind::kResize, {Iota({1, 1, 4, 4}, 1), Tensor(), Tensor(), I64({1, 1, 3, 1})}, a);
+  ExpectNear(Values(p), {1.6666666, 7, 12.333333});
+}
+
+TEST_P(ShapeOps, ResizeTfCropAndResizeExtrapolation) {  // test_resize_tf_crop_and_resize_extrapolation_value
+  ir::Attributes a = Attr("mode", std::string("linear"));
+  a.Set("coordinate_transformation_mode", std::string("tf_crop_and_resize"));
+  a.Set("extrapolation_value", 10.0f);
+  Tensor y = Run1(OpKind::kResize,
+                  {Iota({1, 1, 4, 4}, 1), F32({0, 0, 0.4f, 0.6f, 1, 1, 1.2f, 1.7f}, {8}), Tensor(), I64({1, 1, 3, 3})}, a);
+  ExpectNear(Values(y), {7.6, 10, 10, 12.4, 10, 10, 10, 10, 10}, 1e-4);
+}
+
+TEST_P(ShapeOps, ResizeCubicKeepsConstantsAndFp16) {
+  Tensor x = Typed(DType::kFloat16, std::vector<double>(16, 3.0), {1, 1, 4, 4});
+  Tensor y = Run1(OpKind::kResize, {x, Tensor(), F32({1, 1, 2, 2}, {4})}, Attr("mode", std::string("cubic")));
+  EXPECT_EQ(y.dtype(), DType::kFloat16);
+  ExpectNear(Values(y), std::vector<double>(64, 3.0), 1e-3);
+}
+
+TEST_P(ShapeOps, ResizeAntialiasIsRefused) {
+  ir::Attributes a = Attr("antialias", int64_t{1});
+  auto r = Run(OpKind::kResize, {Iota({1, 1, 2, 2}), Tensor(), F32({1, 1, 2, 2}, {4})}, a);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(r.status().message().find("antialias"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Params, ShapeOps, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "KnownAtCreation" : "KnownAtRun"; });
+
+}  // namespace
+}  // namespace amptrain::kernels
