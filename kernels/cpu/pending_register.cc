@@ -9,4 +9,6 @@ __attribute__((weak)) void RegisterReferenceReduce(Registry&) {}
 __attribute__((weak)) void RegisterReferenceShape(Registry&) {}
 __attribute__((weak)) void RegisterReferenceNN(Registry&) {}
 __attribute__((weak)) void RegisterOneDnn(Registry&) {}
+__attribute__((weak)) void RegisterReferenceTraining(Registry&) {}
+__attribute__((weak)) void RegisterOneDnnTraining(Registry&) {}
 }  // namespace amptrain::kernels::cpu

@@ -10,8 +10,12 @@ void RegisterCpuReferenceKernels(Registry& r) {
   cpu::RegisterReferenceReduce(r);
   cpu::RegisterReferenceShape(r);
   cpu::RegisterReferenceNN(r);
+  cpu::RegisterReferenceTraining(r);
 }
 
-void RegisterCpuOneDnnKernels(Registry& r) { cpu::RegisterOneDnn(r); }
+void RegisterCpuOneDnnKernels(Registry& r) {
+  cpu::RegisterOneDnn(r);
+  cpu::RegisterOneDnnTraining(r);
+}
 
 }  // namespace amptrain::kernels

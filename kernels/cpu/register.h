@@ -15,5 +15,7 @@ void RegisterReferenceReduce(Registry& r);  // kernels/cpu/reduce.cc: Reduce*, S
 void RegisterReferenceShape(Registry& r);   // kernels/cpu/shape.cc: data movement, Shape, ConstantOfShape, Range, Pad, Resize, Constant
 void RegisterReferenceNN(Registry& r);      // kernels/cpu/nn.cc (+ conv.cc, pool.cc, ...): Conv, ConvTranspose, BN, pools, Dropout, Gemm, MatMul
 void RegisterOneDnn(Registry& r);           // kernels/cpu/onednn_*.cc
+void RegisterReferenceTraining(Registry& r); // kernels/cpu/grad_*.cc, loss.cc: loss heads and backward ops (autodiff/grad_ops.md)
+void RegisterOneDnnTraining(Registry& r);   // kernels/cpu/onednn_grad_*.cc: ConvGrad, MaxPoolGrad, BatchNormalizationGrad
 
 }  // namespace amptrain::kernels::cpu
