@@ -1,0 +1,182 @@
+// BatchIterator: shuffling, batching, normalization and augmentation.
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "executor/data/dataset.h"
+#include "executor/data/rng.h"
+
+namespace amptrain::executor::data {
+
+using ir::DType;
+using ir::Tensor;
+
+namespace {
+enum Stream : uint64_t { kShuffle = 11, kAugment = 12 };
+}  // namespace
+
+BatchIterator::BatchIterator(const Dataset& ds, int64_t batch_size, bool shuffle, uint64_t seed, Normalization norm,
+                             Augmentation aug, bool drop_last)
+    : ds_(ds),
+      batch_size_(batch_size),
+      shuffle_(shuffle),
+      seed_(seed),
+      norm_(std::move(norm)),
+      aug_(aug),
+      drop_last_(drop_last) {
+  config_ = Configure();
+  MakePermutation();
+}
+
+Status BatchIterator::Configure() {
+  if (batch_size_ < 1) return InvalidArgument("batch iterator: batch size must be >= 1, got ", batch_size_);
+  const DType st = ds_.samples.dtype();
+  if (st != DType::kUInt8 && st != DType::kFloat32)
+    return InvalidArgument("batch iterator: samples must be uint8 or float32, got ", ir::DTypeName(st));
+  const int64_t n = ds_.size();
+  int64_t sample = 1;
+  for (int64_t d : ds_.sample_dims) sample *= d;
+  if (ds_.samples.num_elements() != n * sample)
+    return InvalidArgument("batch iterator: samples hold ", ds_.samples.num_elements(), " values, not N=", n,
+                           " times the sample size ", sample);
+  const DType lt = ds_.labels.dtype();
+  if ((lt != DType::kInt64 && lt != DType::kFloat32) || ds_.labels.rank() < 1 || ds_.labels.dims()[0] != n)
+    return InvalidArgument("batch iterator: labels must be int64 or float32 [N=", n, ", ...]");
+
+  const bool image = ds_.sample_dims.size() == 3;
+  channels_ = image ? ds_.sample_dims[0] : 1;
+  plane_ = sample / std::max<int64_t>(channels_, 1);
+  if (aug_.random_crop_padding < 0)
+    return InvalidArgument("batch iterator: crop padding must be >= 0, got ", aug_.random_crop_padding);
+  if ((aug_.random_crop_padding > 0 || aug_.horizontal_flip) && !image)
+    return InvalidArgument("batch iterator: crop/flip augmentation needs C x H x W samples, got rank ",
+                           ds_.sample_dims.size());
+
+  const size_t nm = norm_.mean.size(), ns = norm_.std.size();
+  if (nm != ns || (nm > 1 && nm != static_cast<size_t>(channels_)))
+    return InvalidArgument("batch iterator: normalization has ", nm, " means and ", ns,
+                           " stds; expected equal counts of 0, 1 or ", channels_, " (the channels)");
+  std::vector<float> mean(channels_, 0.0f), stddev(channels_, 1.0f);
+  for (int64_t c = 0; c < channels_ && nm > 0; ++c) {
+    mean[c] = norm_.mean[nm == 1 ? 0 : c];
+    stddev[c] = norm_.std[nm == 1 ? 0 : c];
+    if (!(stddev[c] > 0.0f)) return InvalidArgument("batch iterator: normalization std ", stddev[c], " is not > 0");
+  }
+  scale_.resize(channels_);
+  shift_.resize(channels_);
+  for (int64_t c = 0; c < channels_; ++c) {
+    scale_[c] = 1.0f / stddev[c];
+    shift_[c] = -mean[c] / stddev[c];
+  }
+  if (st == DType::kUInt8) {
+    lut_.resize(channels_ * 256);
+    for (int64_t c = 0; c < channels_; ++c)
+      for (int v = 0; v < 256; ++v) lut_[c * 256 + v] = (static_cast<float>(v) / 255.0f - mean[c]) / stddev[c];
+  }
+  return Status::Ok();
+}
+
+void BatchIterator::MakePermutation() {
+  const int64_t n = ds_.size();
+  perm_.resize(n);
+  std::iota(perm_.begin(), perm_.end(), 0);
+  if (!shuffle_) return;
+  Rng rng{seed_, static_cast<uint64_t>(epoch_), kShuffle};
+  for (int64_t i = n - 1; i > 0; --i) std::swap(perm_[i], perm_[rng.Below(static_cast<uint64_t>(i) + 1)]);
+}
+
+void BatchIterator::Seek(Cursor c) {
+  epoch_ = c.epoch;
+  index_ = c.index;
+  MakePermutation();
+}
+
+void BatchIterator::NextEpoch() {
+  ++epoch_;
+  index_ = 0;
+  MakePermutation();
+}
+
+int64_t BatchIterator::batches_per_epoch() const {
+  if (!config_.ok()) return 0;
+  const int64_t n = ds_.size();
+  return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+}
+
+void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) const {
+  const bool u8 = ds_.samples.dtype() == DType::kUInt8;
+  const uint8_t* src8 = u8 ? ds_.samples.data<uint8_t>() + sample * channels_ * plane_ : nullptr;
+  const float* src32 = u8 ? nullptr : ds_.samples.data<float>() + sample * channels_ * plane_;
+  auto value = [&](int64_t c, int64_t i) {
+    return u8 ? lut_[c * 256 + src8[i]] : src32[i] * scale_[c] + shift_[c];
+  };
+  const int64_t pad = aug_.random_crop_padding;
+  if (pad == 0 && !aug_.horizontal_flip) {
+    for (int64_t c = 0; c < channels_; ++c) {
+      float* o = out + c * plane_;
+      const int64_t base = c * plane_;
+      if (u8) {
+        const float* lut = lut_.data() + c * 256;
+        for (int64_t i = 0; i < plane_; ++i) o[i] = lut[src8[base + i]];
+      } else {
+        for (int64_t i = 0; i < plane_; ++i) o[i] = src32[base + i] * scale_[c] + shift_[c];
+      }
+    }
+    return;
+  }
+  // Crop of the zero-padded image at offset (dy, dx) in [0, 2 pad], then the mirror.
+  Rng rng{seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(position), kAugment};
+  const int64_t dy = pad ? static_cast<int64_t>(rng.Below(2 * pad + 1)) - pad : 0;
+  const int64_t dx = pad ? static_cast<int64_t>(rng.Below(2 * pad + 1)) - pad : 0;
+  const bool flip = aug_.horizontal_flip && (rng.Next() >> 63);
+  const int64_t h = ds_.sample_dims[1], w = ds_.sample_dims[2];
+  for (int64_t c = 0; c < channels_; ++c) {
+    const float zero = u8 ? lut_[c * 256] : shift_[c];  // the raw value 0, normalized
+    for (int64_t y = 0; y < h; ++y) {
+      float* o = out + (c * h + y) * w;
+      const int64_t sy = y + dy;
+      if (sy < 0 || sy >= h) {
+        std::fill(o, o + w, zero);
+        continue;
+      }
+      const int64_t row = c * plane_ + sy * w;
+      for (int64_t x = 0; x < w; ++x) {
+        const int64_t sx = (flip ? w - 1 - x : x) + dx;
+        o[x] = sx < 0 || sx >= w ? zero : value(c, row + sx);
+      }
+    }
+  }
+}
+
+StatusOr<bool> BatchIterator::Next(Tensor* images, Tensor* labels) {
+  AMP_RETURN_IF_ERROR(config_);
+  const int64_t n = ds_.size();
+  if (index_ < 0 || index_ > n)
+    return OutOfRange("batch iterator: cursor index ", index_, " is outside [0, ", n, "] for epoch ", epoch_);
+  const int64_t remaining = n - index_;
+  if (remaining == 0 || (drop_last_ && remaining < batch_size_)) return false;
+  const int64_t b = std::min(batch_size_, remaining);
+
+  std::vector<int64_t> image_dims = {b};
+  image_dims.insert(image_dims.end(), ds_.sample_dims.begin(), ds_.sample_dims.end());
+  std::vector<int64_t> label_dims = ds_.labels.dims();
+  label_dims[0] = b;
+  AMP_ASSIGN_OR_RETURN(Tensor out_images, Tensor::Zeros(DType::kFloat32, image_dims));
+  AMP_ASSIGN_OR_RETURN(Tensor out_labels, Tensor::Zeros(ds_.labels.dtype(), label_dims));
+  const int64_t sample_size = channels_ * plane_;
+  const size_t label_bytes = n ? ds_.labels.nbytes() / static_cast<size_t>(n) : 0;
+  const auto* label_src = static_cast<const std::byte*>(ds_.labels.raw());
+  auto* label_dst = static_cast<std::byte*>(out_labels.raw());
+  float* image_dst = out_images.data<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t sample = perm_[index_ + i];
+    FillSample(sample, index_ + i, image_dst + i * sample_size);
+    std::memcpy(label_dst + i * label_bytes, label_src + sample * label_bytes, label_bytes);
+  }
+  index_ += b;
+  *images = std::move(out_images);
+  *labels = std::move(out_labels);
+  return true;
+}
+
+}  // namespace amptrain::executor::data

@@ -1,0 +1,127 @@
+// Datasets of the trainer: loading labelled image/feature sets into memory,
+// and the batch iterator that shuffles, normalizes and augments them.
+//
+// Every loader validates its input and returns a Status naming the file:
+// missing file, wrong magic, truncated data or gzip stream, image/label count
+// mismatch, labels outside [0, num_classes), files of the wrong size, shape
+// mismatch between features and labels. Gzip members are detected by their
+// magic bytes (not the file name) and inflated through zlib with an output
+// cap, so a small file can never make us allocate gigabytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/status.h"
+#include "ir/tensor.h"
+
+namespace amptrain::executor::data {
+
+// A labelled image/feature dataset held in memory.
+struct Dataset {
+  std::vector<int64_t> sample_dims;  // {C, H, W} for image sets, {D} or any rank for features
+  int64_t num_classes = 0;           // 0 for regression (labels are float32)
+  // uint8 [N, sample_dims...] for image sets (normalized at batch time) or
+  // float32 [N, sample_dims...] for features.
+  ir::Tensor samples;
+  // int64 [N] with values in [0, num_classes) (classification), or
+  // float32 [N, ...] (regression).
+  ir::Tensor labels;
+  int64_t size() const;
+};
+
+// SPEC strings, the one parser for the CLI ("kind" or "kind:rest"):
+//   "fashion-mnist"              default root /usr/share/datasets/fashion-mnist
+//   "fashion-mnist:/dir", "mnist:/dir"
+//       IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte, raw or .gz
+//   "cifar10:/dir"               data_batch_1..5.bin / test_batch.bin (also found
+//                                in /dir/cifar-10-batches-bin)
+//   "npy:X.npy,Y.npy"            one pair, split 90/10 deterministically
+//   "npy:X.npy,Y.npy,Xt.npy,Yt.npy"  train pair and test pair
+//   "synthetic" or "synthetic:N=1024,C=1,H=28,W=28,classes=10,seed=0"
+// For synthetic, `params` holds the given keys (unknown keys and non-integer
+// values are errors); for the other kinds `path` holds the rest of the string.
+struct DataSpec {
+  std::string kind, path;
+  std::map<std::string, std::string> params;
+};
+StatusOr<DataSpec> ParseDataSpec(const std::string& spec);
+
+// split: "train" or "test". npy with one pair and synthetic use a fixed 90/10
+// split of the samples (test = a seeded-permutation-chosen N/10 samples, both
+// parts kept in file order), so train and test never overlap.
+StatusOr<Dataset> LoadDataset(const DataSpec& spec, const std::string& split);
+
+// Per-channel mean/std in the [0, 1] scale of x/255 (uint8 samples) or the
+// raw scale (float samples). Empty vectors mean "no normalization" (uint8 is
+// still divided by 255). One entry applies to every channel.
+struct Normalization {
+  std::vector<float> mean, std;
+};
+// Fashion-MNIST 0.2860/0.3530, MNIST 0.1307/0.3081, CIFAR-10
+// (0.4914, 0.4822, 0.4465)/(0.2470, 0.2435, 0.2616), synthetic 0.5/0.2 per
+// channel, npy none.
+Normalization DefaultNormalization(const DataSpec& spec);
+
+// Image augmentation (samples of rank 3, C x H x W, only): a random crop of
+// the image padded by `random_crop_padding` zero pixels on each side (the raw
+// value 0, i.e. -mean/std after normalization, as torchvision's RandomCrop
+// before Normalize), then a horizontal flip with probability 1/2.
+struct Augmentation {
+  int64_t random_crop_padding = 0;
+  bool horizontal_flip = false;
+};
+
+// Shuffling, batching, normalization and augmentation, deterministic given
+// (seed, epoch, cursor): the permutation of an epoch is derived from
+// (seed, epoch) alone and the augmentation of a sample from (seed, epoch,
+// its position in the epoch), so Seek() to a saved cursor reproduces the
+// rest of the epoch bitwise. Keeps a shallow copy of `ds` (tensors share
+// their buffers). Configuration errors (normalization of the wrong length,
+// augmentation of non-image samples, batch_size < 1, a cursor out of range)
+// are reported by Next().
+class BatchIterator {
+ public:
+  BatchIterator(const Dataset& ds, int64_t batch_size, bool shuffle, uint64_t seed, Normalization norm,
+                Augmentation aug, bool drop_last = false);
+
+  // Position: the epoch and the index of the next sample within the epoch's
+  // permutation (the checkpoint's "data cursor").
+  struct Cursor {
+    int64_t epoch = 0;
+    int64_t index = 0;
+  };
+  Cursor cursor() const { return {epoch_, index_}; }
+  void Seek(Cursor c);
+
+  // Fills images float32 [B, sample_dims...] and labels (int64 [B], or
+  // float32 [B, ...] for regression) with fresh tensors; B is batch_size
+  // except for a last partial batch (never with drop_last). Returns false,
+  // leaving both untouched, at the end of the epoch (then call NextEpoch()).
+  StatusOr<bool> Next(ir::Tensor* images, ir::Tensor* labels);
+  void NextEpoch();
+  int64_t batches_per_epoch() const;
+
+ private:
+  Status Configure();
+  void MakePermutation();
+  void FillSample(int64_t sample, int64_t position, float* out) const;
+
+  Dataset ds_;
+  int64_t batch_size_;
+  bool shuffle_;
+  uint64_t seed_;
+  Normalization norm_;
+  Augmentation aug_;
+  bool drop_last_;
+  Status config_;                     // the constructor's verdict, returned by Next()
+  int64_t channels_ = 1, plane_ = 1;  // sample = channels_ x plane_ values
+  std::vector<float> lut_;            // uint8 -> float per channel: [channels_][256]
+  std::vector<float> scale_, shift_;  // float samples: x * scale + shift per channel
+  int64_t epoch_ = 0, index_ = 0;
+  std::vector<int64_t> perm_;
+};
+
+}  // namespace amptrain::executor::data

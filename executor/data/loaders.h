@@ -1,0 +1,41 @@
+// The per-format loaders behind LoadDataset (dataset.h), and the IDX reader.
+// Every loader returns a fully validated Dataset for one split
+// ("train" or "test"); `kind` names the dataset in messages.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "executor/data/dataset.h"
+
+namespace amptrain::executor::data {
+
+// An IDX file (raw or gzip) of unsigned bytes: magic 00 00 08 <rank>, `rank`
+// big-endian uint32 dims, then the bytes. Returns uint8 [dims...]. Other
+// element types are Unimplemented; a bad magic, a header promising more than
+// the file holds, a short or overlong file are errors naming the file.
+StatusOr<ir::Tensor> ReadIdxFile(const std::string& path);
+
+// MNIST-layout directory: {train,t10k}-images-idx3-ubyte[.gz] and
+// {train,t10k}-labels-idx1-ubyte[.gz]; 10 classes, samples uint8 [N,1,H,W].
+StatusOr<Dataset> LoadIdxDir(const std::string& kind, const std::string& dir, const std::string& split);
+
+// CIFAR-10 binary version: records of 1 label byte + 3072 bytes (3x32x32).
+StatusOr<Dataset> LoadCifar10(const std::string& dir, const std::string& split);
+
+// `files`: {X, Y} (split 90/10) or {X, Y, X_test, Y_test}.
+StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split);
+
+// Synthetic images with a class-dependent pattern plus noise.
+StatusOr<Dataset> MakeSynthetic(const std::map<std::string, std::string>& params, const std::string& split);
+
+// The fixed 90/10 split: the test part is N/10 samples chosen by a
+// permutation with a fixed seed, the train part the rest; both keep the
+// original order. Copies the selected rows.
+StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split);
+
+// Labels must be int64 in [0, num_classes); `file` names them in the error.
+Status CheckLabels(const ir::Tensor& labels, int64_t num_classes, const std::string& file);
+
+}  // namespace amptrain::executor::data
