@@ -1,0 +1,256 @@
+// Schedule, shape specialization and kernel creation; the memory plan is in
+// executor/memory_plan.cc.
+#include "executor/plan.h"
+
+#include <spdlog/spdlog.h>
+
+#include <unordered_set>
+
+namespace amptrain::executor {
+
+using ir::Graph;
+using ir::Node;
+using ir::OpKind;
+using ir::Tensor;
+using ir::TensorType;
+using ir::Value;
+
+int Plan::SlotOf(Value v) const {
+  auto it = slot_of.find(v);
+  return it == slot_of.end() ? -1 : it->second;
+}
+
+Status CheckInputTypes(const Graph& graph, const std::map<std::string, TensorType>& input_types) {
+  std::unordered_set<std::string> names;
+  for (Value v : graph.inputs()) {
+    const std::string& name = graph.name(v);
+    names.insert(name);
+    auto it = input_types.find(name);
+    if (it == input_types.end()) return InvalidArgument("missing input '", name, "'");
+    const TensorType& want = graph.type(v);
+    const TensorType& got = it->second;
+    if (got.dtype != want.dtype)
+      return InvalidArgument("input '", name, "' has dtype ", ir::DTypeName(got.dtype), ", the model expects ",
+                             ir::DTypeName(want.dtype));
+    if (!got.has_shape || !got.shape.is_static())
+      return InvalidArgument("input '", name, "' needs a concrete shape, got ", got.ToString());
+    if (!want.has_shape) continue;
+    if (got.shape.rank() != want.shape.rank())
+      return InvalidArgument("input '", name, "' has shape ", got.shape.ToString(), " of rank ", got.shape.rank(),
+                             ", the model expects ", want.shape.ToString());
+    for (size_t d = 0; d < want.shape.rank(); ++d)
+      if (want.shape[d].is_static() && want.shape[d].value != got.shape[d].value)
+        return InvalidArgument("input '", name, "' has shape ", got.shape.ToString(), ", the model expects ",
+                               want.shape.ToString(), " (dim ", d, ")");
+  }
+  for (const auto& [name, type] : input_types)
+    if (!names.count(name)) return InvalidArgument("unknown input '", name, "' (not an input of the model)");
+  return Status::Ok();
+}
+
+namespace {
+
+// What shape specialization learns: a concrete type per value, the values
+// known at plan time, and the nodes that still have to run.
+struct Specialized {
+  std::map<Value, TensorType> types;
+  std::map<Value, Tensor> values;
+  std::vector<const Node*> schedule;
+  size_t folded = 0;
+};
+
+// Nodes some graph output depends on.
+std::unordered_set<ir::NodeId> LiveNodes(const Graph& graph) {
+  std::unordered_set<ir::NodeId> live;
+  std::vector<ir::NodeId> stack;
+  for (Value v : graph.outputs()) stack.push_back(v.node);
+  while (!stack.empty()) {
+    ir::NodeId id = stack.back();
+    stack.pop_back();
+    if (!live.insert(id).second) continue;
+    for (Value in : graph.node(id)->inputs())
+      if (in.valid()) stack.push_back(in.node);
+  }
+  return live;
+}
+
+// Runs one node's shape rule with the specialized types and known values.
+Status InferOne(const Graph& graph, const Node* node, Specialized& s) {
+  ir::InferContext ctx;
+  ctx.node = node;
+  ctx.attrs = &node->attrs();
+  ctx.opset = static_cast<int>(graph.info().opset);
+  for (Value in : node->inputs()) {
+    if (!in.valid()) {
+      ctx.inputs.emplace_back();
+      ctx.values.push_back(nullptr);
+      continue;
+    }
+    auto t = s.types.find(in);
+    if (t == s.types.end()) return Internal(node->Describe(), ": input '", graph.name(in), "' has no type");
+    ctx.inputs.push_back(t->second);
+    auto v = s.values.find(in);
+    ctx.values.push_back(v == s.values.end() ? nullptr : &v->second);
+  }
+  ctx.outputs.resize(node->num_outputs());
+  ctx.output_values.resize(node->num_outputs());
+  for (size_t i = 0; i < node->num_outputs(); ++i) ctx.outputs[i] = node->output_info(i).type;
+  AMP_RETURN_IF_ERROR(node->schema().infer(ctx));
+
+  bool all_known = node->num_outputs() > 0;
+  for (const Tensor& t : ctx.output_values) all_known = all_known && !t.empty();
+  for (size_t i = 0; i < node->num_outputs(); ++i) {
+    Value out = node->output(i);
+    const Tensor& known = ctx.output_values[i];
+    if (!known.empty()) {
+      s.values[out] = known;
+      s.types[out] = TensorType::Of(known.dtype(), known.dims());
+      continue;
+    }
+    const TensorType& t = ctx.outputs[i];
+    if (t.dtype != ir::DType::kUndefined && (!t.has_shape || !t.shape.is_static()))
+      return InvalidArgument(node->Describe(), ": output '", graph.name(out), "' has no static shape (", t.ToString(),
+                             ") for these input shapes");
+    if (t.dtype == ir::DType::kUndefined && (!graph.uses(out).empty() || graph.is_graph_output(out)))
+      return InvalidArgument(node->Describe(), ": output '", graph.name(out), "' has no dtype");
+    s.types[out] = t;
+  }
+  if (all_known) ++s.folded;
+  else s.schedule.push_back(node);
+  return Status::Ok();
+}
+
+StatusOr<Specialized> Specialize(const Graph& graph, const std::map<std::string, TensorType>& input_types) {
+  Specialized s;
+  for (Value v : graph.inputs()) s.types[v] = input_types.at(graph.name(v));
+  for (Value v : graph.initializers()) {
+    const Tensor* t = graph.ConstantValue(v);
+    if (!t) return InvalidArgument("initializer '", graph.name(v), "' has no value");
+    s.types[v] = TensorType::Of(t->dtype(), t->dims());
+    s.values[v] = *t;
+  }
+  AMP_ASSIGN_OR_RETURN(auto order, graph.TopologicalOrder());
+  std::unordered_set<ir::NodeId> live = LiveNodes(graph);
+  for (const Node* node : order) {
+    if (!live.count(node->id())) continue;
+    if (node->op() == OpKind::kConstant) {
+      const Tensor* t = graph.ConstantValue(node->output(0));
+      if (!t) return InvalidArgument(node->Describe(), ": has no value");
+      s.types[node->output(0)] = TensorType::Of(t->dtype(), t->dims());
+      s.values[node->output(0)] = *t;
+      continue;
+    }
+    AMP_RETURN_IF_ERROR(InferOne(graph, node, s));
+  }
+  return s;
+}
+
+StatusOr<Slot> MakeSlot(const Graph& graph, Value v, const TensorType& type, Storage storage) {
+  Slot slot;
+  slot.value = v;
+  slot.name = graph.name(v);
+  slot.dtype = type.dtype;
+  slot.storage = storage;
+  if (storage == Storage::kAbsent) return slot;
+  slot.dims = type.shape.static_dims();
+  int64_t n = 0;
+  if (!ir::CheckedNumElements(slot.dims, &n) || n > (int64_t{1} << 46) / 8)
+    return InvalidArgument("value '", slot.name, "' of shape ", type.shape.ToString(), " is too large");
+  slot.bytes = static_cast<size_t>(n) * ir::DTypeSize(type.dtype);
+  return slot;
+}
+
+// Creates the slots of the plan: inputs, step inputs/outputs, graph outputs.
+Status BuildSlots(const Graph& graph, const Specialized& s, Plan& plan) {
+  auto add = [&](Value v, Storage storage) -> StatusOr<int> {
+    AMP_ASSIGN_OR_RETURN(Slot slot, MakeSlot(graph, v, s.types.at(v), storage));
+    if (storage == Storage::kConstant) slot.constant = s.values.at(v);
+    int index = static_cast<int>(plan.slots.size());
+    plan.slots.push_back(std::move(slot));
+    plan.slot_of[v] = index;
+    return index;
+  };
+  // A value read by a step or output that no step defines: input or constant.
+  auto source = [&](Value v) -> StatusOr<int> {
+    int existing = plan.SlotOf(v);
+    if (existing >= 0) return existing;
+    if (!s.values.count(v)) return Internal("value '", graph.name(v), "' is neither computed nor known");
+    return add(v, Storage::kConstant);
+  };
+  for (Value v : graph.inputs()) {
+    AMP_ASSIGN_OR_RETURN(int index, add(v, Storage::kInput));
+    plan.inputs.push_back(index);
+  }
+  for (const Node* node : s.schedule) {
+    Step step;
+    step.node = node;
+    for (Value in : node->inputs()) {
+      if (!in.valid()) {
+        step.inputs.push_back(-1);
+        continue;
+      }
+      AMP_ASSIGN_OR_RETURN(int index, source(in));
+      step.inputs.push_back(index);
+    }
+    for (size_t i = 0; i < node->num_outputs(); ++i) {
+      Value out = node->output(i);
+      Storage storage = graph.is_graph_output(out) ? Storage::kOutput : Storage::kArena;
+      if (s.types.at(out).dtype == ir::DType::kUndefined) storage = Storage::kAbsent;
+      AMP_ASSIGN_OR_RETURN(int index, add(out, storage));
+      step.outputs.push_back(index);
+    }
+    plan.steps.push_back(std::move(step));
+  }
+  for (Value v : graph.outputs()) {
+    AMP_ASSIGN_OR_RETURN(int index, source(v));
+    plan.outputs.push_back(index);
+  }
+  return Status::Ok();
+}
+
+kernels::TensorSpec SpecOf(const Plan& plan, int slot) {
+  kernels::TensorSpec spec;
+  if (slot < 0) return spec;
+  const Slot& s = plan.slots[slot];
+  if (s.storage == Storage::kAbsent) return spec;
+  spec.dtype = s.dtype;
+  spec.dims = s.dims;
+  if (s.storage == Storage::kConstant) spec.value = &s.constant;
+  return spec;
+}
+
+Status CreateKernels(Plan& plan, const PlanOptions& options) {
+  for (Step& step : plan.steps) {
+    kernels::KernelInit init;
+    init.op = step.node->op();
+    init.attrs = &step.node->attrs();
+    for (int i : step.inputs) init.inputs.push_back(SpecOf(plan, i));
+    for (int o : step.outputs) init.outputs.push_back(SpecOf(plan, o));
+    init.node_name = step.node->name();
+    init.device = options.device;
+    init.training = options.training;
+    init.seed = options.seed + step.node->id();
+    init.threads = options.threads;
+    AMP_ASSIGN_OR_RETURN(step.kernel, kernels::Registry::Global().Create(init, options.kernel_impl));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorType>& input_types,
+                         const PlanOptions& options) {
+  AMP_RETURN_IF_ERROR(CheckInputTypes(graph, input_types));
+  if (graph.outputs().empty()) return InvalidArgument("the graph has no outputs");
+  AMP_ASSIGN_OR_RETURN(Specialized s, Specialize(graph, input_types));
+  Plan plan;
+  plan.folded_nodes = s.folded;
+  AMP_RETURN_IF_ERROR(BuildSlots(graph, s, plan));
+  AMP_RETURN_IF_ERROR(CreateKernels(plan, options));
+  PlanMemory(plan, options.inplace);
+  spdlog::debug("plan: {} kernels, {} folded nodes, arena {} bytes (without reuse {} bytes)", plan.steps.size(),
+                plan.folded_nodes, plan.peak_bytes, plan.naive_bytes);
+  return plan;
+}
+
+}  // namespace amptrain::executor

@@ -1,0 +1,127 @@
+// The execution plan: schedule, shape specialization, kernels, memory plan.
+//
+// BuildPlan(graph, input_types, options) specializes a graph to one set of
+// concrete input types and prepares everything a run needs:
+//
+//  1. Schedule: the graph's stable topological order, restricted to the nodes
+//     some graph output depends on.
+//  2. Shape specialization: each node's shape rule runs with concrete input
+//     types and the values known so far (initializers, Constants, values
+//     propagated by shape-arithmetic rules). The user's graph is not touched.
+//     A node whose outputs all get propagated values is folded: its outputs
+//     become constants and it does not run. Every other value must end up
+//     with a static shape, else an error names the node and the value.
+//  3. Kernels: one per remaining node, created through kernels::Registry with
+//     TensorSpec::value set for inputs known at plan time. Unsupported
+//     op/dtype/attribute combinations fail here, naming the node.
+//  4. Memory: intermediates live in one 64-byte aligned arena. Every value
+//     (and every kernel's scratch) has a liveness interval [first, last] in
+//     schedule steps; buffers are packed greedily, largest first, each into
+//     the best-fitting gap among the buffers that are live at the same time.
+//     With `inplace`, an output shares its input's buffer when the kernel
+//     allows it (Kernel::inplace_input) and the input dies at that node.
+//     Graph inputs, constants and graph outputs are not in the arena: graph
+//     outputs get fresh tensors per run (a graph output that is an input or a
+//     constant is copied out).
+//
+//   input x ─▶ Relu ─▶ a ─▶ Relu ─▶ b ─▶ Add(a?) ...
+//   Value        storage   buffer  interval
+//   a            kArena    0       [0, 1]
+//   b            kArena    1       [1, 2]
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "kernels/kernel.h"
+
+namespace amptrain::executor {
+
+struct PlanOptions {
+  kernels::Device device = kernels::Device::kCpu;
+  std::string kernel_impl;  // "" = best available, "reference" = reference kernels only
+  bool training = false;    // passed to kernels (Dropout, BatchNormalization)
+  int threads = 1;          // passed to kernels
+  bool inplace = true;      // allow output-over-input aliasing
+  uint64_t seed = 0;        // base seed of random kernels (training Dropout)
+};
+
+enum class Storage {
+  kInput,     // a graph input: the caller's tensor
+  kConstant,  // initializer, Constant or folded value: Slot::constant
+  kArena,     // intermediate: Slot::offset into the arena
+  kOutput,    // graph output computed by a node: a fresh tensor per run
+  kAbsent,    // an optional output the node does not produce
+};
+
+// One runtime value.
+struct Slot {
+  ir::Value value;
+  std::string name;
+  ir::DType dtype = ir::DType::kUndefined;
+  std::vector<int64_t> dims;
+  size_t bytes = 0;
+  Storage storage = Storage::kArena;
+  ir::Tensor constant;  // kConstant only
+  int buffer = -1;      // kArena only: index into Plan::buffers
+  // Schedule steps of the definition and the last use (kArena only).
+  int first = 0, last = 0;
+};
+
+// A region of the arena; several slots share one buffer when aliased in place.
+struct Buffer {
+  size_t offset = 0;
+  size_t bytes = 0;
+  int first = 0, last = 0;
+};
+
+struct Step {
+  const ir::Node* node = nullptr;
+  std::unique_ptr<kernels::Kernel> kernel;
+  std::vector<int> inputs;   // slot index per input; -1 for an absent optional input
+  std::vector<int> outputs;  // slot index per output
+  int scratch_buffer = -1;   // index into Plan::buffers, -1 without scratch
+};
+
+struct Plan {
+  std::vector<Step> steps;
+  std::vector<Slot> slots;
+  std::vector<Buffer> buffers;
+  std::vector<int> inputs;   // slot per graph input, in graph input order
+  std::vector<int> outputs;  // slot per graph output, in graph output order
+  size_t peak_bytes = 0;     // arena size
+  size_t naive_bytes = 0;    // sum of all arena buffers without reuse
+  size_t folded_nodes = 0;   // nodes turned into constants
+  std::map<ir::Value, int> slot_of;
+
+  int SlotOf(ir::Value v) const;  // -1 when the value has no slot
+};
+
+// Checks concrete input types against the graph's inputs: every input given
+// (and no other name), exact dtype, same rank, equal static dims, static
+// concrete dims. Errors name the input.
+Status CheckInputTypes(const ir::Graph& graph, const std::map<std::string, ir::TensorType>& input_types);
+
+// Builds the plan. `graph` must outlive the plan (steps point at its nodes).
+StatusOr<Plan> BuildPlan(const ir::Graph& graph, const std::map<std::string, ir::TensorType>& input_types,
+                         const PlanOptions& options);
+
+// Memory plan of a plan whose steps, slots and kernels are set: liveness of
+// the arena slots, in-place aliasing (when `inplace`), scratch buffers, then
+// PackBuffers. Fills buffers, Slot::buffer/first/last, peak and naive bytes.
+void PlanMemory(Plan& plan, bool inplace);
+
+// Assigns offsets to `buffers` (sizes multiples of 64, intervals set) so that
+// buffers whose intervals overlap do not overlap in memory: greedy by size
+// (largest first), each into the smallest gap that fits among the buffers
+// already placed that are live at the same time. Returns the arena size.
+size_t PackBuffers(std::vector<Buffer>& buffers);
+
+}  // namespace amptrain::executor

@@ -1,0 +1,135 @@
+#include "executor/session.h"
+
+#include <omp.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "ir/verifier.h"
+
+namespace amptrain::executor {
+
+using ir::Tensor;
+using ir::TensorType;
+using ir::TensorView;
+
+namespace {
+
+// "x:float32[2,3];y:int64[]": the cache key of a plan.
+std::string Signature(const std::map<std::string, TensorType>& types) {
+  std::string key;
+  for (const auto& [name, type] : types) key += StrCat(name, ":", type.ToString(), ";");
+  return key;
+}
+
+bool AllInputsStatic(const ir::Graph& graph) {
+  for (ir::Value v : graph.inputs()) {
+    const TensorType& t = graph.type(v);
+    if (!t.has_shape || !t.shape.is_static()) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+InferenceSession::InferenceSession(std::unique_ptr<ir::Graph> graph, SessionOptions opts)
+    : graph_(std::move(graph)), opts_(std::move(opts)) {
+  threads_ = opts_.threads > 0 ? opts_.threads : std::max(1, omp_get_num_procs());
+}
+
+StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique_ptr<ir::Graph> graph,
+                                                                     SessionOptions opts) {
+  if (!graph) return InvalidArgument("no graph given");
+  if (opts.device != kernels::Device::kCpu)
+    return Unimplemented("the inference session runs on the cpu only (", kernels::DeviceName(opts.device),
+                         " requested)");
+  if (opts.threads < 0) return InvalidArgument("threads must be >= 0, got ", opts.threads);
+  AMP_RETURN_IF_ERROR(ir::Verify(*graph));
+  std::unique_ptr<InferenceSession> session(new InferenceSession(std::move(graph), std::move(opts)));
+  if (AllInputsStatic(*session->graph_)) {
+    std::map<std::string, TensorType> types;
+    for (ir::Value v : session->graph_->inputs()) types[session->graph_->name(v)] = session->graph_->type(v);
+    AMP_ASSIGN_OR_RETURN(CachedPlan * cached, session->PlanFor(types));
+    session->last_plan_ = &cached->plan;
+  }
+  return session;
+}
+
+StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map<std::string, TensorType>& types) {
+  std::string key = Signature(types);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second.get();
+
+  PlanOptions options;
+  options.device = opts_.device;
+  options.kernel_impl = opts_.kernel_impl;
+  options.training = opts_.training;
+  options.threads = threads_;
+  AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*graph_, types, options));
+  auto cached = std::make_unique<CachedPlan>();
+  cached->arena = ir::AllocateAligned(plan.peak_bytes);
+  if (!cached->arena)
+    return Status(StatusCode::kOutOfRange, StrCat("out of memory allocating an arena of ", plan.peak_bytes, " bytes"));
+  cached->plan = std::move(plan);
+  spdlog::debug("planned for {}: {} kernels, arena {} bytes", key, cached->plan.steps.size(), cached->plan.peak_bytes);
+
+  if (plans_.size() >= kMaxCachedPlans) {
+    if (last_plan_ == &plans_[plan_order_.front()]->plan) last_plan_ = nullptr;
+    plans_.erase(plan_order_.front());
+    plan_order_.erase(plan_order_.begin());
+  }
+  plan_order_.push_back(key);
+  return (plans_[key] = std::move(cached)).get();
+}
+
+StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, Tensor>& inputs) {
+  std::map<std::string, TensorType> types;
+  for (const auto& [name, t] : inputs) {
+    if (t.empty()) return InvalidArgument("input '", name, "' is an empty tensor");
+    types[name] = TensorType::Of(t.dtype(), t.dims());
+  }
+  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, PlanFor(types));
+  Plan& plan = cached->plan;
+  std::byte* arena = cached->arena.get();
+
+  // Views of every slot; graph outputs get fresh tensors.
+  std::vector<TensorView> views(plan.slots.size());
+  std::vector<Tensor> owned(plan.slots.size());
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const Slot& slot = plan.slots[i];
+    switch (slot.storage) {
+      case Storage::kInput: views[i] = TensorView::Of(inputs.at(slot.name)); break;
+      case Storage::kConstant: views[i] = TensorView::Of(slot.constant); break;
+      case Storage::kArena: views[i] = TensorView{arena + plan.buffers[slot.buffer].offset, slot.dtype, slot.dims}; break;
+      case Storage::kOutput: {
+        AMP_ASSIGN_OR_RETURN(owned[i], Tensor::Zeros(slot.dtype, slot.dims));
+        views[i] = TensorView::Of(owned[i]);
+        break;
+      }
+      case Storage::kAbsent: break;
+    }
+  }
+
+  omp_set_num_threads(threads_);
+  for (Step& step : plan.steps) {
+    kernels::KernelContext ctx;
+    for (int i : step.inputs) ctx.inputs.push_back(i >= 0 ? views[i] : TensorView{});
+    for (int o : step.outputs) ctx.outputs.push_back(views[o]);
+    if (step.scratch_buffer >= 0) ctx.scratch = arena + plan.buffers[step.scratch_buffer].offset;
+    Status status = step.kernel->Run(ctx);
+    if (!status.ok()) return status.WithContext(StrCat("while running ", step.node->Describe()));
+  }
+
+  std::vector<Tensor> outputs;
+  outputs.reserve(plan.outputs.size());
+  for (int o : plan.outputs) {
+    const Slot& slot = plan.slots[o];
+    if (slot.storage == Storage::kOutput) outputs.push_back(owned[o]);
+    else if (slot.storage == Storage::kInput) outputs.push_back(inputs.at(slot.name).Clone());
+    else outputs.push_back(slot.constant.Clone());
+  }
+  last_plan_ = &plan;
+  return outputs;
+}
+
+}  // namespace amptrain::executor

@@ -1,0 +1,66 @@
+// InferenceSession: runs a graph on concrete inputs.
+//
+//   AMP_ASSIGN_OR_RETURN(auto session, InferenceSession::Create(std::move(graph)));
+//   AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> outs, session->Run({{"x", x}}));
+//
+// Plans (executor/plan.h) are built per input-shape signature and cached, so a
+// new batch size re-plans once and later runs with it reuse the plan and its
+// arena. A graph whose inputs are all static is planned in Create, so that
+// unsupported ops fail there. Outputs are fresh tensors owned by the caller;
+// when the same value is listed twice as a graph output, both entries share
+// one buffer. Run is not thread-safe: one Run at a time per session.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/plan.h"
+#include "ir/graph.h"
+#include "ir/status.h"
+#include "ir/tensor.h"
+#include "kernels/kernel.h"
+
+namespace amptrain::executor {
+
+struct SessionOptions {
+  kernels::Device device = kernels::Device::kCpu;
+  int threads = 0;          // 0 = all cores
+  bool training = false;    // kernels in training mode (Dropout drops, BN uses batch statistics)
+  std::string kernel_impl;  // "" = best, "reference" = reference kernels only
+};
+
+class InferenceSession {
+ public:
+  static StatusOr<std::unique_ptr<InferenceSession>> Create(std::unique_ptr<ir::Graph> graph,
+                                                            SessionOptions opts = {});
+
+  // Inputs by graph input name: all required, no others, dtype exactly the
+  // model's, shape fitting its static dims. Outputs in graph output order.
+  StatusOr<std::vector<ir::Tensor>> Run(const std::map<std::string, ir::Tensor>& inputs);
+
+  const ir::Graph& graph() const { return *graph_; }
+  // The plan of the latest successful Run (or of Create's eager plan); nullptr before.
+  const Plan* last_plan() const { return last_plan_; }
+
+ private:
+  struct CachedPlan {
+    Plan plan;
+    std::shared_ptr<std::byte> arena;
+  };
+  static constexpr size_t kMaxCachedPlans = 8;
+
+  InferenceSession(std::unique_ptr<ir::Graph> graph, SessionOptions opts);
+  StatusOr<CachedPlan*> PlanFor(const std::map<std::string, ir::TensorType>& types);
+
+  std::unique_ptr<ir::Graph> graph_;
+  SessionOptions opts_;
+  int threads_ = 1;
+  std::map<std::string, std::unique_ptr<CachedPlan>> plans_;  // by input-shape signature
+  std::vector<std::string> plan_order_;                       // oldest first, for eviction
+  const Plan* last_plan_ = nullptr;
+};
+
+}  // namespace amptrain::executor

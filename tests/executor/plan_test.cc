@@ -1,0 +1,320 @@
+// Memory plan, shape specialization, re-planning and input checks of the
+// executor, on small hand-built graphs (Neg/Relu/Abs/Add reference kernels).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "executor/plan.h"
+#include "executor/session.h"
+#include "ir/graph.h"
+
+namespace amptrain::executor {
+namespace {
+
+using ir::Dim;
+using ir::DType;
+using ir::Graph;
+using ir::Node;
+using ir::OpKind;
+using ir::Shape;
+using ir::Tensor;
+using ir::TensorType;
+using ir::Value;
+
+TensorType BatchBy3() { return TensorType::Of(DType::kFloat32, Shape({Dim::Symbolic("batch"), Dim::Static(3)})); }
+
+Value Unary(Graph& g, OpKind op, Value in, const std::string& name) {
+  return g.AddNode(op, {in}, 1, name, {name})->output(0);
+}
+
+// x -> Neg a -> Relu b -> Abs c -> Neg y : y = -|relu(-x)|
+std::unique_ptr<Graph> Chain() {
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", BatchBy3());
+  Value a = Unary(*g, OpKind::kNeg, x, "a");
+  Value b = Unary(*g, OpKind::kRelu, a, "b");
+  Value c = Unary(*g, OpKind::kAbs, b, "c");
+  g->AddOutput(Unary(*g, OpKind::kNeg, c, "y"));
+  return g;
+}
+
+// x -> Neg a; a -> Relu b; a -> Abs c; d = Add(b, c); y = Neg(Relu(d)), z = c.
+//   y = -(relu(-x) + |x|), z = |x|
+std::unique_ptr<Graph> Diamond() {
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", BatchBy3());
+  Value a = Unary(*g, OpKind::kNeg, x, "a");
+  Value b = Unary(*g, OpKind::kRelu, a, "b");
+  Value c = Unary(*g, OpKind::kAbs, a, "c");
+  Value d = g->AddNode(OpKind::kAdd, {b, c}, 1, "d", {"d"})->output(0);
+  Value e = Unary(*g, OpKind::kRelu, d, "e");
+  g->AddOutput(Unary(*g, OpKind::kNeg, e, "y"));
+  g->AddOutput(c);
+  return g;
+}
+
+Tensor Input(int64_t batch) {
+  std::vector<float> v;
+  for (int64_t i = 0; i < batch * 3; ++i) v.push_back(static_cast<float>(i % 5) - 2.5f + 0.25f * static_cast<float>(i));
+  return Tensor::Floats(v, {batch, 3});
+}
+
+std::map<std::string, TensorType> TypesOf(int64_t batch) {
+  return {{"x", TensorType::Of(DType::kFloat32, {batch, 3})}};
+}
+
+bool Overlap(int a0, int a1, int b0, int b1) { return a0 <= b1 && b0 <= a1; }
+
+// Every pair of arena values that are live at the same time and do not share
+// a buffer (in-place) occupy disjoint bytes; every buffer fits in the arena.
+void ExpectNoOverlap(const Plan& plan) {
+  std::vector<const Slot*> arena;
+  for (const Slot& s : plan.slots)
+    if (s.storage == Storage::kArena) arena.push_back(&s);
+  for (const Slot* s : arena) {
+    ASSERT_GE(s->buffer, 0) << s->name;
+    const Buffer& b = plan.buffers[s->buffer];
+    EXPECT_GE(b.bytes, s->bytes) << s->name;
+    EXPECT_LE(b.offset + b.bytes, plan.peak_bytes) << s->name;
+    EXPECT_EQ(b.offset % 64, 0u) << s->name;
+    EXPECT_LE(b.first, s->first) << s->name;
+    EXPECT_GE(b.last, s->last) << s->name;
+  }
+  for (size_t i = 0; i < arena.size(); ++i)
+    for (size_t j = i + 1; j < arena.size(); ++j) {
+      const Slot& p = *arena[i];
+      const Slot& q = *arena[j];
+      if (p.buffer == q.buffer || !Overlap(p.first, p.last, q.first, q.last)) continue;
+      const Buffer& bp = plan.buffers[p.buffer];
+      const Buffer& bq = plan.buffers[q.buffer];
+      bool disjoint = bp.offset + p.bytes <= bq.offset || bq.offset + q.bytes <= bp.offset;
+      EXPECT_TRUE(disjoint) << p.name << " and " << q.name << " are live together and overlap";
+    }
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    for (size_t j = i + 1; j < plan.buffers.size(); ++j) {
+      const Buffer& p = plan.buffers[i];
+      const Buffer& q = plan.buffers[j];
+      if (p.bytes == 0 || q.bytes == 0 || !Overlap(p.first, p.last, q.first, q.last)) continue;
+      EXPECT_TRUE(p.offset + p.bytes <= q.offset || q.offset + q.bytes <= p.offset) << "buffers " << i << ", " << j;
+    }
+}
+
+void ExpectFloats(const Tensor& t, const std::vector<float>& want) {
+  ASSERT_EQ(t.dtype(), DType::kFloat32);
+  ASSERT_EQ(t.num_elements(), static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_FLOAT_EQ(t.data<float>()[i], want[i]) << "element " << i;
+}
+
+TEST(PackBuffers, ReusesMemoryOfDeadBuffers) {
+  // A [0,1] and C [2,3] never live together: C reuses A's bytes.
+  std::vector<Buffer> buffers = {{0, 128, 0, 1}, {0, 64, 1, 2}, {0, 128, 2, 3}};
+  EXPECT_EQ(PackBuffers(buffers), 192u);
+  EXPECT_EQ(buffers[0].offset, buffers[2].offset);
+  EXPECT_NE(buffers[1].offset, buffers[0].offset);
+}
+
+TEST(PackBuffers, RandomIntervalsNeverOverlap) {
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Buffer> buffers;
+    size_t naive = 0;
+    for (int i = 0; i < 40; ++i) {
+      int first = static_cast<int>(rng() % 30);
+      int last = first + static_cast<int>(rng() % 6);
+      size_t bytes = 64 * (1 + rng() % 16);
+      buffers.push_back({0, bytes, first, last});
+      naive += bytes;
+    }
+    size_t peak = PackBuffers(buffers);
+    EXPECT_LE(peak, naive);
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      EXPECT_LE(buffers[i].offset + buffers[i].bytes, peak);
+      for (size_t j = i + 1; j < buffers.size(); ++j) {
+        const Buffer& p = buffers[i];
+        const Buffer& q = buffers[j];
+        if (!Overlap(p.first, p.last, q.first, q.last)) continue;
+        EXPECT_TRUE(p.offset + p.bytes <= q.offset || q.offset + q.bytes <= p.offset);
+      }
+    }
+  }
+}
+
+TEST(Plan, ChainReusesMemory) {
+  auto g = Chain();
+  for (bool inplace : {false, true}) {
+    PlanOptions options;
+    options.inplace = inplace;
+    auto plan = BuildPlan(*g, TypesOf(4), options);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->steps.size(), 4u);
+    EXPECT_EQ(plan->naive_bytes, 3u * 64);  // a, b, c: 48 bytes each, aligned
+    EXPECT_LT(plan->peak_bytes, plan->naive_bytes);
+    EXPECT_EQ(plan->peak_bytes, inplace ? 64u : 128u);
+    EXPECT_EQ(plan->slots[plan->outputs[0]].storage, Storage::kOutput);
+    ExpectNoOverlap(*plan);
+  }
+}
+
+TEST(Plan, DiamondPlanAndOutputs) {
+  auto g = Diamond();
+  for (bool inplace : {false, true}) {
+    PlanOptions options;
+    options.inplace = inplace;
+    auto plan = BuildPlan(*g, TypesOf(8), options);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->steps.size(), 6u);
+    EXPECT_LT(plan->peak_bytes, plan->naive_bytes);
+    ExpectNoOverlap(*plan);
+    // b and a are live together at step 1..2: they may not share.
+    const Slot& a = plan->slots[plan->SlotOf(g->FindValue("a"))];
+    const Slot& b = plan->slots[plan->SlotOf(g->FindValue("b"))];
+    EXPECT_NE(a.buffer, b.buffer);
+    EXPECT_EQ(plan->slots[plan->SlotOf(g->FindValue("c"))].storage, Storage::kOutput);
+  }
+
+  auto session = InferenceSession::Create(Diamond());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Tensor x = Input(8);
+  auto out = (*session)->Run({{"x", x}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ASSERT_EQ(out->size(), 2u);
+  std::vector<float> y, z;
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    float v = x.data<float>()[i];
+    float sum = std::max(-v, 0.0f) + std::abs(v);
+    y.push_back(-std::max(sum, 0.0f));
+    z.push_back(std::abs(v));
+  }
+  ExpectFloats((*out)[0], y);
+  ExpectFloats((*out)[1], z);
+  EXPECT_EQ((*out)[0].dims(), (std::vector<int64_t>{8, 3}));
+}
+
+TEST(Session, ReplansWhenTheBatchChanges) {
+  auto session = InferenceSession::Create(Chain());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  EXPECT_EQ((*session)->last_plan(), nullptr);  // symbolic batch: nothing planned yet
+  std::map<int64_t, const Plan*> plans;
+  for (int64_t batch : {2, 5, 2}) {
+    Tensor x = Input(batch);
+    auto out = (*session)->Run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    std::vector<float> want;
+    for (int64_t i = 0; i < x.num_elements(); ++i) want.push_back(-std::max(-x.data<float>()[i], 0.0f));
+    ExpectFloats((*out)[0], want);
+    const Plan* plan = (*session)->last_plan();
+    ASSERT_NE(plan, nullptr);
+    EXPECT_EQ(plan->slots[plan->outputs[0]].dims, (std::vector<int64_t>{batch, 3}));
+    if (plans.count(batch)) {
+      EXPECT_EQ(plans[batch], plan) << "the plan of batch " << batch << " was not reused";
+    }
+    plans[batch] = plan;
+  }
+  EXPECT_NE(plans[2], plans[5]);
+}
+
+TEST(Session, FoldsNodesWithKnownValues) {
+  // y = Neg(c) is known at plan time; z = Relu(x) runs.
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", TensorType::Of(DType::kFloat32, {1, 3}));
+  Value c = g->AddInitializer("c", Tensor::Floats({1, -2, 3}, {3}));
+  g->AddOutput(Unary(*g, OpKind::kNeg, c, "y"));
+  g->AddOutput(Unary(*g, OpKind::kRelu, x, "z"));
+  auto session = InferenceSession::Create(std::move(g));
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  ASSERT_NE((*session)->last_plan(), nullptr);  // static inputs: planned in Create
+  EXPECT_EQ((*session)->last_plan()->folded_nodes, 1u);
+  EXPECT_EQ((*session)->last_plan()->steps.size(), 1u);
+  auto out = (*session)->Run({{"x", Tensor::Floats({-1, 0, 2}, {1, 3})}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  ExpectFloats((*out)[0], {-1, 2, -3});
+  ExpectFloats((*out)[1], {0, 0, 2});
+}
+
+TEST(Session, InputOutputPassThrough) {
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", BatchBy3());
+  g->AddOutput(x);
+  auto session = InferenceSession::Create(std::move(g));
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Tensor in = Input(2);
+  auto out = (*session)->Run({{"x", in}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE((*out)[0] == in);
+  EXPECT_NE((*out)[0].raw(), in.raw());  // copied out, not aliased
+}
+
+TEST(Session, InputErrorsNameTheInput) {
+  auto session = InferenceSession::Create(Chain());
+  ASSERT_TRUE(session.ok());
+  auto run = [&](std::map<std::string, Tensor> inputs) { return (*session)->Run(inputs).status(); };
+
+  Status missing = run({});
+  EXPECT_EQ(missing.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.message().find("missing input 'x'"), std::string::npos) << missing.message();
+
+  Status extra = run({{"x", Input(2)}, {"w", Input(2)}});
+  EXPECT_NE(extra.message().find("unknown input 'w'"), std::string::npos) << extra.message();
+
+  Status dtype = run({{"x", Tensor::Int64s({1, 2, 3}, {1, 3})}});
+  EXPECT_NE(dtype.message().find("input 'x' has dtype int64"), std::string::npos) << dtype.message();
+
+  Status dim = run({{"x", Tensor::Floats({1, 2, 3, 4}, {1, 4})}});
+  EXPECT_NE(dim.message().find("input 'x' has shape [1,4]"), std::string::npos) << dim.message();
+  EXPECT_NE(dim.message().find("[batch,3]"), std::string::npos) << dim.message();
+
+  Status rank = run({{"x", Tensor::Floats({1, 2, 3}, {3})}});
+  EXPECT_NE(rank.message().find("rank 1"), std::string::npos) << rank.message();
+}
+
+TEST(Plan, ShapeArithmeticIsFoldedPerInputShape) {
+  // y = Reshape(Relu(x), Shape(x)): Shape(x) becomes a constant of each plan.
+  Graph g;
+  Value x = g.AddInput("x", BatchBy3());
+  Value shape = g.AddNode(OpKind::kShape, {x}, 1, "shape", {"shape"})->output(0);
+  Value r = Unary(g, OpKind::kRelu, x, "r");
+  g.AddOutput(g.AddNode(OpKind::kReshape, {r, shape}, 1, "reshape", {"y"})->output(0));
+  for (int64_t batch : {1, 4}) {
+    auto plan = BuildPlan(g, TypesOf(batch), PlanOptions{});
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    EXPECT_EQ(plan->folded_nodes, 1u);
+    EXPECT_EQ(plan->steps.size(), 2u);
+    const Slot& s = plan->slots[plan->SlotOf(shape)];
+    EXPECT_EQ(s.storage, Storage::kConstant);
+    EXPECT_EQ(s.constant.ToInt64Vector(), (std::vector<int64_t>{batch, 3}));
+  }
+}
+
+TEST(Plan, ValueWithoutStaticShapeNamesNodeAndValue) {
+  // The target shape is only known at run time: no static plan exists.
+  Graph g;
+  Value x = g.AddInput("x", TensorType::Of(DType::kFloat32, {6}));
+  Value s = g.AddInput("s", TensorType::Of(DType::kInt64, {2}));
+  g.AddOutput(g.AddNode(OpKind::kReshape, {x, s}, 1, "reshape", {"y"})->output(0));
+  std::map<std::string, TensorType> types = {{"x", TensorType::Of(DType::kFloat32, {6})},
+                                             {"s", TensorType::Of(DType::kInt64, {2})}};
+  auto plan = BuildPlan(g, types, PlanOptions{});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_NE(plan.status().message().find("Reshape node 'reshape': output 'y' has no static shape"), std::string::npos)
+      << plan.status().message();
+}
+
+TEST(Plan, UnknownKernelImplementationNamesTheNode) {
+  auto g = Chain();
+  PlanOptions options;
+  options.kernel_impl = "no-such-impl";
+  auto plan = BuildPlan(*g, TypesOf(1), options);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(plan.status().message().find("Neg node 'a'"), std::string::npos) << plan.status().message();
+}
+
+TEST(Session, RejectsNonCpuDevices) {
+  SessionOptions opts;
+  opts.device = kernels::Device::kCuda;
+  auto session = InferenceSession::Create(Chain(), opts);
+  EXPECT_EQ(session.status().code(), StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace amptrain::executor

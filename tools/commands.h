@@ -1,0 +1,29 @@
+// Subcommands of the `amptrain` command line, one file each.
+//
+// Add<Name>Command registers the subcommand, its flags and --help on `app`.
+// When the subcommand is chosen, its action runs once parsing succeeded and
+// stores its outcome in `result`; main() turns a non-OK result into one line
+// `amptrain: error: <message>` on stderr and exit code 1. Adding a subcommand
+// is one new file here and one line in tools/main.cc.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <string>
+
+#include "ir/status.h"
+
+namespace amptrain::tools {
+
+void AddInspectCommand(CLI::App& app, Status& result);  // tools/inspect.cc
+void AddRunCommand(CLI::App& app, Status& result);      // tools/run.cc
+void AddExportCommand(CLI::App& app, Status& result);   // tools/export.cc
+void AddModelsCommand(CLI::App& app, Status& result);   // tools/cmd_models.cc
+
+// Helpers shared by the subcommands (tools/common.cc).
+// "1.5 MiB": a byte count for humans.
+std::string HumanBytes(double bytes);
+// A value name as a file name: '/', '\\', ':' and control characters become
+// '_'; "", "." and ".." become "_".
+std::string SanitizeFileName(const std::string& name);
+
+}  // namespace amptrain::tools

@@ -1,0 +1,133 @@
+// amptrain run MODEL --input NAME=FILE.npy ... --output-dir DIR [--threads N] [--reference]
+//
+// Imports the model, runs it once on the given .npy inputs and writes every
+// graph output to DIR/<name>.npy (DIR is created when missing). Output names
+// become file names through SanitizeFileName ('/', '\', ':' and control
+// characters -> '_'); when two names collide after that, later ones get
+// "_2", "_3", ... Each file is written atomically, and when one write fails
+// the files written before it are removed, so a failed run leaves no output.
+// `--input FILE.npy` without NAME= is accepted when the model has exactly one
+// input.
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <filesystem>
+#include <iostream>
+#include <set>
+
+#include "executor/npy.h"
+#include "executor/session.h"
+#include "importer/onnx_import.h"
+#include "tools/commands.h"
+
+namespace amptrain::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+struct RunArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  int threads = 0;
+  bool reference = false;
+};
+
+double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
+
+std::string InputNames(const ir::Graph& g) {
+  std::string names;
+  for (ir::Value v : g.inputs()) names += (names.empty() ? "'" : ", '") + g.name(v) + "'";
+  return names.empty() ? "none" : names;
+}
+
+StatusOr<std::map<std::string, ir::Tensor>> ReadInputs(const ir::Graph& g, const std::vector<std::string>& specs) {
+  std::map<std::string, ir::Tensor> inputs;
+  for (const std::string& spec : specs) {
+    std::string name, path;
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos) {
+      if (g.inputs().size() != 1 || specs.size() != 1)
+        return InvalidArgument("--input '", spec, "' needs the form NAME=FILE.npy: the model has ", g.inputs().size(),
+                               " inputs (", InputNames(g), ")");
+      name = g.name(g.inputs()[0]);
+      path = spec;
+    } else {
+      name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+    }
+    bool known = false;
+    for (ir::Value v : g.inputs()) known = known || g.name(v) == name;
+    if (!known) return InvalidArgument("unknown input '", name, "'; the model's inputs are ", InputNames(g));
+    if (inputs.count(name)) return InvalidArgument("input '", name, "' is given twice");
+    AMP_ASSIGN_OR_RETURN(inputs[name], executor::ReadNpy(path));
+  }
+  return inputs;
+}
+
+Status WriteOutputs(const ir::Graph& g, const std::vector<ir::Tensor>& outputs, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) return IoError("cannot create output folder '", dir, "': ", ec.message());
+  std::set<std::string> used;
+  std::vector<std::string> written;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = g.name(g.outputs()[i]);
+    std::string base = SanitizeFileName(name), file = base;
+    for (int k = 2; used.count(file); ++k) file = base + "_" + std::to_string(k);
+    used.insert(file);
+    std::string path = (fs::path(dir) / (file + ".npy")).string();
+    Status status = executor::WriteNpy(path, outputs[i]);
+    if (!status.ok()) {
+      for (const std::string& done : written) fs::remove(done, ec);
+      return status;
+    }
+    written.push_back(path);
+    std::cout << name << ": " << ir::DTypeName(outputs[i].dtype())
+              << ir::Shape::FromStatic(outputs[i].dims()).ToString() << " -> " << path << "\n";
+  }
+  return Status::Ok();
+}
+
+Status Run(const RunArgs& args) {
+  Clock::time_point start = Clock::now();
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
+  spdlog::info("imported {} ({} nodes) in {:.1f} ms", args.model, graph->num_nodes(), MsSince(start));
+  AMP_ASSIGN_OR_RETURN(auto inputs, ReadInputs(*graph, args.inputs));
+
+  executor::SessionOptions options;
+  options.threads = args.threads;
+  if (args.reference) options.kernel_impl = "reference";
+  AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
+  Clock::time_point run_start = Clock::now();
+  AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> outputs, session->Run(inputs));
+  double run_ms = MsSince(run_start);
+  const executor::Plan* plan = session->last_plan();
+  spdlog::info("plan: {} kernels, {} folded nodes, arena {} ({} without reuse)", plan->steps.size(),
+               plan->folded_nodes, HumanBytes(static_cast<double>(plan->peak_bytes)),
+               HumanBytes(static_cast<double>(plan->naive_bytes)));
+  spdlog::info("ran in {:.1f} ms (planning included)", run_ms);
+  AMP_RETURN_IF_ERROR(WriteOutputs(session->graph(), outputs, args.output_dir));
+  spdlog::info("done in {:.1f} ms", MsSince(start));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, Status& result) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "Run a model on .npy inputs and write its outputs as .npy files");
+  cmd->add_option("MODEL", args->model, "The .onnx file")->required();
+  cmd->add_option("-i,--input", args->inputs,
+                  "NAME=FILE.npy, once per model input (FILE.npy alone for a model with one input)");
+  cmd->add_option("-o,--output-dir", args->output_dir,
+                  "Folder for <output name>.npy files ('/', '\\', ':' in names become '_')")
+      ->required();
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  cmd->callback([args, &result] { result = Run(*args); });
+}
+
+}  // namespace amptrain::tools
