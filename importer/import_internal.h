@@ -1,0 +1,51 @@
+// Internal to the importer: checks of untrusted ModelProto contents
+// (import_validate.cc), shared by graph construction (import.cc).
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace amptrain::importer::detail {
+
+inline constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
+inline constexpr int64_t kMinOpset = 11, kMaxOpset = 21;
+inline constexpr int kMaxListLength = 1 << 20;      // elements of an ints/floats/strings attribute
+inline constexpr size_t kMaxNameLength = 4096;      // value, node, attribute names, dim_params
+inline constexpr size_t kMaxStringLength = 1 << 16; // string attribute values
+inline constexpr int kMaxRank = 64;
+
+// The bytes of a file of at most 2 GiB; `what` ("model") names it in errors.
+StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what);
+// The folder of `path` ("." for a bare file name).
+std::string ParentDir(const std::string& path);
+
+// "node 'conv1'" or, for an unnamed node, "node #3".
+std::string NodeLabel(const onnx::NodeProto& node, int index);
+
+// Checks the IR version and opset imports and fills the model-level fields of `info`.
+Status ReadModelInfo(const onnx::ModelProto& model, ir::ModelInfo* info);
+
+// What ValidateGraph learned.
+struct GraphPlan {
+  std::vector<int> order;                       // node indices, producers before consumers
+  std::vector<ir::OpKind> kinds;                // per node index
+  std::unordered_set<std::string> initializers; // initializer names
+  std::unordered_set<std::string> names;        // every value name the graph defines
+};
+
+// Names (unique, sane, resolvable), ops (supported in `info.opset`), input and
+// output counts, attribute kinds and sizes, and a cycle-free node order.
+StatusOr<GraphPlan> ValidateGraph(const onnx::GraphProto& graph, const ir::ModelInfo& info);
+
+// A tensor TypeProto; `what` names the value in errors.
+StatusOr<ir::TensorType> TypeFromProto(const onnx::TypeProto& type, const std::string& what);
+
+// One attribute (already checked by ValidateGraph for kind and size).
+StatusOr<ir::AttrValue> AttributeFromProto(const onnx::AttributeProto& attr, const std::string& model_dir);
+
+}  // namespace amptrain::importer::detail

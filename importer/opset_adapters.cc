@@ -1,0 +1,233 @@
+#include "importer/opset_adapters.h"
+
+#include <algorithm>
+
+namespace amptrain::importer {
+
+namespace {
+
+using ir::OpKind;
+
+// An attribute that became input `slot` after opset `last_attr_opset`.
+struct AttrInput {
+  OpKind op;
+  int64_t last_attr_opset;
+  const char* attr;
+  size_t slot;
+  bool is_float;  // a float32 scalar (Dropout ratio) rather than an int64 list
+};
+
+constexpr AttrInput kAttrInputs[] = {
+    {OpKind::kReduceMean, 17, "axes", 1, false}, {OpKind::kReduceMax, 17, "axes", 1, false},
+    {OpKind::kReduceSum, 12, "axes", 1, false},  {OpKind::kSqueeze, 12, "axes", 1, false},
+    {OpKind::kUnsqueeze, 12, "axes", 1, false},  {OpKind::kSplit, 12, "split", 1, false},
+    {OpKind::kDropout, 11, "ratio", 1, true},
+};
+
+const AttrInput* FindAttrInput(OpKind op, int64_t opset) {
+  for (const AttrInput& r : kAttrInputs)
+    if (r.op == op && opset <= r.last_attr_opset) return &r;
+  return nullptr;
+}
+
+ir::Value AddConstant(ir::Graph& g, const std::string& hint, ir::Tensor value) {
+  std::string name = g.UniqueName(hint);
+  ir::Node* c = g.AddNode(OpKind::kConstant, {}, 1, name, {name});
+  c->mutable_output_info(0).type = ir::TensorType::Of(value.dtype(), value.dims());
+  c->attrs().Set("value", std::move(value));
+  return c->output(0);
+}
+
+Status AttrToInput(ir::Graph& g, ir::Node* n, const AttrInput& r) {
+  if (!n->attrs().Has(r.attr)) return Status::Ok();
+  if (n->has_input(r.slot)) return InvalidArgument(n->Describe(), ": has both attribute and input '", r.attr, "'");
+  ir::Tensor t;
+  if (r.is_float) {
+    AMP_ASSIGN_OR_RETURN(float v, n->attrs().GetFloat(r.attr, 0.0f));
+    t = ir::Tensor::Floats({v}, {});
+  } else {
+    AMP_ASSIGN_OR_RETURN(auto v, n->attrs().GetInts(r.attr));
+    t = ir::Tensor::Int64s(v, {static_cast<int64_t>(v.size())});
+  }
+  ir::Value c = AddConstant(g, StrCat(n->name(), "_", r.attr), std::move(t));
+  g.SetInput(n, r.slot, c);
+  n->attrs().Erase(r.attr);
+  return Status::Ok();
+}
+
+// Drops input `slot` of `n`, and its Constant producer when nothing else uses it.
+Status DropInput(ir::Graph& g, ir::Node* n, size_t slot) {
+  ir::Value v = n->input(slot);
+  g.SetInput(n, slot, ir::Value{});
+  ir::Node* p = g.producer(v);
+  if (p->op() == OpKind::kConstant && g.uses(v).empty() && !g.is_graph_output(v)) return g.RemoveNode(p);
+  return Status::Ok();
+}
+
+Status InputToAttr(ir::Graph& g, ir::Node* n, const AttrInput& r) {
+  if (!n->has_input(r.slot)) return Status::Ok();
+  const ir::Tensor* t = g.ConstantValue(n->input(r.slot));
+  if (!t)
+    return Unimplemented(n->Describe(), ": input '", r.attr, "' must be a constant to be written as an attribute for "
+                         "opset <= ", r.last_attr_opset);
+  if (r.is_float) {
+    if (t->num_elements() != 1) return InvalidArgument(n->Describe(), ": '", r.attr, "' is not a scalar");
+    n->attrs().Set(r.attr, static_cast<float>(t->GetAsDouble(0)));
+  } else {
+    n->attrs().Set(r.attr, t->ToInt64Vector());
+  }
+  return DropInput(g, n, r.slot);
+}
+
+// Recreates `old` with `count` outputs (same name, inputs, attributes; the
+// first min(count, old outputs) keep their names and types). Outputs beyond
+// `count` must be unused.
+Status RecreateWithOutputs(ir::Graph& g, ir::Node* old, size_t count) {
+  ir::Node* n = g.AddNode(old->op(), old->inputs(), count, old->name());
+  n->attrs() = old->attrs();
+  n->set_doc(old->doc());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < std::min(count, old->num_outputs()); ++i) {
+    names.push_back(old->output_info(i).name);
+    n->mutable_output_info(i).type = old->output_info(i).type;
+    g.ReplaceAllUsesWith(old->output(i), n->output(i));
+  }
+  AMP_RETURN_IF_ERROR(g.RemoveNode(old));
+  for (size_t i = 0; i < names.size(); ++i) AMP_RETURN_IF_ERROR(g.RenameValue(n->output(i), names[i]));
+  return Status::Ok();
+}
+
+// Two to five outputs (training mode) -> training_mode=1 and exactly three.
+Status UpgradeBatchNorm(ir::Graph& g, ir::Node* n) {
+  if (n->num_outputs() == 1) return Status::Ok();
+  static const char* kNames[] = {"Y", "mean", "var", "saved_mean", "saved_var"};
+  for (size_t i = 3; i < n->num_outputs(); ++i)
+    if (!n->uses(i).empty() || g.is_graph_output(n->output(i)))
+      return Unimplemented(n->Describe(), ": output ", i, " (", kNames[i], ") is used; only Y, running mean and "
+                           "running var are supported");
+  n->attrs().Set("training_mode", int64_t{1});
+  return n->num_outputs() == 3 ? Status::Ok() : RecreateWithOutputs(g, n, 3);
+}
+
+bool IsSoftmaxLike(OpKind op) { return op == OpKind::kSoftmax || op == OpKind::kLogSoftmax; }
+
+// The shape to restore after a 2-D Softmax: a constant when `x` has at most
+// one unknown dim (-1) and no zero dims, so the result keeps a known shape;
+// Shape(x) otherwise.
+ir::Value ReshapeTarget(ir::Graph& g, ir::Value x, const std::string& base) {
+  const ir::TensorType& xt = g.type(x);
+  if (xt.has_shape) {
+    std::vector<int64_t> dims;
+    int unknown = 0;
+    bool zero = false;
+    for (const ir::Dim& d : xt.shape.dims()) {
+      dims.push_back(d.is_static() ? d.value : -1);
+      unknown += !d.is_static();
+      zero |= d.value == 0;
+    }
+    if (unknown <= 1 && !zero)
+      return AddConstant(g, base + "_shape", ir::Tensor::Int64s(dims, {static_cast<int64_t>(dims.size())}));
+  }
+  return g.AddNode(OpKind::kShape, {x}, 1, g.UniqueName(base + "_shape"))->output(0);
+}
+
+// Old (coerce-to-2-D) Softmax at `axis` -> canonical; see the header.
+Status UpgradeSoftmax(ir::Graph& g, ir::Node* n) {
+  AMP_ASSIGN_OR_RETURN(int64_t axis, n->attrs().GetInt("axis", 1));
+  ir::Value x = n->input(0);
+  const ir::TensorType& xt = g.type(x);
+  if (xt.has_shape) {
+    int64_t rank = static_cast<int64_t>(xt.shape.rank());
+    if (axis < -rank || axis >= rank)
+      return InvalidArgument(n->Describe(), ": axis ", axis, " is out of range for rank ", rank);
+    if (axis < 0) axis += rank;
+    if (axis == rank - 1) axis = -1;
+  }
+  n->attrs().Set("axis", int64_t{-1});
+  if (axis == -1) return Status::Ok();
+  ir::Node* flat = g.AddNode(OpKind::kFlatten, {x}, 1, g.UniqueName(n->name() + "_flatten"));
+  flat->attrs().Set("axis", axis);
+  ir::Value target = ReshapeTarget(g, x, n->name());
+  ir::Value y = n->output(0);
+  ir::Node* back = g.AddNode(OpKind::kReshape, {x, target}, 1, g.UniqueName(n->name() + "_reshape"));
+  g.ReplaceAllUsesWith(y, back->output(0));
+  g.SetInput(back, 0, y);
+  g.SetInput(n, 0, flat->output(0));
+  std::string name = g.name(y);
+  AMP_RETURN_IF_ERROR(g.RenameValue(y, g.UniqueName(name + "_2d")));
+  return g.RenameValue(back->output(0), name);
+}
+
+Status DowngradeNode(ir::Graph& g, ir::Node* n, int64_t opset) {
+  if (OpSinceVersion(n->op()) > opset)
+    return Unimplemented(n->Describe(), ": op needs opset ", OpSinceVersion(n->op()), ", writing opset ", opset);
+  if (const AttrInput* r = FindAttrInput(n->op(), opset)) {
+    if (n->op() == OpKind::kDropout && n->has_input(2)) {
+      const ir::Tensor* t = g.ConstantValue(n->input(2));
+      if (!t || t->num_elements() != 1 || t->GetAsInt64(0) != 0)
+        return Unimplemented(n->Describe(), ": training_mode cannot be written for opset ", opset);
+      AMP_RETURN_IF_ERROR(DropInput(g, n, 2));
+    }
+    if (n->op() != OpKind::kDropout && n->op() != OpKind::kSplit) {  // the reductions and (Un)Squeeze
+      if (n->attrs().Int("noop_with_empty_axes", 0) != 0 && !n->has_input(1))
+        return Unimplemented(n->Describe(), ": noop_with_empty_axes=1 cannot be written for opset ", opset);
+      n->attrs().Erase("noop_with_empty_axes");
+    }
+    AMP_RETURN_IF_ERROR(InputToAttr(g, n, *r));
+  }
+  if (n->op() == OpKind::kSplit && opset < 18) n->attrs().Erase("num_outputs");
+  if (IsSoftmaxLike(n->op()) && opset < 13) {
+    int64_t axis = n->attrs().Int("axis", -1);
+    const ir::TensorType& xt = g.type(n->input(0));
+    bool last = axis == -1 || (xt.has_shape && axis == static_cast<int64_t>(xt.shape.rank()) - 1);
+    if (!last)
+      return Unimplemented(n->Describe(), ": axis ", axis, " is not the last dim; opset ", opset,
+                           " would coerce the input to 2-D");
+    n->attrs().Set("axis", int64_t{-1});
+  }
+  if (n->op() == OpKind::kBatchNormalization && opset < 14) {  // last: may recreate n
+    bool training = n->attrs().Int("training_mode", 0) != 0;
+    if (training != (n->num_outputs() > 1))
+      return Unimplemented(n->Describe(), ": training_mode=", training, " with ", n->num_outputs(),
+                           " outputs cannot be written for opset ", opset);
+    n->attrs().Erase("training_mode");
+    if (training) return RecreateWithOutputs(g, n, 5);  // opset 9..13 allow 1 or 5 outputs
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+int64_t OpSinceVersion(ir::OpKind op) {
+  switch (op) {
+    case OpKind::kSoftmaxCrossEntropyLoss: return 12;
+    case OpKind::kLayerNormalization: return 17;
+    case OpKind::kGelu: return 20;
+    default: return 1;
+  }
+}
+
+Status UpgradeToCanonical(ir::Graph& g, int64_t opset) {
+  bool need_ranks = false;
+  for (ir::Node* n : g.nodes()) {
+    if (const AttrInput* r = FindAttrInput(n->op(), opset)) AMP_RETURN_IF_ERROR(AttrToInput(g, n, *r));
+    if (IsSoftmaxLike(n->op()) && opset < 13) need_ranks = true;
+    if (n->op() == OpKind::kBatchNormalization && opset < 14) AMP_RETURN_IF_ERROR(UpgradeBatchNorm(g, n));  // may free n
+  }
+  if (!need_ranks) return Status::Ok();
+  AMP_RETURN_IF_ERROR(g.InferShapes());
+  for (ir::Node* n : g.nodes())
+    if (IsSoftmaxLike(n->op())) AMP_RETURN_IF_ERROR(UpgradeSoftmax(g, n));
+  return Status::Ok();
+}
+
+Status DowngradeFromCanonical(ir::Graph& g, int64_t opset) {
+  // By id: a rewrite may remove a Constant that comes later in the list.
+  std::vector<ir::NodeId> ids;
+  for (const ir::Node* n : g.nodes()) ids.push_back(n->id());
+  for (ir::NodeId id : ids)
+    if (ir::Node* n = g.node(id)) AMP_RETURN_IF_ERROR(DowngradeNode(g, n, opset));
+  return Status::Ok();
+}
+
+}  // namespace amptrain::importer

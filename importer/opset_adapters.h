@@ -1,0 +1,53 @@
+// Opset adapters: older ONNX encodings <-> the canonical IR form.
+//
+// The canonical form (ir/op_schema.h) is the newest opset's. On import,
+// attributes that later opsets turned into inputs become int64/float
+// Constant inputs; on export to an older opset they turn back into
+// attributes, which needs those inputs to be constants.
+//
+//   op                     attribute until  canonical input
+//   ReduceMean, ReduceMax  opset 17 axes    input 1 (int64 [k])
+//   ReduceSum              opset 12 axes    input 1
+//   Squeeze, Unsqueeze     opset 12 axes    input 1
+//   Split                  opset 12 split   input 1
+//   Dropout                opset 11 ratio   input 1 (float32 scalar)
+//
+// BatchNormalization before opset 14 is in training mode when it has more
+// than one output (Y, mean, var, saved_mean, saved_var): import gives
+// training_mode=1 and the three outputs Y, running_mean, running_var, and
+// fails when saved_mean/saved_var are used. Export below 14 drops the
+// attribute and writes five outputs (the last two unused), the only
+// training-mode output count those opsets allow.
+//
+// Softmax/LogSoftmax before opset 13 (axis default 1) coerce the input to
+// 2-D at `axis`. When axis is the last dim the node just gets axis=-1;
+// otherwise
+//     y = Softmax[axis=a](x)
+// becomes
+//     f = Flatten[axis=a](x); s = Softmax[axis=-1](f); y = Reshape(s, Shape(x))
+// with y keeping its name (x's dims as a constant instead of Shape(x) when
+// at most one of them is unknown). Export below 13 accepts only a last-dim axis.
+//
+// Clip, Pad and Resize need nothing: opset 11 (our minimum) already has the
+// canonical form.
+#pragma once
+
+#include <cstdint>
+
+#include "ir/graph.h"
+
+namespace amptrain::importer {
+
+// The first default-domain opset in which `op` exists (1 for ops older than
+// our supported range).
+int64_t OpSinceVersion(ir::OpKind op);
+
+// Rewrites a graph freshly imported at `opset` into the canonical form. May
+// run graph.InferShapes() to learn Softmax input ranks.
+Status UpgradeToCanonical(ir::Graph& graph, int64_t opset);
+
+// Rewrites a canonical graph (a copy the exporter owns) into the encoding of
+// `opset`; fails naming the node when that opset cannot express it.
+Status DowngradeFromCanonical(ir::Graph& graph, int64_t opset);
+
+}  // namespace amptrain::importer
