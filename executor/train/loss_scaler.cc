@@ -1,0 +1,116 @@
+#include "executor/train/loss_scaler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace amptrain::executor::train {
+
+using ir::DType;
+using ir::Tensor;
+
+StatusOr<OverflowCheck> UnscaleAndCheck(std::map<std::string, Tensor>& grads, float scale) {
+  if (!(scale > 0.0f)) return InvalidArgument("loss scaler: cannot unscale by a scale of ", scale);
+  for (const auto& [name, g] : grads)
+    if (g.dtype() != DType::kFloat32)
+      return Unimplemented("loss scaler: gradient '", name, "' is ", ir::DTypeName(g.dtype()),
+                           "; unscaling expects float32 master gradients");
+  const float inv = static_cast<float>(1.0 / static_cast<double>(scale));
+  OverflowCheck check;
+  for (auto& [name, g] : grads) {
+    float* d = g.data<float>();
+    const int64_t n = g.num_elements();
+    bool bad = false;
+#pragma omp parallel for reduction(|| : bad) schedule(static)
+    for (int64_t i = 0; i < n; ++i) {
+      float v = d[i];
+      float r = inv == 1.0f ? v : v * inv;
+      d[i] = r;
+      bad = bad || !std::isfinite(v) || !std::isfinite(r);
+    }
+    if (bad && !check.found_inf) {
+      check.found_inf = true;
+      check.first_overflow = name;
+    }
+  }
+  return check;
+}
+
+StatusOr<LossScaler> LossScaler::Create(const LossScalerConfig& c) {
+  auto positive = [](float v) { return std::isfinite(v) && v > 0.0f; };
+  if (!positive(c.init_scale) || !positive(c.min_scale) || !positive(c.max_scale) || c.min_scale > c.max_scale)
+    return InvalidArgument("loss scaler: need finite scales > 0 with min_scale <= max_scale, got init ", c.init_scale,
+                           ", min ", c.min_scale, ", max ", c.max_scale);
+  if (!(std::isfinite(c.growth_factor) && c.growth_factor >= 1.0f))
+    return InvalidArgument("loss scaler: growth_factor must be finite and >= 1, got ", c.growth_factor);
+  if (!(c.backoff_factor > 0.0f && c.backoff_factor < 1.0f))
+    return InvalidArgument("loss scaler: backoff_factor must be in (0, 1), got ", c.backoff_factor);
+  if (c.growth_interval < 1) return InvalidArgument("loss scaler: growth_interval must be >= 1, got ", c.growth_interval);
+  if (c.max_consecutive_overflows < 0)
+    return InvalidArgument("loss scaler: max_consecutive_overflows must be >= 0, got ", c.max_consecutive_overflows);
+  return LossScaler(c);
+}
+
+StatusOr<bool> LossScaler::Update(bool found_inf, const std::string& first_overflow) {
+  if (!found_inf) {
+    consecutive_overflows_ = 0;
+    first_overflow_.clear();
+    if (config_.dynamic && ++growth_tracker_ == config_.growth_interval) {
+      if (scale_ < config_.max_scale) scale_ = std::min(scale_ * config_.growth_factor, config_.max_scale);
+      growth_tracker_ = 0;
+    }
+    return true;
+  }
+  ++skipped_steps_;
+  if (consecutive_overflows_++ == 0) first_overflow_ = first_overflow;
+  if (config_.dynamic) {
+    scale_ = std::max(scale_ * config_.backoff_factor, config_.min_scale);
+    growth_tracker_ = 0;
+  }
+  if (config_.max_consecutive_overflows > 0 && consecutive_overflows_ >= config_.max_consecutive_overflows)
+    return FailedPrecondition("loss scaler: ", consecutive_overflows_, " consecutive steps overflowed (scale now ",
+                              scale_, ", ", config_.dynamic ? "dynamic" : "static", "); the first overflowing gradient was '",
+                              first_overflow_.empty() ? "<unnamed>" : first_overflow_,
+                              "': the gradients are inf/NaN at any scale, check the model and data");
+  return false;
+}
+
+nlohmann::json LossScaler::StateJson() const {
+  return nlohmann::json{{"dynamic", config_.dynamic},
+                        {"scale", scale_},
+                        {"growth_tracker", growth_tracker_},
+                        {"skipped_steps", skipped_steps_},
+                        {"consecutive_overflows", consecutive_overflows_},
+                        {"first_overflow", first_overflow_}};
+}
+
+Status LossScaler::LoadStateJson(const nlohmann::json& s) {
+  auto int_field = [&](const char* key, int64_t* out) -> Status {
+    if (!s.contains(key) || !s[key].is_number_integer() || s[key].get<int64_t>() < 0)
+      return InvalidArgument("loss scaler state: '", key, "' must be an integer >= 0");
+    *out = s[key].get<int64_t>();
+    return Status::Ok();
+  };
+  if (!s.is_object()) return InvalidArgument("loss scaler state: expected a JSON object");
+  if (!s.contains("dynamic") || !s["dynamic"].is_boolean() || s["dynamic"].get<bool>() != config_.dynamic)
+    return InvalidArgument("loss scaler state: 'dynamic' is missing or differs from the configured scaler (",
+                           config_.dynamic ? "dynamic" : "static", ")");
+  if (!s.contains("scale") || !s["scale"].is_number()) return InvalidArgument("loss scaler state: 'scale' must be a number");
+  const float scale = s["scale"].get<float>();
+  if (!std::isfinite(scale) || scale <= 0.0f) return InvalidArgument("loss scaler state: 'scale' must be finite and > 0");
+  if (!s.contains("first_overflow") || !s["first_overflow"].is_string())
+    return InvalidArgument("loss scaler state: 'first_overflow' must be a string");
+  int64_t tracker = 0, skipped = 0, consecutive = 0;
+  AMP_RETURN_IF_ERROR(int_field("growth_tracker", &tracker));
+  AMP_RETURN_IF_ERROR(int_field("skipped_steps", &skipped));
+  AMP_RETURN_IF_ERROR(int_field("consecutive_overflows", &consecutive));
+  scale_ = scale;
+  growth_tracker_ = tracker;
+  skipped_steps_ = skipped;
+  consecutive_overflows_ = consecutive;
+  first_overflow_ = s["first_overflow"].get<std::string>();
+  return Status::Ok();
+}
+
+}  // namespace amptrain::executor::train

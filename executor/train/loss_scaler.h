@@ -1,0 +1,84 @@
+// Loss scaling for fp16 training (PRECISION.md, "Loss scaling"): the
+// backward seed is scale(); after backward, UnscaleAndCheck multiplies every
+// gradient by 1/scale and detects inf/NaN in the same pass; Update(found_inf)
+// then says whether the optimizer step applies and moves the scale.
+//
+// Dynamic (PyTorch GradScaler semantics plus a floor and a ceiling):
+//   overflow: scale = max(scale * backoff_factor, min_scale), tracker = 0, step skipped
+//   clean:    tracker += 1; when tracker == growth_interval:
+//             scale = min(scale * growth_factor, max_scale) (never lowered by the
+//             ceiling: a scale that starts above it only backs off), tracker = 0
+// Static: the scale never moves; overflowing steps are skipped.
+// Stuck guard: after max_consecutive_overflows overflows in a row (0 = never)
+// Update returns FailedPrecondition naming the first overflowing gradient of
+// the run of overflows, instead of letting the scale collapse silently.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ir/status.h"
+#include "ir/tensor.h"
+
+namespace amptrain::executor::train {
+
+struct LossScalerConfig {
+  bool dynamic = true;
+  float init_scale = 65536.0f;   // 2^16; may exceed max_scale (it then only backs off)
+  float growth_factor = 2.0f;
+  float backoff_factor = 0.5f;
+  int64_t growth_interval = 2000;
+  float min_scale = 1.0f;
+  float max_scale = 16777216.0f;  // 2^24
+  int64_t max_consecutive_overflows = 50;
+};
+
+// The result of UnscaleAndCheck.
+struct OverflowCheck {
+  bool found_inf = false;
+  std::string first_overflow;  // the first gradient (name order) holding inf/NaN
+};
+
+// Multiplies every float32 gradient by 1/scale (computed as PyTorch does:
+// double reciprocal rounded to float; skipped when it is 1) and reports
+// whether any element was non-finite before or after. All gradients are
+// unscaled even when one overflows (they are discarded anyway).
+StatusOr<OverflowCheck> UnscaleAndCheck(std::map<std::string, ir::Tensor>& grads, float scale);
+
+class LossScaler {
+ public:
+  // Validates the config: finite init/min/max scales > 0 with min <= max,
+  // growth_factor >= 1, backoff_factor in (0, 1), growth_interval >= 1,
+  // max_consecutive_overflows >= 0.
+  static StatusOr<LossScaler> Create(const LossScalerConfig& config);
+
+  float scale() const { return scale_; }
+  int64_t growth_tracker() const { return growth_tracker_; }
+  int64_t skipped_steps() const { return skipped_steps_; }
+  int64_t consecutive_overflows() const { return consecutive_overflows_; }
+
+  // Records one step's outcome; true when the optimizer step applies.
+  // `first_overflow` names the overflowing gradient (or node) for the guard.
+  StatusOr<bool> Update(bool found_inf, const std::string& first_overflow = "");
+
+  // {"dynamic", "scale", "growth_tracker", "skipped_steps",
+  //  "consecutive_overflows", "first_overflow"} for the trainer state.
+  nlohmann::json StateJson() const;
+  // Restores StateJson's output exactly; validates every field.
+  Status LoadStateJson(const nlohmann::json& state);
+
+ private:
+  explicit LossScaler(const LossScalerConfig& config) : config_(config), scale_(config.init_scale) {}
+
+  LossScalerConfig config_;
+  float scale_;
+  int64_t growth_tracker_ = 0;
+  int64_t skipped_steps_ = 0;
+  int64_t consecutive_overflows_ = 0;
+  std::string first_overflow_;  // of the current run of overflows
+};
+
+}  // namespace amptrain::executor::train
