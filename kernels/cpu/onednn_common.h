@@ -1,0 +1,86 @@
+// Shared plumbing of the oneDNN kernels (kernels/cpu/onednn_*.cc).
+//
+// One process-wide CPU engine. A kernel builds its primitive once at
+// creation from the concrete shapes of its KernelInit and, at Run, only wraps
+// the executor's buffers in dnnl::memory objects (plain row-major layouts, so
+// the buffers need no reordering) and executes on its stream. Constant
+// weights (TensorSpec::value set) may be reordered once at creation into the
+// layout oneDNN prefers; that copy is owned by the kernel.
+//
+// oneDNN throws dnnl::error; nothing here lets an exception escape: creation
+// and Run turn it into a Status naming the node.
+#pragma once
+
+#include <memory>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <vector>
+
+#include "kernels/kernel.h"
+
+namespace amptrain::kernels::cpu::onednn {
+
+dnnl::engine& Engine();
+
+// f32 for kFloat32, bf16 for kBFloat16; undef otherwise.
+dnnl::memory::data_type DataType(DType t);
+dnnl::memory::dims Dims(const std::vector<int64_t>& dims);
+// Row-major (a, ab, abc, ...) descriptor of `dims` and `t`.
+dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t);
+
+// Where a primitive argument comes from at Run time.
+struct Binding {
+  enum Source { kInput, kOutput, kOwned };
+  int arg;  // DNNL_ARG_*
+  Source source;
+  size_t index;             // input/output slot, or index into owned memories
+  dnnl::memory::desc desc;  // ignored for kOwned
+};
+
+// A kernel that executes one primitive with the given bindings.
+class PrimitiveKernel : public Kernel {
+ public:
+  PrimitiveKernel(std::string describe, dnnl::primitive primitive, std::vector<Binding> bindings,
+                  std::vector<dnnl::memory> owned);
+  Status Run(KernelContext& ctx) override;
+
+ private:
+  std::string describe_;
+  dnnl::primitive primitive_;
+  std::vector<Binding> bindings_;
+  std::vector<dnnl::memory> owned_;
+  dnnl::stream stream_;
+};
+
+// Copies the constant tensor `value` (plain layout `plain`) into a new memory
+// of layout `wanted` (a reorder when they differ).
+dnnl::memory ReorderConstant(const ir::Tensor& value, const dnnl::memory::desc& plain,
+                             const dnnl::memory::desc& wanted);
+
+// True when oneDNN picked its portable reference implementation ("ref:any"):
+// the kernels then decline, so the project's own reference kernel (parallel,
+// double accumulation) runs instead.
+bool IsReferenceImpl(const dnnl::primitive_desc_base& pd);
+
+// Runs `build` and converts a dnnl::error into a Status naming the node.
+template <class Fn>
+StatusOr<std::unique_ptr<Kernel>> Guarded(const KernelInit& init, Fn&& build) {
+  try {
+    return build();
+  } catch (const dnnl::error& e) {
+    return Unimplemented(init.Describe(), ": oneDNN: ", e.what());
+  }
+}
+
+// Entry with impl "onednn", priority 10, dtypes f32/bf16 (or `dtypes`); its
+// `accepts` runs `factory` and answers whether it succeeded, so a
+// configuration oneDNN rejects falls back to the reference kernel.
+KernelEntry OneDnnEntry(OpKind op, KernelFactory factory,
+                        std::vector<DType> dtypes = {DType::kFloat32, DType::kBFloat16});
+
+// Registration of each family, called by RegisterOneDnn.
+void RegisterOneDnnConv(Registry& r);
+void RegisterOneDnnMatMul(Registry& r);
+void RegisterOneDnnPool(Registry& r);
+void RegisterOneDnnBatchNorm(Registry& r);
+
+}  // namespace amptrain::kernels::cpu::onednn

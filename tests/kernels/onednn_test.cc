@@ -1,0 +1,198 @@
+// oneDNN kernels against the reference kernels on random data over a grid
+// of configurations, in fp32 and bf16.
+//
+// Tolerances, on the error normalized by the reference output's largest
+// magnitude (NormalizedError):
+//   fp32 1e-5: the reference accumulates in double, oneDNN in fp32 with a
+//     different summation order; with |x|, |w| < 1 and <= ~600 terms the fp32
+//     rounding error stays a few ulps (~1e-7 each) of the output scale.
+//   bf16 1e-2: both sides read the same bf16 inputs and round the output to
+//     bf16 (8 significant bits, a relative step of 2^-8 = 3.9e-3); oneDNN's
+//     fp32 accumulation can put a value on the other side of a rounding
+//     boundary, so one bf16 step of the scale, with headroom.
+#include "tests/kernels/nn_test_util.h"
+
+namespace amptrain::kernels::testing {
+namespace {
+
+using ir::Attributes;
+using ir::Tensor;
+using I = std::vector<int64_t>;
+
+double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : 1e-2; }
+
+// Runs `op` with oneDNN (which must accept it) and with the reference
+// kernel; returns the normalized error of output 0.
+double CompareToReference(OpKind op, const Attributes& a, const std::vector<Tensor>& in,
+                          std::vector<bool> constant = {}) {
+  RunOptions dnn;
+  dnn.impl = "onednn";
+  dnn.constant = std::move(constant);
+  auto got = RunOp(op, a, in, dnn);
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  auto want = RunOp(op, a, in);
+  EXPECT_TRUE(want.ok()) << want.status().ToString();
+  if (!got.ok() || !want.ok()) return INFINITY;
+  return NormalizedError((*got)[0], (*want)[0]);
+}
+
+struct ConvCase {
+  const char* name;
+  I x, w;
+  int64_t group;
+  I strides, dilations, pads;
+  std::string auto_pad;
+  bool bias;
+};
+
+Attributes ConvAttrs(const ConvCase& c) {
+  Attributes a;
+  a.Set("group", c.group);
+  if (!c.strides.empty()) a.Set("strides", c.strides);
+  if (!c.dilations.empty()) a.Set("dilations", c.dilations);
+  if (!c.pads.empty()) a.Set("pads", c.pads);
+  if (!c.auto_pad.empty()) a.Set("auto_pad", c.auto_pad);
+  return a;
+}
+
+TEST(OneDnnConv, MatchesReference) {
+  const std::vector<ConvCase> cases = {
+      {"3x3 pad 1", {2, 8, 9, 9}, {16, 8, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true},
+      {"1x1", {1, 32, 7, 7}, {24, 32, 1, 1}, 1, {}, {}, {}, "", false},
+      {"7x7 stride 2 pad 3", {1, 3, 32, 32}, {16, 3, 7, 7}, 1, {2, 2}, {}, {3, 3, 3, 3}, "", true},
+      {"stride 2", {1, 16, 14, 14}, {32, 16, 3, 3}, 1, {2, 2}, {}, {1, 1, 1, 1}, "", true},
+      {"dilation 2", {1, 8, 12, 12}, {8, 8, 3, 3}, 1, {}, {2, 2}, {2, 2, 2, 2}, "", true},
+      {"groups 4", {1, 16, 10, 10}, {32, 4, 3, 3}, 4, {}, {}, {1, 1, 1, 1}, "", true},
+      {"depthwise", {2, 32, 11, 11}, {32, 1, 3, 3}, 32, {2, 2}, {}, {1, 1, 1, 1}, "", true},
+      {"asymmetric pads", {1, 8, 9, 10}, {8, 8, 3, 2}, 1, {}, {}, {0, 1, 2, 0}, "", true},
+      {"SAME_UPPER stride 2", {1, 8, 9, 9}, {8, 8, 3, 3}, 1, {2, 2}, {}, {}, "SAME_UPPER", false},
+  };
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+    for (const ConvCase& c : cases) {
+      std::vector<Tensor> in = {Random(c.x, t, 1), Random(c.w, t, 2)};
+      if (c.bias) in.push_back(Random({c.w[0]}, t, 3));
+      for (bool constant_w : {false, true}) {
+        double err = CompareToReference(OpKind::kConv, ConvAttrs(c), in, {false, constant_w});
+        EXPECT_LT(err, Tolerance(t)) << c.name << " " << ir::DTypeName(t) << (constant_w ? " constant W" : "");
+      }
+    }
+  }
+}
+
+TEST(OneDnnConv, LeavesOtherRanksToTheReference) {
+  RunOptions dnn;
+  dnn.impl = "onednn";
+  Attributes a;
+  auto out =
+      RunOp(OpKind::kConv, a, {Random({1, 2, 9}, DType::kFloat32, 1), Random({3, 2, 3}, DType::kFloat32, 2)}, dnn);
+  EXPECT_FALSE(out.ok());
+  auto fallback =
+      RunOp(OpKind::kConv, a, {Random({1, 2, 9}, DType::kFloat32, 1), Random({3, 2, 3}, DType::kFloat32, 2)},
+            RunOptions{.impl = ""});
+  EXPECT_TRUE(fallback.ok()) << fallback.status().ToString();
+}
+
+struct PoolCase {
+  const char* name;
+  OpKind op;
+  I x, kernel, strides, dilations, pads;
+  int64_t ceil_mode, count_include_pad;
+  bool onednn;  // expected to be taken by oneDNN
+};
+
+TEST(OneDnnPool, MatchesReference) {
+  const std::vector<PoolCase> cases = {
+      {"max 3x3 s2 p1", OpKind::kMaxPool, {2, 8, 15, 15}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}, 0, 0, true},
+      {"max ceil", OpKind::kMaxPool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 0, true},
+      {"max dilation 2 (oneDNN ref only)", OpKind::kMaxPool, {1, 4, 12, 12}, {3, 3}, {1, 1}, {2, 2}, {}, 0, 0, false},
+      {"max asymmetric", OpKind::kMaxPool, {1, 4, 9, 9}, {2, 3}, {1, 2}, {}, {1, 0, 0, 2}, 0, 0, true},
+      {"avg exclude pad", OpKind::kAveragePool, {1, 4, 9, 9}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}, 0, 0, true},
+      {"avg include pad", OpKind::kAveragePool, {1, 4, 9, 9}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}, 0, 1, true},
+      {"avg ceil exclude", OpKind::kAveragePool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 0, true},
+      {"avg ceil include (overhang)", OpKind::kAveragePool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 1, false},
+  };
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+    for (const PoolCase& c : cases) {
+      Attributes a;
+      a.Set("kernel_shape", c.kernel);
+      if (!c.strides.empty()) a.Set("strides", c.strides);
+      if (!c.dilations.empty()) a.Set("dilations", c.dilations);
+      if (!c.pads.empty()) a.Set("pads", c.pads);
+      a.Set("ceil_mode", c.ceil_mode);
+      if (c.op == OpKind::kAveragePool) a.Set("count_include_pad", c.count_include_pad);
+      std::vector<Tensor> in = {Random(c.x, t, 5)};
+      if (c.onednn) {
+        EXPECT_LT(CompareToReference(c.op, a, in), Tolerance(t)) << c.name << " " << ir::DTypeName(t);
+      } else {
+        EXPECT_FALSE(RunOp(c.op, a, in, RunOptions{.impl = "onednn"}).ok()) << c.name;
+        EXPECT_TRUE(RunOp(c.op, a, in, RunOptions{.impl = ""}).ok()) << c.name;
+      }
+    }
+  }
+}
+
+TEST(OneDnnGemm, TransposesAlphaAndBias) {
+  struct Case {
+    bool ta, tb;
+    float alpha, beta;
+    I c;
+    bool onednn;
+  };
+  const std::vector<Case> cases = {
+      {false, false, 1.0f, 1.0f, {}, true},      {true, false, 1.0f, 1.0f, {}, true},
+      {false, true, 1.0f, 1.0f, {24}, true},     {true, true, 1.0f, 1.0f, {1, 24}, true},
+      {false, true, 1.0f, 1.0f, {16, 1}, false}, {false, true, 1.0f, 1.0f, {16, 24}, false},  // oneDNN: ref only
+      {false, false, 0.25f, 1.0f, {}, true},     {false, true, 2.0f, 0.0f, {24}, true},
+      {false, true, 0.5f, 2.0f, {24}, false},
+  };
+  const int64_t m = 16, k = 40, n = 24;
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+    for (const Case& c : cases) {
+      Attributes a;
+      a.Set("transA", int64_t{c.ta});
+      a.Set("transB", int64_t{c.tb});
+      a.Set("alpha", c.alpha);
+      a.Set("beta", c.beta);
+      std::vector<Tensor> in = {Random(c.ta ? I{k, m} : I{m, k}, t, 7), Random(c.tb ? I{n, k} : I{k, n}, t, 8)};
+      if (!c.c.empty()) in.push_back(Random(c.c, t, 9));
+      std::string what = ::testing::PrintToString(c.ta) + ::testing::PrintToString(c.tb) + " alpha " +
+                         std::to_string(c.alpha) + " beta " + std::to_string(c.beta) + " " +
+                         std::string(ir::DTypeName(t));
+      if (c.onednn) {
+        EXPECT_LT(CompareToReference(OpKind::kGemm, a, in), Tolerance(t)) << what;
+        EXPECT_LT(CompareToReference(OpKind::kGemm, a, in, {false, true}), Tolerance(t)) << what << " constant B";
+      } else {
+        EXPECT_FALSE(RunOp(OpKind::kGemm, a, in, RunOptions{.impl = "onednn"}).ok()) << what;
+        EXPECT_TRUE(RunOp(OpKind::kGemm, a, in, RunOptions{.impl = ""}).ok()) << what;
+      }
+    }
+  }
+}
+
+TEST(OneDnnMatMul, BatchedWithBroadcasting) {
+  const std::vector<std::pair<I, I>> cases = {
+      {{8, 12}, {12, 5}}, {{2, 1, 4, 5}, {3, 5, 6}}, {{3, 4, 5}, {5, 6}},
+      {{5}, {2, 5, 3}},   {{2, 3, 5}, {5}},          {{1, 7, 9}, {4, 9, 2}},
+  };
+  for (DType t : {DType::kFloat32, DType::kBFloat16})
+    for (const auto& [a, b] : cases)
+      EXPECT_LT(CompareToReference(OpKind::kMatMul, Attributes{}, {Random(a, t, 11), Random(b, t, 12)}), Tolerance(t))
+          << ::testing::PrintToString(a) << " x " << ::testing::PrintToString(b) << " " << ir::DTypeName(t);
+}
+
+TEST(OneDnnBatchNorm, InferenceMatchesReference) {
+  const DType t = DType::kFloat32;
+  Tensor var = Random({6}, t, 24);
+  for (int64_t i = 0; i < 6; ++i) var.data<float>()[i] = 0.5f + std::fabs(var.data<float>()[i]);
+  Attributes a;
+  a.Set("epsilon", 1e-3f);
+  std::vector<Tensor> in = {Random({2, 6, 5, 5}, t, 20), Random({6}, t, 21), Random({6}, t, 22), Random({6}, t, 23),
+                            var};
+  EXPECT_LT(CompareToReference(OpKind::kBatchNormalization, a, in), 1e-5);
+  // Training mode is the reference kernel's.
+  RunOptions train{.impl = "onednn", .training = true};
+  EXPECT_FALSE(RunOp(OpKind::kBatchNormalization, a, in, train).ok());
+}
+
+}  // namespace
+}  // namespace amptrain::kernels::testing
