@@ -18,6 +18,7 @@ void AddInspectCommand(CLI::App& app, Status& result);  // tools/inspect.cc
 void AddRunCommand(CLI::App& app, Status& result);      // tools/run.cc
 void AddExportCommand(CLI::App& app, Status& result);   // tools/export.cc
 void AddModelsCommand(CLI::App& app, Status& result);   // tools/cmd_models.cc
+void AddGradCommand(CLI::App& app, Status& result);     // tools/cmd_grad.cc
 void AddBenchCommand(CLI::App& app, Status& result);    // tools/bench.cc
 
 // Helpers shared by the subcommands (tools/common.cc).

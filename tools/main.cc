@@ -34,6 +34,7 @@ int Main(int argc, char** argv) {
   amptrain::tools::AddRunCommand(app, result);
   amptrain::tools::AddExportCommand(app, result);
   amptrain::tools::AddModelsCommand(app, result);
+  amptrain::tools::AddGradCommand(app, result);
   amptrain::tools::AddBenchCommand(app, result);
 
   auto logger = spdlog::stdout_color_mt("amptrain");

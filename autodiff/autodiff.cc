@@ -1,0 +1,196 @@
+#include "autodiff/autodiff.h"
+
+#include <algorithm>
+
+#include "autodiff/grad_context.h"
+
+namespace amptrain::autodiff {
+
+using ir::Graph;
+using ir::Node;
+using ir::NodeId;
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+
+const RuleTable& Rules() {
+  static const RuleTable table = [] {
+    RuleTable t{};
+    RegisterElementwiseRules(t);
+    RegisterNNRules(t);
+    RegisterLinalgRules(t);
+    RegisterShapeRules(t);
+    return t;
+  }();
+  return table;
+}
+
+bool IsScalar(const ir::TensorType& t) { return t.has_shape && t.shape.num_elements() == 1; }
+
+// The one place where gradients that meet at a forward value are summed.
+class GradSums {
+ public:
+  explicit GradSums(Graph& g) : g_(g) {}
+  void Add(Value v, Value grad) { parts_[v].push_back(grad); }
+  // The total gradient of v (invalid when none reached it): a chain of Add
+  // nodes in arrival order, built once.
+  StatusOr<Value> Total(Value v) {
+    auto it = parts_.find(v);
+    if (it == parts_.end() || it->second.empty()) return Value{};
+    std::vector<Value>& p = it->second;
+    Value sum = p[0];
+    for (size_t k = 1; k < p.size(); ++k) {
+      Node* n = g_.AddNode(OpKind::kAdd, {sum, p[k]}, 1, StrCat("grad/", g_.name(v), "/sum_", k));
+      AMP_RETURN_IF_ERROR(g_.InferNode(n).WithContext(StrCat("summing the gradients of '", g_.name(v), "'")));
+      sum = n->output(0);
+    }
+    p.assign(1, sum);
+    return sum;
+  }
+
+ private:
+  Graph& g_;
+  std::map<Value, std::vector<Value>> parts_;
+};
+
+// The values to differentiate, initializers first, then inputs, each in graph order.
+StatusOr<std::vector<Value>> ResolveWrt(const Graph& g, const BackwardOptions& opts) {
+  std::set<Value> chosen;
+  if (opts.wrt.empty()) {
+    for (Value v : g.initializers())
+      if (ir::IsFloat(g.type(v).dtype)) chosen.insert(v);
+  }
+  for (const std::string& name : opts.wrt) {
+    Value v = g.FindValue(name);
+    if (!v.valid()) return NotFound("BuildBackward: no value named '", name, "' to differentiate");
+    OpKind k = g.producer(v)->op();
+    if (k != OpKind::kInitializer && k != OpKind::kInput)
+      return InvalidArgument("BuildBackward: '", name, "' is neither an initializer nor a graph input");
+    if (!ir::IsFloat(g.type(v).dtype))
+      return InvalidArgument("BuildBackward: '", name, "' has dtype ", ir::DTypeName(g.type(v).dtype),
+                             ", only float values have gradients");
+    chosen.insert(v);
+  }
+  std::vector<Value> out;
+  for (const auto* list : {&g.initializers(), &g.inputs()})
+    for (Value v : *list)
+      if (chosen.count(v) && !opts.frozen.count(g.name(v))) out.push_back(v);
+  return out;
+}
+
+// Gives each differentiated value a gradient value of its own, named "<name>_grad".
+Value OwnGradValue(Graph& g, Value v, Value grad, NodeId first_backward, std::set<Value>& taken) {
+  if (grad.node < first_backward || taken.count(grad) || g.is_graph_output(grad)) {
+    Node* n = g.AddNode(OpKind::kIdentity, {grad}, 1, StrCat("grad/", g.name(v), "/Identity"));
+    g.mutable_info(n->output(0)).type = g.type(grad);
+    grad = n->output(0);
+  }
+  taken.insert(grad);
+  (void)g.RenameValue(grad, g.UniqueName(g.name(v) + "_grad"));
+  return grad;
+}
+
+// Removes backward nodes whose outputs nothing uses (e.g. a rule's unused helper).
+void RemoveUnusedBackward(Graph& g, NodeId first_backward) {
+  NodeId last = first_backward;
+  for (const Node* n : std::as_const(g).nodes()) last = std::max(last, n->id() + 1);
+  for (NodeId id = last; id-- > first_backward;) {
+    Node* n = g.node(id);
+    if (!n) continue;
+    bool used = false;
+    for (size_t i = 0; i < n->num_outputs(); ++i) used = used || !n->uses(i).empty() || g.is_graph_output(n->output(i));
+    if (!used) (void)g.RemoveNode(n);
+  }
+}
+
+}  // namespace
+
+StatusOr<BackwardResult> BuildBackward(Graph& g, Value loss, Value seed, const BackwardOptions& opts) {
+  if (!loss.valid() || !g.producer(loss)) return InvalidArgument("BuildBackward: invalid loss value");
+  if (!seed.valid() || !g.producer(seed)) return InvalidArgument("BuildBackward: invalid seed value");
+  const ir::TensorType& lt = g.type(loss);
+  if (!IsScalar(lt) || !ir::IsFloat(lt.dtype))
+    return InvalidArgument("BuildBackward: loss '", g.name(loss), "' must be a float scalar, got ", lt.ToString());
+  const ir::TensorType& st = g.type(seed);
+  if (!IsScalar(st) || st.dtype != lt.dtype)
+    return InvalidArgument("BuildBackward: seed '", g.name(seed), "' must be a scalar of the loss dtype ",
+                           ir::DTypeName(lt.dtype), ", got ", st.ToString());
+  AMP_ASSIGN_OR_RETURN(std::vector<Value> wrt, ResolveWrt(g, opts));
+  AMP_ASSIGN_OR_RETURN(std::vector<Node*> order, g.TopologicalOrder());
+
+  // Values that depend on a wrt value through differentiable float slots.
+  std::set<Value> reach(wrt.begin(), wrt.end());
+  for (Node* n : order) {
+    bool hit = false;
+    for (size_t i = 0; i < n->num_inputs(); ++i)
+      hit = hit || (n->has_input(i) && n->schema().is_differentiable(i) && reach.count(n->input(i)));
+    for (size_t o = 0; hit && o < n->num_outputs(); ++o)
+      if (ir::IsFloat(g.type(n->output(o)).dtype)) reach.insert(n->output(o));
+  }
+  // Nodes the loss depends on.
+  std::set<NodeId> upstream;
+  std::vector<NodeId> stack{loss.node};
+  while (!stack.empty()) {
+    NodeId id = stack.back();
+    stack.pop_back();
+    if (!upstream.insert(id).second) continue;
+    for (Value in : g.node(id)->inputs())
+      if (in.valid()) stack.push_back(in.node);
+  }
+
+  NodeId first_backward = 0;
+  for (const Node* n : std::as_const(g).nodes()) first_backward = std::max(first_backward, n->id() + 1);
+  GradSums sums(g);
+  if (reach.count(loss)) sums.Add(loss, seed);
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    Node* n = *it;
+    if (!upstream.count(n->id())) continue;
+    std::vector<Value> gouts(n->num_outputs());
+    bool any_out = false;
+    for (size_t o = 0; o < n->num_outputs(); ++o) {
+      AMP_ASSIGN_OR_RETURN(gouts[o], sums.Total(n->output(o)));
+      any_out = any_out || gouts[o].valid();
+    }
+    std::vector<bool> needs(n->num_inputs());
+    bool any_in = false;
+    for (size_t i = 0; i < n->num_inputs(); ++i) {
+      needs[i] = n->has_input(i) && n->schema().is_differentiable(i) && reach.count(n->input(i));
+      any_in = any_in || needs[i];
+    }
+    if (!any_out || !any_in) continue;
+    GradFn rule = Rules()[static_cast<size_t>(n->op())];
+    if (!rule) return Unimplemented("no gradient rule for ", n->op_name(), " node '", n->name(), "'");
+    GradContext ctx(g, *n, gouts, needs);
+    AMP_RETURN_IF_ERROR(rule(ctx));
+    AMP_RETURN_IF_ERROR(ctx.status());
+    for (size_t i = 0; i < n->num_inputs(); ++i) {
+      Value grad = ctx.grads()[i];
+      if (!needs[i] || !grad.valid()) continue;
+      if (g.type(grad).dtype != g.type(n->input(i)).dtype)
+        return Internal("gradient of ", n->Describe(), ": input ", i, " has dtype ",
+                        ir::DTypeName(g.type(n->input(i)).dtype), " but its gradient ", ir::DTypeName(g.type(grad).dtype));
+      sums.Add(n->input(i), grad);
+    }
+  }
+
+  BackwardResult result;
+  std::set<Value> taken;
+  for (Value v : wrt) {
+    AMP_ASSIGN_OR_RETURN(Value grad, sums.Total(v));
+    if (!grad.valid()) {
+      if (opts.wrt.empty()) continue;  // automatic choice: only values that reach the loss
+      GradContext zeros(g, *g.producer(v), {}, {});
+      grad = zeros.ZerosLike(v);
+      AMP_RETURN_IF_ERROR(zeros.status());
+    }
+    grad = OwnGradValue(g, v, grad, first_backward, taken);
+    g.AddOutput(grad);
+    result.names.push_back(g.name(v));
+    result.grads[g.name(v)] = grad;
+  }
+  RemoveUnusedBackward(g, first_backward);
+  return result;
+}
+
+}  // namespace amptrain::autodiff

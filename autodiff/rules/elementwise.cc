@@ -1,0 +1,199 @@
+// Gradient rules of the elementwise ops. y = op(x...) with numpy broadcasting;
+// a broadcast input gets its gradient summed back to its shape (SumTo).
+#include <cmath>
+
+#include "autodiff/grad_context.h"
+#include "ir/onnx_dtype.h"
+
+namespace amptrain::autodiff {
+
+namespace {
+
+using ir::OpKind;
+using ir::Value;
+
+// Where(cond, dy, 0): dy where cond holds.
+Value Masked(GradContext& c, Value cond, Value dy) {
+  return c.Emit1(OpKind::kWhere, {cond, dy, c.Scalar(0.0, dy)});
+}
+
+Status AddGrad(GradContext& c) {
+  Value dy = c.grad_output(0);
+  if (c.needs_grad(0)) c.SetGrad(0, c.SumTo(dy, c.input(0)));
+  if (c.needs_grad(1)) c.SetGrad(1, c.SumTo(dy, c.input(1)));
+  return Status::Ok();
+}
+
+Status SubGrad(GradContext& c) {
+  Value dy = c.grad_output(0);
+  if (c.needs_grad(0)) c.SetGrad(0, c.SumTo(dy, c.input(0)));
+  if (c.needs_grad(1)) c.SetGrad(1, c.SumTo(c.Neg(dy), c.input(1)));
+  return Status::Ok();
+}
+
+Status MulGrad(GradContext& c) {
+  Value dy = c.grad_output(0), a = c.input(0), b = c.input(1);
+  if (c.needs_grad(0)) c.SetGrad(0, c.SumTo(c.Mul(dy, b), a));
+  if (c.needs_grad(1)) c.SetGrad(1, c.SumTo(c.Mul(dy, a), b));
+  return Status::Ok();
+}
+
+Status DivGrad(GradContext& c) {  // y = a / b: da = dy / b, db = -dy * y / b
+  Value dy = c.grad_output(0), a = c.input(0), b = c.input(1);
+  Value dy_b = c.Div(dy, b);
+  if (c.needs_grad(0)) c.SetGrad(0, c.SumTo(dy_b, a));
+  if (c.needs_grad(1)) c.SetGrad(1, c.SumTo(c.Neg(c.Mul(dy_b, c.output(0))), b));
+  return Status::Ok();
+}
+
+Status PowGrad(GradContext& c) {  // y = a^b: da = dy * b * a^(b-1), db = dy * y * ln a
+  Value dy = c.grad_output(0), a = c.input(0), b = c.input(1);
+  if (c.needs_grad(0)) {
+    Value a_bm1 = c.Emit1(OpKind::kPow, {a, c.Sub(b, c.Scalar(1.0, b))});
+    c.SetGrad(0, c.SumTo(c.Mul(dy, c.Mul(b, a_bm1)), a));
+  }
+  if (c.needs_grad(1)) {
+    Value ln_a = c.Emit1(OpKind::kLog, {a});
+    c.SetGrad(1, c.SumTo(c.Mul(dy, c.Mul(c.output(0), ln_a)), b));
+  }
+  return Status::Ok();
+}
+
+Status NegGrad(GradContext& c) {
+  c.SetGrad(0, c.Neg(c.grad_output(0)));
+  return Status::Ok();
+}
+
+Status IdentityGrad(GradContext& c) {
+  c.SetGrad(0, c.grad_output(0));
+  return Status::Ok();
+}
+
+Status SqrtGrad(GradContext& c) {  // dy / (2 y)
+  Value y = c.output(0);
+  c.SetGrad(0, c.Div(c.grad_output(0), c.Mul(y, c.Scalar(2.0, y))));
+  return Status::Ok();
+}
+
+Status ExpGrad(GradContext& c) {
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.output(0)));
+  return Status::Ok();
+}
+
+Status LogGrad(GradContext& c) {
+  c.SetGrad(0, c.Div(c.grad_output(0), c.input(0)));
+  return Status::Ok();
+}
+
+Status ReciprocalGrad(GradContext& c) {  // -dy * y^2
+  Value y = c.output(0);
+  c.SetGrad(0, c.Neg(c.Mul(c.grad_output(0), c.Mul(y, y))));
+  return Status::Ok();
+}
+
+Status AbsGrad(GradContext& c) {
+  Value dy = c.grad_output(0), x = c.input(0);
+  Value negative = c.Emit1(OpKind::kLess, {x, c.Scalar(0.0, x)});
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {negative, c.Neg(dy), dy}));
+  return Status::Ok();
+}
+
+// Max/Min: each input gets dy where it equals the result (every tied input gets it).
+Status ExtremumGrad(GradContext& c) {
+  Value dy = c.grad_output(0), y = c.output(0);
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    if (!c.needs_grad(i)) continue;
+    Value hit = c.Emit1(OpKind::kEqual, {c.input(i), y});
+    c.SetGrad(i, c.SumTo(Masked(c, hit, dy), c.input(i)));
+  }
+  return Status::Ok();
+}
+
+Status WhereGrad(GradContext& c) {  // y = cond ? a : b
+  Value dy = c.grad_output(0), cond = c.input(0), zero = c.Scalar(0.0, dy);
+  if (c.needs_grad(1)) c.SetGrad(1, c.SumTo(c.Emit1(OpKind::kWhere, {cond, dy, zero}), c.input(1)));
+  if (c.needs_grad(2)) c.SetGrad(2, c.SumTo(c.Emit1(OpKind::kWhere, {cond, zero, dy}), c.input(2)));
+  return Status::Ok();
+}
+
+Status ClipGrad(GradContext& c) {  // dy where the input was not clipped (y == x)
+  Value unclipped = c.Emit1(OpKind::kEqual, {c.input(0), c.output(0)});
+  c.SetGrad(0, Masked(c, unclipped, c.grad_output(0)));
+  return Status::Ok();
+}
+
+Status CastGrad(GradContext& c) {  // cast back to the source dtype
+  ir::Attributes a;
+  a.Set("to", static_cast<int64_t>(ir::OnnxFromDType(c.type(c.input(0)).dtype)));
+  c.SetGrad(0, c.Emit1(OpKind::kCast, {c.grad_output(0)}, std::move(a)));
+  return Status::Ok();
+}
+
+Status ErfGrad(GradContext& c) {  // dy * 2/sqrt(pi) * exp(-x^2)
+  Value x = c.input(0);
+  Value e = c.Emit1(OpKind::kExp, {c.Neg(c.Mul(x, x))});
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Mul(e, c.Scalar(2.0 / std::sqrt(M_PI), x))));
+  return Status::Ok();
+}
+
+Status SigmoidGrad(GradContext& c) {  // dy * y * (1 - y)
+  Value y = c.output(0);
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Mul(y, c.Sub(c.Scalar(1.0, y), y))));
+  return Status::Ok();
+}
+
+Status TanhGrad(GradContext& c) {  // dy * (1 - y^2)
+  Value y = c.output(0);
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Sub(c.Scalar(1.0, y), c.Mul(y, y))));
+  return Status::Ok();
+}
+
+Status ReluGrad(GradContext& c) {
+  c.SetGrad(0, c.Emit1(OpKind::kReluGrad, {c.grad_output(0), c.output(0)}));
+  return Status::Ok();
+}
+
+Status LeakyReluGrad(GradContext& c) {  // dy for x > 0, alpha * dy otherwise
+  Value dy = c.grad_output(0), x = c.input(0);
+  double alpha = c.attrs().Float("alpha", 0.01f);
+  Value positive = c.Emit1(OpKind::kGreater, {x, c.Scalar(0.0, x)});
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {positive, dy, c.Mul(dy, c.Scalar(alpha, dy))}));
+  return Status::Ok();
+}
+
+Status GeluGrad(GradContext& c) {
+  ir::Attributes a;
+  a.Set("approximate", c.attrs().Str("approximate", "none"));
+  c.SetGrad(0, c.Emit1(OpKind::kGeluGrad, {c.grad_output(0), c.input(0)}, std::move(a)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterElementwiseRules(RuleTable& t) {
+  SetRule(t, OpKind::kAdd, AddGrad);
+  SetRule(t, OpKind::kSub, SubGrad);
+  SetRule(t, OpKind::kMul, MulGrad);
+  SetRule(t, OpKind::kDiv, DivGrad);
+  SetRule(t, OpKind::kPow, PowGrad);
+  SetRule(t, OpKind::kNeg, NegGrad);
+  SetRule(t, OpKind::kIdentity, IdentityGrad);
+  SetRule(t, OpKind::kSqrt, SqrtGrad);
+  SetRule(t, OpKind::kExp, ExpGrad);
+  SetRule(t, OpKind::kLog, LogGrad);
+  SetRule(t, OpKind::kReciprocal, ReciprocalGrad);
+  SetRule(t, OpKind::kAbs, AbsGrad);
+  SetRule(t, OpKind::kMax, ExtremumGrad);
+  SetRule(t, OpKind::kMin, ExtremumGrad);
+  SetRule(t, OpKind::kWhere, WhereGrad);
+  SetRule(t, OpKind::kClip, ClipGrad);
+  SetRule(t, OpKind::kCast, CastGrad);
+  SetRule(t, OpKind::kErf, ErfGrad);
+  SetRule(t, OpKind::kSigmoid, SigmoidGrad);
+  SetRule(t, OpKind::kTanh, TanhGrad);
+  SetRule(t, OpKind::kRelu, ReluGrad);
+  SetRule(t, OpKind::kLeakyRelu, LeakyReluGrad);
+  SetRule(t, OpKind::kGelu, GeluGrad);
+}
+
+}  // namespace amptrain::autodiff

@@ -1,0 +1,177 @@
+// Gradient rules of convolution, pooling, normalization, softmax, dropout,
+// padding and the loss heads. Most emit one backward op of autodiff/grad_ops.md.
+#include <cstdint>
+#include <limits>
+
+#include "autodiff/grad_context.h"
+#include "ir/infer/shape_params.h"
+
+namespace amptrain::autodiff {
+
+namespace {
+
+using ir::OpKind;
+using ir::Value;
+
+// dX, dW, dB = ConvGrad(dY, X, W) with the attributes of Conv.
+Status ConvGrad(GradContext& c) {
+  size_t n = c.has_input(2) ? 3 : 2;
+  auto d = c.Emit(OpKind::kConvGrad, {c.grad_output(0), c.input(0), c.input(1)}, c.attrs(), n);
+  for (size_t i = 0; i < n; ++i)
+    if (c.needs_grad(i)) c.SetGrad(i, d[i]);
+  return Status::Ok();
+}
+
+// Y = ConvTranspose(X, W) is the data gradient of a Conv with weights W, so
+// dX = Conv(dY, W), and dW is that Conv's weight gradient with X in dY's role.
+Status ConvTransposeGrad(GradContext& c) {
+  if (c.attrs().Has("output_shape") || c.attrs().Str("auto_pad", "NOTSET") != "NOTSET")
+    return c.Unsupported("output_shape and auto_pad are not supported");
+  ir::Attributes conv;
+  for (const char* k : {"strides", "pads", "dilations", "group", "kernel_shape"})
+    if (c.attrs().Has(k)) conv.Set(k, c.attrs().all().at(k));
+  Value dy = c.grad_output(0), x = c.input(0), w = c.input(1);
+  if (c.needs_grad(0)) c.SetGrad(0, c.Emit1(OpKind::kConv, {dy, w}, conv));
+  if (c.needs_grad(1)) c.SetGrad(1, c.Emit(OpKind::kConvGrad, {x, dy, w}, conv, 2)[1]);
+  if (c.needs_grad(2)) {
+    std::vector<int64_t> axes{0};
+    for (size_t a = 2; a < c.rank(dy); ++a) axes.push_back(static_cast<int64_t>(a));
+    ir::Attributes keep;
+    keep.Set("keepdims", int64_t{0});
+    c.SetGrad(2, c.Emit1(OpKind::kReduceSum, {dy, c.Ints(axes)}, keep));
+  }
+  return Status::Ok();
+}
+
+Status MaxPoolGrad(GradContext& c) {
+  c.SetGrad(0, c.Emit1(OpKind::kMaxPoolGrad, {c.grad_output(0), c.input(0)}, c.attrs()));
+  return Status::Ok();
+}
+
+Status AveragePoolGrad(GradContext& c) {
+  c.SetGrad(0, c.Emit1(OpKind::kAveragePoolGrad, {c.grad_output(0), c.input(0)}, c.attrs()));
+  return Status::Ok();
+}
+
+// dX = Expand(dY / (H*W...), Shape(X)).
+Status GlobalAveragePoolGrad(GradContext& c) {
+  Value x = c.input(0), dy = c.grad_output(0);
+  const ir::Shape& s = c.type(x).shape;
+  double count = 1;
+  for (size_t d = 2; d < s.rank(); ++d) {
+    if (!s[d].is_static()) return c.Unsupported("needs static spatial dims, got ", s.ToString());
+    count *= static_cast<double>(s[d].value);
+  }
+  c.SetGrad(0, c.Emit1(OpKind::kExpand, {c.Div(dy, c.Scalar(count, dy)), c.ShapeOf(x)}));
+  return Status::Ok();
+}
+
+// Training mode only (batch statistics); ToTrainingMode puts BN there.
+Status BatchNormalizationGrad(GradContext& c) {
+  if (c.attrs().Int("training_mode", 0) == 0 && c.node().num_outputs() != 3)
+    return c.Unsupported("inference-mode BatchNormalization (training_mode=0); put the graph in training mode first");
+  if (c.grad_output(1).valid() || c.grad_output(2).valid())
+    return c.Unsupported("gradients through the running statistics");
+  ir::Attributes a;
+  a.Set("epsilon", c.attrs().Float("epsilon", 1e-5f));
+  auto d = c.Emit(OpKind::kBatchNormalizationGrad, {c.grad_output(0), c.input(0), c.input(1)}, a, 3);
+  for (size_t i = 0; i < 3; ++i)
+    if (c.needs_grad(i)) c.SetGrad(i, d[i]);
+  return Status::Ok();
+}
+
+Status LayerNormalizationGrad(GradContext& c) {
+  if (c.grad_output(1).valid() || c.grad_output(2).valid())
+    return c.Unsupported("gradients through the mean / inverse std outputs");
+  ir::Attributes a;
+  a.Set("axis", c.attrs().Int("axis", -1));
+  a.Set("epsilon", c.attrs().Float("epsilon", 1e-5f));
+  auto d = c.Emit(OpKind::kLayerNormalizationGrad, {c.grad_output(0), c.input(0), c.input(1)}, a, 3);
+  for (size_t i = 0; i < 3; ++i)
+    if (c.needs_grad(i)) c.SetGrad(i, d[i]);
+  return Status::Ok();
+}
+
+// The mask output carries what the executor dropped (training or not).
+Status DropoutGrad(GradContext& c) {
+  if (c.node().num_outputs() < 2)
+    return c.Unsupported("Dropout without a mask output; the gradient needs it (see autodiff::ToTrainingMode)");
+  std::vector<Value> in{c.grad_output(0), c.output(1)};
+  if (c.has_input(1)) in.push_back(c.input(1));
+  c.SetGrad(0, c.Emit1(OpKind::kDropoutGrad, in));
+  return Status::Ok();
+}
+
+Status SoftmaxGrad(GradContext& c) {
+  ir::Attributes a;
+  a.Set("axis", c.attrs().Int("axis", -1));
+  OpKind op = c.node().op() == OpKind::kSoftmax ? OpKind::kSoftmaxGrad : OpKind::kLogSoftmaxGrad;
+  c.SetGrad(0, c.Emit1(op, {c.grad_output(0), c.output(0)}, std::move(a)));
+  return Status::Ok();
+}
+
+// dscores = SoftmaxCrossEntropyLossGrad(dloss, log_prob, labels, weights?).
+Status SoftmaxCrossEntropyLossGrad(GradContext& c) {
+  if (c.grad_output(1).valid()) return c.Unsupported("gradients through the log_prob output");
+  Value log_prob = c.node().num_outputs() > 1 ? c.output(1) : Value{};
+  if (!log_prob.valid()) {
+    ir::Attributes a;
+    a.Set("axis", int64_t{1});
+    log_prob = c.Emit1(OpKind::kLogSoftmax, {c.input(0)}, std::move(a));
+  }
+  std::vector<Value> in{c.grad_output(0), log_prob, c.input(1)};
+  if (c.has_input(2)) in.push_back(c.input(2));
+  c.SetGrad(0, c.Emit1(OpKind::kSoftmaxCrossEntropyLossGrad, in, c.attrs()));
+  return Status::Ok();
+}
+
+Status MeanSquaredErrorGrad(GradContext& c) {
+  c.SetGrad(0, c.Emit1(OpKind::kMeanSquaredErrorGrad, {c.grad_output(0), c.input(0), c.input(1)}));
+  return Status::Ok();
+}
+
+// Constant-mode Pad with constant non-negative pads: dX = Slice of dY.
+Status PadGrad(GradContext& c) {
+  if (c.attrs().Str("mode", "constant") != "constant") return c.Unsupported("pad modes other than 'constant'");
+  const ir::Tensor* pads = c.constant(1);
+  if (!pads) return c.Unsupported("pads is not a constant");
+  std::vector<int64_t> axes;
+  if (c.has_input(3)) {
+    const ir::Tensor* t = c.constant(3);
+    if (!t) return c.Unsupported("axes is not a constant");
+    axes = t->ToInt64Vector();
+  }
+  int64_t rank = static_cast<int64_t>(c.rank(c.input(0)));
+  std::vector<int64_t> begin, end, starts, ends, all_axes;
+  Status s = ir::ResolvePads(rank, pads->ToInt64Vector(), axes, &begin, &end);
+  if (!s.ok()) return c.Error(s.message());
+  for (int64_t d = 0; d < rank; ++d) {
+    size_t i = static_cast<size_t>(d);
+    if (begin[i] < 0 || end[i] < 0) return c.Unsupported("negative pads (cropping)");
+    starts.push_back(begin[i]);
+    ends.push_back(end[i] > 0 ? -end[i] : std::numeric_limits<int64_t>::max());
+    all_axes.push_back(d);
+  }
+  c.SetGrad(0, c.Emit1(OpKind::kSlice, {c.grad_output(0), c.Ints(starts), c.Ints(ends), c.Ints(all_axes)}));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterNNRules(RuleTable& t) {
+  SetRule(t, OpKind::kConv, ConvGrad);
+  SetRule(t, OpKind::kConvTranspose, ConvTransposeGrad);
+  SetRule(t, OpKind::kMaxPool, MaxPoolGrad);
+  SetRule(t, OpKind::kAveragePool, AveragePoolGrad);
+  SetRule(t, OpKind::kGlobalAveragePool, GlobalAveragePoolGrad);
+  SetRule(t, OpKind::kBatchNormalization, BatchNormalizationGrad);
+  SetRule(t, OpKind::kLayerNormalization, LayerNormalizationGrad);
+  SetRule(t, OpKind::kDropout, DropoutGrad);
+  SetRule(t, OpKind::kSoftmax, SoftmaxGrad);
+  SetRule(t, OpKind::kLogSoftmax, SoftmaxGrad);
+  SetRule(t, OpKind::kSoftmaxCrossEntropyLoss, SoftmaxCrossEntropyLossGrad);
+  SetRule(t, OpKind::kMeanSquaredError, MeanSquaredErrorGrad);
+  SetRule(t, OpKind::kPad, PadGrad);
+}
+
+}  // namespace amptrain::autodiff

@@ -1,0 +1,219 @@
+// Gradient rules of the shape and data-movement ops and the reductions.
+#include <algorithm>
+#include <numeric>
+
+#include "autodiff/grad_context.h"
+#include "ir/infer/infer_util.h"
+#include "ir/infer/shape_params.h"
+
+namespace amptrain::autodiff {
+
+namespace {
+
+using ir::OpKind;
+using ir::Value;
+
+// Reshape, Flatten, Squeeze, Unsqueeze: dx = Reshape(dy, Shape(x)).
+Status ReshapeLikeGrad(GradContext& c) {
+  c.SetGrad(0, c.ReshapeLike(c.grad_output(0), c.input(0)));
+  return Status::Ok();
+}
+
+Status TransposeGrad(GradContext& c) {
+  size_t rank = c.rank(c.input(0));
+  std::vector<int64_t> perm(rank);
+  std::iota(perm.rbegin(), perm.rend(), 0);
+  perm = c.attrs().Ints("perm", perm);
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i])] = static_cast<int64_t>(i);
+  ir::Attributes a;
+  a.Set("perm", inverse);
+  c.SetGrad(0, c.Emit1(OpKind::kTranspose, {c.grad_output(0)}, std::move(a)));
+  return Status::Ok();
+}
+
+StatusOr<int64_t> Axis(GradContext& c, Value x) {
+  int64_t rank = static_cast<int64_t>(c.rank(x)), axis = c.attrs().Int("axis", 0);
+  if (axis < -rank || axis >= rank) return c.Error("axis ", axis, " is out of range for rank ", rank);
+  return axis < 0 ? axis + rank : axis;
+}
+
+// Input i gets Slice(dy, [offset_i], [offset_i + size_i], [axis]).
+Status ConcatGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.input(0)));
+  int64_t offset = 0;
+  for (size_t i = 0; i < c.num_inputs(); ++i) {
+    const ir::TensorType& t = c.type(c.input(i));
+    if (!t.has_shape || !t.shape[static_cast<size_t>(axis)].is_static())
+      return c.Unsupported("needs a static size along axis ", axis, " for input ", i, ", got ", t.ToString());
+    int64_t size = t.shape[static_cast<size_t>(axis)].value;
+    if (c.needs_grad(i))
+      c.SetGrad(i, c.Emit1(OpKind::kSlice, {c.grad_output(0), c.Ints({offset}), c.Ints({offset + size}), c.Ints({axis})}));
+    offset += size;
+  }
+  return Status::Ok();
+}
+
+// dx = Concat(dy_i, axis) with zeros for the outputs no gradient reached.
+Status SplitGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(int64_t axis, Axis(c, c.input(0)));
+  std::vector<Value> parts;
+  for (size_t o = 0; o < c.node().num_outputs(); ++o)
+    parts.push_back(c.grad_output(o).valid() ? c.grad_output(o) : c.ZerosLike(c.output(o)));
+  ir::Attributes a;
+  a.Set("axis", axis);
+  c.SetGrad(0, c.Emit1(OpKind::kConcat, parts, std::move(a)));
+  return Status::Ok();
+}
+
+// dx = dy zero-padded back to x's shape (constant starts/ends/axes, steps 1).
+Status SliceGrad(GradContext& c) {
+  Value x = c.input(0);
+  std::vector<int64_t> vals[4];
+  for (size_t i = 1; i < 5; ++i) {
+    if (!c.has_input(i)) continue;
+    const ir::Tensor* t = c.constant(i);
+    if (!t) return c.Unsupported("input ", i, " (starts/ends/axes/steps) is not a constant");
+    vals[i - 1] = t->ToInt64Vector();
+  }
+  std::vector<int64_t> dims;
+  for (const ir::Dim& d : c.type(x).shape.dims()) dims.push_back(d.value);
+  auto axes = ir::ResolveSlice(dims, vals[0], vals[1], vals[2], vals[3]);
+  if (!axes.ok()) return c.Error(axes.status().message());
+  size_t rank = dims.size();
+  std::vector<int64_t> pads(2 * rank, 0);
+  for (size_t d = 0; d < rank; ++d) {
+    const ir::SliceAxis& s = (*axes)[d];
+    if (s.identity) continue;
+    if (s.step != 1) return c.Unsupported("steps other than 1 (axis ", d, " has step ", s.step, ")");
+    if (dims[d] < 0 || s.count < 0) return c.Unsupported("needs a static size of sliced axis ", d);
+    pads[d] = s.start;
+    pads[rank + d] = dims[d] - s.start - s.count;
+  }
+  c.SetGrad(0, c.Emit1(OpKind::kPad, {c.grad_output(0), c.Ints(pads)}));
+  return Status::Ok();
+}
+
+Status GatherGrad(GradContext& c) {
+  ir::Attributes a;
+  a.Set("axis", c.attrs().Int("axis", 0));
+  Value x = c.input(0);
+  Value dx = c.Emit1(OpKind::kGatherGrad, {c.grad_output(0), c.input(1), c.ShapeOf(x)}, std::move(a));
+  c.SetGrad(0, dx);
+  return Status::Ok();
+}
+
+Status ExpandGrad(GradContext& c) {
+  c.SetGrad(0, c.SumTo(c.grad_output(0), c.input(0)));
+  return Status::Ok();
+}
+
+// y = Tile(x, r): dy viewed as [r0, d0, r1, d1, ...], summed over the r axes.
+Status TileGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(std::vector<int64_t> dims, c.StaticDims(c.input(0), "the tiled input"));
+  const ir::Tensor* r = c.constant(1);
+  if (!r) return c.Unsupported("repeats is not a constant");
+  std::vector<int64_t> repeats = r->ToInt64Vector(), split, axes;
+  if (repeats.size() != dims.size()) return c.Error(repeats.size(), " repeats for rank ", dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    axes.push_back(static_cast<int64_t>(split.size()));
+    split.push_back(repeats[d]);
+    split.push_back(dims[d]);
+  }
+  Value view = c.Emit1(OpKind::kReshape, {c.grad_output(0), c.Ints(split)});
+  ir::Attributes a;
+  a.Set("keepdims", int64_t{0});
+  c.SetGrad(0, c.Emit1(OpKind::kReduceSum, {view, c.Ints(axes)}, std::move(a)));
+  return Status::Ok();
+}
+
+// The reduced axes of a ReduceSum/Mean/Max node (sorted, non-negative; all
+// axes when none are given); nullopt = the node is a no-op (empty axes, noop_with_empty_axes).
+StatusOr<std::optional<std::vector<int64_t>>> ReducedAxes(GradContext& c) {
+  int64_t rank = static_cast<int64_t>(c.rank(c.input(0)));
+  std::vector<int64_t> axes;
+  if (c.has_input(1)) {
+    const ir::Tensor* t = c.constant(1);
+    if (!t) return c.Unsupported("axes is not a constant");
+    axes = t->ToInt64Vector();
+  }
+  if (axes.empty()) {
+    if (c.attrs().Int("noop_with_empty_axes", 0)) return std::optional<std::vector<int64_t>>();
+    axes.resize(static_cast<size_t>(rank));
+    std::iota(axes.begin(), axes.end(), 0);
+  }
+  for (int64_t& a : axes) a = a < 0 ? a + rank : a;
+  std::sort(axes.begin(), axes.end());
+  return std::optional<std::vector<int64_t>>(axes);
+}
+
+// v with the reduced axes restored as size-1 dims when keepdims = 0.
+Value KeepDims(GradContext& c, Value v, const std::vector<int64_t>& axes) {
+  if (c.attrs().Int("keepdims", 1)) return v;
+  return c.Emit1(OpKind::kUnsqueeze, {v, c.Ints(axes)});
+}
+
+Status ReduceSumMeanGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
+  Value x = c.input(0), dy = c.grad_output(0);
+  if (!axes) {
+    c.SetGrad(0, dy);
+    return Status::Ok();
+  }
+  Value g = KeepDims(c, dy, *axes);
+  if (c.node().op() == OpKind::kReduceMean) {
+    const ir::Shape& s = c.type(x).shape;
+    double count = 1;
+    bool known = true;
+    for (int64_t a : *axes) {
+      known = known && s[static_cast<size_t>(a)].is_static();
+      count *= static_cast<double>(s[static_cast<size_t>(a)].value);
+    }
+    if (known) {
+      g = c.Div(g, c.Scalar(count, g));
+    } else {  // count at run time: a sum of ones over the reduced axes
+      auto one = ir::Tensor::Zeros(c.type(x).dtype, {1});
+      if (!one.ok()) return one.status();
+      ir::SetElementFromDouble(*one, 0, 1.0);
+      ir::Attributes fill, keep;
+      fill.Set("value", std::move(*one));
+      keep.Set("keepdims", int64_t{1});
+      Value ones = c.Emit1(OpKind::kConstantOfShape, {c.ShapeOf(x)}, std::move(fill));
+      g = c.Div(g, c.Emit1(OpKind::kReduceSum, {ones, c.Ints(*axes)}, std::move(keep)));
+    }
+  }
+  c.SetGrad(0, c.Emit1(OpKind::kExpand, {g, c.ShapeOf(x)}));
+  return Status::Ok();
+}
+
+// dy goes to every input element equal to the maximum (ties all get it).
+Status ReduceMaxGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
+  Value x = c.input(0), dy = c.grad_output(0);
+  if (!axes) {
+    c.SetGrad(0, dy);
+    return Status::Ok();
+  }
+  Value hit = c.Emit1(OpKind::kEqual, {x, KeepDims(c, c.output(0), *axes)});
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {hit, KeepDims(c, dy, *axes), c.Scalar(0.0, dy)}));
+  return Status::Ok();
+}
+
+}  // namespace
+
+void RegisterShapeRules(RuleTable& t) {
+  for (OpKind k : {OpKind::kReshape, OpKind::kFlatten, OpKind::kSqueeze, OpKind::kUnsqueeze})
+    SetRule(t, k, ReshapeLikeGrad);
+  SetRule(t, OpKind::kTranspose, TransposeGrad);
+  SetRule(t, OpKind::kConcat, ConcatGrad);
+  SetRule(t, OpKind::kSplit, SplitGrad);
+  SetRule(t, OpKind::kSlice, SliceGrad);
+  SetRule(t, OpKind::kGather, GatherGrad);
+  SetRule(t, OpKind::kExpand, ExpandGrad);
+  SetRule(t, OpKind::kTile, TileGrad);
+  SetRule(t, OpKind::kReduceSum, ReduceSumMeanGrad);
+  SetRule(t, OpKind::kReduceMean, ReduceSumMeanGrad);
+  SetRule(t, OpKind::kReduceMax, ReduceMaxGrad);
+}
+
+}  // namespace amptrain::autodiff

@@ -1,0 +1,69 @@
+#include "autodiff/training_graph.h"
+
+namespace amptrain::autodiff {
+
+using ir::Graph;
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+
+// `old` replaced by a copy with `n` outputs; the first output keeps its name and users.
+StatusOr<Node*> WithOutputs(Graph& g, Node* old, size_t n) {
+  if (old->num_outputs() >= n) return old;
+  Node* copy = g.AddNode(old->op(), old->inputs(), n, old->name());
+  copy->attrs() = old->attrs();
+  std::string name = g.name(old->output(0));
+  g.mutable_info(copy->output(0)).type = g.type(old->output(0));
+  g.ReplaceAllUsesWith(old->output(0), copy->output(0));
+  AMP_RETURN_IF_ERROR(g.RemoveNode(old).WithContext("while putting the graph in training mode"));
+  AMP_RETURN_IF_ERROR(g.RenameValue(copy->output(0), name));
+  return copy;
+}
+
+Status TrainBatchNorm(Graph& g, Node* bn, TrainingGraphInfo& info) {
+  AMP_ASSIGN_OR_RETURN(bn, WithOutputs(g, bn, 3));
+  bn->attrs().Set("training_mode", int64_t{1});
+  AMP_RETURN_IF_ERROR(g.InferNode(bn));
+  for (size_t k = 1; k < 3; ++k) {
+    Value stat = bn->input(k + 2), update = bn->output(k);
+    if (!g.is_graph_output(update)) {
+      AMP_RETURN_IF_ERROR(g.RenameValue(update, g.UniqueName(g.name(stat) + ".update")));
+      g.AddOutput(update);
+    }
+    info.bn_updates[g.name(stat)] = g.name(update);
+  }
+  return Status::Ok();
+}
+
+Status TrainDropout(Graph& g, Node* d, bool enabled) {
+  if (!enabled) {
+    if (d->num_outputs() > 1 && (!d->uses(1).empty() || g.is_graph_output(d->output(1))))
+      return FailedPrecondition(d->Describe(), ": cannot bypass it, its mask output is used");
+    g.ReplaceAllUsesWith(d->output(0), d->input(0));
+    return g.RemoveNode(d);
+  }
+  AMP_ASSIGN_OR_RETURN(d, WithOutputs(g, d, 2));
+  AMP_ASSIGN_OR_RETURN(ir::Tensor on, ir::Tensor::Zeros(ir::DType::kBool, {}));
+  *on.data<bool>() = true;
+  Node* c = g.AddNode(OpKind::kConstant, {}, 1, d->name() + "/training_mode");
+  c->attrs().Set("value", std::move(on));
+  AMP_RETURN_IF_ERROR(g.InferNode(c));
+  g.SetInput(d, 2, c->output(0));
+  return g.InferNode(d);
+}
+
+}  // namespace
+
+StatusOr<TrainingGraphInfo> ToTrainingMode(Graph& g, const TrainingGraphOptions& opts) {
+  TrainingGraphInfo info;
+  std::vector<Node*> nodes = g.nodes();
+  for (Node* n : nodes) {
+    if (n->op() == OpKind::kBatchNormalization) AMP_RETURN_IF_ERROR(TrainBatchNorm(g, n, info));
+    if (n->op() == OpKind::kDropout) AMP_RETURN_IF_ERROR(TrainDropout(g, n, opts.dropout));
+  }
+  return info;
+}
+
+}  // namespace amptrain::autodiff

@@ -1,0 +1,70 @@
+// Internal to the reference kernels of the training ops (kernels/cpu/loss.cc,
+// grad_conv.cc, grad_pool.cc, grad_norm.cc, grad_misc.cc, grad_scatter.cc):
+// their factories, registered by kernels/cpu/training_register.cc, and shared
+// helpers. Semantics of every op: autodiff/grad_ops.md.
+//
+// All take float32/float64/float16/bfloat16 (the storage type T). Elementwise
+// math runs in Acc<T> (float for the 2-byte types); every sum accumulates in
+// double in an order that does not depend on the thread count, so results
+// are bitwise reproducible. Outputs the graph does not use arrive with
+// data == nullptr and are not computed.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "kernels/cpu/element.h"
+#include "kernels/kernel.h"
+
+namespace amptrain::kernels::cpu::grad {
+
+inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
+
+template <class T> inline double Load(T v) { return static_cast<double>(static_cast<Acc<T>>(v)); }
+template <class T> inline T Store(double v) { return static_cast<T>(static_cast<Acc<T>>(v)); }
+
+// Error unless the init has attributes, min..max inputs, min..max outputs and
+// its required inputs present.
+Status CheckArity(const KernelInit& init, size_t min_inputs, size_t max_inputs, size_t min_outputs,
+                  size_t max_outputs);
+// Error unless the present inputs listed have input `ref`'s dtype.
+Status CheckSameDType(const KernelInit& init, size_t ref, const std::vector<size_t>& inputs);
+// The forward op's view of a backward op whose forward inputs start at
+// input `first`: inputs = init.inputs[first..], outputs = {init.inputs[0]}
+// (dY has the forward output's type). Shares init's attributes.
+KernelInit ForwardInit(const KernelInit& init, size_t first);
+
+// Sum of fn(i) for i in [0, n), in double, over fixed chunks summed in order
+// (the same bits for any thread count).
+template <class Fn>
+double DeterministicSum(int64_t n, int threads, Fn&& fn) {
+  constexpr int64_t kChunk = 1 << 12;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<size_t>(chunks), 0.0);
+#pragma omp parallel for num_threads(threads) schedule(static) if (threads > 1 && chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double s = 0.0;
+    for (int64_t i = c * kChunk, end = std::min(n, (c + 1) * kChunk); i < end; ++i) s += fn(i);
+    partial[static_cast<size_t>(c)] = s;
+  }
+  double total = 0.0;
+  for (double p : partial) total += p;
+  return total;
+}
+
+using Factory = StatusOr<std::unique_ptr<Kernel>> (*)(const KernelInit&);
+
+StatusOr<std::unique_ptr<Kernel>> MakeSoftmaxCrossEntropyLoss(const KernelInit& init);      // loss.cc
+StatusOr<std::unique_ptr<Kernel>> MakeSoftmaxCrossEntropyLossGrad(const KernelInit& init);  // loss.cc
+StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init);                     // grad_conv.cc
+StatusOr<std::unique_ptr<Kernel>> MakePoolGrad(const KernelInit& init);                     // grad_pool.cc: Max/Average
+StatusOr<std::unique_ptr<Kernel>> MakeBatchNormGrad(const KernelInit& init);                // grad_norm.cc
+StatusOr<std::unique_ptr<Kernel>> MakeLayerNormGrad(const KernelInit& init);                // grad_norm.cc
+// grad_misc.cc: ReluGrad, GeluGrad, DropoutGrad, SoftmaxGrad, LogSoftmaxGrad,
+// MeanSquaredError, MeanSquaredErrorGrad (dispatch on init.op).
+StatusOr<std::unique_ptr<Kernel>> MakeMiscGrad(const KernelInit& init);
+StatusOr<std::unique_ptr<Kernel>> MakeGatherGrad(const KernelInit& init);    // grad_scatter.cc
+StatusOr<std::unique_ptr<Kernel>> MakeReduceSumTo(const KernelInit& init);   // grad_scatter.cc
+
+}  // namespace amptrain::kernels::cpu::grad

@@ -1,0 +1,349 @@
+// Finite-difference checks of every gradient rule (see gradcheck_util.h), plus
+// the driver's invariants: gradient sums, frozen values, missing rules.
+#include <gtest/gtest.h>
+
+#include "autodiff/autodiff.h"
+#include "tests/autodiff/gradcheck_util.h"
+
+namespace amptrain::autodiff::testing {
+namespace {
+
+using ir::Attributes;
+using ir::Graph;
+using ir::OpKind;
+using ir::Value;
+using V = std::vector<Value>;
+
+Attributes A(std::initializer_list<std::pair<const char*, ir::AttrValue>> kv) {
+  Attributes a;
+  for (auto& [k, v] : kv) a.Set(k, v);
+  return a;
+}
+
+BuildFn Unary(OpKind op, Attributes a = {}) {
+  return [op, a](Graph& g, const V& x) { return Op(g, op, {x[0]}, a); };
+}
+BuildFn Binary(OpKind op) {
+  return [op](Graph& g, const V& x) { return Op(g, op, {x[0], x[1]}); };
+}
+
+// ---- elementwise ----
+
+struct BinaryCase { OpKind op; std::vector<int64_t> a, b; double lo_b; };
+
+TEST(GradCheck, BinaryBroadcasting) {
+  std::vector<std::vector<int64_t>> a{{2, 3}, {2, 1, 3}, {3}, {2, 3}}, b{{2, 3}, {4, 1}, {2, 3}, {1}};
+  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv}) {
+    for (size_t k = 0; k < a.size(); ++k) {
+      SCOPED_TRACE(StrCat(ir::Schema(op).name, " ", k));
+      double lo = op == OpKind::kDiv ? 0.5 : -1.0;
+      GRADCHECK((std::vector<GradInput>{{"a", a[k]}, {"b", b[k], lo, 2.0}}), Binary(op));
+    }
+  }
+}
+
+TEST(GradCheck, Pow) {
+  GRADCHECK((std::vector<GradInput>{{"a", {2, 3}, 0.5, 2.0}, {"b", {3}, -1.0, 2.0}}), Binary(OpKind::kPow));
+}
+
+TEST(GradCheck, UnaryOps) {
+  for (OpKind op : {OpKind::kNeg, OpKind::kExp, OpKind::kAbs, OpKind::kIdentity, OpKind::kErf, OpKind::kSigmoid,
+                    OpKind::kTanh}) {
+    SCOPED_TRACE(ir::Schema(op).name);
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 3}, -2.0, 2.0}}), Unary(op));
+  }
+  for (OpKind op : {OpKind::kSqrt, OpKind::kLog, OpKind::kReciprocal}) {
+    SCOPED_TRACE(ir::Schema(op).name);
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 3}, 0.5, 2.0}}), Unary(op));
+  }
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}, -2.0, 2.0}}), Unary(OpKind::kLeakyRelu, A({{"alpha", 0.2f}})));
+}
+
+TEST(GradCheck, ReluAndGelu) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), Unary(OpKind::kRelu));
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), Unary(OpKind::kGelu));
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), Unary(OpKind::kGelu, A({{"approximate", std::string("tanh")}})));
+}
+
+TEST(GradCheck, MaxMinVariadic) {
+  for (OpKind op : {OpKind::kMax, OpKind::kMin}) {
+    GRADCHECK((std::vector<GradInput>{{"a", {2, 3}}, {"b", {3}}}), Binary(op));
+    GRADCHECK((std::vector<GradInput>{{"a", {4, 4}}, {"b", {4, 4}}, {"c", {4, 4}}}),
+              [op](Graph& g, const V& x) { return Op(g, op, {x[0], x[1], x[2]}); });
+  }
+}
+
+TEST(GradCheck, WhereAndClip) {
+  GRADCHECK((std::vector<GradInput>{{"a", {2, 3}}, {"b", {3}}}), [](Graph& g, const V& x) {
+    ir::Tensor c = *ir::Tensor::Zeros(ir::DType::kBool, {2, 3});
+    for (int i = 0; i < 6; i += 2) c.data<bool>()[i] = true;
+    return Op(g, OpKind::kWhere, {g.AddInitializer("cond", c), x[0], x[1]});
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kClip, {x[0], DoublesConst(g, {-0.5}, {}), DoublesConst(g, {0.6}, {})});
+  });
+}
+
+// The gradient of Cast casts back: a float32 input gets a float32 gradient.
+TEST(GradCheck, CastCastsBack) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {3}));
+  Value y = Op(g, OpKind::kCast, {x}, A({{"to", int64_t{11}}}));  // DOUBLE
+  Value loss = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kMul, {y, DoublesConst(g, {1, 2, 3}, {3})})},
+                  A({{"keepdims", int64_t{0}}}));
+  ASSERT_TRUE(g.InferShapes().ok());
+  auto r = BuildBackward(g, loss, DoublesConst(g, {1.0}, {}), BackwardOptions{{"x"}, {}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  Value dx = r->grads["x"];
+  EXPECT_EQ(g.type(dx).dtype, ir::DType::kFloat32);
+  EXPECT_EQ(g.name(dx), "x_grad");
+}
+
+// ---- linalg ----
+
+TEST(GradCheck, GemmTransposesAlphaBeta) {
+  for (int64_t ta : {0, 1})
+    for (int64_t tb : {0, 1})
+      for (bool full_c : {false, true}) {
+        SCOPED_TRACE(StrCat("transA ", ta, " transB ", tb, " C ", full_c ? "[M,N]" : "[N]"));
+        std::vector<int64_t> a = ta ? std::vector<int64_t>{3, 2} : std::vector<int64_t>{2, 3};
+        std::vector<int64_t> b = tb ? std::vector<int64_t>{4, 3} : std::vector<int64_t>{3, 4};
+        std::vector<int64_t> c = full_c ? std::vector<int64_t>{2, 4} : std::vector<int64_t>{4};
+        GRADCHECK((std::vector<GradInput>{{"a", a}, {"b", b}, {"c", c}}), [=](Graph& g, const V& x) {
+          return Op(g, OpKind::kGemm, {x[0], x[1], x[2]},
+                    A({{"transA", ta}, {"transB", tb}, {"alpha", 0.7f}, {"beta", 1.3f}}));
+        });
+      }
+}
+
+TEST(GradCheck, MatMulBatchedAndVectors) {
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> shapes{
+      {{2, 3}, {3, 4}}, {{2, 1, 2, 3}, {3, 3, 2}}, {{3}, {3, 4}}, {{2, 3}, {3}}, {{3}, {3}}, {{2, 2, 3}, {3}},
+      {{3}, {2, 3, 2}}};
+  for (auto& [a, b] : shapes) {
+    SCOPED_TRACE(StrCat(a.size(), "-D x ", b.size(), "-D"));
+    GRADCHECK((std::vector<GradInput>{{"a", a}, {"b", b}}), Binary(OpKind::kMatMul));
+  }
+}
+
+// ---- shape ----
+
+TEST(GradCheck, ReshapeFamily) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 2}}}),
+            [](Graph& g, const V& x) { return Op(g, OpKind::kReshape, {x[0], IntsConst(g, {3, 4})}); });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 2}}}), Unary(OpKind::kFlatten, A({{"axis", int64_t{2}}})));
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 1, 3}}}),
+            [](Graph& g, const V& x) { return Op(g, OpKind::kSqueeze, {x[0], IntsConst(g, {1})}); });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}),
+            [](Graph& g, const V& x) { return Op(g, OpKind::kUnsqueeze, {x[0], IntsConst(g, {0, 2})}); });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}),
+            Unary(OpKind::kTranspose, A({{"perm", std::vector<int64_t>{1, 2, 0}}})));
+}
+
+TEST(GradCheck, ConcatAxes) {
+  for (int64_t axis : {0, 1, -1}) {
+    SCOPED_TRACE(axis);
+    GRADCHECK((std::vector<GradInput>{{"a", {2, 2}}, {"b", {2, 2}}, {"c", {2, 2}}}), [axis](Graph& g, const V& x) {
+      return Op(g, OpKind::kConcat, {x[0], x[1], x[2]}, A({{"axis", axis}}));
+    });
+  }
+  GRADCHECK((std::vector<GradInput>{{"a", {2, 1, 3}}, {"b", {2, 3, 3}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kConcat, {x[0], x[1]}, A({{"axis", int64_t{1}}}));
+  });
+}
+
+// Output 1 of the Split gets no gradient: its slot is zero-filled.
+TEST(GradCheck, SplitWithUnusedOutput) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 5}}}), [](Graph& g, const V& x) {
+    ir::Node* s = g.AddNode(OpKind::kSplit, {x[0], IntsConst(g, {2, 1, 2})}, 3);
+    s->attrs().Set("axis", int64_t{1});
+    return Op(g, OpKind::kMul, {s->output(0), s->output(2)});
+  });
+}
+
+TEST(GradCheck, Slice) {
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 5}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kSlice, {x[0], IntsConst(g, {1, -4}), IntsConst(g, {3, 100}), IntsConst(g, {0, 1})});
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4, 2}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kSlice, {x[0], IntsConst(g, {1}), IntsConst(g, {3}), IntsConst(g, {-2})});
+  });
+}
+
+TEST(GradCheck, GatherRepeatedIndices) {
+  for (int64_t axis : {0, 1}) {
+    GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [axis](Graph& g, const V& x) {
+      Value idx = g.AddInitializer(g.UniqueName("idx"), ir::Tensor::Int64s({2, 0, 2, -1}, {2, 2}));
+      return Op(g, OpKind::kGather, {x[0], idx}, A({{"axis", axis}}));
+    });
+  }
+}
+
+TEST(GradCheck, ExpandAndTile) {
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 1}}}),
+            [](Graph& g, const V& x) { return Op(g, OpKind::kExpand, {x[0], IntsConst(g, {2, 3, 4})}); });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}),
+            [](Graph& g, const V& x) { return Op(g, OpKind::kTile, {x[0], IntsConst(g, {2, 3})}); });
+}
+
+TEST(GradCheck, Reductions) {
+  for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax}) {
+    for (int64_t keep : {0, 1}) {
+      SCOPED_TRACE(StrCat(ir::Schema(op).name, " keepdims ", keep));
+      GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}), [op, keep](Graph& g, const V& x) {
+        return Op(g, op, {x[0], IntsConst(g, {0, -1})}, A({{"keepdims", keep}}));
+      });
+      GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), [op, keep](Graph& g, const V& x) {
+        return Op(g, op, {x[0]}, A({{"keepdims", keep}}));
+      });
+    }
+  }
+}
+
+// ---- nn ----
+
+TEST(GradCheck, GlobalAveragePoolAndPad) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 2, 3}}}), Unary(OpKind::kGlobalAveragePool));
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 3}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kPad, {x[0], IntsConst(g, {0, 1, 2, 0, 0, 1})});
+  });
+}
+
+TEST(GradCheck, Conv) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 5, 5}}, {"w", {3, 2, 3, 3}}, {"b", {3}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kConv, {x[0], x[1], x[2]},
+              A({{"strides", std::vector<int64_t>{2, 1}}, {"pads", std::vector<int64_t>{1, 0, 1, 1}}}));
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {1, 4, 4, 6}}, {"w", {4, 2, 3, 3}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kConv, {x[0], x[1]}, A({{"group", int64_t{2}}, {"dilations", std::vector<int64_t>{1, 2}}}));
+  });
+}
+
+TEST(GradCheck, ConvTranspose) {
+  GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 3, 3}}, {"w", {2, 3, 3, 3}}, {"b", {3}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kConvTranspose, {x[0], x[1], x[2]},
+              A({{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                 {"output_padding", std::vector<int64_t>{1, 0}}}));
+  });
+}
+
+TEST(GradCheck, Pooling) {
+  GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 4, 4}}}),
+            Unary(OpKind::kMaxPool, A({{"kernel_shape", std::vector<int64_t>{2, 2}},
+                                        {"strides", std::vector<int64_t>{2, 2}}})));
+  GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 5, 5}}}),
+            Unary(OpKind::kAveragePool, A({{"kernel_shape", std::vector<int64_t>{3, 3}},
+                                            {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+                                            {"strides", std::vector<int64_t>{2, 2}}})));
+}
+
+TEST(GradCheck, Normalization) {
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 2, 2, 2}}, {"s", {2}}, {"b", {2}}}), [](Graph& g, const V& x) {
+    ir::Node* n = g.AddNode(OpKind::kBatchNormalization,
+                            {x[0], x[1], x[2], DoublesConst(g, {0, 0}, {2}), DoublesConst(g, {1, 1}, {2})}, 3);
+    n->attrs().Set("training_mode", int64_t{1});
+    return n->output(0);
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}, {"s", {4}}, {"b", {4}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kLayerNormalization, {x[0], x[1], x[2]}, A({{"axis", int64_t{-1}}}));
+  });
+}
+
+TEST(GradCheck, SoftmaxFamily) {
+  for (OpKind op : {OpKind::kSoftmax, OpKind::kLogSoftmax})
+    for (int64_t axis : {-1, 1}) GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}), Unary(op, A({{"axis", axis}})));
+}
+
+TEST(GradCheck, LossHeads) {
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 3}}}), [](Graph& g, const V& x) {
+    Value labels = g.AddInitializer("labels", ir::Tensor::Int64s({0, 2, 1, 2}, {4}));
+    return Op(g, OpKind::kSoftmaxCrossEntropyLoss, {x[0], labels}, A({{"label_smoothing", 0.1f}}));
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kMeanSquaredError, {x[0], DoublesConst(g, {1, 2, 3, 4, 5, 6}, {2, 3})});
+  });
+}
+
+// ---- the driver ----
+
+// x feeds two consumers; their gradients are summed in one place.
+TEST(Driver, ValueWithTwoConsumersSumsGradients) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}, {"w", {3}}}), [](Graph& g, const V& x) {
+    Value a = Op(g, OpKind::kMul, {x[0], x[1]});
+    Value b = Op(g, OpKind::kExp, {x[0]});
+    return Op(g, OpKind::kAdd, {Op(g, OpKind::kMul, {a, x[0]}), b});
+  });
+}
+
+struct TinyModel {
+  Graph g;
+  Value loss, seed;
+  TinyModel() {
+    Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {2, 3}));
+    Value w = g.AddInitializer("w", RandomTensor({3, 2}, -1, 1, 3));
+    Value b = g.AddInitializer("b", RandomTensor({2}, -1, 1, 4));
+    Value unused = g.AddInitializer("unused", RandomTensor({2}, -1, 1, 5));
+    Value y = Op(g, OpKind::kAdd, {Op(g, OpKind::kMatMul, {x, w}), b});
+    g.AddOutput(Op(g, OpKind::kNeg, {unused}));
+    loss = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kTanh, {y})}, A({{"keepdims", int64_t{0}}}));
+    seed = DoublesConst(g, {1.0}, {});
+    EXPECT_TRUE(g.InferShapes().ok());
+  }
+};
+
+TEST(Driver, DefaultWrtIsFloatInitializersReachingTheLossAndFrozenAreSkipped) {
+  TinyModel m;
+  auto r = BuildBackward(m.g, m.loss, m.seed);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->names, (std::vector<std::string>{"w", "b"}));
+  TinyModel f;
+  auto rf = BuildBackward(f.g, f.loss, f.seed, BackwardOptions{{"w", "b", "x"}, {"w"}});
+  ASSERT_TRUE(rf.ok()) << rf.status().ToString();
+  EXPECT_EQ(rf->names, (std::vector<std::string>{"b", "x"}));
+  EXPECT_FALSE(rf->grads.count("w"));
+  for (const ir::Node* n : std::as_const(f.g).nodes())
+    for (size_t i = 0; i < n->num_outputs(); ++i) EXPECT_NE(f.g.name(n->output(i)), "w_grad");
+}
+
+TEST(Driver, SameGraphGivesTheSameBackward) {
+  TinyModel a, b;
+  ASSERT_TRUE(BuildBackward(a.g, a.loss, a.seed).ok());
+  ASSERT_TRUE(BuildBackward(b.g, b.loss, b.seed).ok());
+  auto describe = [](const Graph& g) {
+    std::string s;
+    for (const ir::Node* n : g.nodes()) {
+      s += StrCat(n->name(), " ", n->op_name(), " (");
+      for (Value v : n->inputs()) s += (v.valid() ? g.name(v) : std::string("-")) + ",";
+      s += ") -> " + g.name(n->output(0)) + " " + g.type(n->output(0)).ToString() + "\n";
+    }
+    return s;
+  };
+  EXPECT_EQ(describe(a.g), describe(b.g));
+}
+
+TEST(Driver, MissingRuleIsACleanError) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {1, 1, 2, 2}));
+  Value scales = g.AddInitializer("scales", ir::Tensor::Floats({1, 1, 2, 2}, {4}));
+  ir::Node* n = g.AddNode(OpKind::kResize, {x, Value{}, scales}, 1, "up");
+  Value loss = Op(g, OpKind::kReduceSum, {n->output(0)}, A({{"keepdims", int64_t{0}}}));
+  Value seed = DoublesConst(g, {1.0}, {});
+  ASSERT_TRUE(g.InferShapes().ok()) << g.InferShapes().ToString();
+  auto r = BuildBackward(g, loss, seed, BackwardOptions{{"x"}, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(r.status().message(), "no gradient rule for Resize node 'up'");
+}
+
+TEST(Driver, NonScalarLossIsAnError) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {2}));
+  Value y = Op(g, OpKind::kNeg, {x});
+  ASSERT_TRUE(g.InferShapes().ok());
+  auto r = BuildBackward(g, y, DoublesConst(g, {1.0}, {}), BackwardOptions{{"x"}, {}});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("must be a float scalar"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace amptrain::autodiff::testing

@@ -1,0 +1,90 @@
+// ToTrainingMode and the loss heads on tiny graphs.
+#include <gtest/gtest.h>
+
+#include "autodiff/autodiff.h"
+#include "autodiff/loss.h"
+#include "autodiff/training_graph.h"
+#include "tests/autodiff/gradcheck_util.h"
+
+namespace amptrain::autodiff::testing {
+namespace {
+
+using ir::Graph;
+using ir::OpKind;
+using ir::Value;
+
+// x -> BatchNormalization (inference form, 1 output) -> Dropout -> y
+struct BnDropout {
+  Graph g;
+  BnDropout() {
+    Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(2)})));
+    std::vector<Value> p;
+    for (const char* n : {"bn.weight", "bn.bias", "bn.running_mean", "bn.running_var"})
+      p.push_back(g.AddInitializer(n, ir::Tensor::Floats({1, 1}, {2})));
+    ir::Node* bn = g.AddNode(OpKind::kBatchNormalization, {x, p[0], p[1], p[2], p[3]}, 1, "bn", {"h"});
+    ir::Node* d = g.AddNode(OpKind::kDropout, {bn->output(0)}, 1, "drop", {"y"});
+    g.AddOutput(d->output(0));
+    EXPECT_TRUE(g.InferShapes().ok());
+  }
+};
+
+TEST(ToTrainingMode, BatchNormGetsRunningStatOutputs) {
+  BnDropout m;
+  auto info = ToTrainingMode(m.g);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->bn_updates, (std::map<std::string, std::string>{{"bn.running_mean", "bn.running_mean.update"},
+                                                                   {"bn.running_var", "bn.running_var.update"}}));
+  ASSERT_EQ(m.g.outputs().size(), 3u);
+  const ir::Node* bn = m.g.producer(m.g.FindValue("h"));
+  EXPECT_EQ(bn->op(), OpKind::kBatchNormalization);
+  EXPECT_EQ(bn->name(), "bn");
+  EXPECT_EQ(bn->num_outputs(), 3u);
+  EXPECT_EQ(bn->attrs().Int("training_mode", 0), 1);
+  EXPECT_EQ(m.g.name(m.g.outputs()[1]), "bn.running_mean.update");
+  const ir::Node* d = m.g.producer(m.g.FindValue("y"));
+  EXPECT_EQ(d->num_outputs(), 2u);
+  ASSERT_TRUE(d->has_input(2));
+  EXPECT_TRUE(m.g.ConstantValue(d->input(2))->data<bool>()[0]);
+  EXPECT_EQ(m.g.type(d->output(1)).dtype, ir::DType::kBool);
+}
+
+TEST(ToTrainingMode, DropoutOffBypassesDropout) {
+  BnDropout m;
+  ASSERT_TRUE(ToTrainingMode(m.g, TrainingGraphOptions{false}).ok());
+  for (const ir::Node* n : std::as_const(m.g).nodes()) EXPECT_NE(n->op(), OpKind::kDropout);
+  EXPECT_EQ(m.g.producer(m.g.outputs()[0])->op(), OpKind::kBatchNormalization);
+}
+
+TEST(LossHeads, CrossEntropyAddsLabelsAndTrains) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(3)})));
+  g.AddInitializer("w", RandomTensor({3, 4}, -1, 1, 7));
+  Value logits = Op(g, OpKind::kMatMul, {x, g.AddInitializer("w32", ir::Tensor::Floats(std::vector<float>(12, 0.5f), {3, 4}))});
+  ASSERT_TRUE(g.InferShapes().ok());
+  auto head = AttachCrossEntropy(g, logits, 0.1f);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->target_input, "labels");
+  Value labels = g.FindValue("labels");
+  EXPECT_EQ(g.type(labels).ToString(), "int64[N]");
+  EXPECT_EQ(g.type(head->loss).shape.num_elements(), 1);
+  Value seed = g.AddInitializer("one", ir::Tensor::Floats({1.0f}, {}));
+  auto r = BuildBackward(g, head->loss, seed);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->names, (std::vector<std::string>{"w32"}));  // w is float64 but does not reach the loss
+
+  Graph m;
+  Value p = m.AddInput("p", ir::TensorType::Of(ir::DType::kFloat32, {2, 2}));
+  auto mse = AttachMeanSquaredError(m, p);
+  ASSERT_TRUE(mse.ok()) << mse.status().ToString();
+  EXPECT_EQ(mse->target_input, "targets");
+  EXPECT_EQ(m.type(m.FindValue("targets")).ToString(), "float32[2,2]");
+}
+
+TEST(LossHeads, RejectsNonFloatLogits) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kInt64, {2, 3}));
+  EXPECT_FALSE(AttachCrossEntropy(g, x).ok());
+}
+
+}  // namespace
+}  // namespace amptrain::autodiff::testing

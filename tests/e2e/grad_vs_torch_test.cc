@@ -1,0 +1,92 @@
+// `amptrain grad` against PyTorch: loss and every parameter gradient of a
+// training-mode export (models/torch/reference_grads.py, run at test time with
+// Debian's /usr/bin/python3 + torch; skipped with a message without it).
+//
+// Tolerance: 1e-4 relative L2 per gradient (TESTING.md), fp32 on both sides.
+// The denominator has an absolute floor of 1e-2: a conv bias followed by a
+// training-mode BatchNormalization has a true gradient of exactly zero (BN
+// subtracts the batch mean), and both frameworks return fp32 rounding noise
+// (norm ~1e-7) there. Every other gradient of these models has a norm >= 0.04,
+// so the floor leaves their check at 1e-4 relative.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+
+#include "executor/npy.h"
+
+namespace amptrain {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kBin = std::string(AMPTRAIN_BINARY_DIR) + "/tools/amptrain";
+const std::string kSrc = AMPTRAIN_SOURCE_DIR;
+
+int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
+
+double GradError(const ir::Tensor& ours, const ir::Tensor& ref) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < ref.num_elements(); ++i) {
+    double d = ours.GetAsDouble(i) - ref.GetAsDouble(i);
+    num += d * d;
+    den += ref.GetAsDouble(i) * ref.GetAsDouble(i);
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), 1e-2);
+}
+
+std::set<std::string> Files(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.insert(e.path().filename().string());
+  return names;
+}
+
+struct Case {
+  std::string model, flags;
+};
+
+class GradVsTorch : public ::testing::TestWithParam<Case> {};
+
+TEST_P(GradVsTorch, LossAndGradientsMatch) {
+  if (!HaveTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch/torchvision (apt install python3-torch python3-torchvision)";
+  const Case& c = GetParam();
+  fs::path ref = fs::path(AMPTRAIN_BINARY_DIR) / "grad_vs_torch" / c.model;
+  fs::path ours = ref / "amptrain";
+  fs::remove_all(ref);
+  fs::create_directories(ref);
+  ASSERT_EQ(Sh("/usr/bin/python3 " + kSrc + "/models/torch/reference_grads.py --model " + c.model + " --out " +
+               ref.string() + " " + c.flags + " > " + (ref / "torch.log").string() + " 2>&1"),
+            0)
+      << "see " << (ref / "torch.log");
+  ASSERT_EQ(Sh(kBin + " grad " + (ref / "model.onnx").string() + " --input input_0=" + (ref / "input_0.npy").string() +
+               " --labels " + (ref / "labels.npy").string() + " --output-dir " + ours.string() + " --threads 2 > " +
+               (ref / "amptrain.log").string() + " 2>&1"),
+            0)
+      << "see " << (ref / "amptrain.log");
+
+  auto loss_ref = executor::ReadNpy((ref / "loss.npy").string());
+  auto loss = executor::ReadNpy((ours / "loss.npy").string());
+  ASSERT_TRUE(loss_ref.ok() && loss.ok());
+  EXPECT_NEAR(loss->GetAsDouble(0), loss_ref->GetAsDouble(0), 1e-4 * std::abs(loss_ref->GetAsDouble(0)));
+
+  std::set<std::string> names = Files(ref / "grads");
+  EXPECT_EQ(Files(ours / "grads"), names);
+  EXPECT_FALSE(names.empty());
+  for (const std::string& f : names) {
+    auto a = executor::ReadNpy((ours / "grads" / f).string());
+    auto b = executor::ReadNpy((ref / "grads" / f).string());
+    ASSERT_TRUE(a.ok() && b.ok()) << f;
+    ASSERT_EQ(a->dims(), b->dims()) << f;
+    EXPECT_LE(GradError(*a, *b), 1e-4) << f;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GradVsTorch,
+                         ::testing::Values(Case{"simplecnn", "--opset 17 --batch 4"},
+                                           Case{"resnet18", "--opset 13 --batch 4 --image-size 32 --small-input"}),
+                         [](const auto& info) { return info.param.model; });
+
+}  // namespace
+}  // namespace amptrain

@@ -1,0 +1,141 @@
+// oneDNN kernels of the backward ops against the reference kernels on random
+// data, fp32 and bf16, every output.
+//
+// Error = max |onednn - reference| / max |reference| per output. Tolerances:
+//   fp32 1e-5: the reference sums in double, oneDNN in fp32 in another
+//     order; with |values| < 1 and a few hundred terms per sum (dW sums over
+//     N*H*W, BN over N*H*W) the fp32 rounding stays at a few 1e-7 of the scale.
+//   bf16 2e-2: both read the same bf16 inputs and round to bf16 (relative step
+//     2^-8 = 3.9e-3), but oneDNN accumulates and rounds intermediate results
+//     (the bf16 dW/dB of a long sum) in its own order; a few bf16 steps.
+#include "tests/kernels/grad_test_util.h"
+
+namespace amptrain::kernels::gradtest {
+namespace {
+
+using ir::Attributes;
+using ir::DType;
+using ir::Tensor;
+using I = std::vector<int64_t>;
+
+double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : 2e-2; }
+
+double NormalizedError(const Tensor& a, const Tensor& b) {
+  std::vector<double> x = Values(a), y = Values(b);
+  if (x.size() != y.size()) return INFINITY;
+  double err = 0.0, scale = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) != std::isnan(y[i])) return INFINITY;
+    err = std::max(err, std::fabs(x[i] - y[i]));
+    scale = std::max(scale, std::fabs(y[i]));
+  }
+  return err / scale;
+}
+
+// Runs `op` with oneDNN (which must accept it) and the reference; expects
+// every output within the dtype's tolerance.
+void ExpectMatch(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
+                 size_t outputs, std::vector<bool> unused = {}) {
+  Options dnn, ref;
+  dnn.impl = "onednn";
+  dnn.num_outputs = ref.num_outputs = outputs;
+  dnn.unused = ref.unused = std::move(unused);
+  auto got = RunKernel(op, a, in, dnn);
+  ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+  auto want = RunKernel(op, a, in, ref);
+  ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
+  for (size_t o = 0; o < outputs; ++o)
+    EXPECT_LT(NormalizedError((*got)[o], (*want)[o]), Tolerance(in[0].dtype()))
+        << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
+}
+
+Attributes ConvAttrs(int64_t group, I strides, I pads, I dilations = {}) {
+  Attributes a;
+  a.Set("group", group);
+  if (!strides.empty()) a.Set("strides", strides);
+  if (!pads.empty()) a.Set("pads", pads);
+  if (!dilations.empty()) a.Set("dilations", dilations);
+  return a;
+}
+
+TEST(OneDnnGrad, ConvGradMatchesReference) {
+  struct Case { const char* name; I x, w; Attributes a; };
+  const std::vector<Case> cases = {
+      {"3x3 pad 1", {2, 8, 9, 9}, {16, 8, 3, 3}, ConvAttrs(1, {}, {1, 1, 1, 1})},
+      {"1x1 stride 2", {2, 16, 8, 8}, {8, 16, 1, 1}, ConvAttrs(1, {2, 2}, {})},
+      {"7x7 stride 2 pad 3", {1, 3, 20, 20}, {8, 3, 7, 7}, ConvAttrs(1, {2, 2}, {3, 3, 3, 3})},
+      {"dilation 2", {1, 4, 11, 11}, {4, 4, 3, 3}, ConvAttrs(1, {}, {2, 2, 2, 2}, {2, 2})},
+      {"groups 2 asymmetric pads", {2, 8, 9, 10}, {8, 4, 3, 3}, ConvAttrs(2, {2, 1}, {1, 0, 0, 1})},
+  };
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+    for (const Case& c : cases) {
+      Tensor x = Random(c.x, 1, t), w = Random(c.w, 2, t);
+      auto y = RunKernel(OpKind::kConv, c.a, {x, w});
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      Tensor dy = Random((*y)[0].dims(), 3, t);
+      ExpectMatch(c.name, OpKind::kConvGrad, c.a, {dy, x, w}, 3);
+      ExpectMatch(std::string(c.name) + " dW unused", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {false, true, false});
+      ExpectMatch(std::string(c.name) + " dX only", OpKind::kConvGrad, c.a, {dy, x, w}, 1);
+    }
+  }
+}
+
+TEST(OneDnnGrad, MaxPoolGradMatchesReference) {
+  struct Case { const char* name; I x; Attributes a; };
+  auto pool = [](I k, I s, I pads, bool ceil) {
+    Attributes a;
+    a.Set("kernel_shape", k);
+    a.Set("strides", s);
+    if (!pads.empty()) a.Set("pads", pads);
+    if (ceil) a.Set("ceil_mode", int64_t{1});
+    return a;
+  };
+  const std::vector<Case> cases = {
+      {"3x3 stride 2 pad 1 (ResNet stem)", {2, 4, 16, 16}, pool({3, 3}, {2, 2}, {1, 1, 1, 1}, false)},
+      {"2x2 stride 2", {1, 3, 8, 8}, pool({2, 2}, {2, 2}, {}, false)},
+      {"ceil_mode", {1, 2, 9, 8}, pool({3, 3}, {2, 2}, {}, true)},
+  };
+  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
+    for (const Case& c : cases) {
+      Tensor x = Random(c.x, 4, t);
+      auto y = RunKernel(OpKind::kMaxPool, c.a, {x});
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      ExpectMatch(c.name, OpKind::kMaxPoolGrad, c.a, {Random((*y)[0].dims(), 5, t), x}, 1);
+    }
+  }
+  // Ties (ReLU zeros before the pool): both send the gradient to the first
+  // maximum of each window.
+  Attributes a = pool({3, 3}, {2, 2}, {1, 1, 1, 1}, false);
+  Tensor zeros = *Tensor::Zeros(DType::kFloat32, {1, 2, 8, 8});
+  ExpectMatch("ties", OpKind::kMaxPoolGrad, a, {Random({1, 2, 4, 4}, 6, DType::kFloat32), zeros}, 1);
+}
+
+TEST(OneDnnGrad, BatchNormalizationGradMatchesReference) {
+  for (I dims : {I{8, 16, 7, 7}, I{4, 6}, I{2, 5, 3, 4, 4}}) {
+    Attributes a;
+    a.Set("epsilon", 1e-5f);
+    Tensor x = Random(dims, 1, DType::kFloat32), dy = Random(dims, 2, DType::kFloat32);
+    Tensor scale = Random({dims[1]}, 3, DType::kFloat32);
+    ExpectMatch("BN " + ir::Shape::FromStatic(dims).ToString(), OpKind::kBatchNormalizationGrad, a, {dy, x, scale}, 3);
+    ExpectMatch("BN dScale unused", OpKind::kBatchNormalizationGrad, a, {dy, x, scale}, 3, {false, true, false});
+  }
+}
+
+TEST(OneDnnGrad, DeclinesWhatItCannotDo) {
+  // 1-D conv, bf16 BN: no oneDNN kernel; the registry falls back to the reference.
+  Attributes conv = ConvAttrs(1, {}, {});
+  Tensor x = Random({1, 2, 9}, 1, DType::kFloat32), w = Random({3, 2, 3}, 2, DType::kFloat32);
+  std::vector<Tensor> in = {Random({1, 3, 7}, 3, DType::kFloat32), x, w};
+  Options dnn, any;
+  dnn.impl = "onednn";
+  any.impl = "";
+  EXPECT_FALSE(RunKernel(OpKind::kConvGrad, conv, in, dnn).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kConvGrad, conv, in, any).ok());
+  Tensor xb = Random({2, 3, 4, 4}, 1, DType::kBFloat16);
+  std::vector<Tensor> bn = {xb, xb, Random({3}, 2, DType::kBFloat16)};
+  EXPECT_FALSE(RunKernel(OpKind::kBatchNormalizationGrad, Attributes{}, bn, dnn).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kBatchNormalizationGrad, Attributes{}, bn, any).ok());
+}
+
+}  // namespace
+}  // namespace amptrain::kernels::gradtest

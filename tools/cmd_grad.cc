@@ -1,0 +1,118 @@
+// amptrain grad MODEL --input NAME=X.npy --labels Y.npy --output-dir DIR [--threads N] [--reference]
+//
+// One forward + backward step of a classifier, for checking gradients
+// against another framework: imports the model, puts it in training mode
+// with Dropout off (BatchNormalization uses batch statistics), attaches a
+// mean softmax cross-entropy loss to the model's single output, builds the
+// backward over every trainable (float) initializer and runs it once.
+// Writes DIR/loss.npy and DIR/grads/<initializer name>.npy, names sanitized
+// as `run` does ('/', '\', ':' -> '_').
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+#include "autodiff/autodiff.h"
+#include "autodiff/loss.h"
+#include "autodiff/training_graph.h"
+#include "executor/npy.h"
+#include "executor/session.h"
+#include "importer/onnx_import.h"
+#include "ir/infer/infer_util.h"
+#include "tools/commands.h"
+
+namespace amptrain::tools {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct GradArgs {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string labels;
+  std::string output_dir;
+  int threads = 0;
+  bool reference = false;
+};
+
+StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const ir::Graph& g, const GradArgs& args,
+                                                      const std::string& labels_input) {
+  std::map<std::string, ir::Tensor> feeds;
+  for (const std::string& spec : args.inputs) {
+    size_t eq = spec.find('=');
+    std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    if (eq == std::string::npos) {
+      if (args.inputs.size() != 1 || g.inputs().size() != 2)  // the model's input + labels
+        return InvalidArgument("--input '", spec, "' needs the form NAME=FILE.npy");
+      name = g.name(g.inputs()[0]);
+    }
+    ir::Value v = g.FindValue(name);
+    if (!v.valid() || g.producer(v)->op() != ir::OpKind::kInput || name == labels_input)
+      return InvalidArgument("unknown input '", name, "'");
+    AMP_ASSIGN_OR_RETURN(feeds[name], executor::ReadNpy(spec.substr(eq == std::string::npos ? 0 : eq + 1)));
+  }
+  AMP_ASSIGN_OR_RETURN(feeds[labels_input], executor::ReadNpy(args.labels));
+  return feeds;
+}
+
+Status Grad(const GradArgs& args) {
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
+  ir::Graph& g = *graph;
+  if (g.outputs().size() != 1)
+    return InvalidArgument("grad: the model has ", g.outputs().size(), " outputs; it needs exactly one (the logits)");
+  AMP_RETURN_IF_ERROR(autodiff::ToTrainingMode(g, autodiff::TrainingGraphOptions{false}).status());
+  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, autodiff::AttachCrossEntropy(g, g.outputs()[0]));
+  ir::Tensor one = *ir::Tensor::Zeros(g.type(head.loss).dtype, {});
+  ir::SetElementFromDouble(one, 0, 1.0);
+  ir::Node* seed = g.AddNode(ir::OpKind::kConstant, {}, 1, "loss/seed");
+  seed->attrs().Set("value", one);
+  AMP_RETURN_IF_ERROR(g.InferNode(seed));
+  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult grads, autodiff::BuildBackward(g, head.loss, seed->output(0)));
+  spdlog::info("backward over {} initializers, {} nodes in all", grads.names.size(), g.num_nodes());
+  AMP_ASSIGN_OR_RETURN(auto feeds, ReadFeeds(g, args, head.target_input));
+
+  executor::SessionOptions options;
+  options.threads = args.threads;
+  options.training = true;
+  if (args.reference) options.kernel_impl = "reference";
+  AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
+  AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> outputs, session->Run(feeds));
+  const ir::Graph& run = session->graph();
+  auto output_of = [&](ir::Value v) -> const ir::Tensor* {
+    for (size_t i = 0; i < run.outputs().size(); ++i)
+      if (run.outputs()[i] == v) return &outputs[i];
+    return nullptr;
+  };
+
+  std::error_code ec;
+  fs::create_directories(fs::path(args.output_dir) / "grads", ec);
+  if (ec) return IoError("cannot create output folder '", args.output_dir, "': ", ec.message());
+  AMP_RETURN_IF_ERROR(executor::WriteNpy((fs::path(args.output_dir) / "loss.npy").string(), *output_of(head.loss)));
+  for (const std::string& name : grads.names) {
+    const ir::Tensor* t = output_of(grads.grads.at(name));
+    if (!t) return Internal("gradient of '", name, "' is not a graph output");
+    std::string path = (fs::path(args.output_dir) / "grads" / (SanitizeFileName(name) + ".npy")).string();
+    AMP_RETURN_IF_ERROR(executor::WriteNpy(path, *t));
+  }
+  spdlog::info("loss {} ; {} gradients written to {}/grads", output_of(head.loss)->GetAsDouble(0),
+               grads.names.size(), args.output_dir);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddGradCommand(CLI::App& app, Status& result) {
+  auto args = std::make_shared<GradArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "grad", "One forward+backward step (cross-entropy loss, Dropout off): write the loss and parameter gradients");
+  cmd->add_option("MODEL", args->model, "The .onnx file (one output: the logits)")->required();
+  cmd->add_option("-i,--input", args->inputs, "NAME=FILE.npy, once per model input (FILE.npy alone for one input)");
+  cmd->add_option("--labels", args->labels, "int64 class ids [batch] (.npy)")->required();
+  cmd->add_option("-o,--output-dir", args->output_dir, "Folder for loss.npy and grads/<initializer name>.npy")
+      ->required();
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  cmd->callback([args, &result] { result = Grad(*args); });
+}
+
+}  // namespace amptrain::tools
