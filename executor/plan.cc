@@ -1,3 +1,4 @@
+#include <algorithm>
 // Schedule, shape specialization and kernel creation; the memory plan is in
 // executor/memory_plan.cc.
 #include "executor/plan.h"
@@ -120,9 +121,15 @@ Status InferOne(const Graph& graph, const Node* node, Specialized& s) {
   return Status::Ok();
 }
 
-StatusOr<Specialized> Specialize(const Graph& graph, const std::map<std::string, TensorType>& input_types) {
+StatusOr<Specialized> Specialize(const Graph& graph, const std::map<std::string, TensorType>& input_types,
+                                 const std::map<std::string, Tensor>* input_values) {
   Specialized s;
-  for (Value v : graph.inputs()) s.types[v] = input_types.at(graph.name(v));
+  for (Value v : graph.inputs()) {
+    s.types[v] = input_types.at(graph.name(v));
+    if (!input_values) continue;
+    auto it = input_values->find(graph.name(v));
+    if (it != input_values->end()) s.values[v] = it->second;
+  }
   for (Value v : graph.initializers()) {
     const Tensor* t = graph.ConstantValue(v);
     if (!t) return InvalidArgument("initializer '", graph.name(v), "' has no value");
@@ -238,11 +245,30 @@ Status CreateKernels(Plan& plan, const PlanOptions& options) {
 
 }  // namespace
 
+std::vector<std::string> ShapeInputs(const Graph& graph) {
+  std::unordered_set<ir::NodeId> seen;
+  std::vector<Value> stack;
+  for (const Node* n : graph.nodes())
+    for (size_t i = 0; i < n->num_inputs(); ++i)
+      if (n->has_input(i) && n->schema().is_value_input(i)) stack.push_back(n->input(i));
+  std::vector<std::string> names;
+  while (!stack.empty()) {
+    const Node* p = graph.producer(stack.back());
+    stack.pop_back();
+    if (!seen.insert(p->id()).second) continue;
+    if (p->op() == OpKind::kInput) names.push_back(p->output_info(0).name);
+    for (Value in : p->inputs())
+      if (in.valid()) stack.push_back(in);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
 StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorType>& input_types,
-                         const PlanOptions& options) {
+                         const PlanOptions& options, const std::map<std::string, Tensor>* input_values) {
   AMP_RETURN_IF_ERROR(CheckInputTypes(graph, input_types));
   if (graph.outputs().empty()) return InvalidArgument("the graph has no outputs");
-  AMP_ASSIGN_OR_RETURN(Specialized s, Specialize(graph, input_types));
+  AMP_ASSIGN_OR_RETURN(Specialized s, Specialize(graph, input_types, input_values));
   Plan plan;
   plan.folded_nodes = s.folded;
   AMP_RETURN_IF_ERROR(BuildSlots(graph, s, plan));

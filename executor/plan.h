@@ -110,8 +110,16 @@ struct Plan {
 Status CheckInputTypes(const ir::Graph& graph, const std::map<std::string, ir::TensorType>& input_types);
 
 // Builds the plan. `graph` must outlive the plan (steps point at its nodes).
+// `input_values` (optional) holds graph inputs whose values are fixed for this
+// plan: the ones ShapeInputs() names, so that a Reshape whose target shape is
+// a graph input still gets static shapes. The caller re-plans when they change.
 StatusOr<Plan> BuildPlan(const ir::Graph& graph, const std::map<std::string, ir::TensorType>& input_types,
-                         const PlanOptions& options);
+                         const PlanOptions& options, const std::map<std::string, ir::Tensor>* input_values = nullptr);
+
+// Names of the graph inputs whose values reach a value input of some node
+// (ir::OpSchema::value_inputs: Reshape's shape, Slice's starts, ...) through
+// any chain of nodes. A plan is specialized on their values.
+std::vector<std::string> ShapeInputs(const ir::Graph& graph);
 
 // Memory plan of a plan whose steps, slots and kernels are set: liveness of
 // the arena slots, in-place aliasing (when `inplace`), scratch buffers, then

@@ -15,10 +15,16 @@ using ir::TensorView;
 
 namespace {
 
-// "x:float32[2,3];y:int64[]": the cache key of a plan.
-std::string Signature(const std::map<std::string, TensorType>& types) {
+// "x:float32[2,3];y:int64[]": the cache key of a plan, followed by the
+// values of the inputs the plan is specialized on ("shape=[2,-1]").
+std::string Signature(const std::map<std::string, TensorType>& types, const std::map<std::string, Tensor>& values) {
   std::string key;
   for (const auto& [name, type] : types) key += StrCat(name, ":", type.ToString(), ";");
+  for (const auto& [name, t] : values) {
+    key += name + "=[";
+    for (int64_t i = 0; i < t.num_elements(); ++i) key += StrCat(i ? "," : "", t.GetAsDouble(i));
+    key += "];";
+  }
   return key;
 }
 
@@ -46,17 +52,19 @@ StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique
   if (opts.threads < 0) return InvalidArgument("threads must be >= 0, got ", opts.threads);
   AMP_RETURN_IF_ERROR(ir::Verify(*graph));
   std::unique_ptr<InferenceSession> session(new InferenceSession(std::move(graph), std::move(opts)));
-  if (AllInputsStatic(*session->graph_)) {
+  session->shape_inputs_ = ShapeInputs(*session->graph_);
+  if (AllInputsStatic(*session->graph_) && session->shape_inputs_.empty()) {
     std::map<std::string, TensorType> types;
     for (ir::Value v : session->graph_->inputs()) types[session->graph_->name(v)] = session->graph_->type(v);
-    AMP_ASSIGN_OR_RETURN(CachedPlan * cached, session->PlanFor(types));
+    AMP_ASSIGN_OR_RETURN(CachedPlan * cached, session->PlanFor(types, {}));
     session->last_plan_ = &cached->plan;
   }
   return session;
 }
 
-StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map<std::string, TensorType>& types) {
-  std::string key = Signature(types);
+StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map<std::string, TensorType>& types,
+                                                                  const std::map<std::string, Tensor>& values) {
+  std::string key = Signature(types, values);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
 
@@ -65,7 +73,7 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
   options.kernel_impl = opts_.kernel_impl;
   options.training = opts_.training;
   options.threads = threads_;
-  AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*graph_, types, options));
+  AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*graph_, types, options, &values));
   auto cached = std::make_unique<CachedPlan>();
   cached->arena = ir::AllocateAligned(plan.peak_bytes);
   if (!cached->arena)
@@ -88,7 +96,16 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
     if (t.empty()) return InvalidArgument("input '", name, "' is an empty tensor");
     types[name] = TensorType::Of(t.dtype(), t.dims());
   }
-  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, PlanFor(types));
+  std::map<std::string, Tensor> values;
+  for (const std::string& name : shape_inputs_) {
+    auto it = inputs.find(name);
+    if (it == inputs.end()) continue;  // CheckInputTypes reports the missing input
+    if (it->second.num_elements() > ir::kMaxPropagatedElements)
+      return InvalidArgument("input '", name, "' decides output shapes but has ", it->second.num_elements(),
+                             " elements (at most ", ir::kMaxPropagatedElements, ")");
+    values[name] = it->second;
+  }
+  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, PlanFor(types, values));
   Plan& plan = cached->plan;
   std::byte* arena = cached->arena.get();
 

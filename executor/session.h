@@ -53,12 +53,15 @@ class InferenceSession {
   static constexpr size_t kMaxCachedPlans = 8;
 
   InferenceSession(std::unique_ptr<ir::Graph> graph, SessionOptions opts);
-  StatusOr<CachedPlan*> PlanFor(const std::map<std::string, ir::TensorType>& types);
+  // `values`: the inputs named by shape_inputs_ (see executor::ShapeInputs).
+  StatusOr<CachedPlan*> PlanFor(const std::map<std::string, ir::TensorType>& types,
+                                const std::map<std::string, ir::Tensor>& values);
 
   std::unique_ptr<ir::Graph> graph_;
   SessionOptions opts_;
   int threads_ = 1;
-  std::map<std::string, std::unique_ptr<CachedPlan>> plans_;  // by input-shape signature
+  std::vector<std::string> shape_inputs_;                     // inputs whose values decide shapes
+  std::map<std::string, std::unique_ptr<CachedPlan>> plans_;  // by input-shape (and shape-input value) signature
   std::vector<std::string> plan_order_;                       // oldest first, for eviction
   const Plan* last_plan_ = nullptr;
 };

@@ -14,8 +14,8 @@ constexpr PrecisionClass Follow = PrecisionClass::kFollow;
 constexpr PrecisionClass None = PrecisionClass::kNone;
 
 const std::array<OpSchema, static_cast<size_t>(OpKind::kNumOps)> kSchemas = {{
-#define OP(kind, onnx, min_in, max_in, min_out, max_out, diff, prec, family) \
-  {OpKind::k##kind, #kind, onnx, min_in, max_in, min_out, max_out, diff, prec, #family, &Infer##kind},
+#define OP(kind, onnx, min_in, max_in, min_out, max_out, diff, value_in, prec, family) \
+  {OpKind::k##kind, #kind, onnx, min_in, max_in, min_out, max_out, diff, value_in, prec, #family, &Infer##kind},
 #include "ir/ops.def"
 #undef OP
 }};

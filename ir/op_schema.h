@@ -22,7 +22,7 @@ inline constexpr uint32_t kAllInputs = 0xffffffffu;
 inline constexpr int64_t kMaxPropagatedElements = 4096;
 
 enum class OpKind : uint16_t {
-#define OP(kind, onnx, min_in, max_in, min_out, max_out, diff, prec, family) k##kind,
+#define OP(kind, onnx, min_in, max_in, min_out, max_out, diff, value_in, prec, family) k##kind,
 #include "ir/ops.def"
 #undef OP
   kNumOps
@@ -70,10 +70,12 @@ struct OpSchema {
   int min_inputs, max_inputs;   // max -1: variadic
   int min_outputs, max_outputs; // max -1: variadic
   uint32_t differentiable;      // bit i: input i is differentiable
+  uint32_t value_inputs;        // bit i: input i's value decides the output shape
   PrecisionClass precision;
   std::string_view family;
   InferFn infer;
 
+  bool is_value_input(size_t input) const { return input < 32 && ((value_inputs >> input) & 1u); }
   bool is_differentiable(size_t input) const {
     return input < 32 ? (differentiable >> input) & 1u : differentiable == kAllInputs;
   }
@@ -85,7 +87,7 @@ std::optional<OpKind> FindOnnxOp(std::string_view onnx_type);
 const std::vector<const OpSchema*>& AllSchemas();
 
 // Shape/dtype rules, one per op, defined in ir/infer/<family>.cc.
-#define OP(kind, onnx, min_in, max_in, min_out, max_out, diff, prec, family) Status Infer##kind(InferContext& ctx);
+#define OP(kind, onnx, min_in, max_in, min_out, max_out, diff, value_in, prec, family) Status Infer##kind(InferContext& ctx);
 #include "ir/ops.def"
 #undef OP
 
