@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ccache pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev libcli11-dev
-  nlohmann-json3-dev zlib1g-dev libdnnl-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist
+  nlohmann-json3-dev zlib1g-dev libyaml-cpp-dev libdnnl-dev libgtest-dev libbenchmark-dev dataset-fashion-mnist
   python3-torch python3-torchvision python3-numpy)
 PIP_PACKAGES=(onnx onnxruntime onnxconverter-common numpy)
 

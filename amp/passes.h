@@ -1,0 +1,53 @@
+// The AMP passes: assignment, cast insertion, cast elimination, initializer
+// conversion. Each is `StatusOr<bool> Run(Graph&)` (ir::Pass); Convert()
+// runs them in order with the verifier after each one and returns the report.
+//
+//   before (O1 fp16):  x:f32 ─ Conv(W:f32) ─ Relu ─ Softmax ─ y:f32
+//   after:             x ─ Cast(f16) ─ Conv(Cast(W→f16)) ─ Relu(f16) ─ Cast(f32) ─ Softmax ─ y
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amp/policy.h"
+#include "ir/pass.h"
+
+namespace amptrain::amp {
+
+// What the conversion did, for `amptrain convert --report` and
+// `amptrain inspect --amp` (serialized to JSON by the tools).
+struct NodeReport {
+  std::string name, op;
+  ir::DType dtype;
+  Reason reason;
+};
+struct Report {
+  Level level;
+  ir::DType low;
+  std::vector<NodeReport> nodes;            // every compute node of the original graph
+  int casts_inserted = 0, casts_removed = 0, casts_final = 0, casts_original = 0;
+  int64_t weight_bytes_before = 0, weight_bytes_after = 0;
+  int64_t clamped_values = 0;               // initializer values clamped to the fp16 range
+  std::vector<std::string> clamped_initializers;
+  int64_t activation_bytes_fp32 = 0, activation_bytes_after = 0;  // estimate at batch 1
+};
+
+struct ConvertOptions {
+  bool verify_each_pass = true;
+  // Convert initializers for export (O2/O3 store weights low where every
+  // consumer is low). Training keeps fp32 masters (false) except at O3.
+  bool convert_initializers = true;
+};
+
+// Runs the AMP passes on `graph` (in place) and returns the report.
+StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOptions& options = {});
+
+// The individual passes, for tests and for the trainer.
+std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions);
+std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions);
+std::unique_ptr<ir::Pass> MakeEliminateCastsPass();
+std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report);
+
+}  // namespace amptrain::amp
