@@ -10,7 +10,7 @@ using ir::Attributes;
 using ir::Tensor;
 using V = std::vector<double>;
 
-Tensor Run1(OpKind op, const Attributes& a, const std::vector<Tensor>& in, RunOptions opt = {}) {
+Tensor Run1(OpKind op, const Attributes& a, const std::vector<Tensor>& in, NnRunOptions opt = {}) {
   auto out = RunOp(op, a, in, opt);
   EXPECT_TRUE(out.ok()) << out.status().ToString();
   return out.ok() ? (*out)[0] : Tensor();
@@ -145,7 +145,7 @@ TEST(PoolReference, CeilModeSameLowerDilation) {
 }
 
 TEST(PoolReference, MaxPoolIndices) {
-  RunOptions two;
+  NnRunOptions two;
   two.num_outputs = 2;
   // maxpool_with_argmax_2d_precomputed_pads
   auto out = RunOp(OpKind::kMaxPool, Attrs({{"kernel_shape", I{5, 5}}, {"pads", I{2, 2, 2, 2}}}), {Grid5()}, two);
@@ -247,7 +247,7 @@ TEST(BatchNormReference, Inference) {
 
 TEST(BatchNormReference, TrainingStatisticsAndRunningUpdate) {
   Tensor x = Floats({1, 3, 10, 20, 5, 7, 30, 40}, {2, 2, 2});  // channel 0: 1,3,5,7; channel 1: 10,20,30,40
-  RunOptions opt;
+  NnRunOptions opt;
   opt.num_outputs = 3;
   auto out =
       RunOp(OpKind::kBatchNormalization, Attrs({{"training_mode", int64_t{1}}, {"momentum", 0.9f}, {"epsilon", 0.0f}}),
@@ -268,7 +268,7 @@ TEST(BatchNormReference, TrainingStatisticsAndRunningUpdate) {
 }
 
 TEST(DropoutReference, IdentityInInference) {
-  RunOptions opt;
+  NnRunOptions opt;
   opt.num_outputs = 2;
   Tensor x = Iota({4, 5});
   auto out = RunOp(OpKind::kDropout, Attrs({}), {x, Tensor::Scalar(0.5f)}, opt);
@@ -280,7 +280,7 @@ TEST(DropoutReference, IdentityInInference) {
 TEST(DropoutReference, TrainingDropsFractionScalesAndIsReproducible) {
   const int64_t n = 100000;
   Tensor x = Filled({n}, 2.0f);
-  RunOptions opt;
+  NnRunOptions opt;
   opt.num_outputs = 2;
   opt.training = true;
   opt.seed = 1234;

@@ -15,7 +15,7 @@
 
 namespace amptrain::kernels::testing {
 
-struct RunOptions {
+struct NnRunOptions {
   std::string impl = "reference";
   size_t num_outputs = 1;
   bool training = false;
@@ -26,7 +26,7 @@ struct RunOptions {
 
 // Absent optional inputs are empty Tensors.
 inline StatusOr<std::vector<ir::Tensor>> RunOp(OpKind op, const ir::Attributes& attrs,
-                                               const std::vector<ir::Tensor>& inputs, const RunOptions& opt = {}) {
+                                               const std::vector<ir::Tensor>& inputs, const NnRunOptions& opt = {}) {
   ir::InferContext ictx;
   ictx.attrs = &attrs;
   ictx.opset = 21;

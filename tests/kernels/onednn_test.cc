@@ -25,7 +25,7 @@ double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : 1e-2; }
 // kernel; returns the normalized error of output 0.
 double CompareToReference(OpKind op, const Attributes& a, const std::vector<Tensor>& in,
                           std::vector<bool> constant = {}) {
-  RunOptions dnn;
+  NnRunOptions dnn;
   dnn.impl = "onednn";
   dnn.constant = std::move(constant);
   auto got = RunOp(op, a, in, dnn);
@@ -80,7 +80,7 @@ TEST(OneDnnConv, MatchesReference) {
 }
 
 TEST(OneDnnConv, LeavesOtherRanksToTheReference) {
-  RunOptions dnn;
+  NnRunOptions dnn;
   dnn.impl = "onednn";
   Attributes a;
   auto out =
@@ -88,7 +88,7 @@ TEST(OneDnnConv, LeavesOtherRanksToTheReference) {
   EXPECT_FALSE(out.ok());
   auto fallback =
       RunOp(OpKind::kConv, a, {Random({1, 2, 9}, DType::kFloat32, 1), Random({3, 2, 3}, DType::kFloat32, 2)},
-            RunOptions{.impl = ""});
+            NnRunOptions{.impl = ""});
   EXPECT_TRUE(fallback.ok()) << fallback.status().ToString();
 }
 
@@ -124,8 +124,8 @@ TEST(OneDnnPool, MatchesReference) {
       if (c.onednn) {
         EXPECT_LT(CompareToReference(c.op, a, in), Tolerance(t)) << c.name << " " << ir::DTypeName(t);
       } else {
-        EXPECT_FALSE(RunOp(c.op, a, in, RunOptions{.impl = "onednn"}).ok()) << c.name;
-        EXPECT_TRUE(RunOp(c.op, a, in, RunOptions{.impl = ""}).ok()) << c.name;
+        EXPECT_FALSE(RunOp(c.op, a, in, NnRunOptions{.impl = "onednn"}).ok()) << c.name;
+        EXPECT_TRUE(RunOp(c.op, a, in, NnRunOptions{.impl = ""}).ok()) << c.name;
       }
     }
   }
@@ -162,8 +162,8 @@ TEST(OneDnnGemm, TransposesAlphaAndBias) {
         EXPECT_LT(CompareToReference(OpKind::kGemm, a, in), Tolerance(t)) << what;
         EXPECT_LT(CompareToReference(OpKind::kGemm, a, in, {false, true}), Tolerance(t)) << what << " constant B";
       } else {
-        EXPECT_FALSE(RunOp(OpKind::kGemm, a, in, RunOptions{.impl = "onednn"}).ok()) << what;
-        EXPECT_TRUE(RunOp(OpKind::kGemm, a, in, RunOptions{.impl = ""}).ok()) << what;
+        EXPECT_FALSE(RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = "onednn"}).ok()) << what;
+        EXPECT_TRUE(RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = ""}).ok()) << what;
       }
     }
   }
@@ -190,7 +190,7 @@ TEST(OneDnnBatchNorm, InferenceMatchesReference) {
                             var};
   EXPECT_LT(CompareToReference(OpKind::kBatchNormalization, a, in), 1e-5);
   // Training mode is the reference kernel's.
-  RunOptions train{.impl = "onednn", .training = true};
+  NnRunOptions train{.impl = "onednn", .training = true};
   EXPECT_FALSE(RunOp(OpKind::kBatchNormalization, a, in, train).ok());
 }
 
