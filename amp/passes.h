@@ -4,6 +4,11 @@
 //
 //   before (O1 fp16):  x:f32 ─ Conv(W:f32) ─ Relu ─ Softmax ─ y:f32
 //   after:             x ─ Cast(f16) ─ Conv(Cast(W→f16)) ─ Relu(f16) ─ Cast(f32) ─ Softmax ─ y
+//
+// Convert() runs the initializer pass when options.convert_initializers is
+// set (export: any level) or at O3 (weights stored low); otherwise weights
+// stay fp32 masters read through one Cast each. Graphs with If/Loop/Scan
+// never get here: the importer refuses them (subgraphs are not in the IR).
 #pragma once
 
 #include <map>
@@ -49,5 +54,16 @@ std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::Node
 std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions);
 std::unique_ptr<ir::Pass> MakeEliminateCastsPass();
 std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report);
+
+// Every Cast's `to` equals its output dtype, and re-running every node's
+// dtype rule (on a clone) gives the dtypes the graph records: the check that
+// an exported model's value_info and Cast attributes agree. The error names
+// the node, the value and both dtypes.
+Status CheckDTypeConsistency(const ir::Graph& graph);
+// Bytes of the float tensors held by initializers and Constant nodes.
+int64_t WeightBytes(const ir::Graph& graph);
+// Bytes of every graph input and node output at batch 1: symbolic dims count
+// as 1, values of unknown rank count 0. Initializers and Constants excluded.
+int64_t ActivationBytes(const ir::Graph& graph);
 
 }  // namespace amptrain::amp

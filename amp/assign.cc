@@ -1,0 +1,204 @@
+// The assignment pass: a Decision (dtype + reason) for every compute node.
+//
+// Nodes are visited in topological order with the dtype each value will have
+// once the plan is applied ("planned" dtypes), so follow ops see the decided
+// dtypes of their producers. Rules, later ones winning:
+//   1. level: O0 fp32; O1 allow -> low, deny -> fp32, follow -> widest;
+//      O2 everything low but deny; O3 everything low. BatchNormalization at
+//      O2 (opset >= 15) runs X/Y low with fp32 scale/B/mean/var (Apex's
+//      keep_batchnorm_fp32; PRECISION.md "statistics/params stay fp32"); at
+//      opset < 15 ONNX ties them, so BN stays fp32 there.
+//   2. the policy's op lists (fp32_ops, low_ops).
+//   3. node overrides (exact or regex, the last match wins).
+//   4. a pin of a tied input slot decides the node's dtype (a pin of a free
+//      slot only changes that input; a pin that would change a structural
+//      slot is an error).
+//   5. low precision that ONNX cannot express for the op at the model's opset
+//      falls back to fp32 (kUnsupportedLow).
+// Follow = the widest planned dtype among the node's non-constant tied float
+// inputs (constants are cast to match, they do not promote); graph inputs
+// count as fp32 with keep_io_types, as low otherwise. Nodes without a tied
+// fp32/fp16/bf16 input (Shape, integer arithmetic, float64 math) are
+// kNotFloat and are not touched; comparison ops (Equal, Less, ...) are
+// kNotFloat but unify their inputs to the widest type.
+// If/Loop/Scan never reach here: the importer refuses them.
+#include <unordered_map>
+
+#include "amp/amp_internal.h"
+#include "amp/passes.h"
+
+namespace amptrain::amp {
+namespace internal {
+
+using ir::DType;
+using ir::OpKind;
+
+SlotRole RoleOf(OpKind op, size_t slot) {
+  switch (op) {
+    case OpKind::kCast:
+    case OpKind::kShape: return SlotRole::kFree;
+    case OpKind::kPow: return slot == 1 ? SlotRole::kFree : SlotRole::kTied;
+    case OpKind::kDropout: return slot == 0 ? SlotRole::kTied : SlotRole::kStructural;
+    case OpKind::kResize: return slot == 0 ? SlotRole::kTied : SlotRole::kStructural;
+    default: break;
+  }
+  return ir::Schema(op).is_value_input(slot) ? SlotRole::kStructural : SlotRole::kTied;
+}
+
+// The first opset at which the ONNX schema of `op` lists tensor(bfloat16)
+// among the types of its float input (built with the onnx 1.23 package:
+// onnx.defs.get_schema(op, opset) for every op of ir/ops.def). 0: never.
+int Bf16MinOpset(OpKind op) {
+  switch (op) {
+    case OpKind::kConv:
+    case OpKind::kConvTranspose:
+    case OpKind::kMaxPool:
+    case OpKind::kAveragePool:
+    case OpKind::kGlobalAveragePool: return 22;
+    case OpKind::kGelu: return 20;
+    case OpKind::kLayerNormalization: return 17;
+    case OpKind::kLeakyRelu:
+    case OpKind::kWhere: return 16;
+    case OpKind::kBatchNormalization: return 14;
+    case OpKind::kNot:
+    case OpKind::kConstantOfShape:
+    case OpKind::kRange: return 0;
+    default: return 13;
+  }
+}
+
+bool KeepsBnParamsFp32(const Policy& policy, OpKind op, size_t slot, int64_t opset) {
+  return op == OpKind::kBatchNormalization && slot >= 1 && opset >= 15 && policy.level != Level::kO3;
+}
+
+bool SupportsLow(OpKind op, DType low, int64_t opset) {
+  if (ir::Schema(op).onnx_type.empty() || low == DType::kFloat16) return true;
+  int since = Bf16MinOpset(op);
+  return since != 0 && opset >= since;
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::IsAmpFloat;
+using internal::SlotRole;
+using ir::DType;
+using ir::Node;
+using ir::PrecisionClass;
+using ir::Value;
+
+DType Widest(DType a, DType b) {
+  if (a == DType::kUndefined) return b;
+  if (a == b) return a;
+  return DType::kFloat32;  // fp16 vs bf16, or either vs fp32
+}
+
+class Assigner {
+ public:
+  Assigner(const Policy& p, internal::CompiledPolicy c, std::map<ir::NodeId, Decision>* out)
+      : p_(p), c_(std::move(c)), out_(out) {}
+
+  StatusOr<bool> Run(ir::Graph& g) {
+    out_->clear();
+    planned_.clear();
+    for (Value v : g.inputs())
+      if (!p_.keep_io_types && g.type(v).dtype == DType::kFloat32) planned_[v] = p_.low;
+    AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
+    for (Node* n : order) {
+      if (n->op() == ir::OpKind::kConstant) continue;
+      AMP_ASSIGN_OR_RETURN(Decision d, Decide(g, *n));
+      (*out_)[n->id()] = d;
+      for (size_t k = 0; k < n->num_outputs(); ++k) {
+        DType orig = g.type(n->output(k)).dtype;
+        bool keeps = !IsAmpFloat(orig) || d.reason == Reason::kNotFloat || n->op() == ir::OpKind::kCast ||
+                     (n->op() == ir::OpKind::kLayerNormalization && k > 0);
+        if (!keeps) planned_[n->output(k)] = d.dtype;
+      }
+    }
+    return false;  // decisions only; the graph is unchanged
+  }
+
+ private:
+  DType Planned(const ir::Graph& g, Value v) const {
+    auto it = planned_.find(v);
+    return it != planned_.end() ? it->second : g.type(v).dtype;
+  }
+
+  StatusOr<Decision> Decide(const ir::Graph& g, const Node& n) {
+    DType widest = DType::kUndefined, widest_const = DType::kUndefined;
+    bool any_float = false;
+    for (size_t s = 0; s < n.num_inputs(); ++s) {
+      Value v = n.input(s);
+      if (!v.valid()) continue;
+      SlotRole role = internal::RoleOf(n.op(), s);
+      std::optional<DType> pin = c_.PinFor(n.name(), s);
+      if (pin && role == SlotRole::kStructural && *pin != g.type(v).dtype)
+        return InvalidArgument(n.Describe(), ": input ", s, " ('", g.name(v), "') is a structural ",
+                               ir::DTypeName(g.type(v).dtype), " input; a pin cannot change it to ",
+                               ir::DTypeName(*pin));
+      if (role != SlotRole::kTied || !IsAmpFloat(g.type(v).dtype) ||
+          internal::KeepsBnParamsFp32(p_, n.op(), s, g.info().opset))
+        continue;
+      any_float = true;
+      DType t = Planned(g, v);
+      if (g.ConstantValue(v)) widest_const = Widest(widest_const, t);
+      else widest = Widest(widest, t);
+    }
+    DType out0 = n.num_outputs() > 0 ? g.type(n.output(0)).dtype : DType::kUndefined;
+    if (!any_float) return Decision{out0, Reason::kNotFloat};
+    if (widest == DType::kUndefined) widest = widest_const;
+    const ir::OpSchema& schema = n.schema();
+    if (schema.precision == PrecisionClass::kNone) return Decision{widest, Reason::kNotFloat};
+
+    Decision d = LevelDecision(schema.precision, widest);
+    if (p_.level == Level::kO2 && n.op() == ir::OpKind::kBatchNormalization &&
+        internal::KeepsBnParamsFp32(p_, n.op(), 1, g.info().opset))
+      d = {p_.low, Reason::kLevelAll};
+    std::string op(schema.onnx_type);
+    if (p_.fp32_ops.count(op)) d = {DType::kFloat32, Reason::kCustomDeny};
+    if (p_.low_ops.count(op)) d = {p_.low, Reason::kCustomAllow};
+    if (auto o = c_.OverrideFor(n.name())) d = {*o, Reason::kNodeOverride};
+    for (size_t s = 0; s < n.num_inputs(); ++s)
+      if (internal::RoleOf(n.op(), s) == SlotRole::kTied && n.has_input(s))
+        if (auto pin = c_.PinFor(n.name(), s)) d = {*pin, Reason::kNodeOverride};
+    if (ir::IsLowPrecision(d.dtype) && !internal::SupportsLow(n.op(), d.dtype, g.info().opset))
+      d = {DType::kFloat32, Reason::kUnsupportedLow};
+    return d;
+  }
+
+  Decision LevelDecision(PrecisionClass cls, DType widest) const {
+    switch (p_.level) {
+      case Level::kO0:
+        if (cls == PrecisionClass::kFollow) return {widest, Reason::kFollow};
+        return {DType::kFloat32, Reason::kLevelFp32};
+      case Level::kO1:
+        if (cls == PrecisionClass::kAllow) return {p_.low, Reason::kLevelAllow};
+        if (cls == PrecisionClass::kDeny) return {DType::kFloat32, Reason::kLevelDeny};
+        return {widest, Reason::kFollow};
+      case Level::kO2:
+        if (cls == PrecisionClass::kDeny) return {DType::kFloat32, Reason::kLevelDeny};
+        return {p_.low, Reason::kLevelAll};
+      case Level::kO3: return {p_.low, Reason::kLevelAll};
+    }
+    return {DType::kFloat32, Reason::kLevelFp32};
+  }
+
+  const Policy& p_;
+  internal::CompiledPolicy c_;
+  std::map<ir::NodeId, Decision>* out_;
+  std::unordered_map<Value, DType, ir::ValueHash> planned_;
+};
+
+}  // namespace
+
+std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions) {
+  return std::make_unique<ir::FunctionPass>("amp-assign", [policy, decisions](ir::Graph& g) -> StatusOr<bool> {
+    AMP_RETURN_IF_ERROR(policy.Validate());
+    AMP_ASSIGN_OR_RETURN(internal::CompiledPolicy compiled, internal::CompiledPolicy::Compile(policy));
+    Assigner a(policy, std::move(compiled), decisions);
+    return a.Run(g);
+  });
+}
+
+}  // namespace amptrain::amp

@@ -1,0 +1,89 @@
+// The initializer pass (export, and O3 training): a float32 initializer or
+// Constant whose every reader is a Cast to the policy's low dtype is stored in
+// that dtype (same name, same place in the initializer list) and the Casts
+// disappear. One read by fp32 nodes too keeps its single fp32 copy plus one
+// Cast (never converted once for everybody).
+//
+// fp16 range: |x| > 65504 (finite) becomes +-65504, and non-zero |x| below
+// the smallest subnormal 5.96e-8 becomes +-5.96e-8 (the sign and "non-zero"
+// are kept, as onnxconverter-common does); each such value is counted in
+// Report::clamped_values. inf and NaN stay as they are. bf16 has fp32's
+// range: nothing is clamped.
+#include <cmath>
+
+#include "amp/amp_internal.h"
+#include "amp/passes.h"
+
+namespace amptrain::amp {
+namespace {
+
+using ir::DType;
+using ir::Node;
+using ir::Value;
+
+StatusOr<ir::Tensor> ConvertTensor(const ir::Tensor& t, DType low, int64_t* clamped) {
+  AMP_ASSIGN_OR_RETURN(ir::Tensor out, ir::Tensor::Zeros(low, t.dims()));
+  const float* src = t.data<float>();
+  uint16_t* dst = out.data<uint16_t>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    float x = src[i];
+    if (low == DType::kBFloat16) {
+      dst[i] = ir::FloatToBFloat16(x);
+      continue;
+    }
+    float ax = std::fabs(x);
+    if (std::isfinite(x) && ax > ir::kHalfMax) {
+      x = std::copysign(ir::kHalfMax, x);
+      ++*clamped;
+    } else if (x != 0.0f && ax < ir::kHalfMinSubnormal) {
+      x = std::copysign(ir::kHalfMinSubnormal, x);
+      ++*clamped;
+    }
+    dst[i] = ir::FloatToHalf(x);
+  }
+  return out;
+}
+
+StatusOr<bool> ConvertInitializers(ir::Graph& g, DType low, Report* report) {
+  bool changed = false;
+  for (Node* src : g.nodes()) {
+    if (src->op() != ir::OpKind::kInitializer && src->op() != ir::OpKind::kConstant) continue;
+    Value v = src->output(0);
+    const ir::Tensor* t = g.ConstantValue(v);
+    if (!t || t->dtype() != DType::kFloat32 || g.is_graph_output(v) || g.uses(v).empty()) continue;
+    std::vector<Node*> casts;  // a Cast cannot read v twice: it has one input
+    for (const ir::Use& u : g.uses(v)) casts.push_back(g.node(u.node));
+    bool all_low = true;
+    for (Node* c : casts) {
+      if (c->op() != ir::OpKind::kCast || g.is_graph_output(c->output(0))) { all_low = false; break; }
+      AMP_ASSIGN_OR_RETURN(DType to, internal::CastTarget(*c));
+      all_low = all_low && to == low;
+    }
+    if (!all_low) continue;
+    int64_t clamped = 0;
+    AMP_ASSIGN_OR_RETURN(ir::Tensor converted, ConvertTensor(*t, low, &clamped));
+    src->attrs().Set("value", std::move(converted));
+    g.mutable_info(v).type.dtype = low;
+    for (Node* c : casts) {
+      g.ReplaceAllUsesWith(c->output(0), v);
+      AMP_RETURN_IF_ERROR(g.RemoveNode(c));
+    }
+    if (report && clamped > 0) {
+      report->clamped_values += clamped;
+      report->clamped_initializers.push_back(g.name(v));
+    }
+    changed = true;
+  }
+  return changed;
+}
+
+}  // namespace
+
+std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report) {
+  DType low = policy.low;
+  return std::make_unique<ir::FunctionPass>("amp-convert-initializers", [low, report](ir::Graph& g) {
+    return ConvertInitializers(g, low, report);
+  });
+}
+
+}  // namespace amptrain::amp

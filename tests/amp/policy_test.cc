@@ -1,0 +1,93 @@
+// Policy data: levels, validation errors, JSON and YAML policy files.
+#include "amp/policy.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+namespace amptrain::amp {
+namespace {
+
+void ExpectError(const Status& st, const std::string& needle) {
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(needle), std::string::npos) << st.message();
+}
+
+TEST(AmpPolicy, Levels) {
+  EXPECT_EQ(*ParseLevel("O2"), Level::kO2);
+  EXPECT_EQ(*ParseLevel("o3"), Level::kO3);
+  EXPECT_STREQ(LevelName(Level::kO1), "O1");
+  ExpectError(ParseLevel("O4").status(), "unknown AMP level 'O4'");
+}
+
+TEST(AmpPolicy, ValidateNamesTheProblem) {
+  Policy p;
+  p.low_ops = {"Convv"};
+  ExpectError(p.Validate(), "unknown op 'Convv' in the fp16 op list");
+  p.low_ops = {"Conv"};
+  p.fp32_ops = {"Conv"};
+  ExpectError(p.Validate(), "'Conv' is in both");
+  p.fp32_ops = {"Shape"};
+  ExpectError(p.Validate(), "'Shape' in the fp32 op list has no float computation");
+  p.fp32_ops = {};
+  p.node_overrides = {{"layer1.(", true, ir::DType::kFloat32}};
+  ExpectError(p.Validate(), "invalid regex 'layer1.('");
+  p.node_overrides = {{"conv1", false, ir::DType::kBFloat16}};
+  ExpectError(p.Validate(), "node override 'conv1' asks for bfloat16");
+  p.node_overrides = {};
+  p.low = ir::DType::kFloat64;
+  ExpectError(p.Validate(), "float64 is not supported");
+}
+
+TEST(AmpPolicy, JsonFile) {
+  auto p = ParsePolicyText(R"({"level": "O2", "dtype": "bf16", "fp16_ops": ["Conv"], "fp32_ops": ["Add"],
+      "fp32_nodes": ["head", "re:layer4\\..*"], "fp16_nodes": ["fc"],
+      "pins": [{"node": "re:up.*", "input": 0, "dtype": "fp32"}], "keep_io_types": false})", "p.json");
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->level, Level::kO2);
+  EXPECT_EQ(p->low, ir::DType::kBFloat16);
+  EXPECT_EQ(p->low_ops, std::set<std::string>{"Conv"});
+  ASSERT_EQ(p->node_overrides.size(), 3u);
+  EXPECT_TRUE(p->node_overrides[1].is_regex);
+  EXPECT_EQ(p->node_overrides[1].pattern, "layer4\\..*");
+  EXPECT_EQ(p->node_overrides[2].dtype, ir::DType::kBFloat16);
+  ASSERT_EQ(p->pins.size(), 1u);
+  EXPECT_EQ(p->pins[0].node_pattern, "up.*");
+  EXPECT_FALSE(p->keep_io_types);
+}
+
+TEST(AmpPolicy, YamlFileMatchesJson) {
+  std::string path = ::testing::TempDir() + "/amp_policy.yaml";
+  {
+    std::ofstream f(path);
+    f << "# my policy\nlevel: O1\ndtype: fp16\nfp32_ops: [Gemm]\nfp16_nodes:\n  - re:block.*\n"
+         "pins:\n  - {node: r, input: 1, dtype: fp32}\nkeep_io_types: true\n";
+  }
+  auto p = LoadPolicyFile(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ(p->level, Level::kO1);
+  EXPECT_EQ(p->fp32_ops, std::set<std::string>{"Gemm"});
+  ASSERT_EQ(p->node_overrides.size(), 1u);
+  EXPECT_EQ(p->node_overrides[0].dtype, ir::DType::kFloat16);
+  ASSERT_EQ(p->pins.size(), 1u);
+  EXPECT_EQ(p->pins[0].input, 1);
+}
+
+TEST(AmpPolicy, FileErrorsNameTheProblem) {
+  ExpectError(ParsePolicyText("level: O1\nfp16_op: [Conv]\n", "a.yaml").status(), "unknown key 'fp16_op'");
+  ExpectError(ParsePolicyText(R"({"levl": "O1"})", "a.json").status(), "a.json: unknown key 'levl'");
+  ExpectError(ParsePolicyText("level: O5\n", "a.yaml").status(), "unknown AMP level 'O5'");
+  ExpectError(ParsePolicyText("fp32_ops: [Softmaxx]\n", "a.yaml").status(), "unknown op 'Softmaxx'");
+  ExpectError(ParsePolicyText("fp32_nodes: ['re:(']\n", "a.yaml").status(), "invalid regex '('");
+  ExpectError(ParsePolicyText("pins: [{node: a, input: 0, dtype: fp32, slot: 2}]\n", "a.yaml").status(),
+              "pins[0]: unknown key 'slot'");
+  ExpectError(ParsePolicyText("dtype: fp8\n", "a.yaml").status(), "unknown dtype 'fp8'");
+  ExpectError(ParsePolicyText("{\"level\": ", "a.json").status(), "a.json: invalid JSON");
+  ExpectError(ParsePolicyText("level: [O1\n", "a.yaml").status(), "a.yaml: invalid YAML");
+  ExpectError(LoadPolicyFile("/nonexistent/p.yaml").status(), "cannot open policy file");
+}
+
+}  // namespace
+}  // namespace amptrain::amp
