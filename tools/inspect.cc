@@ -7,13 +7,22 @@
 //   even the rank is unknown, nodes, op_histogram {op: count},
 //   initializers, parameters (elements of float initializers),
 //   parameter_bytes.
+//
+// With --amp LEVEL or --policy FILE (and the other policy flags of
+// tools/amp_report.h) it also dry-runs the AMP conversion that `amptrain
+// convert` would do, writing nothing: per node its dtype and reason, casts
+// inserted/removed, weight bytes before/after and the activation memory
+// estimate at every level O0..O3 (same dtype and lists). JSON: an "amp" key
+// holding AmpReportJson plus activation_bytes_per_level {O0..O3: bytes}.
 #include <nlohmann/json.hpp>
 
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "importer/onnx_import.h"
 #include "ir/graph.h"
+#include "tools/amp_report.h"
 #include "tools/commands.h"
 
 namespace amptrain::tools {
@@ -25,6 +34,7 @@ using nlohmann::json;
 struct InspectArgs {
   std::string model;
   bool json = false;
+  AmpFlags amp;
 };
 
 json ShapeJson(const ir::TensorType& t) {
@@ -98,14 +108,60 @@ void PrintText(const ir::Graph& g, const json& d) {
   for (const auto& [op, count] : d["op_histogram"].items()) std::cout << "  " << op << " " << count << "\n";
 }
 
+// The conversion `amptrain convert` would do (same import options), on copies.
+struct DryRun {
+  amp::Report report;
+  json data;
+};
+
+StatusOr<DryRun> AmpDryRun(const InspectArgs& args) {
+  AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO2));
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
+  json per_level = json::object();
+  amp::Report report;
+  for (amp::Level level : {amp::Level::kO0, amp::Level::kO1, amp::Level::kO2, amp::Level::kO3}) {
+    amp::Policy at_level = policy;
+    at_level.level = level;
+    std::unique_ptr<ir::Graph> copy = graph->Clone();
+    AMP_ASSIGN_OR_RETURN(amp::Report r, amp::Convert(*copy, at_level));
+    per_level[amp::LevelName(level)] = r.activation_bytes_after;
+    if (level == policy.level) report = std::move(r);
+  }
+  json out = AmpReportJson(report, policy);
+  out["activation_bytes_per_level"] = per_level;
+  return DryRun{std::move(report), std::move(out)};
+}
+
+void PrintDryRun(const amp::Report& report, const json& d) {
+  std::cout << "amp dry run (nothing written)\n";
+  for (const amp::NodeReport& n : report.nodes)
+    std::cout << "  " << n.name << "  " << n.op << "  " << ir::DTypeName(n.dtype) << "  " << amp::ReasonName(n.reason)
+              << "\n";
+  PrintAmpSummary(report, std::cout);
+  std::cout << "activation memory per level (estimate, batch 1)\n";
+  for (const auto& [level, bytes] : d["activation_bytes_per_level"].items())
+    std::cout << "  " << level << " " << HumanBytes(bytes.get<double>()) << "\n";
+}
+
 Status Inspect(const InspectArgs& args) {
+  if (args.amp.any() && args.amp.level.empty() && args.amp.policy_file.empty())
+    return InvalidArgument("the AMP flags of inspect need --amp LEVEL or --policy FILE");
   importer::ImportOptions options;  // show the model as written: no folding, Identity kept
   options.fold_constants = false;
   options.remove_identity = false;
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model, options));
   json d = Describe(*graph, args.model);
-  if (args.json) std::cout << d.dump(2) << "\n";
-  else PrintText(*graph, d);
+  std::optional<DryRun> dry;
+  if (args.amp.any()) {
+    AMP_ASSIGN_OR_RETURN(dry, AmpDryRun(args));
+    d["amp"] = dry->data;
+  }
+  if (args.json) {
+    std::cout << d.dump(2) << "\n";
+    return Status::Ok();
+  }
+  PrintText(*graph, d);
+  if (dry) PrintDryRun(dry->report, dry->data);
   return Status::Ok();
 }
 
@@ -116,6 +172,7 @@ void AddInspectCommand(CLI::App& app, Status& result) {
   CLI::App* cmd = app.add_subcommand("inspect", "Show a model's opset, inputs, outputs, ops and parameter count");
   cmd->add_option("MODEL", args->model, "The .onnx file")->required();
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
+  AddAmpFlags(cmd, args->amp, "turns on the AMP dry run");
   cmd->callback([args, &result] { result = Inspect(*args); });
 }
 
