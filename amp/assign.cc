@@ -15,6 +15,23 @@
 //      slot is an error).
 //   5. low precision that ONNX cannot express for the op at the model's opset
 //      falls back to fp32 (kUnsupportedLow).
+//   6. O2 only, after every node has a decision: an "island" (a connected
+//      set of nodes that are low only by the level, kLevelAll, and are not
+//      allowlist compute: follow ops, BatchNormalization, LayerNormalization,
+//      Erf; allowlist compute only when it is the model's last layer) that
+//      reads at least one non-constant fp32 value, reads no
+//      non-constant low value and feeds no node computing low (nor a low
+//      graph output) would only round values between two Casts: it runs fp32
+//      (kRoundingOnly). E.g. bf16 at opset < 22: Conv and the pools cannot
+//      run bf16, so ResNet's BN/Relu/Add between them stay fp32 instead of
+//      rounding the residual stream after every Conv. Demoting such an island
+//      removes its entry and exit Casts and never adds one (its constants
+//      stay fp32, it has no low neighbour to cast for); an island touching a
+//      low neighbour keeps the level's low dtype.
+// O2 also moves two denylist ops to low (docs/PRECISION_CHOICES.md):
+// LayerNormalization at opset >= 17 (low X/Scale/B/Y, statistics in fp32:
+// the cast pass sets stash_type=1; below 17 the op does not exist and its
+// decomposition's ReduceMean/Pow stay fp32) and Erf (bounded output).
 // Follow = the widest planned dtype among the node's non-constant tied float
 // inputs (constants are cast to match, they do not promote); graph inputs
 // count as fp32 with keep_io_types, as low otherwise. Nodes without a tied
@@ -22,7 +39,9 @@
 // kNotFloat and are not touched; comparison ops (Equal, Less, ...) are
 // kNotFloat but unify their inputs to the widest type.
 // If/Loop/Scan never reach here: the importer refuses them.
+#include <numeric>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "amp/amp_internal.h"
 #include "amp/passes.h"
@@ -100,11 +119,22 @@ class Assigner {
       : p_(p), c_(std::move(c)), out_(out) {}
 
   StatusOr<bool> Run(ir::Graph& g) {
+    AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
+    AMP_RETURN_IF_ERROR(Plan(g, order));
+    if (p_.level != Level::kO2) return false;
+    rounding_only_ = RoundingOnlyIslands(g, order);
+    // Demoted nodes change planned dtypes: decide again (only kNotFloat
+    // decisions read them at O2, and no island can grow from that).
+    if (!rounding_only_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
+    return false;  // decisions only; the graph is unchanged
+  }
+
+ private:
+  Status Plan(const ir::Graph& g, const std::vector<Node*>& order) {
     out_->clear();
     planned_.clear();
     for (Value v : g.inputs())
       if (!p_.keep_io_types && g.type(v).dtype == DType::kFloat32) planned_[v] = p_.low;
-    AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
     for (Node* n : order) {
       if (n->op() == ir::OpKind::kConstant) continue;
       AMP_ASSIGN_OR_RETURN(Decision d, Decide(g, *n));
@@ -116,10 +146,77 @@ class Assigner {
         if (!keeps) planned_[n->output(k)] = d.dtype;
       }
     }
-    return false;  // decisions only; the graph is unchanged
+    return Status::Ok();
   }
 
- private:
+  // Tied float input slots whose dtype follows the node's decision.
+  bool FollowsDecision(const ir::Graph& g, const Node& n, size_t s) const {
+    return n.has_input(s) && internal::RoleOf(n.op(), s) == SlotRole::kTied && IsAmpFloat(g.type(n.input(s)).dtype) &&
+           !internal::KeepsBnParamsFp32(p_, n.op(), s, g.info().opset);
+  }
+
+  bool ComputesLow(const Node& n) const {
+    auto it = out_->find(n.id());
+    return it != out_->end() && it->second.reason != Reason::kNotFloat && ir::IsLowPrecision(it->second.dtype);
+  }
+
+  // Rule 6: the nodes of the islands whose low precision would only round.
+  std::unordered_set<ir::NodeId> RoundingOnlyIslands(const ir::Graph& g, const std::vector<Node*>& order) const {
+    // Allowlist compute joins an island only as a model's last layer (its
+    // outputs are graph outputs and nothing else): a classifier head after an
+    // fp32 reduction would otherwise cost a Cast on each side for one small GEMM.
+    auto only_graph_outputs = [&](const Node& n) {
+      for (size_t k = 0; k < n.num_outputs(); ++k)
+        if (!g.uses(n.output(k)).empty()) return false;
+      return true;
+    };
+    auto member = [&](const Node& n) {
+      auto it = out_->find(n.id());
+      return it != out_->end() && it->second.reason == Reason::kLevelAll &&
+             (n.schema().precision != PrecisionClass::kAllow || only_graph_outputs(n));
+    };
+    std::unordered_map<ir::NodeId, size_t> index;  // member -> union-find slot
+    for (const Node* n : order)
+      if (member(*n)) index.emplace(n->id(), index.size());
+    std::vector<size_t> parent(index.size());
+    std::iota(parent.begin(), parent.end(), 0);
+    auto find = [&](size_t i) {
+      while (parent[i] != i) i = parent[i] = parent[parent[i]];
+      return i;
+    };
+    for (const Node* n : order) {
+      auto self = index.find(n->id());
+      if (self == index.end()) continue;
+      for (size_t s = 0; s < n->num_inputs(); ++s) {
+        if (!FollowsDecision(g, *n, s)) continue;
+        auto prod = index.find(n->input(s).node);
+        if (prod != index.end()) parent[find(prod->second)] = find(self->second);
+      }
+    }
+    std::vector<char> reads_fp32(index.size(), 0), touches_low(index.size(), 0);
+    for (const Node* n : order) {
+      auto self = index.find(n->id());
+      if (self == index.end()) continue;
+      size_t root = find(self->second);
+      for (size_t s = 0; s < n->num_inputs(); ++s) {
+        if (!FollowsDecision(g, *n, s) || index.count(n->input(s).node) || g.ConstantValue(n->input(s))) continue;
+        (ir::IsLowPrecision(Planned(g, n->input(s))) ? touches_low : reads_fp32)[root] = 1;
+      }
+      for (size_t k = 0; k < n->num_outputs(); ++k) {
+        Value v = n->output(k);
+        if (g.is_graph_output(v) && !p_.keep_io_types) touches_low[root] = 1;
+        for (const ir::Use& u : g.uses(v)) {
+          const Node* c = g.node(u.node);
+          if (!index.count(c->id()) && FollowsDecision(g, *c, u.slot) && ComputesLow(*c)) touches_low[root] = 1;
+        }
+      }
+    }
+    std::unordered_set<ir::NodeId> out;
+    for (const auto& [id, i] : index)
+      if (reads_fp32[find(i)] && !touches_low[find(i)]) out.insert(id);
+    return out;
+  }
+
   DType Planned(const ir::Graph& g, Value v) const {
     auto it = planned_.find(v);
     return it != planned_.end() ? it->second : g.type(v).dtype;
@@ -155,6 +252,10 @@ class Assigner {
     if (p_.level == Level::kO2 && n.op() == ir::OpKind::kBatchNormalization &&
         internal::KeepsBnParamsFp32(p_, n.op(), 1, g.info().opset))
       d = {p_.low, Reason::kLevelAll};
+    if (p_.level == Level::kO2 && (n.op() == ir::OpKind::kErf ||
+                                   (n.op() == ir::OpKind::kLayerNormalization && g.info().opset >= 17)))
+      d = {p_.low, Reason::kLevelAll};
+    if (rounding_only_.count(n.id())) d = {DType::kFloat32, Reason::kRoundingOnly};
     std::string op(schema.onnx_type);
     if (p_.fp32_ops.count(op)) d = {DType::kFloat32, Reason::kCustomDeny};
     if (p_.low_ops.count(op)) d = {p_.low, Reason::kCustomAllow};
@@ -188,6 +289,7 @@ class Assigner {
   internal::CompiledPolicy c_;
   std::map<ir::NodeId, Decision>* out_;
   std::unordered_map<Value, DType, ir::ValueHash> planned_;
+  std::unordered_set<ir::NodeId> rounding_only_;  // rule 6, filled after the first plan
 };
 
 }  // namespace

@@ -7,6 +7,8 @@
 // dtypes are re-derived from its rule (shapes are kept). Existing Cast nodes
 // keep their target here; the elimination pass folds the chains this leaves
 // (Cast(to=FLOAT) -> Cast(to=FLOAT16) becomes one Cast(to=FLOAT16)).
+// A LayerNormalization computing low gets an explicit stash_type=1 (mean and
+// inverse standard deviation computed and returned in fp32; ONNX's default).
 // Graph I/O: with keep_io_types, inputs and outputs keep their dtypes (a Cast
 // at the boundary; an output keeps its name, the value feeding its Cast is
 // renamed "<name>_fp16"); otherwise fp32 inputs and outputs become low.
@@ -112,6 +114,12 @@ class Inserter {
         }
         if (want == cur) continue;
         g.SetInput(n, s, CastOf(g, v, want));
+        changed = true;
+      }
+      // A low LayerNormalization keeps fp32 statistics (ONNX: stash_type=1).
+      if (n->op() == ir::OpKind::kLayerNormalization && ir::IsLowPrecision(d.dtype) &&
+          (!n->attrs().Has("stash_type") || n->attrs().Int("stash_type", 1) != 1)) {
+        n->attrs().Set("stash_type", int64_t{1});
         changed = true;
       }
       Status st = internal::RefreshOutputDTypes(g, n);

@@ -40,6 +40,8 @@ struct Report {
 };
 
 struct ConvertOptions {
+  // ir::Verify after every pass (tests, `amptrain -v convert`); the final
+  // CheckDTypeConsistency runs either way.
   bool verify_each_pass = true;
   // Convert initializers for export (O2/O3 store weights low where every
   // consumer is low). Training keeps fp32 masters (false) except at O3.

@@ -39,6 +39,7 @@ const char* ReasonName(Reason r) {
     case Reason::kFollow: return "follow";
     case Reason::kNotFloat: return "not_float";
     case Reason::kUnsupportedLow: return "unsupported_low";
+    case Reason::kRoundingOnly: return "rounding_only";
   }
   return "?";
 }

@@ -6,7 +6,10 @@
 //   O1  allowlist ops (PrecisionClass::kAllow) in low precision, follow ops in
 //       the widest float input type, denylist ops fp32
 //   O2  everything low precision except the denylist (BatchNormalization
-//       statistics/params stay fp32)
+//       statistics/params stay fp32; LayerNormalization at opset >= 17 and
+//       Erf run low, LayerNormalization with fp32 statistics: stash_type=1;
+//       docs/PRECISION_CHOICES.md), and except islands of non-allowlist ops
+//       whose low precision would only round (kRoundingOnly)
 //   O3  everything low precision, BatchNormalization included, weights stored
 //       in low precision
 // Custom policies (MindSpore's custom_mixed_precision / Cell.to_float):
@@ -44,6 +47,7 @@ enum class Reason {
   kFollow,            // follow op: widest float input
   kNotFloat,          // no float computation (Shape, integer ops)
   kUnsupportedLow,    // no kernel/ONNX support for this op in the low dtype
+  kRoundingOnly,      // O2: low would only round (no producer/consumer computes low): fp32
 };
 const char* ReasonName(Reason r);
 

@@ -238,7 +238,10 @@ Status CreateKernels(Plan& plan, const PlanOptions& options) {
     init.training = options.training;
     init.seed = options.seed + step.node->id();
     init.threads = options.threads;
-    AMP_ASSIGN_OR_RETURN(step.kernel, kernels::Registry::Global().Create(init, options.kernel_impl));
+    AMP_ASSIGN_OR_RETURN(const kernels::KernelEntry* entry, kernels::Registry::Global().Select(init, options.kernel_impl));
+    AMP_ASSIGN_OR_RETURN(step.kernel, entry->factory(init));
+    step.impl = entry->impl;
+    spdlog::debug("kernel {} -> {}", init.Describe(), entry->impl);
   }
   return Status::Ok();
 }
@@ -257,6 +260,7 @@ std::vector<std::string> ShapeInputs(const Graph& graph) {
     stack.pop_back();
     if (!seen.insert(p->id()).second) continue;
     if (p->op() == OpKind::kInput) names.push_back(p->output_info(0).name);
+    if (p->op() == OpKind::kShape) continue;  // its value depends on its input's type only
     for (Value in : p->inputs())
       if (in.valid()) stack.push_back(in);
   }

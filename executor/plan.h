@@ -88,6 +88,7 @@ struct Step {
   std::vector<int> inputs;   // slot index per input; -1 for an absent optional input
   std::vector<int> outputs;  // slot index per output
   int scratch_buffer = -1;   // index into Plan::buffers, -1 without scratch
+  std::string impl;          // the kernel's implementation ("onednn", "reference", ...)
 };
 
 struct Plan {

@@ -4,7 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 
+#include "executor/optimize.h"
 #include "ir/verifier.h"
 
 namespace amptrain::executor {
@@ -52,7 +54,12 @@ StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique
   if (opts.threads < 0) return InvalidArgument("threads must be >= 0, got ", opts.threads);
   AMP_RETURN_IF_ERROR(ir::Verify(*graph));
   std::unique_ptr<InferenceSession> session(new InferenceSession(std::move(graph), std::move(opts)));
-  session->shape_inputs_ = ShapeInputs(*session->graph_);
+  if (session->opts_.optimize && !session->opts_.training) {
+    std::unique_ptr<ir::Graph> clone = session->graph_->Clone();
+    AMP_ASSIGN_OR_RETURN(bool changed, OptimizeForInference(*clone));
+    if (changed) session->run_graph_ = std::move(clone);
+  }
+  session->shape_inputs_ = ShapeInputs(session->run_graph());
   if (AllInputsStatic(*session->graph_) && session->shape_inputs_.empty()) {
     std::map<std::string, TensorType> types;
     for (ir::Value v : session->graph_->inputs()) types[session->graph_->name(v)] = session->graph_->type(v);
@@ -73,7 +80,8 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
   options.kernel_impl = opts_.kernel_impl;
   options.training = opts_.training;
   options.threads = threads_;
-  AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(*graph_, types, options, &values));
+  omp_set_num_threads(threads_);  // oneDNN primitives fix their thread count when created
+  AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(run_graph(), types, options, &values));
   auto cached = std::make_unique<CachedPlan>();
   cached->arena = ir::AllocateAligned(plan.peak_bytes);
   if (!cached->arena)
@@ -91,6 +99,11 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
 }
 
 StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, Tensor>& inputs) {
+  return Run(inputs, RunOptions{});
+}
+
+StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, Tensor>& inputs,
+                                                    const RunOptions& run) {
   std::map<std::string, TensorType> types;
   for (const auto& [name, t] : inputs) {
     if (t.empty()) return InvalidArgument("input '", name, "' is an empty tensor");
@@ -130,11 +143,15 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
   omp_set_num_threads(threads_);
   for (Step& step : plan.steps) {
     kernels::KernelContext ctx;
+    ctx.seed = run.seed;
     for (int i : step.inputs) ctx.inputs.push_back(i >= 0 ? views[i] : TensorView{});
     for (int o : step.outputs) ctx.outputs.push_back(views[o]);
     if (step.scratch_buffer >= 0) ctx.scratch = arena + plan.buffers[step.scratch_buffer].offset;
+    const auto start = std::chrono::steady_clock::now();
     Status status = step.kernel->Run(ctx);
     if (!status.ok()) return status.WithContext(StrCat("while running ", step.node->Describe()));
+    if (opts_.profile)
+      profile_.Add(step, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
 
   std::vector<Tensor> outputs;

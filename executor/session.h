@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "executor/plan.h"
+#include "executor/profile.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -30,6 +31,16 @@ struct SessionOptions {
   int threads = 0;          // 0 = all cores
   bool training = false;    // kernels in training mode (Dropout drops, BN uses batch statistics)
   std::string kernel_impl;  // "" = best, "reference" = reference kernels only
+  // Times every step into profile() (executor/profile.h).
+  bool profile = false;
+  // Runs the inference graph optimizations (executor/optimize.h) on a clone of
+  // the graph; graph() stays the caller's. Ignored (off) when `training`.
+  bool optimize = true;
+};
+
+// Per-run options.
+struct RunOptions {
+  uint64_t seed = 0;  // seed of random kernels for this run (kernels::KernelContext::seed)
 };
 
 class InferenceSession {
@@ -40,8 +51,14 @@ class InferenceSession {
   // Inputs by graph input name: all required, no others, dtype exactly the
   // model's, shape fitting its static dims. Outputs in graph output order.
   StatusOr<std::vector<ir::Tensor>> Run(const std::map<std::string, ir::Tensor>& inputs);
+  StatusOr<std::vector<ir::Tensor>> Run(const std::map<std::string, ir::Tensor>& inputs, const RunOptions& run);
 
+  // The caller's graph (never optimized); its outputs match Run's.
   const ir::Graph& graph() const { return *graph_; }
+  // The graph that runs: graph() or its optimized clone.
+  const ir::Graph& run_graph() const { return run_graph_ ? *run_graph_ : *graph_; }
+  // Step timings since creation or the last reset (SessionOptions::profile).
+  Profile& profile() { return profile_; }
   // The plan of the latest successful Run (or of Create's eager plan); nullptr before.
   const Plan* last_plan() const { return last_plan_; }
 
@@ -58,7 +75,9 @@ class InferenceSession {
                                 const std::map<std::string, ir::Tensor>& values);
 
   std::unique_ptr<ir::Graph> graph_;
+  std::unique_ptr<ir::Graph> run_graph_;  // optimized clone; null when not optimizing
   SessionOptions opts_;
+  Profile profile_;
   int threads_ = 1;
   std::vector<std::string> shape_inputs_;                     // inputs whose values decide shapes
   std::map<std::string, std::unique_ptr<CachedPlan>> plans_;  // by input-shape (and shape-input value) signature

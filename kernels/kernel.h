@@ -68,6 +68,9 @@ struct KernelContext {
   std::vector<ir::TensorView> inputs;   // absent optional inputs have data == nullptr
   std::vector<ir::TensorView> outputs;
   void* scratch = nullptr;              // Kernel::scratch_bytes() bytes, 64-byte aligned
+  // Per-run seed of random kernels (training Dropout), mixed with KernelInit::seed so that each
+  // run (training step) draws fresh values while staying reproducible; 0 = KernelInit::seed alone.
+  uint64_t seed = 0;
 };
 
 class Kernel {
@@ -102,6 +105,8 @@ class Registry {
   // Highest-priority accepting entry; `impl` restricts to one implementation
   // ("reference" in tests that use the reference kernels as the oracle).
   StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init, const std::string& impl = "") const;
+  // The entry Create would use (same rules and errors), for callers that report the implementation.
+  StatusOr<const KernelEntry*> Select(const KernelInit& init, const std::string& impl = "") const;
   std::vector<const KernelEntry*> Entries(OpKind op, Device device) const;
 
  private:

@@ -51,7 +51,7 @@ std::vector<const KernelEntry*> Registry::Entries(OpKind op, Device device) cons
   return out;
 }
 
-StatusOr<std::unique_ptr<Kernel>> Registry::Create(const KernelInit& init, const std::string& impl) const {
+StatusOr<const KernelEntry*> Registry::Select(const KernelInit& init, const std::string& impl) const {
   DType key = KeyDType(init);
   bool any_for_op = false;
   for (const KernelEntry* e : Entries(init.op, init.device)) {
@@ -59,12 +59,17 @@ StatusOr<std::unique_ptr<Kernel>> Registry::Create(const KernelInit& init, const
     if (!impl.empty() && e->impl != impl) continue;
     if (!AcceptsDType(*e, key)) continue;
     if (e->accepts && !e->accepts(init)) continue;
-    return e->factory(init);
+    return e;
   }
   if (!any_for_op)
     return Unimplemented(init.Describe(), ": no ", DeviceName(init.device), " kernel for op ", ir::Schema(init.op).name);
   return Unimplemented(init.Describe(), ": no ", DeviceName(init.device), " kernel", impl.empty() ? "" : " '" + impl + "'",
                        " supports dtype ", ir::DTypeName(key), " with these attributes/shapes");
+}
+
+StatusOr<std::unique_ptr<Kernel>> Registry::Create(const KernelInit& init, const std::string& impl) const {
+  AMP_ASSIGN_OR_RETURN(const KernelEntry* e, Select(init, impl));
+  return e->factory(init);
 }
 
 }  // namespace amptrain::kernels

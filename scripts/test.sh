@@ -6,6 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
+# ctest runs test processes side by side on few cores: OpenMP threads that
+# spin-wait for each other then starve (10-50x slower steps), so they sleep.
+export OMP_WAIT_POLICY=passive
 (cd build && ctest -j "$(nproc)" --output-on-failure --timeout 900)
 
 # Sanitizer build of the untrusted-input tests (importer) and the npy reader.

@@ -1,10 +1,15 @@
 // amptrain bench MODEL [--batch N] [--threads T] [--warmup W] [--repeat R] [--json] [--reference]
+//                     [--profile] [--no-optimize]
 //
 // Times inference on seeded random inputs: the batch dimension (the first
 // symbolic dim) is set to --batch, other symbolic dims to 1; float inputs are
 // standard normal, integer inputs uniform in [0, 10). Prints the median,
 // min and max latency of the timed runs (after --warmup untimed ones), or
 // one JSON line with --json (the benchmark scripts of tools/bench/ read it).
+// --profile times every kernel of the timed runs and prints the tables of
+// executor/profile.h (per op type, per kernel implementation, top 10 nodes)
+// to stderr; --no-optimize runs the graph without the inference graph
+// optimizations of executor/optimize.h.
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -29,6 +34,8 @@ struct BenchArgs {
   int repeat = 10;
   bool json = false;
   bool reference = false;
+  bool profile = false;
+  bool no_optimize = false;
 };
 
 StatusOr<ir::Tensor> RandomInput(const ir::Graph& g, ir::Value v, int64_t batch, std::mt19937_64& rng) {
@@ -71,8 +78,11 @@ Status Bench(const BenchArgs& args) {
   executor::SessionOptions options;
   options.threads = args.threads;
   if (args.reference) options.kernel_impl = "reference";
+  options.profile = args.profile;
+  options.optimize = !args.no_optimize;
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
   for (int i = 0; i < args.warmup; ++i) AMP_RETURN_IF_ERROR(session->Run(inputs).status());
+  session->profile().Reset();
   std::vector<double> ms;
   for (int i = 0; i < args.repeat; ++i) {
     Clock::time_point t = Clock::now();
@@ -84,6 +94,7 @@ Status Bench(const BenchArgs& args) {
   double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
                                     : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
   const executor::Plan* plan = session->last_plan();
+  if (args.profile) std::cerr << session->profile().Report(10);
   if (args.json) {
     nlohmann::json j = {{"runtime", std::string("amptrain ") + AMPTRAIN_VERSION},
                         {"batch", args.batch},
@@ -113,6 +124,8 @@ void AddBenchCommand(CLI::App& app, Status& result) {
   cmd->add_option("--repeat", args->repeat, "Timed runs")->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "One JSON line instead of text");
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  cmd->add_flag("--profile", args->profile, "Print per-op, per-implementation and top-node kernel times (stderr)");
+  cmd->add_flag("--no-optimize", args->no_optimize, "Skip the inference graph optimizations (BN folding, conv fusion)");
   cmd->callback([args, &result] { result = Bench(*args); });
 }
 

@@ -20,6 +20,8 @@ void AddExportCommand(CLI::App& app, Status& result);   // tools/export.cc
 void AddModelsCommand(CLI::App& app, Status& result);   // tools/cmd_models.cc
 void AddGradCommand(CLI::App& app, Status& result);     // tools/cmd_grad.cc
 void AddBenchCommand(CLI::App& app, Status& result);    // tools/bench.cc
+void AddTrainCommand(CLI::App& app, Status& result);    // tools/train.cc
+void AddEvalCommand(CLI::App& app, Status& result);     // tools/eval.cc
 void AddConvertCommand(CLI::App& app, Status& result);  // tools/convert.cc
 
 // Helpers shared by the subcommands (tools/common.cc).

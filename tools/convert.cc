@@ -5,7 +5,7 @@
 // Writes a mixed-precision ONNX model: imports MODEL (constant folding and
 // Identity removal on: both preserve values), runs amp::Convert with the
 // policy the flags describe (tools/amp_report.h: flags override the policy
-// file) and writes OUT atomically with importer::ExportModelFile. Prints a
+// file) and writes OUT atomically (temporary file + rename). Prints a
 // summary: nodes per dtype, casts, weight bytes before -> after.
 //
 // The default level is O2: "convert a model to fp16" means low-precision
@@ -15,12 +15,19 @@
 // With --policy and no --amp the file's level applies (amp::Policy's default,
 // O1, when the file has no `level` key).
 //
+// --timings prints one line to stderr, "timings: import A ms, amp B ms,
+// export C ms, total D ms" (file read to file written, inside the process;
+// tools/bench/amp_vs_onnxconverter.py reads it). -v turns on the verifier
+// after every AMP pass (off otherwise: it is for tests and debugging, and
+// took 20% of a conversion); the final dtype-consistency check always runs.
+//
 // --report FILE.json writes amptrain::tools::AmpReportJson (per node dtype and
 // reason, casts, weight bytes, clamped values, activation estimate). On any
 // error neither OUT nor the report is left behind.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -41,11 +48,13 @@ struct ConvertArgs {
   std::string model;
   std::string output;
   std::string report;
+  bool timings = false;
   AmpFlags amp;
 };
 
 // Writes `text` to a temporary file next to `path`; returns its name.
-StatusOr<std::string> WriteTemp(const std::string& path, const std::string& text) {
+// `what` names the file in the error ("model", "report").
+StatusOr<std::string> WriteTemp(const std::string& path, const std::string& text, const char* what) {
   std::string tmp = path + ".tmp-" + std::to_string(getpid());
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   out << text;
@@ -53,31 +62,60 @@ StatusOr<std::string> WriteTemp(const std::string& path, const std::string& text
   if (!out) {
     std::error_code ec;
     fs::remove(tmp, ec);
-    return IoError("cannot write report '", path, "'");
+    return IoError("cannot write ", what, " '", path, "'");
   }
   return tmp;
 }
 
-Status Convert(const ConvertArgs& args) {
-  AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO2));
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
-  AMP_ASSIGN_OR_RETURN(amp::Report report, amp::Convert(*graph, policy));
+// Milliseconds since `start`, for --timings.
+double MsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
 
+Status Convert(const ConvertArgs& args) {
+  using Clock = std::chrono::steady_clock;
+  AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO2));
+  const Clock::time_point start = Clock::now();
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
+  const double import_ms = MsSince(start);
+  amp::ConvertOptions options;
+  options.verify_each_pass = spdlog::should_log(spdlog::level::debug);
+  Clock::time_point t0 = Clock::now();
+  AMP_ASSIGN_OR_RETURN(amp::Report report, amp::Convert(*graph, policy, options));
+  const double amp_ms = MsSince(t0);
+  t0 = Clock::now();
+
+  // The model and the report are written to temporary files and renamed
+  // into place: no partial file is ever visible, and none is left on error.
+  // No fsync: the output is derived from MODEL and can be written again, and
+  // an fsync of the file and its folder took 10-30 ms, most of a conversion.
+  AMP_ASSIGN_OR_RETURN(std::string bytes, importer::ExportModelBytes(*graph));
+  AMP_ASSIGN_OR_RETURN(std::string model_tmp, WriteTemp(args.output, bytes, "model"));
   std::string report_tmp;
+  Status written = Status::Ok();
   if (!args.report.empty()) {
-    AMP_ASSIGN_OR_RETURN(report_tmp, WriteTemp(args.report, AmpReportJson(report, policy).dump(2) + "\n"));
+    StatusOr<std::string> t = WriteTemp(args.report, AmpReportJson(report, policy).dump(2) + "\n", "report");
+    if (t.ok()) report_tmp = *t;
+    else written = t.status();
   }
-  Status written = importer::ExportModelFile(*graph, args.output);
   std::error_code ec;
   if (written.ok() && !report_tmp.empty()) {
     fs::rename(report_tmp, args.report, ec);
+    if (ec) written = IoError("cannot write report '", args.report, "': ", ec.message());
+  }
+  if (written.ok()) {
+    fs::rename(model_tmp, args.output, ec);
     if (ec) {
-      fs::remove(args.output, ec);
-      written = IoError("cannot write report '", args.report, "': ", ec.message());
+      written = IoError("cannot write model '", args.output, "': ", ec.message());
+      if (!report_tmp.empty()) fs::remove(args.report, ec);
     }
   }
+  fs::remove(model_tmp, ec);
   if (!report_tmp.empty()) fs::remove(report_tmp, ec);
   AMP_RETURN_IF_ERROR(written);
+  if (args.timings)
+    std::fprintf(stderr, "timings: import %.2f ms, amp %.2f ms, export %.2f ms, total %.2f ms\n", import_ms, amp_ms,
+                 MsSince(t0), MsSince(start));
 
   PrintAmpSummary(report, std::cout);
   spdlog::info("wrote {} ({} nodes){}", args.output, graph->num_nodes(),
@@ -94,6 +132,7 @@ void AddConvertCommand(CLI::App& app, Status& result) {
   cmd->add_option("-o,--output", args->output, "The .onnx file to write")->required();
   AddAmpFlags(cmd, args->amp, "default O2");
   cmd->add_option("--report", args->report, "Also write the conversion report as JSON");
+  cmd->add_flag("--timings", args->timings, "Print the milliseconds of import, AMP passes and export to stderr");
   cmd->callback([args, &result] { result = Convert(*args); });
 }
 

@@ -36,6 +36,8 @@ int Main(int argc, char** argv) {
   amptrain::tools::AddModelsCommand(app, result);
   amptrain::tools::AddGradCommand(app, result);
   amptrain::tools::AddBenchCommand(app, result);
+  amptrain::tools::AddTrainCommand(app, result);
+  amptrain::tools::AddEvalCommand(app, result);
   amptrain::tools::AddConvertCommand(app, result);
 
   auto logger = spdlog::stdout_color_mt("amptrain");

@@ -23,6 +23,7 @@ Status CheckSameDType(const KernelInit& init, size_t from, size_t to);
 
 StatusOr<std::unique_ptr<Kernel>> MakeConvReference(const KernelInit& init);           // conv.cc
 StatusOr<std::unique_ptr<Kernel>> MakeConvTransposeReference(const KernelInit& init);  // conv_transpose.cc
+StatusOr<std::unique_ptr<Kernel>> MakeFusedConvReference(const KernelInit& init);      // fused_conv.cc
 StatusOr<std::unique_ptr<Kernel>> MakePoolReference(const KernelInit& init);       // pool.cc: Max/Average/GlobalAverage
 StatusOr<std::unique_ptr<Kernel>> MakeBatchNormReference(const KernelInit& init);  // batchnorm.cc
 StatusOr<std::unique_ptr<Kernel>> MakeDropoutReference(const KernelInit& init);    // dropout.cc

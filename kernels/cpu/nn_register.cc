@@ -36,6 +36,7 @@ void RegisterReferenceNN(Registry& r) {
   };
   add(OpKind::kConv, nn::MakeConvReference);
   add(OpKind::kConvTranspose, nn::MakeConvTransposeReference);
+  add(OpKind::kFusedConv, nn::MakeFusedConvReference);
   r.Add(KernelEntry{OpKind::kMaxPool,
                     Device::kCpu,
                     "reference",

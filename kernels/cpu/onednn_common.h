@@ -1,9 +1,10 @@
 // Shared plumbing of the oneDNN kernels (kernels/cpu/onednn_*.cc).
 //
 // One process-wide CPU engine. A kernel builds its primitive once at
-// creation from the concrete shapes of its KernelInit and, at Run, only wraps
-// the executor's buffers in dnnl::memory objects (plain row-major layouts, so
-// the buffers need no reordering) and executes on its stream. Constant
+// creation from the concrete shapes of its KernelInit and, at Run, wraps the
+// executor's buffers (plain row-major layouts) in dnnl::memory objects and
+// executes on its stream; a kernel that lets oneDNN pick blocked layouts
+// (Conv: onednn_conv.cc) reorders into and out of its scratch buffer. Constant
 // weights (TensorSpec::value set) may be reordered once at creation into the
 // layout oneDNN prefers; that copy is owned by the kernel.
 //

@@ -1,9 +1,21 @@
-// oneDNN Conv 2-D, fp32 and bf16 (bf16 src/weights, fp32 accumulation, bf16
-// dst): groups (incl. depthwise), dilations, strides, asymmetric pads (oneDNN
-// padding_l/padding_r), bias fused. Src/dst stay plain nchw. A constant
-// weight is reordered once into the layout oneDNN picks for it. Other ranks,
-// and configurations for which oneDNN only has its reference implementation,
+// oneDNN Conv 2-D and FusedConv (ir/ops.def), fp32 and bf16 (bf16 src/weights,
+// fp32 accumulation, bf16 dst): groups (incl. depthwise), dilations, strides,
+// asymmetric pads (oneDNN padding_l/padding_r), bias fused; FusedConv adds the
+// residual Z through a `sum` post-op and Relu through an `eltwise_relu` one.
+//
+// Layouts: the executor's buffers are plain nchw, for which oneDNN 2.6 mostly
+// has gemm-based convolutions only. The primitive is created with
+// format_tag::any for src/dst/weights, so it picks its blocked direct
+// convolution (nChw16c, ...); src is then reordered into a scratch buffer,
+// dst is computed in scratch and reordered back (Z is first reordered into
+// dst for the sum post-op). When the blocked variant only gets a gemm or
+// reference implementation too, the plain one is used without reorders.
+// A constant weight is reordered once at creation into the layout oneDNN
+// picked; a computed weight forces plain layouts. Other ranks, and
+// configurations for which oneDNN only has its reference implementation,
 // fall back to the reference kernel.
+#include <cstring>
+
 #include "kernels/cpu/conv_geometry.h"
 #include "kernels/cpu/onednn_common.h"
 
@@ -11,52 +23,150 @@ namespace amptrain::kernels::cpu::onednn {
 
 namespace {
 
+using desc = dnnl::memory::desc;
+using tag = dnnl::memory::format_tag;
+
+size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
+
+struct ConvSetup {
+  desc src_plain, dst_plain, w_plain, bias;
+  dnnl::convolution_forward::primitive_desc pd;
+  bool has_bias = false, residual = false;
+};
+
+class ConvKernel : public Kernel {
+ public:
+  ConvKernel(std::string describe, const ConvSetup& s, dnnl::memory weights)
+      : describe_(std::move(describe)),
+        conv_(s.pd),
+        src_plain_(s.src_plain),
+        dst_plain_(s.dst_plain),
+        w_plain_(s.w_plain),
+        bias_(s.bias),
+        src_(s.pd.src_desc()),
+        dst_(s.pd.dst_desc()),
+        weights_(std::move(weights)),
+        has_bias_(s.has_bias),
+        residual_(s.residual),
+        stream_(Engine()) {
+    if (src_ != src_plain_) src_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_plain_, Engine(), src_));
+    if (dst_ != dst_plain_) {
+      dst_out_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_, Engine(), dst_plain_));
+      if (residual_) z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_plain_, Engine(), dst_));
+    }
+  }
+
+  size_t scratch_bytes() const override {
+    return (src_in_ ? Align64(src_.get_size()) : 0) + (dst_out_ ? Align64(dst_.get_size()) : 0);
+  }
+
+  Status Run(KernelContext& ctx) override {
+    try {
+      auto* scratch = static_cast<std::byte*>(ctx.scratch);
+      dnnl::memory x_plain(src_plain_, Engine(), ctx.inputs[0].data);
+      dnnl::memory y_plain(dst_plain_, Engine(), ctx.outputs[0].data);
+      dnnl::memory x = x_plain, y = y_plain;
+      if (src_in_) {
+        x = dnnl::memory(src_, Engine(), scratch);
+        scratch += Align64(src_.get_size());
+        src_in_.execute(stream_, x_plain, x);
+      }
+      if (dst_out_) y = dnnl::memory(dst_, Engine(), scratch);
+      if (residual_) {
+        const ir::TensorView& z = ctx.inputs[3];
+        if (dst_out_) {
+          dnnl::memory z_plain(dst_plain_, Engine(), z.data);
+          z_in_.execute(stream_, z_plain, y);
+        }
+        else if (z.data != ctx.outputs[0].data) std::memcpy(ctx.outputs[0].data, z.data, dst_plain_.get_size());
+      }
+      std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}};
+      args.emplace(DNNL_ARG_WEIGHTS, weights_ ? weights_ : dnnl::memory(w_plain_, Engine(), ctx.inputs[1].data));
+      if (has_bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_, Engine(), ctx.inputs[2].data));
+      conv_.execute(stream_, args);
+      if (dst_out_) dst_out_.execute(stream_, y, y_plain);
+      stream_.wait();
+    } catch (const dnnl::error& e) {
+      return Internal(describe_, ": oneDNN execution failed: ", e.what());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string describe_;
+  dnnl::convolution_forward conv_;
+  desc src_plain_, dst_plain_, w_plain_, bias_, src_, dst_;
+  dnnl::memory weights_;  // reordered constant weight; empty when W is computed
+  dnnl::reorder src_in_, dst_out_, z_in_;  // empty when that layout is plain
+  bool has_bias_, residual_;
+  dnnl::stream stream_;
+};
+
+bool IsGemmImpl(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).find("gemm") != std::string::npos;
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
-  if (!init.attrs || init.inputs.size() < 2 || init.outputs.size() != 1)
-    return init.Error("expects inputs X, W[, B] and one output");
+  const bool fused = init.op == OpKind::kFusedConv;
+  if (!init.attrs || init.inputs.size() < 2 || init.inputs.size() > (fused ? 4u : 3u) || init.outputs.size() != 1)
+    return init.Error(fused ? "expects inputs X, W[, B[, Z]] and one output" : "expects inputs X, W[, B] and one output");
   const DType t = init.inputs[0].dtype;
   const auto& x = init.inputs[0].dims;
   const auto& w = init.inputs[1].dims;
-  const bool has_bias = init.inputs.size() > 2 && init.inputs[2].present();
+  const auto& y = init.outputs[0].dims;
+  ConvSetup s;
+  s.has_bias = init.inputs.size() > 2 && init.inputs[2].present();
+  s.residual = init.inputs.size() > 3 && init.inputs[3].present();
   if (x.size() != 4 || w.size() != 4) return init.Error("oneDNN conv takes 2-D convolutions only");
-  if (init.inputs[1].dtype != t || (has_bias && init.inputs[2].dtype != t)) return init.Error("mixed dtypes");
+  if (init.inputs[1].dtype != t || (s.has_bias && init.inputs[2].dtype != t)) return init.Error("mixed dtypes");
+  if (s.residual && (init.inputs[3].dtype != t || init.inputs[3].dims != y))
+    return init.Error("residual Z must have the dtype and shape of Y");
   AMP_ASSIGN_OR_RETURN(int64_t group, init.attrs->GetInt("group", 1));
   if (group < 1 || w[0] % group != 0 || x[1] != w[1] * group) return init.Error("channels do not match group");
+  AMP_ASSIGN_OR_RETURN(std::string act, init.attrs->GetString("activation", ""));
+  if (act != "" && act != "Relu") return init.Error("activation '", act, "' is not supported");
   AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(init, {w[2], w[3]}, false));
-  const auto& y = init.outputs[0].dims;
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
-    using tag = dnnl::memory::format_tag;
-    dnnl::memory::desc src = PlainDesc(x, t), dst = PlainDesc(y, t);
+    s.src_plain = PlainDesc(x, t);
+    s.dst_plain = PlainDesc(y, t);
     std::vector<int64_t> wdims = group == 1 ? w : std::vector<int64_t>{group, w[0] / group, w[1], w[2], w[3]};
-    dnnl::memory::desc w_plain = PlainDesc(wdims, t);
+    s.w_plain = PlainDesc(wdims, t);
+    s.bias = PlainDesc({w[0]}, t);
     const ir::Tensor* wval = init.inputs[1].value;
-    const bool reorder = wval && wval->dtype() == t;
-    dnnl::memory::desc w_any = reorder ? dnnl::memory::desc(Dims(wdims), DataType(t), tag::any) : w_plain;
-    dnnl::memory::dims strides = Dims(g.strides), dil = {g.dilations[0] - 1, g.dilations[1] - 1};
-    dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
-    auto prop = dnnl::prop_kind::forward_inference;
-    auto alg = dnnl::algorithm::convolution_direct;
-    auto desc = has_bias ? dnnl::convolution_forward::desc(prop, alg, src, w_any, PlainDesc({w[0]}, t), dst, strides,
-                                                           dil, pl, pr)
-                         : dnnl::convolution_forward::desc(prop, alg, src, w_any, dst, strides, dil, pl, pr);
-    dnnl::convolution_forward::primitive_desc pd(desc, Engine());
-    if (IsReferenceImpl(pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference convolution here");
-    std::vector<Binding> bind = {{DNNL_ARG_SRC, Binding::kInput, 0, src}, {DNNL_ARG_DST, Binding::kOutput, 0, dst}};
-    std::vector<dnnl::memory> owned;
-    if (reorder) {
-      owned.push_back(ReorderConstant(*wval, w_plain, pd.weights_desc()));
-      bind.push_back({DNNL_ARG_WEIGHTS, Binding::kOwned, 0, {}});
-    } else {
-      bind.push_back({DNNL_ARG_WEIGHTS, Binding::kInput, 1, w_plain});
-    }
-    if (has_bias) bind.push_back({DNNL_ARG_BIAS, Binding::kInput, 2, PlainDesc({w[0]}, t)});
-    return std::unique_ptr<Kernel>(
-        new PrimitiveKernel(init.Describe(), dnnl::convolution_forward(pd), std::move(bind), std::move(owned)));
+    const bool const_weights = wval && wval->dtype() == t;
+    dnnl::primitive_attr attr;
+    dnnl::post_ops ops;
+    if (s.residual) ops.append_sum(1.0f);
+    if (act == "Relu") ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+    auto make = [&](bool blocked) {
+      auto any = [&](const desc& plain, const std::vector<int64_t>& dims) {
+        return blocked ? desc(Dims(dims), DataType(t), tag::any) : plain;
+      };
+      desc w_any = const_weights ? desc(Dims(wdims), DataType(t), tag::any) : s.w_plain;
+      dnnl::memory::dims strides = Dims(g.strides), dil = {g.dilations[0] - 1, g.dilations[1] - 1};
+      dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
+      auto prop = dnnl::prop_kind::forward_inference;
+      auto alg = dnnl::algorithm::convolution_direct;
+      desc src = any(s.src_plain, x), dst = any(s.dst_plain, y);
+      auto d = s.has_bias ? dnnl::convolution_forward::desc(prop, alg, src, w_any, s.bias, dst, strides, dil, pl, pr)
+                          : dnnl::convolution_forward::desc(prop, alg, src, w_any, dst, strides, dil, pl, pr);
+      return dnnl::convolution_forward::primitive_desc(d, attr, Engine());
+    };
+    s.pd = make(const_weights);
+    if (const_weights && (IsGemmImpl(s.pd) || IsReferenceImpl(s.pd))) s.pd = make(false);
+    if (IsReferenceImpl(s.pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference convolution here");
+    dnnl::memory weights;
+    if (const_weights) weights = ReorderConstant(*wval, s.w_plain, s.pd.weights_desc());
+    return std::unique_ptr<Kernel>(new ConvKernel(init.Describe(), s, std::move(weights)));
   });
 }
 
 }  // namespace
 
-void RegisterOneDnnConv(Registry& r) { r.Add(OneDnnEntry(OpKind::kConv, MakeConv)); }
+void RegisterOneDnnConv(Registry& r) {
+  r.Add(OneDnnEntry(OpKind::kConv, MakeConv));
+  r.Add(OneDnnEntry(OpKind::kFusedConv, MakeConv));
+}
 
 }  // namespace amptrain::kernels::cpu::onednn

@@ -1,4 +1,4 @@
-// The oneDNN kernel set (impl "onednn", priority 10): Conv 2-D, MatMul, Gemm,
+// The oneDNN kernel set (impl "onednn", priority 10): Conv 2-D and FusedConv, MatMul, Gemm,
 // MaxPool/AveragePool 2-D in fp32 and bf16, BatchNormalization inference in
 // fp32. Configurations a kernel does not take fall back to the reference.
 #include "kernels/cpu/onednn_common.h"

@@ -145,7 +145,10 @@ TEST(AmpFailureModes, MinimalCastCount) {
 
 // (5) Softmax, LayerNormalization and ReduceSum stay fp32 at O1/O2, so
 // inputs beyond the fp16 range give finite results; at O3 (everything fp16)
-// the same graph overflows, which shows the test can fail.
+// the same graph overflows, which shows the test can fail. (At O2 and opset
+// >= 17 LayerNormalization runs low with fp32 statistics when a low node
+// feeds or reads it, tests/amp/o2_rules_test.cc; here it reads the fp32
+// graph input and feeds an output, so fp16 would only round: it stays fp32.)
 TEST(AmpFailureModes, NumericallySensitiveOpsStayFp32) {
   auto build = [] {
     auto g = std::make_unique<ir::Graph>();

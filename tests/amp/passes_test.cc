@@ -110,10 +110,16 @@ TEST(AmpPasses, Bf16UnsupportedOpsStayFp32AtOpset17) {
   ASSERT_TRUE(MakeAssignPass(Level(Level::kO2, BF16), &d)->Run(*g).ok());
   EXPECT_EQ(d[FindNode(*g, "conv")->id()].reason, Reason::kUnsupportedLow);
   EXPECT_EQ(d[FindNode(*g, "gap")->id()].reason, Reason::kUnsupportedLow);
-  EXPECT_EQ(d[FindNode(*g, "relu")->id()].dtype, BF16);
+  // bn and relu sit between fp32 conv and fp32 gap: bf16 would only round.
+  EXPECT_EQ(d[FindNode(*g, "bn")->id()].dtype, F32);
+  EXPECT_EQ(d[FindNode(*g, "bn")->id()].reason, Reason::kRoundingOnly);
+  EXPECT_EQ(d[FindNode(*g, "relu")->id()].dtype, F32);
+  EXPECT_EQ(d[FindNode(*g, "relu")->id()].reason, Reason::kRoundingOnly);
+  EXPECT_EQ(d[FindNode(*g, "flat")->id()].dtype, BF16) << "feeds the bf16 fc";
   EXPECT_EQ(d[FindNode(*g, "fc")->id()].dtype, BF16);
-  // casts: conv->bn, relu->gap, gap->flat, Wf, Bf, fc->sm
-  CheckPasses(Level(Level::kO2, BF16), {{{"conv", F32}, {"gap", F32}, {"relu", BF16}, {"fc", BF16}}, 6, 6});
+  // casts: gap->flat, Wf, Bf, fc->sm (before the rounding-only rule: 6)
+  CheckPasses(Level(Level::kO2, BF16),
+              {{{"conv", F32}, {"bn", F32}, {"relu", F32}, {"gap", F32}, {"flat", BF16}, {"fc", BF16}}, 4, 4});
   // Conv and the pools accept bfloat16 from opset 22 on.
   CheckPasses(Level(Level::kO2, BF16), {{{"conv", BF16}, {"gap", BF16}, {"relu", BF16}, {"fc", BF16}}, 6, 6}, 22);
 }

@@ -110,11 +110,23 @@ TEST_F(AmpCliTest, HelpListsFlags) {
   CliResult h = Cli("convert --help");
   ASSERT_EQ(h.code, 0);
   for (const char* flag : {"--amp", "--dtype", "--fp16-ops", "--fp32-ops", "--fp16-nodes", "--fp32-nodes",
-                           "--policy", "--keep-io-types", "--no-keep-io-types", "--report", "O2"})
+                           "--policy", "--keep-io-types", "--no-keep-io-types", "--report", "--timings", "O2"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << "convert --help lacks " << flag;
   CliResult i = Cli("inspect --help");
   for (const char* flag : {"--amp", "--policy", "--dtype"})
     EXPECT_NE(i.out.find(flag), std::string::npos) << "inspect --help lacks " << flag;
+}
+
+// --timings: one stderr line with the in-process milliseconds (the
+// comparison script reads "total"); no temporary file is left behind.
+TEST_F(AmpCliTest, TimingsLineAndNoTemporaryFiles) {
+  CliResult r = Cli("convert " + model_ + " -o " + out_ + " --timings");
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* want : {"timings: import ", " ms, amp ", " ms, export ", " ms, total "})
+    EXPECT_NE(r.err.find(want), std::string::npos) << "no '" << want << "' in:\n" << r.err;
+  EXPECT_TRUE(fs::exists(out_));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp-"), std::string::npos) << e.path();
 }
 
 TEST_F(AmpCliTest, ConvertWritesModelAndReport) {

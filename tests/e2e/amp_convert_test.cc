@@ -28,6 +28,7 @@
 
 #include "executor/npy.h"
 #include "importer/onnx_import.h"
+#include "tests/e2e/run_once.h"
 #include "ir/graph.h"
 
 namespace amptrain {
@@ -56,30 +57,22 @@ std::string ReadFile(const std::string& p) {
 bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
 bool HaveOrt() { return Sh("python3 -c 'import onnxruntime, onnx' >/dev/null 2>&1") == 0; }
 
-// Exports once per test binary run (the script overwrites deterministically).
+// Exports once for all test processes (ctest runs each case in its own).
 bool ExportOnce() {
-  static int rc = [] {
-    fs::create_directories(kModels);
-    std::string script = "/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
-                         " --opsets 17 --modes eval";
-    std::string log = " >> " + kModels + "/export.log 2>&1";
-    return Sh(script + " --models simplecnn,transformer" + log) |
-           Sh(script + " --models resnet50 --image-size 64" + log);
-  }();
-  return rc == 0;
+  std::string script = "/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
+                       " --opsets 17 --modes eval";
+  std::string log = " >> " + kModels + ".log 2>&1";
+  return testing::RunOnceLocked(kModels, script + " --models simplecnn,transformer" + log + " && " + script +
+                                             " --models resnet50 --image-size 64" + log);
 }
 
 // ONNX Runtime on the fp32 model with seeded random inputs, once per model:
 // inputs in <stem>.amp_inputs/, outputs in <stem>.amp_fp32/.
 bool ReferenceOnce(const std::string& model) {
-  static std::map<std::string, int> rc;
-  if (!rc.count(model)) {
-    const std::string stem = kModels + "/" + model + "_eval_op17";
-    fs::remove_all(stem + ".amp_inputs");
-    rc[model] = Sh(kOrt + stem + ".onnx --random-inputs " + stem + ".amp_inputs --seed 0 --batch 2 --output-dir " +
-                   stem + ".amp_fp32 > " + stem + ".amp_fp32.log 2>&1");
-  }
-  return rc[model] == 0;
+  const std::string stem = kModels + "/" + model + "_eval_op17";
+  return testing::RunOnceLocked(stem + ".amp_ref", kOrt + stem + ".onnx --random-inputs " + stem +
+                                                       ".amp_inputs --seed 0 --batch 2 --output-dir " + stem +
+                                                       ".amp_fp32 > " + stem + ".amp_fp32.log 2>&1");
 }
 
 double RelL2(const ir::Tensor& a, const ir::Tensor& b) {

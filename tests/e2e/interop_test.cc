@@ -14,6 +14,7 @@
 #include <string>
 
 #include "executor/npy.h"
+#include "tests/e2e/run_once.h"
 
 namespace amptrain {
 namespace {
@@ -29,18 +30,14 @@ int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
 bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
 bool HaveOrt() { return Sh("python3 -c 'import onnxruntime, onnx' >/dev/null 2>&1") == 0; }
 
-// Exports once per test binary run (the script overwrites deterministically).
+// Exports once for all test processes (ctest runs each case in its own).
 bool ExportOnce() {
-  static int rc = [] {
-    fs::create_directories(kModels);
-    std::string log = " >> " + kModels + "/export.log 2>&1";
-    int a = Sh("/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
-               " --models simplecnn,transformer --opsets 13,17 --modes train,eval" + log);
-    int b = Sh("/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
-               " --models resnet50 --opsets 13,17 --modes train,eval --batch 2" + log);
-    return a | b;
-  }();
-  return rc == 0;
+  const std::string log = " >> " + kModels + ".log 2>&1";
+  return testing::RunOnceLocked(
+      kModels, "/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
+                   " --models simplecnn,transformer --opsets 13,17 --modes train,eval" + log + " && /usr/bin/python3 " +
+                   kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
+                   " --models resnet50 --opsets 13,17 --modes train,eval --batch 2" + log);
 }
 
 double RelL2(const ir::Tensor& a, const ir::Tensor& b) {
@@ -57,7 +54,7 @@ class TorchExport : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TorchExport, RunMatchesPyTorch) {
   if (!HaveTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch/torchvision (apt install python3-torch python3-torchvision)";
-  ASSERT_TRUE(ExportOnce()) << "export failed, see " << kModels << "/export.log";
+  ASSERT_TRUE(ExportOnce()) << "export failed, see " << kModels << ".log";
   const std::string stem = kModels + "/" + GetParam();
   const std::string out = stem + ".amptrain_out";
   fs::remove_all(out);

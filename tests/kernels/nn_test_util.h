@@ -60,6 +60,8 @@ inline StatusOr<std::vector<ir::Tensor>> RunOp(OpKind op, const ir::Attributes& 
   }
   for (ir::Tensor& t : outputs) ctx.outputs.push_back(ir::TensorView::Of(t));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, Registry::Global().Create(init, opt.impl));
+  std::shared_ptr<std::byte> scratch = ir::AllocateAligned(kernel->scratch_bytes());
+  ctx.scratch = scratch.get();
   AMP_RETURN_IF_ERROR(kernel->Run(ctx));
   return outputs;
 }

@@ -17,17 +17,26 @@ relative L2 error of the outputs against the fp32 model in ONNX Runtime (CPU
 provider, the same seeded random inputs, batch 2) and in `amptrain run`
 (ONNX Runtime's CPU provider computes fp16 ops by casting to fp32 and drops
 cast pairs, so its error mostly measures weight rounding; amptrain's CPU
-kernels round every fp16 result, as a GPU does), conversion wall time
-(median of --repeat runs, file to file: onnxconverter's time includes
-onnx.load and onnx.save, amptrain's the whole process), initializer bytes,
-and whether onnx.checker.check_model(full_check=True) accepts the result.
-The table goes to --out (Markdown) with the date, machine and command; the
-median start-up time of the amptrain process (`amptrain --version`) is given
-too, since it is part of amptrain's time. Hand-written analysis below the line
+kernels round every fp16 result, as a GPU does), conversion time measured the same way for both (file in -> file out, load
+and save included; median of --repeat runs), twice:
+  in-process: onnxconverter-common: onnx.load + convert + onnx.save inside
+    this (warm) interpreter; amptrain: the `total` that `amptrain convert
+    --timings` prints (model file read to model file renamed into place,
+    inside the process). Neither includes process start-up.
+  process: a fresh process per conversion, start-up included: `python3 -c`
+    (interpreter start, `import onnx, onnxconverter_common`, load, convert,
+    save) against the whole `amptrain convert` process.
+with wall and CPU (user+sys) seconds for each (CPU time is less disturbed by
+other load on a small machine), plus initializer bytes and whether
+onnx.checker.check_model(full_check=True) accepts the result.
+The table goes to --out (Markdown) with the date, machine and command.
+Hand-written analysis below the line
 `<!-- notes -->` of an existing --out file is kept.
 """
 import argparse
 import datetime
+import re
+import resource
 import os
 import platform
 import statistics
@@ -115,30 +124,62 @@ def checker_ok(path):
         return "NO: " + str(e).splitlines()[0][:80]
 
 
-def occ_convert(src, dst):
-    model = onnx.load(src)
-    onnx.save(float16.convert_float_to_float16(model, keep_io_types=True), dst)
+OCC_SCRIPT = ("import sys, onnx; from onnxconverter_common import float16; "
+              "onnx.save(float16.convert_float_to_float16(onnx.load(sys.argv[1]), keep_io_types=True), sys.argv[2])")
 
 
-def amptrain_convert(binary, src, dst):
-    subprocess.run([binary, "convert", src, "-o", dst, "--amp", "O2", "--dtype", "fp16"], check=True,
-                   stdout=subprocess.DEVNULL)
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
-def median_time(fn, repeat):
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+def occ_in_process(src, dst):
+    """(wall, cpu) seconds of load + convert + save in this interpreter."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    onnx.save(float16.convert_float_to_float16(onnx.load(src), keep_io_types=True), dst)
+    return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def measure(name, path, convert, feeds, want, repeat, binary):
-    seconds = median_time(convert, repeat)
+def occ_process(src, dst):
+    """(wall, cpu) seconds of a fresh python3 process doing the same."""
+    wall, cpu = time.perf_counter(), children_cpu()
+    subprocess.run([sys.executable, "-c", OCC_SCRIPT, src, dst], check=True)
+    return time.perf_counter() - wall, children_cpu() - cpu
+
+
+def amptrain_run_convert(binary, src, dst):
+    """(process wall, process cpu, in-process total) seconds of one amptrain convert."""
+    wall, cpu = time.perf_counter(), children_cpu()
+    done = subprocess.run([binary, "convert", src, "-o", dst, "--amp", "O2", "--dtype", "fp16", "--timings"],
+                          check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    wall, cpu = time.perf_counter() - wall, children_cpu() - cpu
+    total = re.search(r"total ([0-9.]+) ms", done.stderr)
+    if not total:
+        raise RuntimeError("amptrain convert --timings printed no total: " + done.stderr)
+    return wall, cpu, float(total.group(1)) / 1000
+
+
+def median_times(fn, repeat):
+    """Per-position medians of the tuples `fn` returns over `repeat` calls."""
+    runs = [fn() for _ in range(repeat)]
+    return [statistics.median(r[i] for r in runs) for i in range(len(runs[0]))]
+
+
+def occ_times(src, dst, repeat):
+    in_wall, _ = median_times(lambda: occ_in_process(src, dst), repeat)
+    proc_wall, proc_cpu = median_times(lambda: occ_process(src, dst), repeat)
+    return {"in_process": in_wall, "process": proc_wall, "process_cpu": proc_cpu}
+
+
+def amptrain_times(binary, src, dst, repeat):
+    proc_wall, proc_cpu, in_process = median_times(lambda: amptrain_run_convert(binary, src, dst), repeat)
+    return {"in_process": in_process, "process": proc_wall, "process_cpu": proc_cpu}
+
+
+def measure(name, path, times, feeds, want, binary):
     model = onnx.load(path)
-    row = {"converter": name, "casts": count_casts(model.graph), "seconds": seconds,
-           "bytes": initializer_bytes(model), "checker": checker_ok(path)}
+    row = {"converter": name, "casts": count_casts(model.graph), "bytes": initializer_bytes(model),
+           "checker": checker_ok(path), **times}
     try:
         row["err"] = rel_l2(run_ort(path, feeds)[0], want)
     except Exception as e:  # ORT load/run failure is a result, not a crash
@@ -149,6 +190,17 @@ def measure(name, path, convert, feeds, want, repeat, binary):
     except subprocess.CalledProcessError:
         row["run_err"] = None
     return row
+
+
+def process_startup(binary):
+    """Wall seconds of process start-up alone: `amptrain --version`, and python3 importing onnx and
+    onnxconverter_common."""
+    t = time.perf_counter()
+    subprocess.run([binary, "--version"], check=True, stdout=subprocess.DEVNULL)
+    amp = time.perf_counter() - t
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import onnx; from onnxconverter_common import float16"], check=True)
+    return amp, time.perf_counter() - t
 
 
 def machine():
@@ -180,8 +232,10 @@ def verdicts(occ, amp):
     for key, where in (("err", "ORT"), ("run_err", "amptrain run")):
         if amp[key] is None or (occ[key] is not None and amp[key] > occ[key]):
             missed.append(f"less accurate ({where})")
-    if amp["seconds"] > occ["seconds"]:
-        missed.append("slower")
+    if amp["in_process"] > occ["in_process"]:
+        missed.append("slower in-process")
+    if amp["process"] > occ["process"]:
+        missed.append("slower as a process")
     if amp["checker"] != "yes":
         missed.append("checker")
     return "all met" if not missed else "MISSED: " + ", ".join(missed)
@@ -192,7 +246,7 @@ def main():
     p.add_argument("--amptrain", required=True, help="the amptrain binary")
     p.add_argument("--work", default="/tmp/amp_vs_onnxconverter", help="folder for models and outputs")
     p.add_argument("--out", help="Markdown file to write (default: print only)")
-    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--repeat", type=int, default=7)
     p.add_argument("--skip-export", action="store_true", help="reuse the models in --work")
     args = p.parse_args()
     os.makedirs(args.work, exist_ok=True)
@@ -206,18 +260,17 @@ def main():
         want = run_ort(src, feeds)[0]
         fp32_bytes = initializer_bytes(onnx.load(src))
         occ_path, amp_path = src.replace(".onnx", ".occ_fp16.onnx"), src.replace(".onnx", ".amptrain_O2_fp16.onnx")
-        occ = measure("onnxconverter-common", occ_path, lambda: occ_convert(src, occ_path), feeds, want, args.repeat,
+        occ = measure("onnxconverter-common", occ_path, occ_times(src, occ_path, args.repeat), feeds, want,
                       args.amptrain)
-        amp = measure("amptrain O2", amp_path, lambda: amptrain_convert(args.amptrain, src, amp_path), feeds, want,
-                      args.repeat, args.amptrain)
+        amp = measure("amptrain O2", amp_path, amptrain_times(args.amptrain, src, amp_path, args.repeat), feeds,
+                      want, args.amptrain)
         for r in (occ, amp):
             r["model"], r["weights"] = m, r["bytes"] / fp32_bytes
         amp["verdict"] = verdicts(occ, amp)
         rows += [occ, amp]
 
     import onnxconverter_common
-    startup = median_time(lambda: subprocess.run([args.amptrain, "--version"], check=True,
-                                                  stdout=subprocess.DEVNULL), 5)
+    startup = median_times(lambda: process_startup(args.amptrain), 7)
     cmd = "python3 " + " ".join([os.path.relpath(__file__, REPO)] + sys.argv[1:])
     lines = [
         "# amptrain O2 fp16 vs onnxconverter-common",
@@ -231,20 +284,29 @@ def main():
         "Models: PyTorch 1.13 exports (opset 17, eval mode) of SimpleCNN (1x28x28), ResNet-50 (3x64x64) and the",
         "small transformer encoder (16 tokens), from models/torch/export_models.py. Error: relative L2 of",
         "output_0 against the fp32 model, all run in ONNX Runtime's CPU provider on the same seeded random",
-        "inputs (batch 2). Time: median of 3 file-to-file conversions (onnxconverter-common: onnx.load +",
-        "convert_float_to_float16(keep_io_types=True) + onnx.save in-process; amptrain: the whole",
-        "`amptrain convert --amp O2 --dtype fp16` process). Weights: initializer bytes / fp32 initializer bytes.",
-        f"amptrain process start-up (median of 5 `amptrain --version`): {startup:.3f} s.",
-        "Targets for amptrain: no more Casts, error no larger, faster.",
+        "inputs (batch 2); the amptrain run column runs the converted model with amptrain's CPU kernels.",
         "",
-        "| model | converter | Casts | rel. L2 vs fp32 (ORT) | rel. L2 vs fp32 (amptrain run) | time (s) | weights "
-        "| checker | targets |",
-        "|---|---|---|---|---|---|---|---|---|",
+        f"Time: median of {args.repeat} conversions, file in -> file out (load and save included), measured the",
+        "same way for both converters, twice. **In-process** (no process start-up): onnxconverter-common =",
+        "onnx.load + convert_float_to_float16(keep_io_types=True) + onnx.save in a warm interpreter; amptrain =",
+        "the `total` printed by `amptrain convert --timings` (model read to output renamed into place).",
+        "**Process** (start-up included): a fresh `python3 -c` doing the same (interpreter start and",
+        "`import onnx, onnxconverter_common` included) against the whole `amptrain convert --amp O2 --dtype fp16`",
+        "process; wall and CPU (user+sys) seconds. Neither side fsyncs its output (onnx.save writes in place;",
+        "amptrain writes a temporary file and renames it). Start-up alone (median of 7): "
+        f"`amptrain --version` {startup[0]:.3f} s, python3 + imports {startup[1]:.3f} s.",
+        "Weights: initializer bytes / fp32 initializer bytes. Targets for amptrain: no more Casts, error no larger,",
+        "faster (both ways).",
+        "",
+        "| model | converter | Casts | rel. L2 vs fp32 (ORT) | rel. L2 vs fp32 (amptrain run) | in-process (s) "
+        "| process wall (s) | process CPU (s) | weights | checker | targets |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         err = f"{r['err']:.2e}" if r["err"] is not None else "ORT failed: " + r["ort_error"]
         run_err = f"{r['run_err']:.2e}" if r["run_err"] is not None else "amptrain run failed"
-        lines.append(f"| {r['model']} | {r['converter']} | {r['casts']} | {err} | {run_err} | {r['seconds']:.3f} | "
+        lines.append(f"| {r['model']} | {r['converter']} | {r['casts']} | {err} | {run_err} | {r['in_process']:.3f} | "
+                     f"{r['process']:.3f} | {r['process_cpu']:.3f} | "
                      f"{100 * r['weights']:.1f}% | {r['checker']} | {r.get('verdict', '')} |")
     text = "\n".join(lines) + "\n" + kept_notes(args.out)
     print(text)

@@ -1,35 +1,59 @@
 #!/usr/bin/env bash
 # ResNet-50 inference on the CPU, amptrain against ONNX Runtime in the same run.
 #   bash tools/bench/resnet50_inference.sh [THREADS]   (default 2)
-# Writes a markdown table to docs/benchmarks/resnet50_inference.md.
+#   AMP=build-perf/tools/amptrain bash tools/bench/resnet50_inference.sh 2   (another build)
+# Writes a markdown table to docs/benchmarks/resnet50_inference.md: fp32 at
+# batch 1 and 32 for amptrain (OpenMP default and OMP_WAIT_POLICY=passive)
+# and ONNX Runtime, plus amptrain bf16 (`amptrain convert --amp O2 --dtype bf16`)
+# when the conversion succeeds. GFLOP/s counts 8.2 GFLOP (4.1 GMACs) per image.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 THREADS=${1:-2}
-AMP=./build/tools/amptrain
+AMP=${AMP:-./build/tools/amptrain}
 WORK=${WORK:-build/bench}
 mkdir -p "$WORK" docs/benchmarks
 $AMP models write resnet --depth 50 --eval -o "$WORK/resnet50.onnx" >/dev/null
+BF16=""
+if $AMP convert --amp O2 --dtype bf16 "$WORK/resnet50.onnx" -o "$WORK/resnet50.bf16.onnx" >/dev/null 2>&1; then
+  BF16="$WORK/resnet50.bf16.onnx"
+fi
 OUTMD=docs/benchmarks/resnet50_inference.md
 {
   echo "# ResNet-50 inference, CPU"
   echo
   echo "Date: $(date -u +%Y-%m-%d). Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $THREADS threads."
-  echo "Command: \`bash tools/bench/resnet50_inference.sh $THREADS\` (fp32, 224x224, torchvision layout, random weights and inputs)."
-  echo "Each figure is the median of the timed runs after warm-up; min/max give the spread."
+  echo "Command: \`bash tools/bench/resnet50_inference.sh $THREADS\` (224x224, torchvision layout, random weights and inputs)."
+  echo "Each figure is the median of the timed runs after warm-up; min/max give the spread. Runs of one batch size"
+  echo "follow each other within a minute. \"passive\" runs amptrain with OMP_WAIT_POLICY=passive (OpenMP threads"
+  echo "sleep instead of spinning at barriers), which matters when other processes share the cores."
+  GHZ=$(lscpu | sed -n 's/^BogoMIPS: *//p' | awk '{printf "%.2f", $1 / 2000}')
+  echo "Peak estimate: $(nproc) cores x 2 FMA units x 16 fp32 lanes x 2 flops x ${GHZ} GHz (BogoMIPS/2, the TSC clock;"
+  echo "turbo not reported under KVM) = $(awk -v g="$GHZ" -v c="$(nproc)" 'BEGIN {printf "%.0f", c * 2 * 16 * 2 * g}') GFLOP/s fp32."
   echo
-  echo "| batch | runtime | median ms | min ms | max ms | images/s | amptrain / ORT time |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| batch | runtime | dtype | median ms | min ms | max ms | images/s | GFLOP/s | / ORT time |"
+  echo "|---|---|---|---|---|---|---|---|---|"
 } > "$OUTMD"
+row() {  # BATCH LABEL DTYPE JSON [ORT_JSON]
+  python3 - "$@" >> "$OUTMD" <<'PY'
+import json, sys
+b, label, dtype, r = int(sys.argv[1]), sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+o = json.loads(sys.argv[5]) if len(sys.argv) > 5 else None
+m = r["median_ms"]
+print(f"| {b} | {label} | {dtype} | {m:.1f} | {r['min_ms']:.1f} | {r['max_ms']:.1f} | {1000*b/m:.1f} | "
+      f"{8.2*b/(m/1000):.0f} | " + (f"{m/o['median_ms']:.2f}" if o else "1.00") + " |")
+PY
+}
 for B in 1 32; do
   R=$([ "$B" = 1 ] && echo 20 || echo 5)
-  A=$($AMP bench "$WORK/resnet50.onnx" --batch "$B" --threads "$THREADS" --warmup 2 --repeat "$R" --json)
+  ARGS=(--batch "$B" --threads "$THREADS" --warmup 2 --repeat "$R" --json)
   O=$(python3 tools/bench/ort_bench.py "$WORK/resnet50.onnx" --batch "$B" --threads "$THREADS" --warmup 2 --repeat "$R")
-  python3 - "$B" "$A" "$O" >> "$OUTMD" <<'PY'
-import json, sys
-b = int(sys.argv[1]); a = json.loads(sys.argv[2]); o = json.loads(sys.argv[3])
-for r in (a, o):
-    print(f"| {b} | {r['runtime']} | {r['median_ms']:.1f} | {r['min_ms']:.1f} | {r['max_ms']:.1f} | {1000*b/r['median_ms']:.1f} | "
-          + (f"{a['median_ms']/o['median_ms']:.2f}" if r is a else "") + " |")
-PY
+  A=$($AMP bench "$WORK/resnet50.onnx" "${ARGS[@]}")
+  P=$(OMP_WAIT_POLICY=passive $AMP bench "$WORK/resnet50.onnx" "${ARGS[@]}")
+  row "$B" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["runtime"])' "$O")" fp32 "$O"
+  row "$B" "amptrain" fp32 "$A" "$O"
+  row "$B" "amptrain, passive" fp32 "$P" "$O"
+  if [ -n "$BF16" ]; then
+    row "$B" "amptrain, passive" bf16 "$(OMP_WAIT_POLICY=passive $AMP bench "$BF16" "${ARGS[@]}")" "$O"
+  fi
 done
 cat "$OUTMD"

@@ -1,0 +1,168 @@
+#include "executor/train/train_graph.h"
+
+#include <set>
+
+#include "autodiff/autodiff.h"
+#include "autodiff/loss.h"
+#include "autodiff/training_graph.h"
+#include "ir/infer/infer_util.h"
+
+namespace amptrain::executor::train {
+
+using ir::Graph;
+using ir::Node;
+using ir::OpKind;
+using ir::Value;
+
+namespace {
+
+// The model's data input and its (logits) output, checked against the loss.
+Status CheckModel(const Graph& g, const TrainGraphOptions& opts) {
+  if (g.inputs().size() != 1)
+    return InvalidArgument("the model has ", g.inputs().size(), " data inputs; training needs exactly one (the images)");
+  if (g.outputs().empty()) return InvalidArgument("the model has no output");
+  const ir::TensorType& out = g.type(g.outputs()[0]);
+  const std::string& name = g.name(g.outputs()[0]);
+  if (!ir::IsFloat(out.dtype))
+    return InvalidArgument("the model's output '", name, "' is ", ir::DTypeName(out.dtype), ", not a float tensor");
+  if (opts.loss == "cross_entropy") {
+    if (!out.has_shape || out.shape.rank() != 2)
+      return InvalidArgument("the model's output '", name, "' has shape ", out.ToString(),
+                             "; cross-entropy training needs logits [batch, classes]");
+    const ir::Dim& k = out.shape.dims()[1];
+    if (opts.num_classes > 0 && k.is_static() && k.value != opts.num_classes)
+      return InvalidArgument("the model's output '", name, "' has ", k.value, " classes ", out.ToString(),
+                             " but the dataset has ", opts.num_classes, " classes");
+    if (!k.is_static()) return InvalidArgument("the model's output '", name, "' has no static class dimension");
+  } else if (opts.loss != "mse") {
+    return InvalidArgument("unknown loss '", opts.loss, "' (cross_entropy or mse)");
+  }
+  if (!(opts.label_smoothing >= 0.0f && opts.label_smoothing < 1.0f))
+    return InvalidArgument("label smoothing must be in [0, 1), got ", opts.label_smoothing);
+  return Status::Ok();
+}
+
+StatusOr<autodiff::LossHead> AttachLoss(Graph& g, Value logits, const TrainGraphOptions& opts) {
+  if (opts.loss == "mse") return autodiff::AttachMeanSquaredError(g, logits);
+  return autodiff::AttachCrossEntropy(g, logits, opts.label_smoothing);
+}
+
+// Inference mode: BatchNormalization with training_mode 0 and a single output.
+Status ToEvalMode(Graph& g) {
+  for (Node* n : g.nodes()) {
+    if (n->op() != OpKind::kBatchNormalization) continue;
+    for (size_t k = 1; k < n->num_outputs(); ++k)
+      if (!n->uses(k).empty() || g.is_graph_output(n->output(k)))
+        return FailedPrecondition(n->Describe(), ": its running-statistics output '", g.name(n->output(k)),
+                                  "' is used, so it cannot run in inference mode for evaluation");
+    Node* bn = n;
+    if (n->num_outputs() > 1) {
+      bn = g.AddNode(n->op(), n->inputs(), 1, n->name());
+      bn->attrs() = n->attrs();
+      std::string name = g.name(n->output(0));
+      g.ReplaceAllUsesWith(n->output(0), bn->output(0));
+      AMP_RETURN_IF_ERROR(g.RemoveNode(n));
+      AMP_RETURN_IF_ERROR(g.RenameValue(bn->output(0), name));
+    }
+    bn->attrs().Set("training_mode", int64_t{0});
+    AMP_RETURN_IF_ERROR(g.InferNode(bn));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ToInferenceMode(Graph& g) {
+  AMP_RETURN_IF_ERROR(ToEvalMode(g));
+  for (Node* n : g.nodes()) {
+    if (n->op() != OpKind::kDropout) continue;
+    if (n->num_outputs() > 1 && (!n->uses(1).empty() || g.is_graph_output(n->output(1))))
+      return FailedPrecondition(n->Describe(), ": its mask output is used, so it cannot be removed for inference");
+    Value y = n->output(0), x = n->input(0);
+    if (g.is_graph_output(y)) continue;  // keeps the output's name; an inference session makes it the identity
+    g.ReplaceAllUsesWith(y, x);
+    AMP_RETURN_IF_ERROR(g.RemoveNode(n));
+  }
+  g.RemoveDeadNodes();
+  return Status::Ok();
+}
+
+Status InitializerToInput(Graph& g, const std::string& name) {
+  Value init = g.FindValue(name);
+  if (!init.valid() || g.producer(init)->op() != OpKind::kInitializer)
+    return InvalidArgument("'", name, "' is not an initializer of the model");
+  ir::TensorType type = g.type(init);
+  AMP_RETURN_IF_ERROR(g.RenameValue(init, g.UniqueName(name + ".initializer")));
+  Value input = g.AddInput(name, type);
+  g.ReplaceAllUsesWith(init, input);
+  return g.RemoveNode(g.producer(init));
+}
+
+StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions& opts) {
+  AMP_RETURN_IF_ERROR(CheckModel(model, opts));
+  TrainGraph t;
+  t.graph = model.Clone();
+  Graph& g = *t.graph;
+  t.image_input = g.name(g.inputs()[0]);
+  t.logits = g.name(g.outputs()[0]);
+  AMP_ASSIGN_OR_RETURN(autodiff::TrainingGraphInfo mode, autodiff::ToTrainingMode(g));
+  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, g.FindValue(t.logits), opts));
+  t.target_input = head.target_input;
+  t.loss = g.name(head.loss);
+
+  autodiff::BackwardOptions backward;
+  for (const auto& [stat, update] : mode.bn_updates) {
+    backward.frozen.insert(stat);
+    t.running_stats.push_back(stat);
+    t.stat_updates[stat] = update;
+  }
+  AMP_ASSIGN_OR_RETURN(ir::Tensor one, ir::Tensor::Zeros(g.type(head.loss).dtype, {}));
+  ir::SetElementFromDouble(one, 0, 1.0);
+  Node* seed = g.AddNode(OpKind::kConstant, {}, 1, "loss/seed");
+  seed->attrs().Set("value", std::move(one));
+  AMP_RETURN_IF_ERROR(g.InferNode(seed));
+  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult r, autodiff::BuildBackward(g, head.loss, seed->output(0), backward));
+  if (r.names.empty()) return InvalidArgument("the model has no trainable (float) initializer that reaches the loss");
+  for (const std::string& name : r.names) {
+    if (g.producer(g.FindValue(name))->op() != OpKind::kInitializer) continue;  // only initializers are state
+    t.params.push_back(name);
+    t.grads[name] = g.name(r.grads.at(name));
+  }
+  for (const std::string& name : t.params) AMP_RETURN_IF_ERROR(InitializerToInput(g, name));
+  for (const std::string& name : t.running_stats) AMP_RETURN_IF_ERROR(InitializerToInput(g, name));
+  return t;
+}
+
+StatusOr<TrainGraph> BuildEvalGraph(const Graph& model, const TrainGraphOptions& opts,
+                                    const std::vector<std::string>& state_names) {
+  AMP_RETURN_IF_ERROR(CheckModel(model, opts));
+  TrainGraph t;
+  t.graph = model.Clone();
+  Graph& g = *t.graph;
+  t.image_input = g.name(g.inputs()[0]);
+  t.logits = g.name(g.outputs()[0]);
+  AMP_RETURN_IF_ERROR(ToEvalMode(g));
+  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, g.FindValue(t.logits), opts));
+  t.target_input = head.target_input;
+  t.loss = g.name(head.loss);
+  for (const std::string& name : state_names) AMP_RETURN_IF_ERROR(InitializerToInput(g, name));
+  return t;
+}
+
+StatusOr<std::unique_ptr<Graph>> WithInitializers(const Graph& model, const std::map<std::string, ir::Tensor>& values) {
+  std::unique_ptr<Graph> g = model.Clone();
+  for (const auto& [name, value] : values) {
+    Value v = g->FindValue(name);
+    Node* n = v.valid() ? g->producer(v) : nullptr;
+    if (!n || n->op() != OpKind::kInitializer)
+      return InvalidArgument("'", name, "' is not an initializer of the model");
+    const ir::TensorType& type = g->type(v);
+    if (type.dtype != value.dtype() || !type.has_shape || !(type.shape == ir::Shape::FromStatic(value.dims())))
+      return InvalidArgument("initializer '", name, "' is ", type.ToString(), " in the model but ",
+                             ir::TensorType::Of(value.dtype(), value.dims()).ToString(), " in the trained state");
+    n->attrs().Set("value", value);
+  }
+  return g;
+}
+
+}  // namespace amptrain::executor::train

@@ -1,0 +1,77 @@
+// The graphs a Trainer runs, built once from an imported classifier.
+//
+// BuildTrainGraph (training step, planned once per batch shape):
+//   ToTrainingMode (BN uses batch statistics, "<stat>.update" outputs;
+//   Dropout draws a mask) -> loss head on the model's first output
+//   (cross-entropy with labels int64 [N], or MSE with float targets)
+//   -> BuildBackward over the trainable initializers (float initializers that
+//   reach the loss through differentiable slots; BN running statistics are
+//   frozen) -> every trainable initializer and every BN running statistic
+//   becomes a graph input of the same name, since they change every step and
+//   must not be baked into a plan as constants.
+//
+//   inputs:  <image input>, labels|targets, <params...>, <running stats...>
+//   outputs: <model outputs...>, <stat>.update..., loss, <param>_grad...
+//
+// BuildEvalGraph (evaluation): the model in inference mode (BN with running
+// statistics and one output, training_mode 0; Dropout is the identity in an
+// inference session) with the same loss head and the same initializers
+// turned into inputs, so it is planned once and fed the current parameters.
+//   outputs: <model outputs...>, loss
+//
+// Checks before anything is built: one image input (besides initializers),
+// a float first output of rank 2 [N, K] for cross-entropy with K ==
+// num_classes when the class count is known.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace amptrain::executor::train {
+
+struct TrainGraphOptions {
+  std::string loss = "cross_entropy";  // cross_entropy | mse
+  float label_smoothing = 0.0f;        // cross_entropy only, in [0, 1)
+  int64_t num_classes = 0;             // > 0: the model's output must be [N, num_classes]
+};
+
+struct TrainGraph {
+  std::unique_ptr<ir::Graph> graph;
+  std::string image_input;   // the model's data input
+  std::string target_input;  // "labels" (int64 [N]) or "targets"
+  std::string logits;        // the model's first output
+  std::string loss;          // scalar loss output
+  std::vector<std::string> params;                  // trainable initializers, graph order
+  std::map<std::string, std::string> grads;         // param -> gradient output name
+  std::vector<std::string> running_stats;           // BN running mean/var initializers
+  std::map<std::string, std::string> stat_updates;  // running stat -> "<stat>.update" output
+                                                    // (empty in the eval graph)
+};
+
+StatusOr<TrainGraph> BuildTrainGraph(const ir::Graph& model, const TrainGraphOptions& opts);
+
+// `state_names`: the initializers to turn into inputs (TrainGraph::params and
+// running_stats of the training graph).
+StatusOr<TrainGraph> BuildEvalGraph(const ir::Graph& model, const TrainGraphOptions& opts,
+                                    const std::vector<std::string>& state_names);
+
+// Replaces the Initializer `name` by a graph input of the same name and type
+// (every use, graph outputs included, now reads the input).
+Status InitializerToInput(ir::Graph& g, const std::string& name);
+
+// Inference mode for export: BatchNormalization with training_mode 0 and one
+// output, Dropout nodes removed (their users read the input). Fails naming the
+// node when a BN running-stat or Dropout mask output is used.
+Status ToInferenceMode(ir::Graph& g);
+
+// `model` with initializer values replaced by `values` (by name; every name
+// must be an initializer of the same dtype and dims): the exported trained model.
+StatusOr<std::unique_ptr<ir::Graph>> WithInitializers(const ir::Graph& model,
+                                                      const std::map<std::string, ir::Tensor>& values);
+
+}  // namespace amptrain::executor::train

@@ -1,0 +1,198 @@
+#include "executor/train/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+
+#include "executor/train/clip.h"
+
+namespace amptrain::executor::train {
+
+using ir::Tensor;
+
+uint64_t StepSeed(uint64_t seed, int64_t step) {
+  uint64_t z = seed + (static_cast<uint64_t>(step) + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return z == 0 ? 1 : z;  // 0 would mean "no run seed"
+}
+
+int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
+  if (logits.rank() != 2 || logits.dtype() != ir::DType::kFloat32 || labels.dtype() != ir::DType::kInt64) return 0;
+  const int64_t n = logits.dims()[0], k = logits.dims()[1];
+  const float* x = logits.data<float>();
+  const int64_t* y = labels.data<int64_t>();
+  int64_t correct = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t best = 0;
+    for (int64_t j = 1; j < k; ++j)
+      if (x[i * k + j] > x[i * k + best]) best = j;
+    correct += best == y[i];
+  }
+  return correct;
+}
+
+namespace {
+
+std::map<std::string, int> OutputIndex(const ir::Graph& g) {
+  std::map<std::string, int> index;
+  for (size_t i = 0; i < g.outputs().size(); ++i) index.emplace(g.name(g.outputs()[i]), static_cast<int>(i));
+  return index;
+}
+
+StatusOr<Tensor> InitializerValue(const ir::Graph& model, const std::string& name) {
+  const Tensor* t = model.ConstantValue(model.FindValue(name));
+  if (!t) return Internal("'", name, "' is not an initializer of the model");
+  return t->Clone();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const TrainConfig& config) {
+  std::unique_ptr<Trainer> t(new Trainer());
+  t->config_ = config;
+  t->model_ = model.Clone();
+  AMP_ASSIGN_OR_RETURN(t->train_, BuildTrainGraph(model, config.graph));
+  for (const std::string& name : t->train_.params) {
+    AMP_ASSIGN_OR_RETURN(t->params_[name], InitializerValue(model, name));
+    if (t->params_[name].dtype() != ir::DType::kFloat32)
+      return Unimplemented("parameter '", name, "' is ", ir::DTypeName(t->params_[name].dtype()),
+                           "; fp32 training needs float32 parameters");
+  }
+  for (const std::string& name : t->train_.running_stats) {
+    AMP_ASSIGN_OR_RETURN(t->stats_[name], InitializerValue(model, name));
+  }
+  AMP_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::Create(config.optimizer));
+  AMP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(config.schedule));
+  t->schedule_ = std::make_unique<LrSchedule>(schedule);
+  if (!(config.clip_grad_norm >= 0.0 && std::isfinite(config.clip_grad_norm)))
+    return InvalidArgument("the gradient-norm clip must be finite and >= 0, got ", config.clip_grad_norm);
+
+  SessionOptions options;
+  options.threads = config.threads;
+  options.training = true;
+  options.kernel_impl = config.kernel_impl;
+  AMP_ASSIGN_OR_RETURN(t->session_, InferenceSession::Create(std::move(t->train_.graph), options));
+  t->out_index_ = OutputIndex(t->session_->graph());
+  spdlog::debug("training graph: {} nodes, {} parameters, {} running statistics", t->session_->graph().num_nodes(),
+                t->train_.params.size(), t->train_.running_stats.size());
+  return t;
+}
+
+std::map<std::string, Tensor> Trainer::Feeds(const TrainGraph& g, const Tensor& images, const Tensor& labels) const {
+  std::map<std::string, Tensor> feeds = {{g.image_input, images}, {g.target_input, labels}};
+  for (const auto& [name, t] : params_) feeds.emplace(name, t);
+  for (const auto& [name, t] : stats_) feeds.emplace(name, t);
+  return feeds;
+}
+
+StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
+  RunOptions run;
+  run.seed = StepSeed(config_.seed, step_);
+  AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session_->Run(Feeds(train_, images, labels), run));
+  StepResult r;
+  r.loss = outs[out_index_.at(train_.loss)].GetAsDouble(0);
+  r.count = images.dims().empty() ? 0 : images.dims()[0];
+  if (!std::isfinite(r.loss))
+    return Status(StatusCode::kOutOfRange, StrCat("the loss is ", r.loss, " at step ", step_,
+                                                  "; the step was not applied (try a lower learning rate)"));
+  if (config_.graph.loss == "cross_entropy") r.correct = CountCorrect(outs[out_index_.at(train_.logits)], labels);
+
+  std::map<std::string, Tensor> grads;
+  for (const auto& [param, grad] : train_.grads) grads.emplace(param, outs[out_index_.at(grad)]);
+  if (config_.clip_grad_norm > 0.0) {
+    AMP_ASSIGN_OR_RETURN(ClipResult clip, ClipGradNorm(grads, config_.clip_grad_norm));
+    if (!clip.finite)
+      return Status(StatusCode::kOutOfRange, StrCat("the gradient of '", clip.first_nonfinite, "' is not finite at step ",
+                                                    step_, "; the step was not applied"));
+    r.grad_norm = clip.norm;
+  }
+  r.lr = schedule_->At(lr_step_);
+  AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr));
+  for (const auto& [stat, update] : train_.stat_updates) stats_[stat] = outs[out_index_.at(update)];
+  ++step_;
+  ++lr_step_;
+  return r;
+}
+
+Status Trainer::CreateEvalSession() {
+  TrainGraphOptions opts = config_.graph;
+  opts.label_smoothing = 0.0f;  // evaluation reports the plain loss
+  std::vector<std::string> state = train_.params;
+  state.insert(state.end(), train_.running_stats.begin(), train_.running_stats.end());
+  AMP_ASSIGN_OR_RETURN(eval_, BuildEvalGraph(*model_, opts, state));
+  SessionOptions options;
+  options.threads = config_.threads;
+  options.kernel_impl = config_.kernel_impl;
+  AMP_ASSIGN_OR_RETURN(eval_session_, InferenceSession::Create(std::move(eval_.graph), options));
+  eval_out_index_ = OutputIndex(eval_session_->graph());
+  return Status::Ok();
+}
+
+StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
+  if (!eval_session_) AMP_RETURN_IF_ERROR(CreateEvalSession());
+  EvalResult r;
+  double loss_sum = 0.0;
+  int64_t correct = 0;
+  Tensor images, labels;
+  while (true) {
+    AMP_ASSIGN_OR_RETURN(bool more, batches.Next(&images, &labels));
+    if (!more) break;
+    AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, eval_session_->Run(Feeds(eval_, images, labels)));
+    const int64_t n = images.dims()[0];
+    loss_sum += outs[eval_out_index_.at(eval_.loss)].GetAsDouble(0) * static_cast<double>(n);
+    correct += CountCorrect(outs[eval_out_index_.at(eval_.logits)], labels);
+    r.count += n;
+  }
+  if (r.count == 0) return InvalidArgument("evaluation: the data set has no samples left in this epoch");
+  r.loss = loss_sum / static_cast<double>(r.count);
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(r.count);
+  return r;
+}
+
+std::map<std::string, Tensor> Trainer::ModelState() const {
+  std::map<std::string, Tensor> state = params_;
+  state.insert(stats_.begin(), stats_.end());
+  return state;
+}
+
+TrainerState Trainer::State() const {
+  TrainerState s;
+  s.step = step_;
+  s.lr_step = lr_step_;
+  s.optimizer_step = optimizer_->step_count();
+  s.rng_state = config_.seed;
+  return s;
+}
+
+Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
+  AMP_RETURN_IF_ERROR(CheckCompatible(ckpt.model, ModelState())
+                          .WithContext(StrCat("checkpoint '", ckpt.path, "' does not fit the model")));
+  if (ckpt.state.step < 0 || ckpt.state.lr_step < 0 || ckpt.state.optimizer_step < 0)
+    return InvalidArgument("checkpoint '", ckpt.path, "' has a negative step count");
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::Create(config_.optimizer));
+  AMP_RETURN_IF_ERROR(optimizer->LoadState(ckpt.optimizer, ckpt.state.optimizer_step)
+                          .WithContext(StrCat("checkpoint '", ckpt.path, "' (optimizer state)")));
+  for (const auto& [name, slot] : optimizer->StateTensors()) {
+    std::string param = name.substr(0, name.rfind('.'));
+    auto it = params_.find(param);
+    if (it == params_.end() || it->second.dims() != slot.dims())
+      return InvalidArgument("checkpoint '", ckpt.path, "': optimizer slot '", name,
+                             "' does not match a parameter of the model");
+  }
+  optimizer_ = std::move(optimizer);
+  for (auto& [name, t] : params_) t = ckpt.model.at(name).Clone();
+  for (auto& [name, t] : stats_) t = ckpt.model.at(name).Clone();
+  step_ = ckpt.state.step;
+  lr_step_ = ckpt.state.lr_step;
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<ir::Graph>> Trainer::TrainedModel(bool inference) const {
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, WithInitializers(*model_, ModelState()));
+  if (inference) AMP_RETURN_IF_ERROR(ToInferenceMode(*g));
+  return g;
+}
+
+}  // namespace amptrain::executor::train

@@ -1,0 +1,129 @@
+// Trainer: fp32 training of an imported classifier (or regressor), one step at a time.
+//
+//   AMP_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(*model, config));
+//   AMP_ASSIGN_OR_RETURN(StepResult r, trainer->Step(images, labels));   // forward+backward+update
+//   AMP_ASSIGN_OR_RETURN(EvalResult e, trainer->Evaluate(test_batches));
+//   AMP_ASSIGN_OR_RETURN(auto trained, trainer->TrainedModel());          // same graph, trained values
+//
+// Create builds the training graph once (executor/train/train_graph.h) and
+// one InferenceSession in training mode; it plans once per batch shape and
+// reuses that plan for every later step. The state lives outside the graph:
+// fp32 master parameters and BN running statistics (by initializer name, deep
+// copies of the model's values), the optimizer and its slots, the step count.
+//
+// A step: run the session with {images, labels, params..., running stats...}
+// (tensors passed by handle, no copies) and the run seed
+// StepSeed(config.seed, step) for Dropout -> loss, logits, gradients,
+// running-stat updates -> optional clipping by global norm -> optimizer step
+// with the scheduled rate LrSchedule::At(lr_step) -> the running-stat updates
+// become the new running statistics. Kernels are deterministic, so a step is
+// a pure function of (state, batch, step): a run resumed from a checkpoint
+// reproduces the uninterrupted one bitwise.
+//
+// Errors: a model that does not fit (see train_graph.h), a batch whose type
+// does not fit the model's input, labels out of range (the loss kernel names
+// the label), a non-finite loss or gradient (the step is not applied).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "executor/data/dataset.h"
+#include "executor/session.h"
+#include "executor/train/checkpoint.h"
+#include "executor/train/lr_schedule.h"
+#include "executor/train/optimizer.h"
+#include "executor/train/train_graph.h"
+#include "ir/graph.h"
+#include "ir/status.h"
+
+namespace amptrain::executor::train {
+
+struct TrainConfig {
+  TrainGraphOptions graph;      // loss, label smoothing, num_classes (checked against the model)
+  OptimizerConfig optimizer;
+  LrScheduleConfig schedule;
+  double clip_grad_norm = 0.0;  // > 0: clip gradients to this global L2 norm
+  uint64_t seed = 0;            // Dropout masks: StepSeed(seed, step)
+  int threads = 0;              // 0 = all cores
+  std::string kernel_impl;      // "" = best kernels, "reference" = reference kernels only
+};
+
+struct StepResult {
+  double loss = 0.0;
+  int64_t correct = 0;  // top-1 hits in the batch (cross-entropy only)
+  int64_t count = 0;    // batch size
+  float lr = 0.0f;      // the rate applied
+  double grad_norm = -1.0;  // the global norm before clipping; -1 when not clipping
+};
+
+struct EvalResult {
+  double loss = 0.0;      // mean over samples
+  double accuracy = 0.0;  // top-1, in [0, 1] (cross-entropy only)
+  int64_t count = 0;
+};
+
+// The per-step Dropout seed: a splitmix64 hash of (seed, step).
+uint64_t StepSeed(uint64_t seed, int64_t step);
+
+class Trainer {
+ public:
+  static StatusOr<std::unique_ptr<Trainer>> Create(const ir::Graph& model, const TrainConfig& config);
+
+  // One training step on a batch: images float32 [B, ...] as the model's
+  // input, labels int64 [B] (cross-entropy) or float targets (mse).
+  StatusOr<StepResult> Step(const ir::Tensor& images, const ir::Tensor& labels);
+
+  // Loss and top-1 accuracy over the rest of the current epoch of `batches`
+  // (BN uses running statistics, Dropout is off), with the current state.
+  StatusOr<EvalResult> Evaluate(data::BatchIterator& batches);
+
+  int64_t step() const { return step_; }
+  int64_t lr_step() const { return lr_step_; }
+  const TrainConfig& config() const { return config_; }
+  const Optimizer& optimizer() const { return *optimizer_; }
+  const std::vector<std::string>& param_names() const { return train_.params; }
+  const std::map<std::string, ir::Tensor>& params() const { return params_; }
+  // Parameters and BN running statistics by initializer name (shared buffers).
+  std::map<std::string, ir::Tensor> ModelState() const;
+
+  // Replaces the whole state (parameters, running statistics, optimizer slots
+  // and step, step count, lr position) from a checkpoint after checking that
+  // its tensors fit the model (CheckCompatible); on error nothing changes.
+  Status Restore(const LoadedCheckpoint& ckpt);
+  // The checkpoint state of this trainer (step, lr_step, optimizer_step);
+  // the caller adds epoch, data cursor and config.
+  TrainerState State() const;
+
+  // The imported model with the trained parameters and running statistics;
+  // with `inference`, in inference mode (ToInferenceMode) for deployment.
+  StatusOr<std::unique_ptr<ir::Graph>> TrainedModel(bool inference = false) const;
+  // The training plan of the latest step (kernels and their implementations), nullptr before.
+  const Plan* train_plan() const { return session_->last_plan(); }
+
+ private:
+  Trainer() = default;
+  std::map<std::string, ir::Tensor> Feeds(const TrainGraph& g, const ir::Tensor& images,
+                                          const ir::Tensor& labels) const;
+  Status CreateEvalSession();
+
+  TrainConfig config_;
+  std::unique_ptr<ir::Graph> model_;            // the imported model, for export and evaluation
+  TrainGraph train_, eval_;                     // names (their graphs moved into the sessions)
+  std::unique_ptr<InferenceSession> session_, eval_session_;
+  std::map<std::string, int> out_index_;        // training graph output name -> index
+  std::map<std::string, int> eval_out_index_;
+  std::map<std::string, ir::Tensor> params_;    // fp32 masters
+  std::map<std::string, ir::Tensor> stats_;     // BN running statistics
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<LrSchedule> schedule_;
+  int64_t step_ = 0, lr_step_ = 0;
+};
+
+// Top-1 hits of logits [B, K] against int64 labels [B].
+int64_t CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels);
+
+}  // namespace amptrain::executor::train

@@ -1,0 +1,310 @@
+// The Trainer and the training loop on a small SimpleCNN (8x8 inputs, 4
+// classes) with synthetic data: the loss falls, a resumed run equals an
+// uninterrupted one bitwise, bad inputs are clean errors, the exported model
+// carries the trained state, and the hot ops run on oneDNN.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+
+#include "executor/train/train_loop.h"
+#include "executor/train/trainer.h"
+#include "models/builders.h"
+
+namespace amptrain::executor::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::unique_ptr<ir::Graph> SmallCnn(int64_t classes, bool training_mode = true) {
+  models::SimpleCnnConfig c;
+  c.height = c.width = 8;
+  c.num_classes = classes;
+  c.training_mode = training_mode;
+  c.seed = 3;
+  auto g = models::BuildSimpleCnn(c);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE((*g)->InferShapes().ok());
+  return std::move(*g);
+}
+
+data::Dataset Synthetic(const std::string& split) {
+  auto spec = data::ParseDataSpec("synthetic:N=320,C=1,H=8,W=8,classes=4,seed=1");
+  EXPECT_TRUE(spec.ok());
+  auto ds = data::LoadDataset(*spec, split);
+  EXPECT_TRUE(ds.ok()) << ds.status().message();
+  return *ds;
+}
+
+TrainConfig Config(int64_t classes = 4) {
+  TrainConfig c;
+  c.graph.num_classes = classes;
+  c.threads = 1;  // CI runs suites side by side on 2 cores: no OpenMP spin-waiting
+  c.seed = 7;
+  return c;
+}
+
+LoopConfig Loop(int64_t steps, const std::string& dir = "") {
+  LoopConfig l;
+  l.steps = steps;
+  l.batch_size = 32;
+  l.seed = 5;
+  l.normalization = {{0.5f}, {0.2f}};
+  l.checkpoint_dir = dir;
+  l.evaluate = false;
+  l.log_every = 1000;
+  return l;
+}
+
+fs::path TempDir(const std::string& name) {
+  fs::path p = fs::temp_directory_path() / ("amptrain_trainer_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(p);
+  return p;
+}
+
+void ExpectBitwiseEqual(const std::map<std::string, ir::Tensor>& a, const std::map<std::string, ir::Tensor>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [name, t] : a) {
+    ASSERT_TRUE(b.count(name)) << name;
+    EXPECT_TRUE(t == b.at(name)) << name << " differs";
+  }
+}
+
+TEST(Trainer, LossFallsAndTestAccuracyBeatsChance) {
+  auto model = SmallCnn(4);
+  auto trainer = Trainer::Create(*model, Config());
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  EXPECT_EQ((*trainer)->param_names().size(), 12u);  // 2 conv, 2 bn, 2 linear: weight and bias each
+  data::Dataset train = Synthetic("train"), test = Synthetic("test");
+  data::BatchIterator batches(train, 32, true, 0, {{0.5f}, {0.2f}}, {});
+  std::vector<double> losses;
+  ir::Tensor x, y;
+  for (int epoch = 0; epoch < 3; ++epoch, batches.NextEpoch()) {
+    while (*batches.Next(&x, &y)) {
+      auto r = (*trainer)->Step(x, y);
+      ASSERT_TRUE(r.ok()) << r.status().message();
+      losses.push_back(r->loss);
+    }
+  }
+  double first = (losses[0] + losses[1] + losses[2]) / 3, last = 0;
+  for (size_t i = losses.size() - 3; i < losses.size(); ++i) last += losses[i] / 3;
+  EXPECT_LT(last, 0.5 * first) << "first " << first << " last " << last;
+  data::BatchIterator test_batches(test, 32, false, 0, {{0.5f}, {0.2f}}, {});
+  auto e = (*trainer)->Evaluate(test_batches);
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->count, 32);
+  EXPECT_GT(e->accuracy, 0.5);
+}
+
+TEST(Trainer, RunningStatisticsMoveAndTheModelIsNotTouched) {
+  auto model = SmallCnn(4);
+  const ir::Tensor before = model->ConstantValue(model->FindValue("features.1.running_mean"))->Clone();
+  const ir::Tensor w_before = model->ConstantValue(model->FindValue("features.0.weight"))->Clone();
+  auto trainer = Trainer::Create(*model, Config());
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  data::BatchIterator batches(Synthetic("train"), 32, true, 0, {{0.5f}, {0.2f}}, {});
+  ir::Tensor x, y;
+  ASSERT_TRUE(*batches.Next(&x, &y));
+  ASSERT_TRUE((*trainer)->Step(x, y).ok());
+  auto state = (*trainer)->ModelState();
+  EXPECT_FALSE(state.at("features.1.running_mean") == before);
+  EXPECT_FALSE(state.at("features.0.weight") == w_before);
+  EXPECT_TRUE(*model->ConstantValue(model->FindValue("features.1.running_mean")) == before);
+  EXPECT_TRUE(*model->ConstantValue(model->FindValue("features.0.weight")) == w_before);
+}
+
+TEST(Trainer, HotOpsRunOnOneDnn) {
+  auto model = SmallCnn(4);
+  auto trainer = Trainer::Create(*model, Config());
+  ASSERT_TRUE(trainer.ok()) << trainer.status().message();
+  data::BatchIterator batches(Synthetic("train"), 32, true, 0, {{0.5f}, {0.2f}}, {});
+  ir::Tensor x, y;
+  ASSERT_TRUE(*batches.Next(&x, &y));
+  ASSERT_TRUE((*trainer)->Step(x, y).ok());
+  const Plan* plan = (*trainer)->train_plan();
+  ASSERT_NE(plan, nullptr);
+  const std::set<ir::OpKind> hot = {ir::OpKind::kConv, ir::OpKind::kConvGrad, ir::OpKind::kGemm,
+                                    ir::OpKind::kMaxPool, ir::OpKind::kMaxPoolGrad, ir::OpKind::kBatchNormalization,
+                                    ir::OpKind::kBatchNormalizationGrad};
+  int seen = 0;
+  for (const Step& s : plan->steps) {
+    if (!hot.count(s.node->op())) continue;
+    ++seen;
+    EXPECT_EQ(s.impl, "onednn") << s.node->Describe();
+  }
+  EXPECT_GE(seen, 10);
+}
+
+TEST(Trainer, SameSeedSameResultOtherSeedOtherDropout) {
+  auto model = SmallCnn(4);
+  data::BatchIterator batches(Synthetic("train"), 32, true, 0, {{0.5f}, {0.2f}}, {});
+  ir::Tensor x, y;
+  ASSERT_TRUE(*batches.Next(&x, &y));
+  auto run = [&](uint64_t seed) {
+    TrainConfig c = Config();
+    c.seed = seed;
+    auto t = Trainer::Create(*model, c);
+    EXPECT_TRUE(t.ok());
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE((*t)->Step(x, y).ok());
+    return (*t)->ModelState();
+  };
+  auto a = run(1), b = run(1), c = run(2);
+  ExpectBitwiseEqual(a, b);
+  EXPECT_FALSE(a.at("classifier.4.weight") == c.at("classifier.4.weight"));  // another Dropout mask
+  EXPECT_NE(StepSeed(1, 0), StepSeed(1, 1));
+}
+
+TEST(Trainer, ResumeIsBitwiseEqualToAStraightRun) {
+  // 12 steps cross the epoch boundary (288 train samples / 32 = 9 batches), so the
+  // resumed run also restores the data cursor and the epoch-end checkpoint.
+  auto model = SmallCnn(4);
+  data::Dataset train = Synthetic("train");
+  fs::path straight_dir = TempDir("straight"), resumed_dir = TempDir("resumed");
+  TrainConfig c = Config();
+  c.optimizer.kind = "sgd";
+  c.optimizer.momentum = 0.9f;
+  c.optimizer.weight_decay = 1e-4f;
+  c.clip_grad_norm = 5.0;
+
+  auto straight = Trainer::Create(*model, c);
+  ASSERT_TRUE(straight.ok());
+  auto r = RunTraining(**straight, train, nullptr, Loop(12, straight_dir.string()));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->steps, 12);
+
+  auto first = Trainer::Create(*model, c);
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(RunTraining(**first, train, nullptr, Loop(6, resumed_dir.string())).ok());
+  auto second = Trainer::Create(*model, c);
+  ASSERT_TRUE(second.ok());
+  LoopConfig resume = Loop(12, resumed_dir.string());
+  resume.resume = "auto";
+  auto r2 = RunTraining(**second, train, nullptr, resume);
+  ASSERT_TRUE(r2.ok()) << r2.status().message();
+  EXPECT_EQ(r2->start_step, 6);
+  EXPECT_EQ((*second)->step(), 12);
+
+  ExpectBitwiseEqual((*straight)->ModelState(), (*second)->ModelState());
+  ExpectBitwiseEqual((*straight)->optimizer().StateTensors(), (*second)->optimizer().StateTensors());
+  EXPECT_EQ((*straight)->optimizer().step_count(), (*second)->optimizer().step_count());
+  auto a = LoadCheckpoint(CheckpointPath(straight_dir.string(), 12));
+  auto b = LoadCheckpoint(CheckpointPath(resumed_dir.string(), 12));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->state.data_epoch, b->state.data_epoch);
+  EXPECT_EQ(a->state.data_index, b->state.data_index);
+  fs::remove_all(straight_dir);
+  fs::remove_all(resumed_dir);
+}
+
+TEST(Trainer, MismatchedCheckpointIsAnErrorAndChangesNothing) {
+  auto four = SmallCnn(4), five = SmallCnn(5);
+  fs::path dir = TempDir("mismatch");
+  auto t4 = Trainer::Create(*four, Config(4));
+  ASSERT_TRUE(t4.ok());
+  ASSERT_TRUE(RunTraining(**t4, Synthetic("train"), nullptr, Loop(2, dir.string())).ok());
+
+  auto t5 = Trainer::Create(*five, Config(0));
+  ASSERT_TRUE(t5.ok());
+  auto before = (*t5)->ModelState();
+  std::map<std::string, ir::Tensor> copy;
+  for (const auto& [n, t] : before) copy[n] = t.Clone();
+  auto loaded = LoadCheckpoint(CheckpointPath(dir.string(), 2));
+  ASSERT_TRUE(loaded.ok());
+  Status s = (*t5)->Restore(*loaded);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("does not fit the model"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("classifier.4"), std::string::npos) << s.message();
+  ExpectBitwiseEqual((*t5)->ModelState(), copy);
+  EXPECT_EQ((*t5)->step(), 0);
+  fs::remove_all(dir);
+}
+
+TEST(Trainer, OutputThatDoesNotFitTheClassesIsRejected) {
+  auto model = SmallCnn(4);
+  auto t = Trainer::Create(*model, Config(10));
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("4 classes"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().message().find("10 classes"), std::string::npos) << t.status().message();
+}
+
+TEST(Trainer, LabelOutOfRangeIsAnErrorAndTheStepIsNotApplied) {
+  auto model = SmallCnn(4);
+  auto t = Trainer::Create(*model, Config(0));
+  ASSERT_TRUE(t.ok());
+  data::BatchIterator batches(Synthetic("train"), 32, true, 0, {{0.5f}, {0.2f}}, {});
+  ir::Tensor x, y;
+  ASSERT_TRUE(*batches.Next(&x, &y));
+  y.data<int64_t>()[3] = 9;
+  auto before = (*t)->ModelState();
+  std::map<std::string, ir::Tensor> copy;
+  for (const auto& [n, v] : before) copy[n] = v.Clone();
+  auto r = (*t)->Step(x, y);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("SoftmaxCrossEntropyLoss"), std::string::npos) << r.status().message();
+  ExpectBitwiseEqual((*t)->ModelState(), copy);
+  EXPECT_EQ((*t)->step(), 0);
+}
+
+TEST(Trainer, TrainedModelCarriesTheStateAndEvaluatesTheSame) {
+  auto model = SmallCnn(4, /*training_mode=*/false);
+  auto t = Trainer::Create(*model, Config());
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  data::Dataset train = Synthetic("train"), test = Synthetic("test");
+  ASSERT_TRUE(RunTraining(**t, train, nullptr, Loop(5)).ok());
+  auto trained = (*t)->TrainedModel();
+  ASSERT_TRUE(trained.ok()) << trained.status().message();
+  for (const auto& [name, value] : (*t)->ModelState())
+    EXPECT_TRUE(*(*trained)->ConstantValue((*trained)->FindValue(name)) == value) << name;
+  EXPECT_EQ((*trained)->outputs().size(), model->outputs().size());
+
+  // Inference-mode export of a training-mode model: no Dropout, BN with one output and training_mode 0.
+  auto train_mode = SmallCnn(4, /*training_mode=*/true);
+  auto t2 = Trainer::Create(*train_mode, Config());
+  ASSERT_TRUE(t2.ok());
+  auto inference = (*t2)->TrainedModel(/*inference=*/true);
+  ASSERT_TRUE(inference.ok()) << inference.status().message();
+  for (const ir::Node* n : (*inference)->nodes()) {
+    EXPECT_NE(n->op(), ir::OpKind::kDropout) << n->Describe();
+    if (n->op() == ir::OpKind::kBatchNormalization) {
+      EXPECT_EQ(n->num_outputs(), 1u) << n->Describe();
+      EXPECT_EQ(n->attrs().Int("training_mode", 0), 0) << n->Describe();
+    }
+  }
+
+  auto fresh = Trainer::Create(**trained, Config());
+  ASSERT_TRUE(fresh.ok());
+  data::BatchIterator a(test, 16, false, 0, {{0.5f}, {0.2f}}, {}), b(test, 16, false, 0, {{0.5f}, {0.2f}}, {});
+  auto ea = (*t)->Evaluate(a), eb = (*fresh)->Evaluate(b);
+  ASSERT_TRUE(ea.ok() && eb.ok());
+  EXPECT_EQ(ea->loss, eb->loss);
+  EXPECT_EQ(ea->accuracy, eb->accuracy);
+}
+
+TEST(TrainLoop, EpochsEvaluateAndReportProgress) {
+  auto model = SmallCnn(4);
+  auto t = Trainer::Create(*model, Config());
+  ASSERT_TRUE(t.ok());
+  data::Dataset train = Synthetic("train"), test = Synthetic("test");
+  LoopConfig loop = Loop(0);
+  loop.epochs = 2;
+  loop.evaluate = true;
+  loop.log_every = 4;
+  std::vector<Progress> progress;
+  std::vector<EpochSummary> epochs;
+  LoopCallbacks cb;
+  cb.on_progress = [&](const Progress& p) { progress.push_back(p); };
+  cb.on_epoch_end = [&](const EpochSummary& s) { epochs.push_back(s); };
+  auto r = RunTraining(**t, train, &test, loop, cb);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->steps, 18);  // 2 epochs of 9 batches
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_TRUE(epochs[1].evaluated);
+  EXPECT_EQ(epochs[1].test.count, 32);
+  EXPECT_EQ(epochs[1].step, 18);
+  ASSERT_EQ(progress.size(), 5u);  // steps 4, 8, 12, 16 and the last
+  EXPECT_EQ(progress.back().step, 18);
+  EXPECT_GT(progress.back().images_per_s, 0.0);
+}
+
+}  // namespace
+}  // namespace amptrain::executor::train

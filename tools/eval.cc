@@ -1,0 +1,56 @@
+// amptrain eval MODEL [--data SPEC] [--batch-size B] [--threads N] [--reference]
+//
+// Loss (mean softmax cross-entropy) and top-1 accuracy of an ONNX classifier
+// on the test split of a data set, in inference mode (BN running statistics,
+// Dropout off), with the data set's default normalization (as `train` uses).
+#include <spdlog/spdlog.h>
+
+#include "executor/data/dataset.h"
+#include "executor/train/trainer.h"
+#include "importer/onnx_import.h"
+#include "tools/commands.h"
+
+namespace amptrain::tools {
+
+namespace {
+
+struct EvalArgs {
+  std::string model, data = "fashion-mnist";
+  int64_t batch_size = 128;
+  int threads = 0;
+  bool reference = false;
+};
+
+Status Eval(const EvalArgs& args) {
+  namespace data = executor::data;
+  namespace train = executor::train;
+  AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
+  AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
+  if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  train::TrainConfig config;
+  config.graph.num_classes = test_set.num_classes;
+  config.threads = args.threads;
+  if (args.reference) config.kernel_impl = "reference";
+  AMP_ASSIGN_OR_RETURN(auto trainer, train::Trainer::Create(*model, config));
+  data::BatchIterator batches(test_set, args.batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {});
+  AMP_ASSIGN_OR_RETURN(train::EvalResult r, trainer->Evaluate(batches));
+  spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,
+               100 * r.accuracy);
+  return Status::Ok();
+}
+
+}  // namespace
+
+void AddEvalCommand(CLI::App& app, Status& result) {
+  auto a = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand("eval", "Loss and top-1 accuracy of an ONNX classifier on a test set");
+  cmd->add_option("MODEL", a->model, "The .onnx model (logits [batch, classes] first output)")->required();
+  cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
+  cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--reference", a->reference, "Use the reference kernels only");
+  cmd->callback([a, &result] { result = Eval(*a); });
+}
+
+}  // namespace amptrain::tools
