@@ -34,15 +34,18 @@ std::map<std::string, Decision> Decide(ir::Graph& g, const Policy& p) {
   return by_name;
 }
 
-// x -> relu -> softmax -> y, and optionally relu -> matmul(W) -> z.
+// x -> relu -> softmax -> y, and optionally relu -> matmul(W) -> matmul(W2) -> z
+// (two MatMuls: a lone last-layer MatMul would itself join the island).
 std::unique_ptr<ir::Graph> ReluIsland(bool low_consumer) {
   auto g = std::make_unique<ir::Graph>();
   ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 8}));
   ir::Node* relu = g->AddNode(OpKind::kRelu, {x}, 1, "relu");
   g->AddOutput(g->AddNode(OpKind::kSoftmax, {relu->output(0)}, 1, "sm", {"y"})->output(0));
-  if (low_consumer)
-    g->AddOutput(g->AddNode(OpKind::kMatMul, {relu->output(0), testing::Weight(*g, "W", {8, 4}, 1)}, 1, "mm", {"z"})
+  if (low_consumer) {
+    ir::Node* mm = g->AddNode(OpKind::kMatMul, {relu->output(0), testing::Weight(*g, "W", {8, 4}, 1)}, 1, "mm");
+    g->AddOutput(g->AddNode(OpKind::kMatMul, {mm->output(0), testing::Weight(*g, "W2", {4, 4}, 2)}, 1, "mm2", {"z"})
                      ->output(0));
+  }
   EXPECT_TRUE(g->InferShapes().ok());
   return g;
 }
@@ -62,9 +65,27 @@ TEST(AmpO2Rules, IslandFeedingLowComputeStaysLow) {
   auto d = Decide(*g, O2());
   EXPECT_EQ(d["relu"].dtype, F16);
   EXPECT_EQ(d["relu"].reason, Reason::kLevelAll);
-  // casts: x, relu->sm, mm->z (W stored fp16)
+  // casts: x, relu->sm, mm2->z (W, W2 stored fp16)
   ASSERT_TRUE(Convert(*g, O2()).ok());
   EXPECT_EQ(Count(*g, OpKind::kCast), 3);
+  ExpectWellFormed(*g);
+}
+
+// x -> softmax (fp32, denylist) -> matmul(W) -> z: the last layer reads only
+// fp32 and feeds the fp32 output, so at O2 it runs fp32 with no Cast at all
+// (the transformer's head after its fp32 mean-pool).
+TEST(AmpO2Rules, LastLayerBetweenFp32RunsFp32) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 8}));
+  ir::Node* sm = g->AddNode(OpKind::kSoftmax, {x}, 1, "sm");
+  g->AddOutput(g->AddNode(OpKind::kMatMul, {sm->output(0), testing::Weight(*g, "W", {8, 4}, 1)}, 1, "mm", {"z"})
+                   ->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+  auto d = Decide(*g, O2());
+  EXPECT_EQ(d["mm"].dtype, F32);
+  EXPECT_EQ(d["mm"].reason, Reason::kRoundingOnly);
+  ASSERT_TRUE(Convert(*g, O2()).ok());
+  EXPECT_EQ(Count(*g, OpKind::kCast), 0);
   ExpectWellFormed(*g);
 }
 
