@@ -26,7 +26,7 @@ $AMP inspect "$OUT/simplecnn.onnx"
 echo "== 2. train on Fashion-MNIST"
 $AMP train "$OUT/simplecnn.onnx" --data fashion-mnist --epochs "$EPOCHS" \
   --checkpoint-dir "$OUT/checkpoints" --resume auto --metrics "$OUT/metrics.jsonl" \
-  --export "$OUT/simplecnn.trained.onnx"
+  --export "$OUT/simplecnn.trained.onnx" --export-inference
 
 echo "== 3. the exported model in ONNX Runtime"
 python3 tools/bench/ort_eval.py "$OUT/simplecnn.trained.onnx"

@@ -14,7 +14,7 @@ and with
   amptrain convert MODEL -o OUT --amp O2 --dtype fp16
 and reports per model and converter: Cast nodes in the result (all graphs),
 relative L2 error of the outputs against the fp32 model in ONNX Runtime (CPU
-provider, the same seeded random inputs, batch 2) and in `amptrain run`
+provider, the same seeded random inputs, batch 16) and in `amptrain run`
 (ONNX Runtime's CPU provider computes fp16 ops by casting to fp32 and drops
 cast pairs, so its error mostly measures weight rounding; amptrain's CPU
 kernels round every fp16 result, as a GPU does), conversion time measured the same way for both (file in -> file out, load
@@ -60,7 +60,7 @@ def export_models(work):
     subprocess.run(base + ["--models", "resnet50", "--image-size", "64"], check=True, stdout=subprocess.DEVNULL)
 
 
-def random_feeds(path, seed=0, batch=2):
+def random_feeds(path, seed=0, batch=16):
     model = onnx.load(path, load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
     rng = np.random.default_rng(seed)
@@ -284,7 +284,7 @@ def main():
         "Models: PyTorch 1.13 exports (opset 17, eval mode) of SimpleCNN (1x28x28), ResNet-50 (3x64x64) and the",
         "small transformer encoder (16 tokens), from models/torch/export_models.py. Error: relative L2 of",
         "output_0 against the fp32 model, all run in ONNX Runtime's CPU provider on the same seeded random",
-        "inputs (batch 2); the amptrain run column runs the converted model with amptrain's CPU kernels.",
+        "inputs (batch 16); the amptrain run column runs the converted model with amptrain's CPU kernels.",
         "",
         f"Time: median of {args.repeat} conversions, file in -> file out (load and save included), measured the",
         "same way for both converters, twice. **In-process** (no process start-up): onnxconverter-common =",
