@@ -63,6 +63,13 @@ def export_models(work):
 def random_feeds(path, seed=0, batch=16):
     model = onnx.load(path, load_external_data=False)
     inits = {i.name for i in model.graph.initializer}
+    # Token ids span the whole embedding table (the row count of the Gather
+    # that reads the input), so every converted embedding row is exercised.
+    rows = {}
+    dims = {i.name: list(i.dims) for i in model.graph.initializer}
+    for n in model.graph.node:
+        if n.op_type == "Gather" and len(n.input) > 1 and n.input[0] in dims:
+            rows[n.input[1]] = dims[n.input[0]][0]
     rng = np.random.default_rng(seed)
     feeds = {}
     for vi in model.graph.input:
@@ -74,7 +81,7 @@ def random_feeds(path, seed=0, batch=16):
         if np.issubdtype(dtype, np.floating):
             feeds[vi.name] = rng.standard_normal(shape).astype(dtype)
         else:
-            feeds[vi.name] = rng.integers(0, 10, shape).astype(dtype)
+            feeds[vi.name] = rng.integers(0, rows.get(vi.name, 10), shape).astype(dtype)
     return feeds
 
 
