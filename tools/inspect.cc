@@ -21,6 +21,7 @@
 #include <optional>
 
 #include "importer/onnx_import.h"
+#include "ir/printer.h"
 #include "ir/graph.h"
 #include "tools/amp_report.h"
 #include "tools/commands.h"
@@ -34,6 +35,7 @@ using nlohmann::json;
 struct InspectArgs {
   std::string model;
   bool json = false;
+  bool ir = false;
   AmpFlags amp;
 };
 
@@ -161,6 +163,7 @@ Status Inspect(const InspectArgs& args) {
     return Status::Ok();
   }
   PrintText(*graph, d);
+  if (args.ir) std::cout << ir::PrintGraph(*graph);
   if (dry) PrintDryRun(dry->report, dry->data);
   return Status::Ok();
 }
@@ -172,6 +175,7 @@ void AddInspectCommand(CLI::App& app, Status& result) {
   CLI::App* cmd = app.add_subcommand("inspect", "Show a model's opset, inputs, outputs, ops and parameter count");
   cmd->add_option("MODEL", args->model, "The .onnx file")->required();
   cmd->add_flag("--json", args->json, "Print JSON instead of text");
+  cmd->add_flag("--ir", args->ir, "Also print the imported IR, one line per node");
   AddAmpFlags(cmd, args->amp, "turns on the AMP dry run");
   cmd->callback([args, &result] { result = Inspect(*args); });
 }

@@ -47,6 +47,7 @@ PY
 }
 
 START=$(date +%s)
+LOAD_START=$(cut -d" " -f1-3 /proc/loadavg)
 for rep in $(seq 1 "$REPEATS"); do
   for B in 32 128; do measure passive "$rep" "$B"; done
 done
@@ -54,6 +55,7 @@ if [ "$DEFAULT_POLICY" = 1 ]; then
   for B in 32 128; do measure default 1 "$B"; done
 fi
 WALL=$(( $(date +%s) - START ))
+LOAD_END=$(cut -d" " -f1-3 /proc/loadavg)
 
 OUTMD=docs/benchmarks/simplecnn_training.md
 {
@@ -63,6 +65,7 @@ OUTMD=docs/benchmarks/simplecnn_training.md
   echo "Date: $(date -u +%Y-%m-%d). Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores${HV:+ ($HV guest)},"
   echo "$THREADS threads."
   echo "PyTorch: $($TORCH_PY -c 'import torch; print(torch.__version__)') (Debian), eager mode. Total benchmark wall time: ${WALL} s."
+  echo "Load average (1/5/15 min) at start: $LOAD_START; at end: $LOAD_END."
   echo
   echo "Command: \`bash tools/bench/simplecnn_training.sh $THREADS\` (STEPS=$STEPS WINDOW=$WINDOW REPEATS=$REPEATS"
   echo "DEFAULT_POLICY=$DEFAULT_POLICY), which runs for each batch size B in 32, 128:"
