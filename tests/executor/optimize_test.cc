@@ -76,8 +76,11 @@ TEST(OptimizeTest, FoldsBatchNormAndFusesConvChains) {
   EXPECT_TRUE(*folded);
   EXPECT_EQ(Count(*g, OpKind::kBatchNormalization), 0u);
   EXPECT_EQ(Count(*g, OpKind::kConv), 3u);
-  for (const ir::Node* n : g->nodes())
-    if (n->op() == OpKind::kConv) EXPECT_TRUE(n->has_input(2)) << n->name() << " gets the folded bias";
+  for (const ir::Node* n : g->nodes()) {
+    if (n->op() == OpKind::kConv) {
+      EXPECT_TRUE(n->has_input(2)) << n->name() << " gets the folded bias";
+    }
+  }
   EXPECT_TRUE(ir::Verify(*g).ok());
 
   FuseConvPass fuse;
