@@ -60,10 +60,16 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
   const bool training = init.training || init.attrs->Int("training_mode", 0) != 0 || init.outputs.size() == 3;
   const auto& x = init.inputs[0].dims;
   if (x.size() < 2 || x.size() > 5) return init.Error("rank");
-  for (size_t i = 0; i < 5; ++i)
-    if (init.inputs[i].dtype != DType::kFloat32) return init.Error("oneDNN BN takes fp32 only");
-  for (const TensorSpec& o : init.outputs)
-    if (o.dtype != DType::kFloat32) return init.Error("oneDNN BN takes fp32 only");
+  // Inference takes fp32 or bf16 X/Y with fp32 scale/B/mean/var (oneDNN keeps
+  // the per-channel vectors in f32; AMP O2 writes exactly that form);
+  // training takes fp32 only.
+  const DType data_type = init.inputs[0].dtype;
+  if (data_type != DType::kFloat32 && (training || data_type != DType::kBFloat16))
+    return init.Error("oneDNN BN takes fp32 data (bf16 in inference)");
+  for (size_t i = 1; i < 5; ++i)
+    if (init.inputs[i].dtype != DType::kFloat32) return init.Error("oneDNN BN takes fp32 scale/B/mean/var");
+  for (size_t k = 0; k < init.outputs.size(); ++k)
+    if (init.outputs[k].dtype != (k == 0 ? data_type : DType::kFloat32)) return init.Error("output dtype");
   AMP_ASSIGN_OR_RETURN(float eps, init.attrs->GetFloat("epsilon", 1e-5f));
   AMP_ASSIGN_OR_RETURN(float momentum, init.attrs->GetFloat("momentum", 0.9f));
   if (training) {
@@ -77,11 +83,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
     });
   }
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
-    dnnl::memory::desc data = PlainDesc(x, DType::kFloat32), vec = PlainDesc({x[1]}, DType::kFloat32);
+    dnnl::memory::desc data = PlainDesc(x, data_type), vec = PlainDesc({x[1]}, DType::kFloat32);
     auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                  dnnl::normalization_flags::use_shift;
     dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data, eps, flags);
     dnnl::batch_normalization_forward::primitive_desc pd(desc, Engine());
+    if (IsReferenceImpl(pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference here");
     std::vector<Binding> bind = {
         {DNNL_ARG_SRC, Binding::kInput, 0, data},     {DNNL_ARG_SCALE, Binding::kInput, 1, vec},
         {DNNL_ARG_SHIFT, Binding::kInput, 2, vec},    {DNNL_ARG_MEAN, Binding::kInput, 3, vec},
@@ -94,7 +101,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnBatchNorm(Registry& r) {
-  r.Add(OneDnnEntry(OpKind::kBatchNormalization, MakeBatchNorm, {DType::kFloat32}));
+  r.Add(OneDnnEntry(OpKind::kBatchNormalization, MakeBatchNorm, {DType::kFloat32, DType::kBFloat16}));
 }
 
 }  // namespace amptrain::kernels::cpu::onednn

@@ -202,5 +202,19 @@ TEST(OneDnnBatchNorm, InferenceMatchesReference) {
       EXPECT_NEAR((*got)[k].data<float>()[i], (*want)[k].data<float>()[i], 1e-4) << "output " << k << " element " << i;
 }
 
+// AMP O2's BatchNormalization: bf16 X/Y with fp32 scale/B/mean/var. The
+// reference computes in fp32 from the same bf16 input and rounds Y once, as
+// oneDNN does: they agree to bf16's output rounding (2^-8 relative).
+TEST(OneDnnBatchNorm, Bf16DataWithFp32ParamsMatchesReference) {
+  const DType f32 = DType::kFloat32;
+  Tensor var = Random({6}, f32, 24);
+  for (int64_t i = 0; i < 6; ++i) var.data<float>()[i] = 0.5f + std::fabs(var.data<float>()[i]);
+  Attributes a;
+  a.Set("epsilon", 1e-3f);
+  std::vector<Tensor> in = {Random({2, 6, 5, 5}, DType::kBFloat16, 20), Random({6}, f32, 21), Random({6}, f32, 22),
+                            Random({6}, f32, 23), var};
+  EXPECT_LT(CompareToReference(OpKind::kBatchNormalization, a, in), 1e-2);
+}
+
 }  // namespace
 }  // namespace amptrain::kernels::testing
