@@ -18,9 +18,12 @@
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
 #include "ir/graph.h"
+#include "tests/e2e/e2e_util.h"
 
 namespace amptrain {
 namespace {
+
+using testing::ReadFile;
 
 namespace fs = std::filesystem;
 using ir::DType;
@@ -30,13 +33,6 @@ struct CliResult {
   int code = -1;
   std::string out, err;
 };
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class AmpCliTest : public ::testing::Test {
  protected:

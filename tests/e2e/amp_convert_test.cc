@@ -28,11 +28,17 @@
 
 #include "executor/npy.h"
 #include "importer/onnx_import.h"
-#include "tests/e2e/run_once.h"
+#include "tests/e2e/e2e_util.h"
 #include "ir/graph.h"
 
 namespace amptrain {
 namespace {
+
+using testing::Sh;
+using testing::HaveTorch;
+using testing::HaveOrt;
+using testing::ReadFile;
+using testing::RelL2;
 
 namespace fs = std::filesystem;
 
@@ -44,19 +50,6 @@ const std::string kOrt = "python3 " + kSrc + "/tests/tools/ort_run.py ";
 // O3 runs Softmax, LayerNorm and BN in the low type: only a sanity bound
 // (measured: at most 2e-2, ResNet-50 in bf16; fp16 stays below 5e-3).
 constexpr double kO3Bound = 0.05;
-
-int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
-
-std::string ReadFile(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
-bool HaveOrt() { return Sh("python3 -c 'import onnxruntime, onnx' >/dev/null 2>&1") == 0; }
-
 // Exports once for all test processes (ctest runs each case in its own).
 bool ExportOnce() {
   std::string script = "/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
@@ -73,16 +66,6 @@ bool ReferenceOnce(const std::string& model) {
   return testing::RunOnceLocked(stem + ".amp_ref", kOrt + stem + ".onnx --random-inputs " + stem +
                                                        ".amp_inputs --seed 0 --batch 2 --output-dir " + stem +
                                                        ".amp_fp32 > " + stem + ".amp_fp32.log 2>&1");
-}
-
-double RelL2(const ir::Tensor& a, const ir::Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < b.num_elements(); ++i) {
-    double d = a.GetAsDouble(i) - b.GetAsDouble(i);
-    num += d * d;
-    den += b.GetAsDouble(i) * b.GetAsDouble(i);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 // Bytes of the float initializers of the model file as written.

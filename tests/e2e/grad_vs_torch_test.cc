@@ -15,18 +15,18 @@
 #include <set>
 
 #include "executor/npy.h"
+#include "tests/e2e/e2e_util.h"
 
 namespace amptrain {
 namespace {
+
+using testing::Sh;
+using testing::HaveTorch;
 
 namespace fs = std::filesystem;
 
 const std::string kBin = std::string(AMPTRAIN_BINARY_DIR) + "/tools/amptrain";
 const std::string kSrc = AMPTRAIN_SOURCE_DIR;
-
-int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
-bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
-
 double GradError(const ir::Tensor& ours, const ir::Tensor& ref) {
   double num = 0, den = 0;
   for (int64_t i = 0; i < ref.num_elements(); ++i) {

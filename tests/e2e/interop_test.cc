@@ -14,22 +14,21 @@
 #include <string>
 
 #include "executor/npy.h"
-#include "tests/e2e/run_once.h"
+#include "tests/e2e/e2e_util.h"
 
 namespace amptrain {
 namespace {
+
+using testing::Sh;
+using testing::HaveTorch;
+using testing::HaveOrt;
+using testing::RelL2;
 
 namespace fs = std::filesystem;
 
 const std::string kBin = std::string(AMPTRAIN_BINARY_DIR) + "/tools/amptrain";
 const std::string kSrc = AMPTRAIN_SOURCE_DIR;
 const std::string kModels = std::string(AMPTRAIN_BINARY_DIR) + "/interop_models";
-
-int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
-
-bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
-bool HaveOrt() { return Sh("python3 -c 'import onnxruntime, onnx' >/dev/null 2>&1") == 0; }
-
 // Exports once for all test processes (ctest runs each case in its own).
 bool ExportOnce() {
   const std::string log = " >> " + kModels + ".log 2>&1";
@@ -38,16 +37,6 @@ bool ExportOnce() {
                    " --models simplecnn,transformer --opsets 13,17 --modes train,eval" + log + " && /usr/bin/python3 " +
                    kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
                    " --models resnet50 --opsets 13,17 --modes train,eval --batch 2" + log);
-}
-
-double RelL2(const ir::Tensor& a, const ir::Tensor& b) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < b.num_elements(); ++i) {
-    double d = a.GetAsDouble(i) - b.GetAsDouble(i);
-    num += d * d;
-    den += b.GetAsDouble(i) * b.GetAsDouble(i);
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
 }
 
 class TorchExport : public ::testing::TestWithParam<std::string> {};

@@ -16,20 +16,16 @@
 #include <sstream>
 
 #include "executor/npy.h"
+#include "tests/e2e/e2e_util.h"
 
 namespace amptrain {
 namespace {
 
+using testing::ReadFile;
+
 namespace fs = std::filesystem;
 
 constexpr const char* kData = "synthetic:N=320,C=1,H=8,W=8,classes=4,seed=1";
-
-std::string ReadFile(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // Names and bytes of every file under `dir`.
 std::map<std::string, std::string> Snapshot(const fs::path& dir) {

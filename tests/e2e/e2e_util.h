@@ -1,0 +1,70 @@
+// Helpers of the end-to-end suites: shell commands, oracle availability,
+// errors, files; and RunOnceLocked for fixtures shared by several cases
+// (ctest runs every case of a binary in its own process, in parallel: a
+// fixture such as exported PyTorch models must be made once, under a lock).
+#pragma once
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "ir/tensor.h"
+
+namespace amptrain::testing {
+
+inline int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
+// Debian's /usr/bin/python3 with torch: the PyTorch exporter and oracle.
+inline bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
+// The PATH python3 with onnx and onnxruntime: the checker and ONNX Runtime.
+inline bool HaveOrt() { return Sh("python3 -c 'import onnxruntime, onnx' >/dev/null 2>&1") == 0; }
+
+inline std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// ||a - b|| / ||b|| over all elements (b the reference).
+inline double RelL2(const ir::Tensor& a, const ir::Tensor& b) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    double d = a.GetAsDouble(i) - b.GetAsDouble(i);
+    num += d * d;
+    den += b.GetAsDouble(i) * b.GetAsDouble(i);
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+// Runs the shell `command` (which fills `dir`) unless a previous run of the
+// same command succeeded, holding an exclusive lock on <dir>.lock meanwhile.
+// True when `dir` holds the command's successful output.
+inline bool RunOnceLocked(const std::string& dir, const std::string& command) {
+  std::filesystem::create_directories(std::filesystem::path(dir).parent_path());
+  int fd = ::open((dir + ".lock").c_str(), O_CREAT | O_RDWR, 0644);
+  if (fd < 0) return false;
+  ::flock(fd, LOCK_EX);
+  const std::string stamp_path = dir + ".stamp";
+  std::stringstream stamp;
+  stamp << std::ifstream(stamp_path).rdbuf();
+  bool ok = stamp.str() == command;
+  if (!ok) {
+    std::filesystem::remove(stamp_path);
+    std::filesystem::create_directories(dir);
+    ok = std::system(command.c_str()) == 0;
+    if (ok) std::ofstream(stamp_path) << command;
+  }
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace amptrain::testing
