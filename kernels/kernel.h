@@ -82,6 +82,11 @@ class Kernel {
   virtual int inplace_input(size_t /*output*/) const { return -1; }
 };
 
+// Error unless `init` has attributes, min..max inputs, min..max outputs and
+// its first `min_inputs` inputs present. Shared by the kernel families.
+Status CheckArity(const KernelInit& init, size_t min_inputs, size_t max_inputs, size_t min_outputs,
+                  size_t max_outputs);
+
 using KernelFactory = std::function<StatusOr<std::unique_ptr<Kernel>>(const KernelInit&)>;
 
 struct KernelEntry {

@@ -10,6 +10,18 @@ std::string KernelInit::Describe() const {
   return StrCat(ir::Schema(op).name, " node '", node_name, "' (", ir::DTypeName(KeyDType(*this)), ")");
 }
 
+Status CheckArity(const KernelInit& init, size_t min_inputs, size_t max_inputs, size_t min_outputs,
+                  size_t max_outputs) {
+  if (!init.attrs) return init.Error("no attributes");
+  if (init.inputs.size() < min_inputs || init.inputs.size() > max_inputs)
+    return init.Error(init.inputs.size(), " inputs, expected ", min_inputs, "..", max_inputs);
+  if (init.outputs.size() < min_outputs || init.outputs.size() > max_outputs)
+    return init.Error(init.outputs.size(), " outputs, expected ", min_outputs, "..", max_outputs);
+  for (size_t i = 0; i < min_inputs; ++i)
+    if (!init.inputs[i].present()) return init.Error("required input ", i, " is absent");
+  return Status::Ok();
+}
+
 DType KeyDType(const KernelInit& init) {
   if (init.op == OpKind::kWhere && init.inputs.size() > 1) return init.inputs[1].dtype;
   if (!init.inputs.empty()) return init.inputs[0].dtype;

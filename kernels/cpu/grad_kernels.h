@@ -24,10 +24,7 @@ inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.thre
 template <class T> inline double Load(T v) { return static_cast<double>(static_cast<Acc<T>>(v)); }
 template <class T> inline T Store(double v) { return static_cast<T>(static_cast<Acc<T>>(v)); }
 
-// Error unless the init has attributes, min..max inputs, min..max outputs and
-// its required inputs present.
-Status CheckArity(const KernelInit& init, size_t min_inputs, size_t max_inputs, size_t min_outputs,
-                  size_t max_outputs);
+using kernels::CheckArity;
 // Error unless the present inputs listed have input `ref`'s dtype.
 Status CheckSameDType(const KernelInit& init, size_t ref, const std::vector<size_t>& inputs);
 // The forward op's view of a backward op whose forward inputs start at

@@ -16,8 +16,7 @@ namespace amptrain::kernels::cpu::nn {
 
 inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
 
-// Error unless the init has `min_inputs`..`max_inputs` inputs and min..max outputs.
-Status CheckArity(const KernelInit& init, size_t min_inputs, size_t max_inputs, size_t min_outputs, size_t max_outputs);
+using kernels::CheckArity;
 // Error unless present inputs `from`.. have input 0's dtype.
 Status CheckSameDType(const KernelInit& init, size_t from, size_t to);
 

@@ -7,18 +7,6 @@ namespace amptrain::kernels::cpu {
 
 namespace grad {
 
-Status CheckArity(const KernelInit& init, size_t min_inputs, size_t max_inputs, size_t min_outputs,
-                  size_t max_outputs) {
-  if (!init.attrs) return init.Error("no attributes");
-  if (init.inputs.size() < min_inputs || init.inputs.size() > max_inputs)
-    return init.Error(init.inputs.size(), " inputs, expected ", min_inputs, "..", max_inputs);
-  if (init.outputs.size() < min_outputs || init.outputs.size() > max_outputs)
-    return init.Error(init.outputs.size(), " outputs, expected ", min_outputs, "..", max_outputs);
-  for (size_t i = 0; i < min_inputs; ++i)
-    if (!init.inputs[i].present()) return init.Error("required input ", i, " is absent");
-  return Status::Ok();
-}
-
 Status CheckSameDType(const KernelInit& init, size_t ref, const std::vector<size_t>& inputs) {
   for (size_t i : inputs)
     if (i < init.inputs.size() && init.inputs[i].present() && init.inputs[i].dtype != init.inputs[ref].dtype)
