@@ -32,10 +32,10 @@ $AMP train "$OUT/simplecnn.onnx" --data fashion-mnist --epochs "$EPOCHS" \
   --export "$OUT/simplecnn.trained.onnx" --export-inference
 
 echo "== 3. the exported model in ONNX Runtime"
-python3 tools/bench/ort_eval.py "$OUT/simplecnn.trained.onnx"
+.venv/bin/python tools/bench/ort_eval.py "$OUT/simplecnn.trained.onnx"
 
 echo "== 4. mixed precision"
 $AMP convert "$OUT/simplecnn.trained.onnx" -o "$OUT/simplecnn.fp16.onnx" --amp O2 --dtype fp16 --report "$OUT/amp_fp16_report.json"
 $AMP convert "$OUT/simplecnn.trained.onnx" -o "$OUT/simplecnn.bf16.onnx" --amp O2 --dtype bf16 --report "$OUT/amp_bf16_report.json"
-python3 tools/bench/ort_eval.py "$OUT/simplecnn.fp16.onnx"
+.venv/bin/python tools/bench/ort_eval.py "$OUT/simplecnn.fp16.onnx"
 echo "main job done: models, checkpoints, metrics and AMP reports in $OUT/"

@@ -10,6 +10,20 @@ bash scripts/build.sh
 # spin-wait for each other then starve (10-50x slower steps), so they sleep.
 export OMP_WAIT_POLICY=passive
 (cd build && ctest -j "$(nproc)" --output-on-failure --timeout 900)
+# Every skip with its reason (the test's GTEST_SKIP message).
+skips() {
+  awk '/^[0-9]+\/[0-9]+ Test: / {name = $3} /: Skipped$/ {getline reason; print "  " name ": " reason}' \
+    "$1/Testing/Temporary/LastTest.log" | sort -u
+}
+echo "== skipped tests and why"
+skips build
+
+# The kernel tests again with oneDNN capped at AVX2, so the paths of a CPU
+# without AVX-512 run on one that has it (older oneDNN spells it DNNL_).
+echo "== kernel tests with ONEDNN_MAX_CPU_ISA=AVX2"
+(cd build && ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 ctest -j "$(nproc)" -L kernels --output-on-failure --timeout 900)
+echo "== skipped with the ISA capped, and why"
+skips build
 
 # Sanitizer build of the untrusted-input tests (importer) and the npy reader.
 BUILD_DIR=build-asan TARGETS="importer_tests executor_tests" \

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "kernels/cpu/cpu_info.h"
 #include "tools/commands.h"
 
 namespace amptrain::tools {
@@ -105,7 +106,8 @@ json AmpReportJson(const amp::Report& report, const amp::Policy& policy) {
             {"final", report.casts_final}}},
           {"weight_bytes", {{"before", report.weight_bytes_before}, {"after", report.weight_bytes_after}}},
           {"clamped", {{"values", report.clamped_values}, {"initializers", report.clamped_initializers}}},
-          {"activation_bytes", {{"fp32", report.activation_bytes_fp32}, {"after", report.activation_bytes_after}}}};
+          {"activation_bytes", {{"fp32", report.activation_bytes_fp32}, {"after", report.activation_bytes_after}}},
+          {"this_cpu", kernels::cpu::LowPrecisionNote(report.low)}};
 }
 
 void PrintAmpSummary(const amp::Report& report, std::ostream& out) {
@@ -120,6 +122,7 @@ void PrintAmpSummary(const amp::Report& report, std::ostream& out) {
       << " initializers\n"
       << "activations " << HumanBytes(static_cast<double>(report.activation_bytes_fp32)) << " -> "
       << HumanBytes(static_cast<double>(report.activation_bytes_after)) << " (estimate, batch 1)\n";
+  if (std::string note = kernels::cpu::LowPrecisionNote(report.low); !note.empty()) out << "this cpu    " << note << "\n";
 }
 
 }  // namespace amptrain::tools

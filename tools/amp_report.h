@@ -53,7 +53,9 @@ StatusOr<amp::Policy> BuildPolicy(const AmpFlags& flags, amp::Level default_leve
 //   nodes [{name, op, dtype, reason}], nodes_per_dtype {dtype: count},
 //   casts {original, inserted, removed, final},
 //   weight_bytes {before, after}, clamped {values, initializers [...]},
-//   activation_bytes {fp32, after} (estimate at batch 1).
+//   activation_bytes {fp32, after} (estimate at batch 1),
+//   this_cpu: one line on whether this CPU computes the low type natively
+//   (kernels/cpu/cpu_info.h); information for running here, not a refusal.
 nlohmann::json AmpReportJson(const amp::Report& report, const amp::Policy& policy);
 
 // "float16" -> count over report.nodes.

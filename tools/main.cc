@@ -11,6 +11,7 @@
 #include <exception>
 #include <string>
 
+#include "kernels/cpu/cpu_info.h"
 #include "tools/commands.h"
 
 namespace {
@@ -24,7 +25,14 @@ int Fail(const std::string& message, int code) {
 
 int Main(int argc, char** argv) {
   CLI::App app("amptrain: mixed-precision training and inference runtime for ONNX models", "amptrain");
-  app.set_version_flag("--version", std::string("amptrain ") + AMPTRAIN_VERSION);
+  app.set_version_flag(
+      "--version",
+      [] {
+        std::string cpu = amptrain::kernels::cpu::DescribeCpu();
+        if (!cpu.empty() && cpu.back() == '\n') cpu.pop_back();
+        return std::string("amptrain ") + AMPTRAIN_VERSION + "\n" + cpu;
+      },
+      "Print the version and this CPU's capabilities (instruction sets, oneDNN's ISA, low precision) and exit");
   app.add_flag_callback("-v,--verbose", [] { spdlog::set_level(spdlog::level::debug); }, "Debug logging");
   app.require_subcommand(0, 1);
   app.fallthrough();

@@ -101,7 +101,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnBatchNorm(Registry& r) {
-  r.Add(OneDnnEntry(OpKind::kBatchNormalization, MakeBatchNorm, {DType::kFloat32, DType::kBFloat16}));
+  AddOneDnn(r, OpKind::kBatchNormalization, MakeBatchNorm, {DType::kFloat32, DType::kBFloat16});
 }
 
 }  // namespace amptrain::kernels::cpu::onednn

@@ -74,9 +74,22 @@ StatusOr<std::unique_ptr<Kernel>> Guarded(const KernelInit& init, Fn&& build) {
 
 // Entry with impl "onednn", priority 10, dtypes f32/bf16 (or `dtypes`); its
 // `accepts` runs `factory` and answers whether it succeeded, so a
-// configuration oneDNN rejects falls back to the reference kernel.
+// configuration oneDNN rejects falls back to the next implementation.
 KernelEntry OneDnnEntry(OpKind op, KernelFactory factory,
                         std::vector<DType> dtypes = {DType::kFloat32, DType::kBFloat16});
+
+// The storage-only twin of a oneDNN kernel: impl "onednn-widened", priority 5,
+// for ops whose type input is bf16 or fp16. Every 2-byte float input is
+// widened to fp32 into scratch, `factory` builds the fp32 kernel of the same
+// op, and its 2-byte float outputs are narrowed back (one rounding, as the
+// native kernels round their fp32 accumulators once). This is the path of a
+// CPU without native bf16 (oneDNN below avx512_core) and of fp16 on every
+// CPU here: values stay 2 bytes in memory and compute at fp32 speed.
+KernelEntry WidenedEntry(OpKind op, KernelFactory factory);
+
+// Adds OneDnnEntry(op, factory, dtypes) and WidenedEntry(op, factory).
+void AddOneDnn(Registry& r, OpKind op, KernelFactory factory,
+               std::vector<DType> dtypes = {DType::kFloat32, DType::kBFloat16});
 
 // Registration of each family, called by RegisterOneDnn.
 void RegisterOneDnnConv(Registry& r);

@@ -165,8 +165,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnConv(Registry& r) {
-  r.Add(OneDnnEntry(OpKind::kConv, MakeConv));
-  r.Add(OneDnnEntry(OpKind::kFusedConv, MakeConv));
+  AddOneDnn(r, OpKind::kConv, MakeConv);
+  AddOneDnn(r, OpKind::kFusedConv, MakeConv);
 }
 
 }  // namespace amptrain::kernels::cpu::onednn

@@ -92,7 +92,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNormGrad(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnBatchNormGrad(Registry& r) {
-  r.Add(OneDnnEntry(OpKind::kBatchNormalizationGrad, MakeBatchNormGrad, {DType::kFloat32}));
+  AddOneDnn(r, OpKind::kBatchNormalizationGrad, MakeBatchNormGrad, {DType::kFloat32});
 }
 
 }  // namespace amptrain::kernels::cpu::onednn

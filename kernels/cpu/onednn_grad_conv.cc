@@ -107,6 +107,6 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
 
 }  // namespace
 
-void RegisterOneDnnConvGrad(Registry& r) { r.Add(OneDnnEntry(OpKind::kConvGrad, MakeConvGrad)); }
+void RegisterOneDnnConvGrad(Registry& r) { AddOneDnn(r, OpKind::kConvGrad, MakeConvGrad); }
 
 }  // namespace amptrain::kernels::cpu::onednn

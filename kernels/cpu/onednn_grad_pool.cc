@@ -81,6 +81,6 @@ StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
 
 }  // namespace
 
-void RegisterOneDnnPoolGrad(Registry& r) { r.Add(OneDnnEntry(OpKind::kMaxPoolGrad, MakeMaxPoolGrad)); }
+void RegisterOneDnnPoolGrad(Registry& r) { AddOneDnn(r, OpKind::kMaxPoolGrad, MakeMaxPoolGrad); }
 
 }  // namespace amptrain::kernels::cpu::onednn

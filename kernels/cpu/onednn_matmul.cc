@@ -106,8 +106,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnMatMul(Registry& r) {
-  r.Add(OneDnnEntry(OpKind::kMatMul, MakeMatMul));
-  r.Add(OneDnnEntry(OpKind::kGemm, MakeMatMul));
+  AddOneDnn(r, OpKind::kMatMul, MakeMatMul);
+  AddOneDnn(r, OpKind::kGemm, MakeMatMul);
 }
 
 }  // namespace amptrain::kernels::cpu::onednn

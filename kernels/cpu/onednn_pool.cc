@@ -49,8 +49,8 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnPool(Registry& r) {
-  r.Add(OneDnnEntry(OpKind::kMaxPool, MakePool));
-  r.Add(OneDnnEntry(OpKind::kAveragePool, MakePool));
+  AddOneDnn(r, OpKind::kMaxPool, MakePool);
+  AddOneDnn(r, OpKind::kAveragePool, MakePool);
 }
 
 }  // namespace amptrain::kernels::cpu::onednn

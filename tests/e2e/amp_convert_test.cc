@@ -14,8 +14,8 @@
 // O2 fp16 weights take at most 52% of the fp32 initializer bytes (counted in
 // the written files).
 // Models are exported at test time by models/torch/export_models.py with
-// Debian's /usr/bin/python3 (torch); tests skip with a message without it or
-// without the pyenv python3's onnx/onnxruntime.
+// the venv's torch (tests/common/python_env.h); tests skip with a message without it or
+// without its onnx/onnxruntime.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -39,20 +39,22 @@ using testing::HaveTorch;
 using testing::HaveOrt;
 using testing::ReadFile;
 using testing::RelL2;
+using testing::Py;
+using testing::PySkip;
 
 namespace fs = std::filesystem;
 
 const std::string kBin = std::string(AMPTRAIN_BINARY_DIR) + "/tools/amptrain";
 const std::string kSrc = AMPTRAIN_SOURCE_DIR;
 const std::string kModels = std::string(AMPTRAIN_BINARY_DIR) + "/amp_models";
-const std::string kOrt = "python3 " + kSrc + "/tests/tools/ort_run.py ";
+const std::string kOrt = Py() + kSrc + "/tests/tools/ort_run.py ";
 
 // O3 runs Softmax, LayerNorm and BN in the low type: only a sanity bound
 // (measured: at most 2e-2, ResNet-50 in bf16; fp16 stays below 5e-3).
 constexpr double kO3Bound = 0.05;
 // Exports once for all test processes (ctest runs each case in its own).
 bool ExportOnce() {
-  std::string script = "/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
+  std::string script = Py() + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
                        " --opsets 17 --modes eval";
   std::string log = " >> " + kModels + ".log 2>&1";
   return testing::RunOnceLocked(kModels, script + " --models simplecnn,transformer" + log + " && " + script +
@@ -97,8 +99,8 @@ std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
 class AmpConvert : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AmpConvert, CheckerOrtAndAccuracy) {
-  if (!HaveTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch/torchvision (apt install python3-torch python3-torchvision)";
-  if (!HaveOrt()) GTEST_SKIP() << "python3 has no onnxruntime/onnx (pip install onnx onnxruntime)";
+  if (!HaveTorch()) GTEST_SKIP() << PySkip("torch, torchvision");
+  if (!HaveOrt()) GTEST_SKIP() << PySkip("onnxruntime, onnx");
   ASSERT_TRUE(ExportOnce()) << "export failed, see " << kModels << "/export.log";
   const Case& c = GetParam();
   const std::string stem = kModels + "/" + c.model + "_eval_op17";

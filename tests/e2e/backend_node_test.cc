@@ -150,7 +150,7 @@ Outcome RunOne(const fs::path& dir, const std::string& op) {
 }
 
 TEST(OnnxBackendNodeTests, SupportedOpsPass) {
-  if (!GenerateSuite()) GTEST_SKIP() << "could not generate the ONNX backend tests (needs python3 with onnx); see onnx_backend_gen.log";
+  if (!GenerateSuite()) GTEST_SKIP() << "could not generate the ONNX backend tests (needs the onnx-1.16 venv of scripts/setup.sh); see onnx_backend_gen.log";
   auto skips = LoadSkips();
   std::vector<fs::path> dirs;
   for (const auto& e : fs::directory_iterator(SuiteDir() + "/node")) dirs.push_back(e.path());

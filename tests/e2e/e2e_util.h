@@ -17,14 +17,15 @@
 #include <string>
 
 #include "ir/tensor.h"
+#include "tests/common/python_env.h"
 
 namespace amptrain::testing {
 
 inline int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
-// Debian's /usr/bin/python3 with torch: the PyTorch exporter and oracle.
-inline bool HaveTorch() { return Sh("/usr/bin/python3 -c 'import torch, torchvision' >/dev/null 2>&1") == 0; }
-// The PATH python3 with onnx and onnxruntime: the checker and ONNX Runtime.
-inline bool HaveOrt() { return Sh("python3 -c 'import onnxruntime, onnx' >/dev/null 2>&1") == 0; }
+// The venv (tests/common/python_env.h) with torch: the PyTorch exporter and oracle.
+inline bool HaveTorch() { return PyHas("torch, torchvision"); }
+// The venv with onnx and onnxruntime: the checker and ONNX Runtime.
+inline bool HaveOrt() { return PyHas("onnxruntime, onnx"); }
 
 inline std::string ReadFile(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

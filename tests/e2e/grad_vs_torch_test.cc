@@ -1,6 +1,6 @@
 // `amptrain grad` against PyTorch: loss and every parameter gradient of a
 // training-mode export (models/torch/reference_grads.py, run at test time with
-// Debian's /usr/bin/python3 + torch; skipped with a message without it).
+// the venv's torch; skipped with a message without it).
 //
 // Tolerance: 1e-4 relative L2 per gradient (TESTING.md), fp32 on both sides.
 // The denominator has an absolute floor of 1e-2: a conv bias followed by a
@@ -22,6 +22,8 @@ namespace {
 
 using testing::Sh;
 using testing::HaveTorch;
+using testing::Py;
+using testing::PySkip;
 
 namespace fs = std::filesystem;
 
@@ -50,13 +52,13 @@ struct Case {
 class GradVsTorch : public ::testing::TestWithParam<Case> {};
 
 TEST_P(GradVsTorch, LossAndGradientsMatch) {
-  if (!HaveTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch/torchvision (apt install python3-torch python3-torchvision)";
+  if (!HaveTorch()) GTEST_SKIP() << PySkip("torch, torchvision");
   const Case& c = GetParam();
   fs::path ref = fs::path(AMPTRAIN_BINARY_DIR) / "grad_vs_torch" / c.model;
   fs::path ours = ref / "amptrain";
   fs::remove_all(ref);
   fs::create_directories(ref);
-  ASSERT_EQ(Sh("/usr/bin/python3 " + kSrc + "/models/torch/reference_grads.py --model " + c.model + " --out " +
+  ASSERT_EQ(Sh(Py() + kSrc + "/models/torch/reference_grads.py --model " + c.model + " --out " +
                ref.string() + " " + c.flags + " > " + (ref / "torch.log").string() + " 2>&1"),
             0)
       << "see " << (ref / "torch.log");

@@ -5,7 +5,7 @@
 //   - `amptrain export` output loads in ONNX Runtime and matches ONNX
 //     Runtime on the original model within 1e-6 max abs (fp32).
 // The models are exported at test time by models/torch/export_models.py with
-// Debian's /usr/bin/python3 (torch); tests skip with a message without it.
+// the venv's torch (tests/common/python_env.h); tests skip with a message without it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +23,8 @@ using testing::Sh;
 using testing::HaveTorch;
 using testing::HaveOrt;
 using testing::RelL2;
+using testing::Py;
+using testing::PySkip;
 
 namespace fs = std::filesystem;
 
@@ -33,8 +35,8 @@ const std::string kModels = std::string(AMPTRAIN_BINARY_DIR) + "/interop_models"
 bool ExportOnce() {
   const std::string log = " >> " + kModels + ".log 2>&1";
   return testing::RunOnceLocked(
-      kModels, "/usr/bin/python3 " + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
-                   " --models simplecnn,transformer --opsets 13,17 --modes train,eval" + log + " && /usr/bin/python3 " +
+      kModels, Py() + kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
+                   " --models simplecnn,transformer --opsets 13,17 --modes train,eval" + log + " && " + Py() +
                    kSrc + "/models/torch/export_models.py --quiet --out " + kModels +
                    " --models resnet50 --opsets 13,17 --modes train,eval --batch 2" + log);
 }
@@ -42,7 +44,7 @@ bool ExportOnce() {
 class TorchExport : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TorchExport, RunMatchesPyTorch) {
-  if (!HaveTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch/torchvision (apt install python3-torch python3-torchvision)";
+  if (!HaveTorch()) GTEST_SKIP() << PySkip("torch, torchvision");
   ASSERT_TRUE(ExportOnce()) << "export failed, see " << kModels << ".log";
   const std::string stem = kModels + "/" + GetParam();
   const std::string out = stem + ".amptrain_out";
@@ -70,20 +72,20 @@ INSTANTIATE_TEST_SUITE_P(Models, TorchExport,
 class ExportRoundTrip : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExportRoundTrip, OrtMatchesOriginal) {
-  if (!HaveTorch()) GTEST_SKIP() << "/usr/bin/python3 has no torch/torchvision";
-  if (!HaveOrt()) GTEST_SKIP() << "python3 has no onnxruntime/onnx (pip install onnx onnxruntime)";
+  if (!HaveTorch()) GTEST_SKIP() << PySkip("torch, torchvision");
+  if (!HaveOrt()) GTEST_SKIP() << PySkip("onnxruntime, onnx");
   ASSERT_TRUE(ExportOnce());
   const std::string stem = kModels + "/" + GetParam();
   const std::string exported = stem + ".amptrain_export.onnx";
   fs::remove(exported);
   ASSERT_EQ(Sh(kBin + " export " + stem + ".onnx -o " + exported + " > " + exported + ".log 2>&1"), 0)
       << "amptrain export failed, see " << exported << ".log";
-  const std::string ort = "python3 " + kSrc + "/tests/tools/ort_run.py ";
+  const std::string ort = Py() + kSrc + "/tests/tools/ort_run.py ";
   const std::string in = " --input input_0=" + stem + ".data/input_0.npy";
   ASSERT_EQ(Sh(ort + stem + ".onnx" + in + " --output-dir " + stem + ".ort_orig > /dev/null 2>&1"), 0);
   ASSERT_EQ(Sh(ort + exported + " --check" + in + " --output-dir " + stem + ".ort_export > " + stem + ".ort_export.log 2>&1"), 0)
       << "ONNX Runtime or the onnx checker rejected the exported model, see " << stem << ".ort_export.log";
-  EXPECT_EQ(Sh("python3 " + kSrc + "/tests/tools/compare_npy.py " + stem + ".ort_export " + stem +
+  EXPECT_EQ(Sh(Py() + kSrc + "/tests/tools/compare_npy.py " + stem + ".ort_export " + stem +
                ".ort_orig --max-abs 1e-6"), 0);
 }
 

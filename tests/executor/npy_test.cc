@@ -1,5 +1,5 @@
 // .npy reading and writing: round trips of every dtype, files written by
-// numpy itself (when the pyenv python3 with numpy is present), and malformed
+// numpy itself (when the venv has numpy), and malformed
 // headers and truncated data.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,9 +9,14 @@
 #include <fstream>
 
 #include "executor/npy.h"
+#include "tests/common/python_env.h"
 
 namespace amptrain::executor {
 namespace {
+
+using ::amptrain::testing::Py;
+using ::amptrain::testing::PyHas;
+using ::amptrain::testing::PySkip;
 
 namespace fs = std::filesystem;
 using ir::DType;
@@ -135,8 +140,8 @@ TEST_F(NpyTest, RejectsMalformedFiles) {
 }
 
 TEST_F(NpyTest, ReadsFilesWrittenByNumpy) {
-  if (std::system("python3 -c 'import numpy' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "python3 with numpy is not available: numpy-written files not checked";
+  if (!PyHas("numpy"))
+    GTEST_SKIP() << PySkip("numpy") << ": numpy-written files not checked";
   std::string script = Path("gen.py");
   std::ofstream(script) << "import numpy as np, sys\n"
                            "d = sys.argv[1]\n"
@@ -154,7 +159,7 @@ TEST_F(NpyTest, ReadsFilesWrittenByNumpy) {
   Tensor bt = *Tensor::Zeros(DType::kInt32, {2, 2});
   std::copy(back.begin(), back.end(), bt.data<int32_t>());
   ASSERT_TRUE(WriteNpy(Path("back.npy"), bt).ok());
-  ASSERT_EQ(std::system(("python3 " + script + " " + dir_.string()).c_str()), 0) << "numpy could not read our file";
+  ASSERT_EQ(std::system((Py() + script + " " + dir_.string()).c_str()), 0) << "numpy could not read our file";
 
   auto f4 = ReadNpy(Path("f4.npy"));
   ASSERT_TRUE(f4.ok()) << f4.status().ToString();

@@ -1,4 +1,4 @@
-// Optimizers against PyTorch 1.13 (when /usr/bin/python3 has torch), LR
+// Optimizers against PyTorch 1.13 (when the venv has torch), LR
 // schedules against hand values, global-norm clipping.
 #include <gtest/gtest.h>
 
@@ -15,9 +15,14 @@
 #include "executor/train/clip.h"
 #include "executor/train/lr_schedule.h"
 #include "executor/train/optimizer.h"
+#include "tests/common/python_env.h"
 
 namespace amptrain::executor::train {
 namespace {
+
+using ::amptrain::testing::Py;
+using ::amptrain::testing::PyHas;
+using ::amptrain::testing::PySkip;
 
 using ir::DType;
 using ir::Tensor;
@@ -78,7 +83,7 @@ std::vector<TorchCase> TorchCases() {
   return cases;
 }
 
-bool HaveTorch() { return std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+bool HaveTorch() { return PyHas("torch"); }
 
 // Writes the inputs and a script applying kSteps steps of every case in
 // PyTorch; returns the folder holding <case>_<param>.npy and slot files.
@@ -110,7 +115,7 @@ std::string RunTorch(const std::vector<TorchCase>& cases) {
         "    for slot, v in opt.state[p].items():\n"
         "      if slot != 'step' and v is not None: np.save(f'{d}/{case}_{n}.{slot}.npy', v.numpy())\n";
   py.close();
-  int rc = std::system(("/usr/bin/python3 " + dir + "/run.py " + dir).c_str());
+  int rc = std::system((Py() + dir + "/run.py " + dir).c_str());
   EXPECT_EQ(rc, 0) << "the PyTorch reference script failed";
   return dir;
 }
@@ -127,7 +132,7 @@ void ExpectClose(const Tensor& got, const Tensor& want, const std::string& what)
 }
 
 TEST(OptimizerTest, MatchesPyTorch) {
-  if (!HaveTorch()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch; the PyTorch comparison is skipped";
+  if (!HaveTorch()) GTEST_SKIP() << PySkip("torch") << "; the PyTorch comparison is skipped";
   auto cases = TorchCases();
   std::string dir = RunTorch(cases);
   struct Cleanup {

@@ -13,9 +13,14 @@
 #include "executor/npy.h"
 #include "executor/train/safetensors.h"
 #include "executor/train/sha256.h"
+#include "tests/common/python_env.h"
 
 namespace amptrain::executor::train {
 namespace {
+
+using ::amptrain::testing::Py;
+using ::amptrain::testing::PyHas;
+using ::amptrain::testing::PySkip;
 
 using ir::DType;
 using ir::Tensor;
@@ -93,13 +98,13 @@ TEST(SafetensorsTest, HeaderLayout) {
 
 // When the Python safetensors package exists, it must read our file.
 TEST(SafetensorsTest, PythonSafetensorsReadsOurFile) {
-  if (std::system("python3 -c 'import safetensors.numpy' >/dev/null 2>&1") != 0)
+  if (!PyHas("safetensors.numpy"))
     GTEST_SKIP() << "Python's safetensors is not installed; the header layout test covers the format";
   auto dir = std::filesystem::temp_directory_path() / StrCat("amptrain_st_", ::getpid());
   std::filesystem::create_directories(dir);
   Tensor t = Tensor::Floats({1.5f, -2.0f, 3.25f}, {3});
   ASSERT_TRUE(WriteSafetensors((dir / "x.safetensors").string(), {{"w", t}}, {}).ok());
-  std::string cmd = StrCat("python3 -c \"import numpy as np, safetensors.numpy as s; d = s.load_file('",
+  std::string cmd = StrCat(Py(), "-c \"import numpy as np, safetensors.numpy as s; d = s.load_file('",
                            (dir / "x.safetensors").string(), "'); np.save('", (dir / "w.npy").string(), "', d['w'])\"");
   EXPECT_EQ(std::system(cmd.c_str()), 0);
   auto w = ReadNpy((dir / "w.npy").string());

@@ -1,6 +1,6 @@
 // Imports the models torch 1.13 exports (models/torch/export_models.py):
 // simplecnn, resnet18 and transformer at opsets 13 and 17, train and eval.
-// Skips with a message when /usr/bin/python3 has no torch.
+// Skips with a message when the venv has no torch.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,9 +8,14 @@
 
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
+#include "tests/common/python_env.h"
 
 namespace amptrain::importer {
 namespace {
+
+using ::amptrain::testing::Py;
+using ::amptrain::testing::PyHas;
+using ::amptrain::testing::PySkip;
 
 namespace fs = std::filesystem;
 
@@ -18,10 +23,10 @@ namespace fs = std::filesystem;
 const fs::path& ExportedModels() {
   static const fs::path dir = [] {
     fs::path out = fs::path(AMPTRAIN_BINARY_DIR) / "importer_test_models";
-    if (!fs::exists("/usr/bin/python3") || std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0)
+    if (!PyHas("torch"))
       return fs::path();
     fs::remove_all(out);
-    std::string cmd = "/usr/bin/python3 " AMPTRAIN_SOURCE_DIR "/models/torch/export_models.py --quiet --out " +
+    std::string cmd = Py() + AMPTRAIN_SOURCE_DIR "/models/torch/export_models.py --quiet --out " +
                       out.string() + " --models simplecnn,resnet18,transformer --opsets 13,17 --modes train,eval"
                       " >" + (out.string() + ".log") + " 2>&1";
     if (std::system(cmd.c_str()) != 0) return fs::path();
@@ -32,7 +37,7 @@ const fs::path& ExportedModels() {
 
 TEST(RealModels, TorchExportsImportAndRoundTrip) {
   const fs::path& dir = ExportedModels();
-  if (dir.empty()) GTEST_SKIP() << "/usr/bin/python3 cannot import torch (or the export failed): no torch models";
+  if (dir.empty()) GTEST_SKIP() << PySkip("torch") << " (or the export failed): no torch models";
   std::vector<fs::path> models;
   for (const auto& e : fs::directory_iterator(dir))
     if (e.path().extension() == ".onnx") models.push_back(e.path());

@@ -93,6 +93,8 @@ inline ir::Tensor Random(std::vector<int64_t> dims, DType dtype, uint32_t seed) 
     float v = u(rng);
     if (dtype == DType::kFloat32)
       t.data<float>()[i] = v;
+    else if (dtype == DType::kFloat16)
+      t.data<uint16_t>()[i] = ir::FloatToHalf(v);
     else
       t.data<uint16_t>()[i] = ir::FloatToBFloat16(v);
   }

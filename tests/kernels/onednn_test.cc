@@ -1,5 +1,7 @@
 // oneDNN kernels against the reference kernels on random data over a grid
-// of configurations, in fp32 and bf16.
+// of configurations, on each precision path (tests/kernels/kernel_paths.h):
+// fp32, native bf16 (skipped, naming the ISA, where oneDNN has no bf16
+// kernels), and bf16 / fp16 widened to fp32 around the fp32 primitive.
 //
 // Tolerances, on the error normalized by the reference output's largest
 // magnitude (NormalizedError):
@@ -10,6 +12,9 @@
 //     bf16 (8 significant bits, a relative step of 2^-8 = 3.9e-3); oneDNN's
 //     fp32 accumulation can put a value on the other side of a rounding
 //     boundary, so one bf16 step of the scale, with headroom.
+//   fp16 2e-3: the same argument with 11 significant bits (step 2^-11 =
+//     4.9e-4): four steps of the scale.
+#include "tests/kernels/kernel_paths.h"
 #include "tests/kernels/nn_test_util.h"
 
 namespace amptrain::kernels::testing {
@@ -19,14 +24,14 @@ using ir::Attributes;
 using ir::Tensor;
 using I = std::vector<int64_t>;
 
-double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : 1e-2; }
+double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : t == DType::kFloat16 ? 2e-3 : 1e-2; }
 
-// Runs `op` with oneDNN (which must accept it) and with the reference
-// kernel; returns the normalized error of output 0.
+// Runs `op` with oneDNN implementation `impl` (which must accept it) and
+// with the reference kernel; returns the normalized error of output 0.
 double CompareToReference(OpKind op, const Attributes& a, const std::vector<Tensor>& in,
-                          std::vector<bool> constant = {}) {
+                          std::vector<bool> constant = {}, const char* impl = "onednn") {
   NnRunOptions dnn;
-  dnn.impl = "onednn";
+  dnn.impl = impl;
   dnn.constant = std::move(constant);
   auto got = RunOp(op, a, in, dnn);
   EXPECT_TRUE(got.ok()) << got.status().ToString();
@@ -55,7 +60,14 @@ Attributes ConvAttrs(const ConvCase& c) {
   return a;
 }
 
-TEST(OneDnnConv, MatchesReference) {
+// Each TEST_P runs once per precision path.
+class OneDnnPath : public ::testing::TestWithParam<KernelPath> {};
+INSTANTIATE_KERNEL_PATHS(OneDnnPath);
+
+TEST_P(OneDnnPath, ConvMatchesReference) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
+  const char* impl = GetParam().impl;
   const std::vector<ConvCase> cases = {
       {"3x3 pad 1", {2, 8, 9, 9}, {16, 8, 3, 3}, 1, {}, {}, {1, 1, 1, 1}, "", true},
       {"1x1", {1, 32, 7, 7}, {24, 32, 1, 1}, 1, {}, {}, {}, "", false},
@@ -67,15 +79,33 @@ TEST(OneDnnConv, MatchesReference) {
       {"asymmetric pads", {1, 8, 9, 10}, {8, 8, 3, 2}, 1, {}, {}, {0, 1, 2, 0}, "", true},
       {"SAME_UPPER stride 2", {1, 8, 9, 9}, {8, 8, 3, 3}, 1, {2, 2}, {}, {}, "SAME_UPPER", false},
   };
-  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
-    for (const ConvCase& c : cases) {
-      std::vector<Tensor> in = {Random(c.x, t, 1), Random(c.w, t, 2)};
-      if (c.bias) in.push_back(Random({c.w[0]}, t, 3));
-      for (bool constant_w : {false, true}) {
-        double err = CompareToReference(OpKind::kConv, ConvAttrs(c), in, {false, constant_w});
-        EXPECT_LT(err, Tolerance(t)) << c.name << " " << ir::DTypeName(t) << (constant_w ? " constant W" : "");
-      }
+  for (const ConvCase& c : cases) {
+    std::vector<Tensor> in = {Random(c.x, t, 1), Random(c.w, t, 2)};
+    if (c.bias) in.push_back(Random({c.w[0]}, t, 3));
+    for (bool constant_w : {false, true}) {
+      double err = CompareToReference(OpKind::kConv, ConvAttrs(c), in, {false, constant_w}, impl);
+      EXPECT_LT(err, Tolerance(t)) << c.name << (constant_w ? " constant W" : "");
     }
+  }
+}
+
+// A kernel that needs an ISA the CPU lacks declines and the next one runs:
+// bf16 Conv goes to native oneDNN where oneDNN has bf16 kernels, else to the
+// widened one; fp16 always to the widened one.
+TEST(OneDnnConv, RegistryPicksNativeOrWidened) {
+  Attributes a;
+  for (DType t : {DType::kBFloat16, DType::kFloat16}) {
+    KernelInit init;
+    init.op = OpKind::kConv;
+    init.attrs = &a;
+    init.node_name = "c";
+    init.inputs = {TensorSpec{t, {1, 8, 9, 9}}, TensorSpec{t, {16, 8, 3, 3}}};
+    init.outputs = {TensorSpec{t, {1, 16, 7, 7}}};
+    auto e = Registry::Global().Select(init);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    const bool native = t == DType::kBFloat16 && cpu::Cpu().onednn_bf16();
+    EXPECT_EQ((*e)->impl, native ? "onednn" : "onednn-widened")
+        << ir::DTypeName(t) << " on oneDNN ISA " << cpu::Cpu().onednn_isa;
   }
 }
 
@@ -100,7 +130,10 @@ struct PoolCase {
   bool onednn;  // expected to be taken by oneDNN
 };
 
-TEST(OneDnnPool, MatchesReference) {
+TEST_P(OneDnnPath, PoolMatchesReference) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
+  const char* impl = GetParam().impl;
   const std::vector<PoolCase> cases = {
       {"max 3x3 s2 p1", OpKind::kMaxPool, {2, 8, 15, 15}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}, 0, 0, true},
       {"max ceil", OpKind::kMaxPool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 0, true},
@@ -111,27 +144,28 @@ TEST(OneDnnPool, MatchesReference) {
       {"avg ceil exclude", OpKind::kAveragePool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 0, true},
       {"avg ceil include (overhang)", OpKind::kAveragePool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 1, false},
   };
-  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
-    for (const PoolCase& c : cases) {
-      Attributes a;
-      a.Set("kernel_shape", c.kernel);
-      if (!c.strides.empty()) a.Set("strides", c.strides);
-      if (!c.dilations.empty()) a.Set("dilations", c.dilations);
-      if (!c.pads.empty()) a.Set("pads", c.pads);
-      a.Set("ceil_mode", c.ceil_mode);
-      if (c.op == OpKind::kAveragePool) a.Set("count_include_pad", c.count_include_pad);
-      std::vector<Tensor> in = {Random(c.x, t, 5)};
-      if (c.onednn) {
-        EXPECT_LT(CompareToReference(c.op, a, in), Tolerance(t)) << c.name << " " << ir::DTypeName(t);
-      } else {
-        EXPECT_FALSE(RunOp(c.op, a, in, NnRunOptions{.impl = "onednn"}).ok()) << c.name;
-        EXPECT_TRUE(RunOp(c.op, a, in, NnRunOptions{.impl = ""}).ok()) << c.name;
-      }
+  for (const PoolCase& c : cases) {
+    Attributes a;
+    a.Set("kernel_shape", c.kernel);
+    if (!c.strides.empty()) a.Set("strides", c.strides);
+    if (!c.dilations.empty()) a.Set("dilations", c.dilations);
+    if (!c.pads.empty()) a.Set("pads", c.pads);
+    a.Set("ceil_mode", c.ceil_mode);
+    if (c.op == OpKind::kAveragePool) a.Set("count_include_pad", c.count_include_pad);
+    std::vector<Tensor> in = {Random(c.x, t, 5)};
+    if (c.onednn) {
+      EXPECT_LT(CompareToReference(c.op, a, in, {}, impl), Tolerance(t)) << c.name;
+    } else {
+      EXPECT_FALSE(RunOp(c.op, a, in, NnRunOptions{.impl = impl}).ok()) << c.name;
+      EXPECT_TRUE(RunOp(c.op, a, in, NnRunOptions{.impl = ""}).ok()) << c.name;
     }
   }
 }
 
-TEST(OneDnnGemm, TransposesAlphaAndBias) {
+TEST_P(OneDnnPath, GemmTransposesAlphaAndBias) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
+  const char* impl = GetParam().impl;
   struct Case {
     bool ta, tb;
     float alpha, beta;
@@ -146,38 +180,38 @@ TEST(OneDnnGemm, TransposesAlphaAndBias) {
       {false, true, 0.5f, 2.0f, {24}, false},
   };
   const int64_t m = 16, k = 40, n = 24;
-  for (DType t : {DType::kFloat32, DType::kBFloat16}) {
-    for (const Case& c : cases) {
-      Attributes a;
-      a.Set("transA", int64_t{c.ta});
-      a.Set("transB", int64_t{c.tb});
-      a.Set("alpha", c.alpha);
-      a.Set("beta", c.beta);
-      std::vector<Tensor> in = {Random(c.ta ? I{k, m} : I{m, k}, t, 7), Random(c.tb ? I{n, k} : I{k, n}, t, 8)};
-      if (!c.c.empty()) in.push_back(Random(c.c, t, 9));
-      std::string what = ::testing::PrintToString(c.ta) + ::testing::PrintToString(c.tb) + " alpha " +
-                         std::to_string(c.alpha) + " beta " + std::to_string(c.beta) + " " +
-                         std::string(ir::DTypeName(t));
-      if (c.onednn) {
-        EXPECT_LT(CompareToReference(OpKind::kGemm, a, in), Tolerance(t)) << what;
-        EXPECT_LT(CompareToReference(OpKind::kGemm, a, in, {false, true}), Tolerance(t)) << what << " constant B";
-      } else {
-        EXPECT_FALSE(RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = "onednn"}).ok()) << what;
-        EXPECT_TRUE(RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = ""}).ok()) << what;
-      }
+  for (const Case& c : cases) {
+    Attributes a;
+    a.Set("transA", int64_t{c.ta});
+    a.Set("transB", int64_t{c.tb});
+    a.Set("alpha", c.alpha);
+    a.Set("beta", c.beta);
+    std::vector<Tensor> in = {Random(c.ta ? I{k, m} : I{m, k}, t, 7), Random(c.tb ? I{n, k} : I{k, n}, t, 8)};
+    if (!c.c.empty()) in.push_back(Random(c.c, t, 9));
+    std::string what = ::testing::PrintToString(c.ta) + ::testing::PrintToString(c.tb) + " alpha " +
+                       std::to_string(c.alpha) + " beta " + std::to_string(c.beta);
+    if (c.onednn) {
+      EXPECT_LT(CompareToReference(OpKind::kGemm, a, in, {}, impl), Tolerance(t)) << what;
+      EXPECT_LT(CompareToReference(OpKind::kGemm, a, in, {false, true}, impl), Tolerance(t)) << what << " constant B";
+    } else {
+      EXPECT_FALSE(RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = impl}).ok()) << what;
+      EXPECT_TRUE(RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = ""}).ok()) << what;
     }
   }
 }
 
-TEST(OneDnnMatMul, BatchedWithBroadcasting) {
+TEST_P(OneDnnPath, MatMulBatchedWithBroadcasting) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
   const std::vector<std::pair<I, I>> cases = {
       {{8, 12}, {12, 5}}, {{2, 1, 4, 5}, {3, 5, 6}}, {{3, 4, 5}, {5, 6}},
       {{5}, {2, 5, 3}},   {{2, 3, 5}, {5}},          {{1, 7, 9}, {4, 9, 2}},
   };
-  for (DType t : {DType::kFloat32, DType::kBFloat16})
-    for (const auto& [a, b] : cases)
-      EXPECT_LT(CompareToReference(OpKind::kMatMul, Attributes{}, {Random(a, t, 11), Random(b, t, 12)}), Tolerance(t))
-          << ::testing::PrintToString(a) << " x " << ::testing::PrintToString(b) << " " << ir::DTypeName(t);
+  for (const auto& [a, b] : cases)
+    EXPECT_LT(CompareToReference(OpKind::kMatMul, Attributes{}, {Random(a, t, 11), Random(b, t, 12)}, {},
+                                 GetParam().impl),
+              Tolerance(t))
+        << ::testing::PrintToString(a) << " x " << ::testing::PrintToString(b);
 }
 
 TEST(OneDnnBatchNorm, InferenceMatchesReference) {
@@ -202,18 +236,19 @@ TEST(OneDnnBatchNorm, InferenceMatchesReference) {
       EXPECT_NEAR((*got)[k].data<float>()[i], (*want)[k].data<float>()[i], 1e-4) << "output " << k << " element " << i;
 }
 
-// AMP O2's BatchNormalization: bf16 X/Y with fp32 scale/B/mean/var. The
-// reference computes in fp32 from the same bf16 input and rounds Y once, as
-// oneDNN does: they agree to bf16's output rounding (2^-8 relative).
-TEST(OneDnnBatchNorm, Bf16DataWithFp32ParamsMatchesReference) {
-  const DType f32 = DType::kFloat32;
+// AMP O2's BatchNormalization: low-precision X/Y with fp32
+// scale/B/mean/var. The reference computes in fp32 from the same input and
+// rounds Y once, as oneDNN does: they agree to the output rounding.
+TEST_P(OneDnnPath, BatchNormLowDataFp32ParamsMatchesReference) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType f32 = DType::kFloat32, t = GetParam().dtype;
   Tensor var = Random({6}, f32, 24);
   for (int64_t i = 0; i < 6; ++i) var.data<float>()[i] = 0.5f + std::fabs(var.data<float>()[i]);
   Attributes a;
   a.Set("epsilon", 1e-3f);
-  std::vector<Tensor> in = {Random({2, 6, 5, 5}, DType::kBFloat16, 20), Random({6}, f32, 21), Random({6}, f32, 22),
+  std::vector<Tensor> in = {Random({2, 6, 5, 5}, t, 20), Random({6}, f32, 21), Random({6}, f32, 22),
                             Random({6}, f32, 23), var};
-  EXPECT_LT(CompareToReference(OpKind::kBatchNormalization, a, in), 1e-2);
+  EXPECT_LT(CompareToReference(OpKind::kBatchNormalization, a, in, {}, GetParam().impl), Tolerance(t));
 }
 
 }  // namespace

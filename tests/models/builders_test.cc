@@ -1,6 +1,7 @@
 // Tests of the model builders: structure, parameter counts and names against
 // PyTorch, init statistics, determinism, shape inference.
 #include "models/builders.h"
+#include "tests/common/python_env.h"
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,10 @@
 
 namespace amptrain::models {
 namespace {
+
+using ::amptrain::testing::Py;
+using ::amptrain::testing::PyHas;
+using ::amptrain::testing::PySkip;
 
 namespace fs = std::filesystem;
 
@@ -328,8 +333,8 @@ TEST(ShapeInference, OutputsAreBatchByClasses) {
 // Initializer names, order and shapes equal PyTorch's state_dict (minus
 // num_batches_tracked), dumped by Debian's torch + torchvision.
 TEST(TorchParity, InitializersEqualStateDict) {
-  if (std::system("/usr/bin/python3 -c 'import torchvision' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "/usr/bin/python3 cannot import torchvision";
+  if (!PyHas("torchvision"))
+    GTEST_SKIP() << PySkip("torchvision");
   fs::path dir = TempDir("amptrain_models_keys");
   {
     std::ofstream py(dir / "dump.py");
@@ -349,7 +354,7 @@ TEST(TorchParity, InitializersEqualStateDict) {
        << "m.maxpool = nn.Identity()\n"
        << "dump('resnet34_small', m)\n";
   }
-  std::string cmd = "/usr/bin/python3 " + (dir / "dump.py").string() + " > " + (dir / "keys.txt").string();
+  std::string cmd = Py() + (dir / "dump.py").string() + " > " + (dir / "keys.txt").string();
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto torch = ReadTagged(dir / "keys.txt");
   fs::remove_all(dir);
@@ -380,9 +385,9 @@ TEST(TorchParity, InitializersEqualStateDict) {
 // (torch 1.13, opset 17). Only the first output is compared: torch's Dropout
 // also writes its mask, which the builders leave out.
 TEST(TorchParity, NodesEqualTorchExport) {
-  if (std::system("/usr/bin/python3 -c 'import torchvision' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "/usr/bin/python3 cannot import torchvision";
-  if (std::system("python3 -c 'import onnx' >/dev/null 2>&1") != 0) GTEST_SKIP() << "python3 cannot import onnx";
+  if (!PyHas("torchvision"))
+    GTEST_SKIP() << PySkip("torchvision");
+  if (!PyHas("onnx")) GTEST_SKIP() << PySkip("onnx");
   fs::path dir = TempDir("amptrain_models_nodes");
   {
     std::ofstream py(dir / "export.py");
@@ -407,7 +412,7 @@ TEST(TorchParity, NodesEqualTorchExport) {
          << "        print(' '.join([n.name, n.op_type, ','.join(n.input), n.output[0]] + attrs))\n";
   }
   std::string d = dir.string();
-  std::string cmd = "/usr/bin/python3 " + d + "/export.py " + d + " && python3 " + d + "/dump.py " + d + " > " + d +
+  std::string cmd = Py() + d + "/export.py " + d + " && " + Py() + d + "/dump.py " + d + " > " + d +
                     "/nodes.txt";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   auto torch = ReadTagged(dir / "nodes.txt");
@@ -431,8 +436,8 @@ TEST(TorchParity, NodesEqualTorchExport) {
 // The exported models pass onnx.checker (full_check) and run in ONNX Runtime
 // on random inputs, in training and eval form and at an older opset.
 TEST(OnnxRuntime, ExportedModelsLoadAndRun) {
-  if (std::system("python3 -c 'import onnxruntime' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "python3 cannot import onnxruntime";
+  if (!PyHas("onnxruntime"))
+    GTEST_SKIP() << PySkip("onnxruntime");
   fs::path dir = TempDir("amptrain_models_ort");
   SimpleCnnConfig train, eval13;
   eval13.training_mode = false;
@@ -455,7 +460,7 @@ TEST(OnnxRuntime, ExportedModelsLoadAndRun) {
     fs::path model = dir / (name + ".onnx");
     Status s = importer::ExportModelFile(*g, model.string());
     ASSERT_TRUE(s.ok()) << name << ": " << s.ToString();
-    std::string cmd = StrCat("python3 ", AMPTRAIN_SOURCE_DIR, "/tests/tools/ort_run.py ", model.string(),
+    std::string cmd = StrCat(Py(), AMPTRAIN_SOURCE_DIR, "/tests/tools/ort_run.py ", model.string(),
                              " --check --batch 2 --random-inputs ", (dir / (name + "_in")).string(),
                              " --output-dir ", (dir / (name + "_out")).string());
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -469,10 +474,10 @@ TEST(OnnxRuntime, ExportedModelsLoadAndRun) {
 // as ONNX Runtime on our model (fp32, tolerance 1e-4 of the output's scale:
 // the two convolution implementations sum in different orders).
 TEST(TorchParity, ForwardMatchesTorchWithOurWeights) {
-  if (std::system("/usr/bin/python3 -c 'import torchvision' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "/usr/bin/python3 cannot import torchvision";
-  if (std::system("python3 -c 'import onnxruntime' >/dev/null 2>&1") != 0)
-    GTEST_SKIP() << "python3 cannot import onnxruntime";
+  if (!PyHas("torchvision"))
+    GTEST_SKIP() << PySkip("torchvision");
+  if (!PyHas("onnxruntime"))
+    GTEST_SKIP() << PySkip("onnxruntime");
   fs::path dir = TempDir("amptrain_models_fwd");
   {
     std::ofstream dump(dir / "weights.py");
@@ -511,13 +516,13 @@ TEST(TorchParity, ForwardMatchesTorchWithOurWeights) {
     ASSERT_TRUE(g) << name;
     std::string d = (dir / name).string();
     ASSERT_TRUE(importer::ExportModelFile(*g, d + ".onnx").ok()) << name;
-    std::string cmd = StrCat("python3 ", AMPTRAIN_SOURCE_DIR, "/tests/tools/ort_run.py ", d, ".onnx --batch 2",
-                             " --random-inputs ", d, "_in --output-dir ", d, "_out && python3 ", dir.string(),
+    std::string cmd = StrCat(Py(), AMPTRAIN_SOURCE_DIR, "/tests/tools/ort_run.py ", d, ".onnx --batch 2",
+                             " --random-inputs ", d, "_in --output-dir ", d, "_out && ", Py(), dir.string(),
                              "/weights.py ", d, ".onnx ", d, ".npz");
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     names += " " + name;
   }
-  std::string cmd = StrCat("/usr/bin/python3 ", dir.string(), "/torch_run.py ", dir.string(), names);
+  std::string cmd = StrCat(Py(), dir.string(), "/torch_run.py ", dir.string(), names);
   EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
   fs::remove_all(dir);
 }

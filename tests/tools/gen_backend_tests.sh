@@ -21,6 +21,7 @@ DIR=${1:?usage: $0 OUTPUT_DIR}
 # installs it in .cache/onnx-1.16 (a venv); without it the installed onnx is used.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DEFAULT_PY=python3
+[[ -x "$ROOT/.venv/bin/python" ]] && DEFAULT_PY="$ROOT/.venv/bin/python"
 [[ -x "$ROOT/.cache/onnx-1.16/bin/python" ]] && DEFAULT_PY="$ROOT/.cache/onnx-1.16/bin/python"
 PY=${PYTHON:-$DEFAULT_PY}
 VERSION=$("$PY" -c 'import onnx; print(onnx.__version__)')

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Run an ONNX model in ONNX Runtime (CPUExecutionProvider) and save its outputs.
 
-Run with the pyenv python3 (PyPI onnx + onnxruntime).
+Run with the project venv: .venv/bin/python (PyPI onnx + onnxruntime; scripts/setup.sh).
 
   ort_run.py MODEL.onnx --input input_0=x.npy [--input NAME=FILE.npy ...] --output-dir OUT
   ort_run.py MODEL.onnx --random-inputs IN_DIR --seed 0 --batch 2 --output-dir OUT

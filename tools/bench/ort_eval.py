@@ -7,7 +7,7 @@ x/255, then (x - mean) / std; Fashion-MNIST 0.2860/0.3530, MNIST 0.1307/0.3081).
   python3 tools/bench/ort_eval.py MODEL.onnx [--data /usr/share/datasets/fashion-mnist]
       [--mnist] [--batch 128] [--threads 2]
 
-Needs numpy and onnxruntime (the pyenv python3). Reads the IDX files raw or gzipped.
+Needs numpy and onnxruntime: run it with .venv/bin/python (scripts/setup.sh). Reads the IDX files raw or gzipped.
 """
 import argparse
 import gzip

@@ -46,7 +46,7 @@ PY
 for B in 1 32; do
   R=$([ "$B" = 1 ] && echo 20 || echo 5)
   ARGS=(--batch "$B" --threads "$THREADS" --warmup 2 --repeat "$R" --json)
-  O=$(python3 tools/bench/ort_bench.py "$WORK/resnet50.onnx" --batch "$B" --threads "$THREADS" --warmup 2 --repeat "$R")
+  O=$(.venv/bin/python tools/bench/ort_bench.py "$WORK/resnet50.onnx" --batch "$B" --threads "$THREADS" --warmup 2 --repeat "$R")
   A=$($AMP bench "$WORK/resnet50.onnx" "${ARGS[@]}")
   P=$(OMP_WAIT_POLICY=passive $AMP bench "$WORK/resnet50.onnx" "${ARGS[@]}")
   row "$B" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["runtime"])' "$O")" fp32 "$O"

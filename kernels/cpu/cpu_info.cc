@@ -1,0 +1,172 @@
+#include "kernels/cpu/cpu_info.h"
+
+#include <cpuid.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <sstream>
+
+namespace amptrain::kernels::cpu {
+
+namespace {
+
+struct Regs {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+};
+
+Regs Cpuid(unsigned leaf, unsigned sub = 0) {
+  Regs r;
+  if (!__get_cpuid_count(leaf, sub, &r.a, &r.b, &r.c, &r.d)) r = Regs{};
+  return r;
+}
+
+uint64_t Xcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+bool Bit(unsigned reg, int bit) { return (reg >> bit) & 1u; }
+
+const char* IsaName(dnnl::cpu_isa isa) {
+  using I = dnnl::cpu_isa;
+  switch (isa) {
+    case I::sse41: return "sse41";
+    case I::avx: return "avx";
+    case I::avx2: return "avx2";
+    case I::avx2_vnni: return "avx2_vnni";
+    case I::avx512_mic: return "avx512_mic";
+    case I::avx512_mic_4ops: return "avx512_mic_4ops";
+    case I::avx512_core: return "avx512_core";
+    case I::avx512_core_vnni: return "avx512_core_vnni";
+    case I::avx512_core_bf16: return "avx512_core_bf16";
+    case I::avx512_core_amx: return "avx512_core_amx";
+    case I::all: return "all";
+  }
+  return "unknown";
+}
+
+CpuInfo Detect() {
+  CpuInfo info;
+  Regs v = Cpuid(0);
+  char vendor[13] = {};
+  std::memcpy(vendor, &v.b, 4);
+  std::memcpy(vendor + 4, &v.d, 4);
+  std::memcpy(vendor + 8, &v.c, 4);
+  info.vendor = vendor;
+  if (Cpuid(0x80000000).a >= 0x80000004) {
+    char brand[49] = {};
+    for (unsigned i = 0; i < 3; ++i) {
+      Regs r = Cpuid(0x80000002 + i);
+      std::memcpy(brand + 16 * i, &r, 16);
+    }
+    info.model = brand;
+    while (!info.model.empty() && info.model.back() == ' ') info.model.pop_back();
+    info.model.erase(0, info.model.find_first_not_of(' '));
+  }
+  const unsigned max_leaf = v.a;
+  Regs l1 = Cpuid(1);
+  const bool osxsave = Bit(l1.c, 27);
+  const uint64_t xcr0 = osxsave ? Xcr0() : 0;
+  const bool os_avx = (xcr0 & 0x6) == 0x6;                // XMM, YMM
+  const bool os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;  // opmask, ZMM_Hi256, Hi16_ZMM
+  const bool os_amx = (xcr0 & 0x60000) == 0x60000;         // XTILECFG, XTILEDATA
+  info.fma = os_avx && Bit(l1.c, 12);
+  info.f16c = os_avx && Bit(l1.c, 29);
+  if (max_leaf >= 7) {
+    Regs l7 = Cpuid(7), l71 = Cpuid(7, 1);
+    info.avx2 = os_avx && Bit(l7.b, 5);
+    info.avx512f = os_avx512 && Bit(l7.b, 16);
+    info.avx512dq = os_avx512 && Bit(l7.b, 17);
+    info.avx512bw = os_avx512 && Bit(l7.b, 30);
+    info.avx512vl = os_avx512 && Bit(l7.b, 31);
+    info.avx512_vnni = os_avx512 && Bit(l7.c, 11);
+    info.avx512_fp16 = os_avx512 && Bit(l7.d, 23);
+    info.amx_bf16 = os_amx && Bit(l7.d, 22);
+    info.amx_tile = os_amx && Bit(l7.d, 24);
+    info.amx_int8 = os_amx && Bit(l7.d, 25);
+    info.avx_vnni = os_avx && Bit(l71.a, 4);
+    info.avx512_bf16 = os_avx512 && Bit(l71.a, 5);
+    info.amx_fp16 = os_amx && Bit(l71.a, 21);
+  }
+  info.onednn_isa = IsaName(dnnl::get_effective_cpu_isa());
+  info.onednn_capped = std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr || std::getenv("DNNL_MAX_CPU_ISA") != nullptr;
+  return info;
+}
+
+std::string Flags(const CpuInfo& c) {
+  std::string out;
+  auto add = [&](bool have, const char* name) {
+    if (!have) return;
+    if (!out.empty()) out += ' ';
+    out += name;
+  };
+  add(c.avx2, "avx2");
+  add(c.fma, "fma");
+  add(c.f16c, "f16c");
+  add(c.avx_vnni, "avx_vnni");
+  add(c.avx512f, "avx512f");
+  add(c.avx512bw, "avx512bw");
+  add(c.avx512vl, "avx512vl");
+  add(c.avx512dq, "avx512dq");
+  add(c.avx512_vnni, "avx512_vnni");
+  add(c.avx512_bf16, "avx512_bf16");
+  add(c.avx512_fp16, "avx512_fp16");
+  add(c.amx_tile, "amx_tile");
+  add(c.amx_bf16, "amx_bf16");
+  add(c.amx_int8, "amx_int8");
+  add(c.amx_fp16, "amx_fp16");
+  return out.empty() ? "(none of the listed)" : out;
+}
+
+}  // namespace
+
+bool CpuInfo::onednn_bf16() const {
+  return onednn_isa == "avx512_core" || onednn_isa == "avx512_core_vnni" || onednn_isa == "avx512_core_bf16" ||
+         onednn_isa == "avx512_core_amx";
+}
+
+bool CpuInfo::native_bf16() const {
+  return (avx512_bf16 && (onednn_isa == "avx512_core_bf16" || onednn_isa == "avx512_core_amx")) ||
+         (amx_bf16 && onednn_isa == "avx512_core_amx");
+}
+
+const CpuInfo& Cpu() {
+  static const CpuInfo info = Detect();
+  return info;
+}
+
+std::string LowPrecisionNote(ir::DType dtype) {
+  const CpuInfo& c = Cpu();
+  const std::string isa = "oneDNN ISA " + c.onednn_isa + (c.onednn_capped ? ", capped" : "");
+  if (dtype == ir::DType::kBFloat16) {
+    if (c.native_bf16()) return "bf16: native on this CPU (" + std::string(c.amx_bf16 ? "AMX-BF16" : "AVX512_BF16") +
+                                "; " + isa + "): faster than fp32";
+    if (c.onednn_bf16())
+      return "bf16: emulated on this CPU (AVX-512 without AVX512_BF16; " + isa +
+             "): 2-byte storage, compute about as fast as fp32";
+    return "bf16: storage only on this CPU (no AVX512_BF16 or AMX; " + isa +
+           "): values are widened to fp32 to compute, so expect fp32 speed at best, not faster";
+  }
+  if (dtype == ir::DType::kFloat16)
+    return "fp16: storage only on this CPU (amptrain has no CPU fp16 arithmetic" +
+           std::string(c.avx512_fp16 ? ", although it has AVX512_FP16" : "; no AVX512_FP16") + "; " + isa +
+           "): values are widened to fp32 to compute, so expect fp32 speed at best, not faster";
+  return "";
+}
+
+std::string DescribeCpu() {
+  const CpuInfo& c = Cpu();
+  std::ostringstream s;
+  s << "cpu: " << (c.model.empty() ? c.vendor : c.model) << "\n"
+    << "cpu flags: " << Flags(c) << "\n"
+    << "onednn isa: " << c.onednn_isa
+    << (c.onednn_capped ? " (capped by ONEDNN_MAX_CPU_ISA/DNNL_MAX_CPU_ISA)" : "") << "\n"
+    << LowPrecisionNote(ir::DType::kBFloat16) << "\n"
+    << LowPrecisionNote(ir::DType::kFloat16) << "\n";
+  return s.str();
+}
+
+}  // namespace amptrain::kernels::cpu

@@ -1,0 +1,55 @@
+// What this CPU offers, detected at run time: cpuid feature bits (with the
+// OS's XCR0 consent for AVX / AVX-512 / AMX state), the ISA oneDNN will
+// dispatch to (which honours ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA), and what
+// follows for low precision:
+//   bf16 native  — AVX512_BF16 or AMX-BF16 and oneDNN allowed to use it:
+//                  bf16 computes in hardware, faster than fp32;
+//   bf16 oneDNN  — oneDNN's bf16 kernels run (avx512_core or better; without
+//                  AVX512_BF16 they emulate the bf16 dot products);
+//   otherwise    — bf16 and fp16 are storage only: 2 bytes in memory,
+//                  widened to fp32 to compute (kernels "onednn-widened").
+// `amptrain --version` prints Describe(); the AMP report and the trainer
+// print LowPrecisionNote() once.
+#pragma once
+
+#include <string>
+
+#include "ir/dtype.h"
+
+namespace amptrain::kernels::cpu {
+
+struct CpuInfo {
+  std::string vendor, model;
+  // cpuid, with OS support for the register state.
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_vnni = false, avx512_bf16 = false, avx512_fp16 = false, avx_vnni = false;
+  bool amx_tile = false, amx_bf16 = false, amx_int8 = false, amx_fp16 = false;
+  // oneDNN's effective ISA ("avx2", "avx512_core_bf16", ...), after any cap.
+  std::string onednn_isa;
+  bool onednn_capped = false;  // ONEDNN_MAX_CPU_ISA or DNNL_MAX_CPU_ISA is set
+
+  bool avx512_core() const { return avx512f && avx512bw && avx512vl && avx512dq; }
+  // oneDNN runs its bf16 primitives (native or emulated).
+  bool onednn_bf16() const;
+  // bf16 arithmetic in hardware, usable by oneDNN: AVX512_BF16 or AMX-BF16.
+  bool native_bf16() const;
+  // fp16 arithmetic in hardware that amptrain uses: none yet (oneDNN 2.6 has
+  // no fp16 CPU kernels), so fp16 is storage only on every CPU.
+  bool native_fp16() const { return false; }
+};
+
+// Detected once per process.
+const CpuInfo& Cpu();
+
+// Several lines: model, the feature flags, oneDNN's ISA, what low precision
+// does here.
+std::string DescribeCpu();
+
+// One line on how `dtype` (fp16 or bf16) computes on this CPU, e.g. "bf16:
+// storage only on this CPU (no AVX512_BF16 or AMX; oneDNN ISA avx2): values
+// are widened to fp32 to compute, so expect fp32 speed, not faster".
+// Empty for other dtypes.
+std::string LowPrecisionNote(ir::DType dtype);
+
+}  // namespace amptrain::kernels::cpu
