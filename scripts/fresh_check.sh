@@ -61,6 +61,15 @@ SECURITY=$(awk '/^URIs:/ {u=$2} /^Suites:/ && /bookworm-security/ {print u; exit
   [ -n "$SECURITY" ] && echo "deb $SECURITY bookworm-security main"
 } > "$ROOT/etc/apt/sources.list"
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf"
+# This machine's network trust settings, which every machine of its kind has:
+# local CA certificates (installed into the root's store when setup.sh's apt
+# step brings ca-certificates) and pip's configuration (which CA bundle it
+# uses). Nothing else of this machine goes in.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$ROOT/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+fi
+[ -f /etc/pip.conf ] && cp /etc/pip.conf "$ROOT/etc/pip.conf"
 mount -t proc proc "$ROOT/proc"
 mount -t sysfs sys "$ROOT/sys"
 mount --bind /dev "$ROOT/dev"

@@ -58,9 +58,10 @@ class CliTest : public ::testing::Test {
     return g;
   }
 
-  CliResult Cli(const std::string& args) const {
+  // `env`: "NAME=value " assignments for the command.
+  CliResult Cli(const std::string& args, const std::string& env = "") const {
     fs::path out = dir_ / "stdout.txt", err = dir_ / "stderr.txt";
-    std::string cmd = binary_ + " " + args + " >" + out.string() + " 2>" + err.string();
+    std::string cmd = env + binary_ + " " + args + " >" + out.string() + " 2>" + err.string();
     int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, ReadFile(out), ReadFile(err)};
   }
@@ -91,7 +92,11 @@ TEST_F(CliTest, VersionAndHelp) {
   CliResult v = Cli("--version");
   EXPECT_EQ(v.code, 0);
   EXPECT_EQ(v.out.rfind("amptrain ", 0), 0u) << v.out;
-  EXPECT_EQ(std::count(v.out.begin(), v.out.end(), '\n'), 1);
+  // The version line, then this CPU's capabilities (kernels/cpu/cpu_info.h).
+  for (const char* key : {"\ncpu: ", "\ncpu flags: ", "\nonednn isa: ", "\nbf16: ", "\nfp16: "})
+    EXPECT_NE(v.out.find(key), std::string::npos) << key << " missing from:\n" << v.out;
+  CliResult capped = Cli("--version", "ONEDNN_MAX_CPU_ISA=AVX2 ");
+  EXPECT_NE(capped.out.find("capped"), std::string::npos) << capped.out;
 
   CliResult h = Cli("--help");
   EXPECT_EQ(h.code, 0);
