@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "amp/passes.h"
 #include "amp/policy.h"
 #include "ir/graph.h"
 
@@ -22,8 +23,9 @@ SlotRole RoleOf(ir::OpKind op, size_t slot);
 
 // BatchNormalization's scale, B, mean and var (slots 1-4) stay fp32 while X
 // and Y go low, below O3 (Apex's keep_batchnorm_fp32), where ONNX lets them
-// differ from X (opset >= 15: type constraints T, T1, T2).
-bool KeepsBnParamsFp32(const Policy& policy, ir::OpKind op, size_t slot, int64_t opset);
+// differ from X (opset >= 15: type constraints T, T1, T2) or where the
+// capability has no opset limits (training: the kernels take mixed types).
+bool KeepsBnParamsFp32(const Policy& policy, ir::OpKind op, size_t slot, int64_t opset, const Capability& cap);
 
 // fp32, fp16, bf16: the types AMP moves values between. float64 values and
 // the nodes computing in float64 are left alone.
@@ -34,7 +36,9 @@ inline bool IsAmpFloat(ir::DType t) {
 // Whether the ONNX schema of `op` at `opset` accepts `low` for its float
 // type constraint (fp16: every op of ir/ops.def since it exists; bf16: see
 // the table in assign.cc). IR-only ops (no ONNX type) are always accepted.
-bool SupportsLow(ir::OpKind op, ir::DType low, int64_t opset);
+// The opset table applies when cap.opset_limits; cap.kernels, when set, must
+// accept (op, low) as well.
+bool SupportsLow(ir::OpKind op, ir::DType low, int64_t opset, const Capability& cap);
 
 // A node name pattern: exact, or a regex that must match the whole name.
 class NamePattern {

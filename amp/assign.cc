@@ -86,12 +86,14 @@ int Bf16MinOpset(OpKind op) {
   }
 }
 
-bool KeepsBnParamsFp32(const Policy& policy, OpKind op, size_t slot, int64_t opset) {
-  return op == OpKind::kBatchNormalization && slot >= 1 && opset >= 15 && policy.level != Level::kO3;
+bool KeepsBnParamsFp32(const Policy& policy, OpKind op, size_t slot, int64_t opset, const Capability& cap) {
+  return op == OpKind::kBatchNormalization && slot >= 1 && (opset >= 15 || !cap.opset_limits) &&
+         policy.level != Level::kO3;
 }
 
-bool SupportsLow(OpKind op, DType low, int64_t opset) {
-  if (ir::Schema(op).onnx_type.empty() || low == DType::kFloat16) return true;
+bool SupportsLow(OpKind op, DType low, int64_t opset, const Capability& cap) {
+  if (cap.kernels && !cap.kernels(op, low)) return false;
+  if (!cap.opset_limits || ir::Schema(op).onnx_type.empty() || low == DType::kFloat16) return true;
   int since = Bf16MinOpset(op);
   return since != 0 && opset >= since;
 }
@@ -115,8 +117,8 @@ DType Widest(DType a, DType b) {
 
 class Assigner {
  public:
-  Assigner(const Policy& p, internal::CompiledPolicy c, std::map<ir::NodeId, Decision>* out)
-      : p_(p), c_(std::move(c)), out_(out) {}
+  Assigner(const Policy& p, internal::CompiledPolicy c, std::map<ir::NodeId, Decision>* out, Capability cap)
+      : p_(p), c_(std::move(c)), out_(out), cap_(std::move(cap)) {}
 
   StatusOr<bool> Run(ir::Graph& g) {
     AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
@@ -152,7 +154,7 @@ class Assigner {
   // Tied float input slots whose dtype follows the node's decision.
   bool FollowsDecision(const ir::Graph& g, const Node& n, size_t s) const {
     return n.has_input(s) && internal::RoleOf(n.op(), s) == SlotRole::kTied && IsAmpFloat(g.type(n.input(s)).dtype) &&
-           !internal::KeepsBnParamsFp32(p_, n.op(), s, g.info().opset);
+           !internal::KeepsBnParamsFp32(p_, n.op(), s, g.info().opset, cap_);
   }
 
   bool ComputesLow(const Node& n) const {
@@ -235,7 +237,7 @@ class Assigner {
                                ir::DTypeName(g.type(v).dtype), " input; a pin cannot change it to ",
                                ir::DTypeName(*pin));
       if (role != SlotRole::kTied || !IsAmpFloat(g.type(v).dtype) ||
-          internal::KeepsBnParamsFp32(p_, n.op(), s, g.info().opset))
+          internal::KeepsBnParamsFp32(p_, n.op(), s, g.info().opset, cap_))
         continue;
       any_float = true;
       DType t = Planned(g, v);
@@ -250,7 +252,7 @@ class Assigner {
 
     Decision d = LevelDecision(schema.precision, widest);
     if (p_.level == Level::kO2 && n.op() == ir::OpKind::kBatchNormalization &&
-        internal::KeepsBnParamsFp32(p_, n.op(), 1, g.info().opset))
+        internal::KeepsBnParamsFp32(p_, n.op(), 1, g.info().opset, cap_))
       d = {p_.low, Reason::kLevelAll};
     if (p_.level == Level::kO2 && (n.op() == ir::OpKind::kErf ||
                                    (n.op() == ir::OpKind::kLayerNormalization && g.info().opset >= 17)))
@@ -263,7 +265,7 @@ class Assigner {
     for (size_t s = 0; s < n.num_inputs(); ++s)
       if (internal::RoleOf(n.op(), s) == SlotRole::kTied && n.has_input(s))
         if (auto pin = c_.PinFor(n.name(), s)) d = {*pin, Reason::kNodeOverride};
-    if (ir::IsLowPrecision(d.dtype) && !internal::SupportsLow(n.op(), d.dtype, g.info().opset))
+    if (ir::IsLowPrecision(d.dtype) && !internal::SupportsLow(n.op(), d.dtype, g.info().opset, cap_))
       d = {DType::kFloat32, Reason::kUnsupportedLow};
     return d;
   }
@@ -288,17 +290,19 @@ class Assigner {
   const Policy& p_;
   internal::CompiledPolicy c_;
   std::map<ir::NodeId, Decision>* out_;
+  Capability cap_;
   std::unordered_map<Value, DType, ir::ValueHash> planned_;
   std::unordered_set<ir::NodeId> rounding_only_;  // rule 6, filled after the first plan
 };
 
 }  // namespace
 
-std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions) {
-  return std::make_unique<ir::FunctionPass>("amp-assign", [policy, decisions](ir::Graph& g) -> StatusOr<bool> {
+std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions,
+                                         Capability capability) {
+  return std::make_unique<ir::FunctionPass>("amp-assign", [policy, decisions, capability](ir::Graph& g) -> StatusOr<bool> {
     AMP_RETURN_IF_ERROR(policy.Validate());
     AMP_ASSIGN_OR_RETURN(internal::CompiledPolicy compiled, internal::CompiledPolicy::Compile(policy));
-    Assigner a(policy, std::move(compiled), decisions);
+    Assigner a(policy, std::move(compiled), decisions, capability);
     return a.Run(g);
   });
 }

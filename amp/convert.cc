@@ -91,9 +91,9 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOp
   for (const ir::Node* n : order)
     if (n->op() != ir::OpKind::kConstant) original.push_back({n->id(), n->name(), std::string(n->op_name())});
 
-  auto assign = MakeAssignPass(policy, &decisions);
+  auto assign = MakeAssignPass(policy, &decisions, options.capability);
   AMP_RETURN_IF_ERROR(RunPass(*assign, graph, options.verify_each_pass));
-  auto insert = MakeInsertCastsPass(policy, &decisions);
+  auto insert = MakeInsertCastsPass(policy, &decisions, options.capability);
   AMP_RETURN_IF_ERROR(RunPass(*insert, graph, options.verify_each_pass));
   r.casts_inserted = internal::CountCasts(graph) - r.casts_original;
   auto eliminate = MakeEliminateCastsPass();

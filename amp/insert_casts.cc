@@ -78,8 +78,8 @@ using ir::Value;
 
 class Inserter {
  public:
-  Inserter(const Policy& p, internal::CompiledPolicy c, const std::map<ir::NodeId, Decision>* d)
-      : p_(p), c_(std::move(c)), decisions_(d) {}
+  Inserter(const Policy& p, internal::CompiledPolicy c, const std::map<ir::NodeId, Decision>* d, Capability cap)
+      : p_(p), c_(std::move(c)), decisions_(d), cap_(std::move(cap)) {}
 
   StatusOr<bool> Run(ir::Graph& g) {
     for (const ir::Node* n : g.nodes())
@@ -108,7 +108,7 @@ class Inserter {
             if (auto pin = c_.PinFor(n->name(), s); pin && IsAmpFloat(cur)) want = *pin;
             break;
           case SlotRole::kTied:
-            if (internal::KeepsBnParamsFp32(p_, n->op(), s, g.info().opset)) want = original_.at(v);
+            if (internal::KeepsBnParamsFp32(p_, n->op(), s, g.info().opset, cap_)) want = original_.at(v);
             else if (IsAmpFloat(cur) && IsAmpFloat(d.dtype)) want = d.dtype;
             break;
         }
@@ -155,16 +155,18 @@ class Inserter {
   const Policy& p_;
   internal::CompiledPolicy c_;
   const std::map<ir::NodeId, Decision>* decisions_;
+  Capability cap_;
   std::map<Value, DType> original_;
   std::map<std::pair<Value, DType>, Value> casts_;
 };
 
 }  // namespace
 
-std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions) {
-  return std::make_unique<ir::FunctionPass>("amp-insert-casts", [policy, decisions](ir::Graph& g) -> StatusOr<bool> {
+std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions,
+                                              Capability capability) {
+  return std::make_unique<ir::FunctionPass>("amp-insert-casts", [policy, decisions, capability](ir::Graph& g) -> StatusOr<bool> {
     AMP_ASSIGN_OR_RETURN(internal::CompiledPolicy compiled, internal::CompiledPolicy::Compile(policy));
-    Inserter ins(policy, std::move(compiled), decisions);
+    Inserter ins(policy, std::move(compiled), decisions, capability);
     return ins.Run(g);
   });
 }

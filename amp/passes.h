@@ -11,6 +11,7 @@
 // never get here: the importer refuses them (subgraphs are not in the IR).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +40,22 @@ struct Report {
   int64_t activation_bytes_fp32 = 0, activation_bytes_after = 0;  // estimate at batch 1
 };
 
+// What may run in low precision (PRECISION.md, "Capability"), asked by the
+// assignment and cast passes. Export asks the model opset's ONNX type
+// constraints (bf16 Conv only from opset 22, BatchNormalization with fp32
+// params from 15); training asks the kernels of the device that will run it
+// and is never capped by the opset; training that is also exported asks both.
+struct Capability {
+  bool opset_limits = true;  // the ONNX type constraints of the model's opset apply
+  // When set, also required: the device has a kernel for (op, low dtype).
+  std::function<bool(ir::OpKind, ir::DType)> kernels;
+
+  static Capability Export() { return {}; }
+  static Capability Training(std::function<bool(ir::OpKind, ir::DType)> kernels) {
+    return Capability{false, std::move(kernels)};
+  }
+};
+
 struct ConvertOptions {
   // ir::Verify after every pass (tests, `amptrain -v convert`); the final
   // CheckDTypeConsistency runs either way.
@@ -46,14 +63,17 @@ struct ConvertOptions {
   // Convert initializers for export (O2/O3 store weights low where every
   // consumer is low). Training keeps fp32 masters (false) except at O3.
   bool convert_initializers = true;
+  Capability capability;
 };
 
 // Runs the AMP passes on `graph` (in place) and returns the report.
 StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOptions& options = {});
 
 // The individual passes, for tests and for the trainer.
-std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions);
-std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions);
+std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions,
+                                         Capability capability = {});
+std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions,
+                                              Capability capability = {});
 std::unique_ptr<ir::Pass> MakeEliminateCastsPass();
 std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report);
 

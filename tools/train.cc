@@ -2,8 +2,10 @@
 //   [--lr X] [--momentum M] [--nesterov] [--weight-decay W] [--schedule constant|step|cosine] [--warmup N]
 //   [--clip-grad-norm X] [--seed S] [--threads N] [--checkpoint-dir DIR] [--checkpoint-every N] [--keep-last K]
 //   [--resume auto|PATH] [--export OUT.onnx] [--metrics FILE.jsonl] [--label-smoothing X] [--augment crop,flip]
+//   [--amp O0|O1|O2 [--dtype fp16|bf16] [--policy FILE] [--fp16-ops/--fp32-ops/--fp16-nodes/--fp32-nodes ...]]
+//   [--loss-scale auto|dynamic|none|N] [--force]
 //
-// fp32 training of an ONNX classifier on a data set (executor/train/trainer.h,
+// fp32 or mixed-precision training of an ONNX classifier on a data set (executor/train/trainer.h,
 // train_loop.h). Defaults reproduce the PyTorch reference recipe for
 // SimpleCNN on Fashion-MNIST: Adam 1e-3, batch 128, 5 epochs, no
 // augmentation. Progress: one line per --log-every steps (epoch, step, mean
@@ -13,6 +15,13 @@
 // with the trained initializers and BN running statistics (atomically);
 // --export-inference writes it in inference mode (BN uses the running
 // statistics, Dropout removed), which other runtimes evaluate as `eval` does.
+//
+// Mixed precision: the AMP flags are convert's (tools/amp_report.h; default
+// O0 = fp32 here); weights stay fp32 masters. --loss-scale: auto (dynamic for
+// fp16, none for bf16 and fp32), dynamic (PRECISION.md's defaults: 2^16, x2
+// after 2000 clean steps, x0.5 on overflow, floor 1, ceiling 2^24), none, or
+// a number (static). Steps whose gradients are inf/NaN are skipped and
+// counted. --force resumes a checkpoint written under another precision plan.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -25,6 +34,8 @@
 #include "executor/train/train_loop.h"
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
+#include "kernels/cpu/cpu_info.h"
+#include "tools/amp_report.h"
 #include "tools/commands.h"
 
 namespace amptrain::tools {
@@ -51,7 +62,30 @@ struct TrainArgs {
   int keep_last = 3;
   bool reference = false;
   bool export_inference = false;
+  AmpFlags amp;
+  std::string loss_scale = "auto";
+  bool force = false;
 };
+
+// --loss-scale for the policy's low type: nullopt = no scaling.
+StatusOr<std::optional<executor::train::LossScalerConfig>> LossScaling(const std::string& flag,
+                                                                       const amp::Policy& policy) {
+  executor::train::LossScalerConfig c;
+  const bool low = policy.level != amp::Level::kO0;
+  if (flag == "auto") {
+    if (low && policy.low == ir::DType::kFloat16) return std::optional(c);
+    return std::optional<executor::train::LossScalerConfig>();
+  }
+  if (flag == "dynamic") return std::optional(c);
+  if (flag == "none") return std::optional<executor::train::LossScalerConfig>();
+  char* end = nullptr;
+  const double v = std::strtod(flag.c_str(), &end);
+  if (flag.empty() || *end != '\0' || !std::isfinite(v) || v <= 0.0 || v > 3.4e38)
+    return InvalidArgument("--loss-scale must be auto, dynamic, none or a finite number > 0, got '", flag, "'");
+  c.dynamic = false;
+  c.init_scale = static_cast<float>(v);
+  return std::optional(c);
+}
 
 std::string Duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
@@ -81,18 +115,21 @@ nlohmann::json ConfigJson(const TrainArgs& a) {
           {"batch_size", a.batch_size}, {"optimizer", a.optimizer}, {"lr", a.lr}, {"momentum", a.momentum},
           {"nesterov", a.nesterov}, {"weight_decay", a.weight_decay}, {"schedule", a.schedule},
           {"warmup", a.warmup}, {"clip_grad_norm", a.clip_grad_norm}, {"seed", a.seed},
-          {"label_smoothing", a.label_smoothing}, {"augment", a.augment}};
+          {"label_smoothing", a.label_smoothing}, {"augment", a.augment}, {"amp", a.amp.level},
+          {"dtype", a.amp.dtype}, {"policy", a.amp.policy_file}, {"loss_scale", a.loss_scale}};
 }
 
 // Progress output: lines, or a bar redrawn in place on a terminal; metrics as JSON lines.
 class Reporter {
  public:
-  Reporter(const TrainArgs& args) : tty_(isatty(fileno(stdout)) == 1), metrics_path_(args.metrics),
-                                    append_(!args.resume.empty()) {}
+  Reporter(const TrainArgs& args, bool scaled)
+      : tty_(isatty(fileno(stdout)) == 1), scaled_(scaled), metrics_path_(args.metrics), append_(!args.resume.empty()) {}
 
   Status Progress(const executor::train::Progress& p) {
-    std::string text = fmt::format("epoch {} step {}/{} loss {:.4f} acc {:.2f}% lr {:.3g} {:.0f} img/s ETA {}",
+    std::string text = fmt::format("epoch {} step {}/{} loss {:.4f} acc {:.2f}% lr {:.3g}{} {:.0f} img/s ETA {}",
                                    p.epoch + 1, p.step, p.total_steps, p.loss, 100 * p.accuracy, p.lr,
+                                   scaled_ ? fmt::format(" scale {:g} skipped {}", p.loss_scale, p.skipped_steps)
+                                           : std::string(),
                                    p.images_per_s, Duration(p.eta_s));
     if (tty_) {
       constexpr int kWidth = 24;
@@ -105,7 +142,8 @@ class Reporter {
       spdlog::info("{}", text);
     }
     return Write({{"event", "progress"}, {"epoch", p.epoch + 1}, {"step", p.step}, {"loss", p.loss},
-                  {"accuracy", p.accuracy}, {"lr", p.lr}, {"images_per_s", p.images_per_s},
+                  {"accuracy", p.accuracy}, {"lr", p.lr}, {"loss_scale", p.loss_scale},
+                  {"skipped_steps", p.skipped_steps}, {"images_per_s", p.images_per_s},
                   {"elapsed_s", p.elapsed_s}});
   }
 
@@ -143,7 +181,7 @@ class Reporter {
     return Status::Ok();
   }
 
-  bool tty_;
+  bool tty_, scaled_;
   std::string metrics_path_;
   bool append_;
   bool bar_open_ = false;
@@ -194,7 +232,27 @@ Status Train(const TrainArgs& args) {
   config.seed = args.seed;
   config.threads = args.threads;
   if (args.reference) config.kernel_impl = "reference";
+  AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
+  if (policy.level != amp::Level::kO0) config.graph.amp = policy;
+  AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
+  config.force_plan_mismatch = args.force;
+  if (policy.level == amp::Level::kO0) {
+    spdlog::info("precision: fp32 (AMP O0){}", config.loss_scaler ? ", loss scaling on" : "");
+  } else {
+    spdlog::info("precision: AMP {} {}, fp32 master weights, loss scaling {}", amp::LevelName(policy.level),
+                 ir::DTypeName(policy.low),
+                 !config.loss_scaler ? std::string("none")
+                 : config.loss_scaler->dynamic
+                     ? fmt::format("dynamic (initial {})", config.loss_scaler->init_scale)
+                     : fmt::format("static {}", config.loss_scaler->init_scale));
+    spdlog::info("{}", kernels::cpu::LowPrecisionNote(policy.low));
+  }
   AMP_ASSIGN_OR_RETURN(auto trainer, train::Trainer::Create(*model, config));
+  if (const amp::Report* report = trainer->amp_report()) {
+    std::string per;
+    for (const auto& [dtype, count] : NodesPerDType(*report)) per += fmt::format(" {} {}", count, dtype);
+    spdlog::info("precision plan: nodes{}; {} casts", per, report->casts_final);
+  }
   spdlog::info("training {} ({} parameters, {} tensors) on {} ({} train / {} test samples), {} steps of batch {}",
                args.model, [&] {
                  int64_t n = 0;
@@ -202,7 +260,7 @@ Status Train(const TrainArgs& args) {
                  return n;
                }(), trainer->params().size(), args.data, train_set.size(), test_set.size(), total, args.batch_size);
 
-  Reporter reporter(args);
+  Reporter reporter(args, trainer->scaler() != nullptr);
   Status report_error;
   train::LoopCallbacks callbacks;
   callbacks.on_progress = [&](const Progress& p) {
@@ -232,7 +290,7 @@ Status Train(const TrainArgs& args) {
 
 void AddTrainCommand(CLI::App& app, Status& result) {
   auto a = std::make_shared<TrainArgs>();
-  CLI::App* cmd = app.add_subcommand("train", "Train an ONNX classifier (fp32, CPU): progress, evaluation, "
+  CLI::App* cmd = app.add_subcommand("train", "Train an ONNX classifier (fp32 or AMP, CPU): progress, evaluation, "
                                               "checkpoints, resume, export");
   cmd->add_option("MODEL", a->model, "The .onnx model (one image input, logits [batch, classes] first output)")
       ->required();
@@ -271,6 +329,11 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   cmd->add_option("--metrics", a->metrics, "Write progress and epoch metrics as JSON lines");
   cmd->add_option("--log-every", a->log_every, "Steps between progress reports")->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--reference", a->reference, "Use the reference kernels only");
+  AddAmpFlags(cmd, a->amp, "default O0: fp32");
+  cmd->add_option("--loss-scale", a->loss_scale,
+                  "auto (dynamic for fp16, none for bf16/fp32) | dynamic | none | N (static)")
+      ->capture_default_str();
+  cmd->add_flag("--force", a->force, "Resume a checkpoint written under another precision plan");
   cmd->callback([a, &result] { result = Train(*a); });
 }
 

@@ -6,6 +6,7 @@
 #include "autodiff/loss.h"
 #include "autodiff/training_graph.h"
 #include "ir/infer/infer_util.h"
+#include "kernels/kernel.h"
 
 namespace amptrain::executor::train {
 
@@ -106,6 +107,19 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   t.image_input = g.name(g.inputs()[0]);
   t.logits = g.name(g.outputs()[0]);
   AMP_ASSIGN_OR_RETURN(autodiff::TrainingGraphInfo mode, autodiff::ToTrainingMode(g));
+  if (opts.amp && opts.amp->level != amp::Level::kO0) {
+    if (opts.amp->level == amp::Level::kO3)
+      return Unimplemented("AMP O3 training (weights stored in low precision, no fp32 master copy) is not "
+                           "implemented yet; O1 and O2 train with fp32 master weights");
+    amp::Policy policy = *opts.amp;
+    policy.keep_io_types = true;  // the logits stay fp32: the loss and its gradient are fp32
+    amp::ConvertOptions co;
+    co.convert_initializers = false;  // fp32 masters, cast at their low-precision consumers
+    co.capability = amp::Capability::Training([](ir::OpKind op, ir::DType t) {
+      return kernels::Registry::Global().Supports(op, kernels::Device::kCpu, t);
+    });
+    AMP_ASSIGN_OR_RETURN(t.amp_report, amp::Convert(g, policy, co));
+  }
   AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, g.FindValue(t.logits), opts));
   t.target_input = head.target_input;
   t.loss = g.name(head.loss);
@@ -116,12 +130,11 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     t.running_stats.push_back(stat);
     t.stat_updates[stat] = update;
   }
-  AMP_ASSIGN_OR_RETURN(ir::Tensor one, ir::Tensor::Zeros(g.type(head.loss).dtype, {}));
-  ir::SetElementFromDouble(one, 0, 1.0);
-  Node* seed = g.AddNode(OpKind::kConstant, {}, 1, "loss/seed");
-  seed->attrs().Set("value", std::move(one));
-  AMP_RETURN_IF_ERROR(g.InferNode(seed));
-  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult r, autodiff::BuildBackward(g, head.loss, seed->output(0), backward));
+  if (g.type(head.loss).dtype != ir::DType::kFloat32)
+    return Internal("the loss is ", ir::DTypeName(g.type(head.loss).dtype), "; the loss head must be float32");
+  t.loss_scale = g.UniqueName("loss_scale");
+  Value seed = g.AddInput(t.loss_scale, ir::TensorType::Of(ir::DType::kFloat32, std::vector<int64_t>{}));
+  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult r, autodiff::BuildBackward(g, head.loss, seed, backward));
   if (r.names.empty()) return InvalidArgument("the model has no trainable (float) initializer that reaches the loss");
   for (const std::string& name : r.names) {
     if (g.producer(g.FindValue(name))->op() != OpKind::kInitializer) continue;  // only initializers are state

@@ -4,13 +4,19 @@
 //   ToTrainingMode (BN uses batch statistics, "<stat>.update" outputs;
 //   Dropout draws a mask) -> loss head on the model's first output
 //   (cross-entropy with labels int64 [N], or MSE with float targets)
-//   -> BuildBackward over the trainable initializers (float initializers that
+//   -> under an AMP policy (O1/O2), precision planning and casts on the
+//   training-mode graph (amp::Convert with the training capability: the CPU
+//   kernel registry, not the model's opset; weights stay fp32 masters read
+//   through one Cast each, whose gradient casts back to fp32; graph inputs
+//   and outputs keep their types, so the loss head is fp32)
+//   -> BuildBackward seeded by the `loss_scale` input over the trainable initializers (float initializers that
 //   reach the loss through differentiable slots; BN running statistics are
 //   frozen) -> every trainable initializer and every BN running statistic
 //   becomes a graph input of the same name, since they change every step and
 //   must not be baked into a plan as constants.
 //
-//   inputs:  <image input>, labels|targets, <params...>, <running stats...>
+//   inputs:  <image input>, labels|targets, loss_scale (f32 scalar: the
+//            backward seed, 1 without loss scaling), <params...>, <running stats...>
 //   outputs: <model outputs...>, <stat>.update..., loss, <param>_grad...
 //
 // BuildEvalGraph (evaluation): the model in inference mode (BN with running
@@ -26,9 +32,12 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "amp/passes.h"
+#include "amp/policy.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 
@@ -38,6 +47,8 @@ struct TrainGraphOptions {
   std::string loss = "cross_entropy";  // cross_entropy | mse
   float label_smoothing = 0.0f;        // cross_entropy only, in [0, 1)
   int64_t num_classes = 0;             // > 0: the model's output must be [N, num_classes]
+  // Mixed precision: the forward graph runs under this policy (O0 or unset: fp32).
+  std::optional<amp::Policy> amp;
 };
 
 struct TrainGraph {
@@ -46,6 +57,8 @@ struct TrainGraph {
   std::string target_input;  // "labels" (int64 [N]) or "targets"
   std::string logits;        // the model's first output
   std::string loss;          // scalar loss output
+  std::string loss_scale;    // the backward seed input (training graph only)
+  std::optional<amp::Report> amp_report;            // what the AMP passes did (training graph under a policy)
   std::vector<std::string> params;                  // trainable initializers, graph order
   std::map<std::string, std::string> grads;         // param -> gradient output name
   std::vector<std::string> running_stats;           // BN running mean/var initializers

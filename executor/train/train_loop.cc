@@ -142,6 +142,8 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
       p.loss = window.loss_sum / static_cast<double>(window.count);
       p.accuracy = static_cast<double>(window.correct) / static_cast<double>(window.count);
       p.lr = r.lr;
+      p.loss_scale = trainer.scaler() ? trainer.scaler()->scale() : 1.0f;
+      p.skipped_steps = r.skipped_steps;
       p.images_per_s = window.train_s > 0 ? static_cast<double>(window.count) / window.train_s : 0.0;
       p.eta_s = static_cast<double>(total - step) * Seconds(window.start, Clock::now()) / static_cast<double>(window.steps);
       p.elapsed_s = Seconds(run_start, Clock::now());

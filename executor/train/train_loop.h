@@ -53,6 +53,8 @@ struct Progress {
   double loss = 0.0;       // mean over the steps since the last report
   double accuracy = 0.0;   // training top-1 over the same steps
   float lr = 0.0f;
+  float loss_scale = 1.0f;    // the scaler's scale after the latest step (1 without scaling)
+  int64_t skipped_steps = 0;  // inf/NaN steps skipped so far
   double images_per_s = 0.0;
   double eta_s = 0.0;      // estimated seconds to the last step
   double elapsed_s = 0.0;  // since this run started

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "executor/train/clip.h"
+#include "executor/train/sha256.h"
 
 namespace amptrain::executor::train {
 
@@ -54,6 +55,15 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   t->config_ = config;
   t->model_ = model.Clone();
   AMP_ASSIGN_OR_RETURN(t->train_, BuildTrainGraph(model, config.graph));
+  if (t->train_.amp_report) {
+    std::string plan;
+    for (const amp::NodeReport& n : t->train_.amp_report->nodes) plan += StrCat(n.name, ":", ir::DTypeName(n.dtype), ";");
+    t->plan_hash_ = Sha256Hex(plan);
+  }
+  if (config.loss_scaler) {
+    AMP_ASSIGN_OR_RETURN(LossScaler scaler, LossScaler::Create(*config.loss_scaler));
+    t->scaler_ = scaler;
+  }
   for (const std::string& name : t->train_.params) {
     AMP_ASSIGN_OR_RETURN(t->params_[name], InitializerValue(model, name));
     if (t->params_[name].dtype() != ir::DType::kFloat32)
@@ -80,8 +90,10 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   return t;
 }
 
-std::map<std::string, Tensor> Trainer::Feeds(const TrainGraph& g, const Tensor& images, const Tensor& labels) const {
+std::map<std::string, Tensor> Trainer::Feeds(const TrainGraph& g, const Tensor& images, const Tensor& labels,
+                                             float loss_scale) const {
   std::map<std::string, Tensor> feeds = {{g.image_input, images}, {g.target_input, labels}};
+  if (!g.loss_scale.empty()) feeds.emplace(g.loss_scale, Tensor::Scalar(loss_scale));
   for (const auto& [name, t] : params_) feeds.emplace(name, t);
   for (const auto& [name, t] : stats_) feeds.emplace(name, t);
   return feeds;
@@ -90,29 +102,45 @@ std::map<std::string, Tensor> Trainer::Feeds(const TrainGraph& g, const Tensor& 
 StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
   RunOptions run;
   run.seed = StepSeed(config_.seed, step_);
-  AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session_->Run(Feeds(train_, images, labels), run));
   StepResult r;
+  r.loss_scale = scaler_ ? scaler_->scale() : 1.0f;
+  AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session_->Run(Feeds(train_, images, labels, r.loss_scale), run));
   r.loss = outs[out_index_.at(train_.loss)].GetAsDouble(0);
   r.count = images.dims().empty() ? 0 : images.dims()[0];
-  if (!std::isfinite(r.loss))
+  const bool loss_finite = std::isfinite(r.loss);
+  if (!loss_finite && !scaler_)
     return Status(StatusCode::kOutOfRange, StrCat("the loss is ", r.loss, " at step ", step_,
                                                   "; the step was not applied (try a lower learning rate)"));
   if (config_.graph.loss == "cross_entropy") r.correct = CountCorrect(outs[out_index_.at(train_.logits)], labels);
 
   std::map<std::string, Tensor> grads;
   for (const auto& [param, grad] : train_.grads) grads.emplace(param, outs[out_index_.at(grad)]);
-  if (config_.clip_grad_norm > 0.0) {
-    AMP_ASSIGN_OR_RETURN(ClipResult clip, ClipGradNorm(grads, config_.clip_grad_norm));
-    if (!clip.finite)
-      return Status(StatusCode::kOutOfRange, StrCat("the gradient of '", clip.first_nonfinite, "' is not finite at step ",
-                                                    step_, "; the step was not applied"));
-    r.grad_norm = clip.norm;
+  // Unscale (by 1 without a scaler: a check only) and look for inf/NaN.
+  AMP_ASSIGN_OR_RETURN(OverflowCheck check, UnscaleAndCheck(grads, r.loss_scale));
+  if (!loss_finite && !check.found_inf) check = {true, train_.loss};
+  r.applied = !check.found_inf;
+  if (scaler_) {
+    AMP_ASSIGN_OR_RETURN(r.applied, scaler_->Update(check.found_inf, check.first_overflow));
+    if (scaler_->scale() != r.loss_scale)
+      spdlog::info("step {}: loss scale {} -> {}{}", step_, r.loss_scale, scaler_->scale(),
+                   check.found_inf ? " (overflow in '" + check.first_overflow + "', step skipped)" : "");
+  } else if (check.found_inf) {
+    ++skipped_without_scaler_;
+    spdlog::warn("step {}: the gradient of '{}' is not finite; the step was skipped", step_, check.first_overflow);
   }
+  if (check.found_inf) r.overflow = check.first_overflow;
   r.lr = schedule_->At(lr_step_);
-  AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr));
-  for (const auto& [stat, update] : train_.stat_updates) stats_[stat] = outs[out_index_.at(update)];
+  if (r.applied) {
+    if (config_.clip_grad_norm > 0.0) {
+      AMP_ASSIGN_OR_RETURN(ClipResult clip, ClipGradNorm(grads, config_.clip_grad_norm));
+      r.grad_norm = clip.norm;
+    }
+    AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr));
+    for (const auto& [stat, update] : train_.stat_updates) stats_[stat] = outs[out_index_.at(update)];
+    ++lr_step_;
+  }
   ++step_;
-  ++lr_step_;
+  r.skipped_steps = scaler_ ? scaler_->skipped_steps() : skipped_without_scaler_;
   return r;
 }
 
@@ -163,6 +191,8 @@ TrainerState Trainer::State() const {
   s.lr_step = lr_step_;
   s.optimizer_step = optimizer_->step_count();
   s.rng_state = config_.seed;
+  if (scaler_) s.scaler = scaler_->StateJson();
+  s.precision_plan_hash = plan_hash_;
   return s;
 }
 
@@ -171,6 +201,18 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
                           .WithContext(StrCat("checkpoint '", ckpt.path, "' does not fit the model")));
   if (ckpt.state.step < 0 || ckpt.state.lr_step < 0 || ckpt.state.optimizer_step < 0)
     return InvalidArgument("checkpoint '", ckpt.path, "' has a negative step count");
+  if (ckpt.state.precision_plan_hash != plan_hash_ && !config_.force_plan_mismatch)
+    return FailedPrecondition("checkpoint '", ckpt.path, "' was written under ",
+                              ckpt.state.precision_plan_hash.empty() ? "fp32 training" : "another precision plan",
+                              ", this run ", plan_hash_.empty() ? "trains in fp32" : "has a different one",
+                              " (--amp, --dtype or the policy changed); pass --force to resume anyway");
+  std::optional<LossScaler> scaler;
+  if (scaler_) {
+    scaler = scaler_;
+    if (ckpt.state.scaler.is_object())
+      AMP_RETURN_IF_ERROR(scaler->LoadStateJson(ckpt.state.scaler)
+                              .WithContext(StrCat("checkpoint '", ckpt.path, "' (loss scaler state)")));
+  }
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::Create(config_.optimizer));
   AMP_RETURN_IF_ERROR(optimizer->LoadState(ckpt.optimizer, ckpt.state.optimizer_step)
                           .WithContext(StrCat("checkpoint '", ckpt.path, "' (optimizer state)")));
@@ -186,6 +228,7 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
   for (auto& [name, t] : stats_) t = ckpt.model.at(name).Clone();
   step_ = ckpt.state.step;
   lr_step_ = ckpt.state.lr_step;
+  if (scaler_) scaler_ = std::move(scaler);
   return Status::Ok();
 }
 

@@ -1,4 +1,5 @@
-// Trainer: fp32 training of an imported classifier (or regressor), one step at a time.
+// Trainer: fp32 or mixed-precision training of an imported classifier (or
+// regressor), one step at a time.
 //
 //   AMP_ASSIGN_OR_RETURN(auto trainer, Trainer::Create(*model, config));
 //   AMP_ASSIGN_OR_RETURN(StepResult r, trainer->Step(images, labels));   // forward+backward+update
@@ -20,20 +21,33 @@
 // a pure function of (state, batch, step): a run resumed from a checkpoint
 // reproduces the uninterrupted one bitwise.
 //
+// Mixed precision (config.graph.amp at O1/O2): the training graph computes
+// in the policy's low type with fp32 master parameters; the backward seed is
+// the loss_scale input. With a loss scaler (config.loss_scaler) the step
+// feeds its scale, unscales the gradients and checks them for inf/NaN in one
+// pass (UnscaleAndCheck), and an overflowing step is skipped: no parameter,
+// optimizer moment or BN running statistic changes, the LR schedule does not
+// advance (it counts applied steps), and the scaler backs off. Gradient
+// clipping sees the unscaled gradients. Without a scaler a non-finite
+// gradient is never applied either: the step is skipped with a warning.
+//
 // Errors: a model that does not fit (see train_graph.h), a batch whose type
 // does not fit the model's input, labels out of range (the loss kernel names
-// the label), a non-finite loss or gradient (the step is not applied).
+// the label), a non-finite loss without loss scaling (the step is not
+// applied), a scaler stuck overflowing (LossScalerConfig::max_consecutive_overflows).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "executor/data/dataset.h"
 #include "executor/session.h"
 #include "executor/train/checkpoint.h"
+#include "executor/train/loss_scaler.h"
 #include "executor/train/lr_schedule.h"
 #include "executor/train/optimizer.h"
 #include "executor/train/train_graph.h"
@@ -50,6 +64,10 @@ struct TrainConfig {
   uint64_t seed = 0;            // Dropout masks: StepSeed(seed, step)
   int threads = 0;              // 0 = all cores
   std::string kernel_impl;      // "" = best kernels, "reference" = reference kernels only
+  // Loss scaling: unset = none (scale 1); dynamic = false is a static scale.
+  std::optional<LossScalerConfig> loss_scaler;
+  // Restore() refuses a checkpoint written under another precision plan unless set.
+  bool force_plan_mismatch = false;
 };
 
 struct StepResult {
@@ -58,6 +76,10 @@ struct StepResult {
   int64_t count = 0;    // batch size
   float lr = 0.0f;      // the rate applied
   double grad_norm = -1.0;  // the global norm before clipping; -1 when not clipping
+  bool applied = true;      // false: inf/NaN gradients, the step changed nothing
+  float loss_scale = 1.0f;  // the scale this step ran with
+  int64_t skipped_steps = 0;  // steps skipped so far in this run (and restored ones)
+  std::string overflow;     // the first non-finite gradient of a skipped step
 };
 
 struct EvalResult {
@@ -82,6 +104,12 @@ class Trainer {
   StatusOr<EvalResult> Evaluate(data::BatchIterator& batches);
 
   int64_t step() const { return step_; }
+  // The loss scaler, nullptr without loss scaling.
+  const LossScaler* scaler() const { return scaler_ ? &*scaler_ : nullptr; }
+  // What the AMP passes did to the training graph; nullptr in fp32.
+  const amp::Report* amp_report() const { return train_.amp_report ? &*train_.amp_report : nullptr; }
+  // SHA-256 of the precision plan (every node's dtype); "" in fp32.
+  const std::string& precision_plan_hash() const { return plan_hash_; }
   int64_t lr_step() const { return lr_step_; }
   const TrainConfig& config() const { return config_; }
   const Optimizer& optimizer() const { return *optimizer_; }
@@ -106,8 +134,8 @@ class Trainer {
 
  private:
   Trainer() = default;
-  std::map<std::string, ir::Tensor> Feeds(const TrainGraph& g, const ir::Tensor& images,
-                                          const ir::Tensor& labels) const;
+  std::map<std::string, ir::Tensor> Feeds(const TrainGraph& g, const ir::Tensor& images, const ir::Tensor& labels,
+                                          float loss_scale = 1.0f) const;
   Status CreateEvalSession();
 
   TrainConfig config_;
@@ -121,6 +149,9 @@ class Trainer {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LrSchedule> schedule_;
   int64_t step_ = 0, lr_step_ = 0;
+  std::optional<LossScaler> scaler_;
+  int64_t skipped_without_scaler_ = 0;
+  std::string plan_hash_;
 };
 
 // Top-1 hits of logits [B, K] against int64 labels [B].

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ inline std::string MissingIsa(const KernelPath& p) {
            "; the bf16_widened case checks bf16 here";
   return "";
 }
+
+inline void PrintTo(const KernelPath& p, std::ostream* os) { *os << p.name; }
 
 struct PathName {
   std::string operator()(const ::testing::TestParamInfo<KernelPath>& info) const { return info.param.name; }
