@@ -59,6 +59,7 @@ class InferenceSession {
   const ir::Graph& run_graph() const { return run_graph_ ? *run_graph_ : *graph_; }
   // Step timings since creation or the last reset (SessionOptions::profile).
   Profile& profile() { return profile_; }
+  const Profile& profile() const { return profile_; }
   // The plan of the latest successful Run (or of Create's eager plan); nullptr before.
   const Plan* last_plan() const { return last_plan_; }
 

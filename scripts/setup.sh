@@ -7,7 +7,8 @@
 #        python3-venv.
 #   .venv: the project's Python, made from Debian's /usr/bin/python3 with
 #        --system-site-packages (so it sees Debian's torch and numpy), with
-#        PyPI's onnx, onnxruntime, onnxconverter-common and safetensors. Tests,
+#        PyPI's onnx, onnxruntime, onnxconverter-common, safetensors and
+#        tensorboard (the reader of our event files). Tests,
 #        the main job and the benchmark scripts use .venv/bin/python; nothing is
 #        pip-installed into the system Python (PEP 668).
 #   .cache/onnx-1.16: a second venv with onnx 1.16, the generator of the ONNX
@@ -21,8 +22,8 @@ APT_PACKAGES=(build-essential cmake ccache pkg-config git ca-certificates
   libgtest-dev libbenchmark-dev dataset-fashion-mnist
   python3 python3-venv python3-torch python3-torchvision python3-numpy)
 # numpy stays Debian's 1.24 (Debian's torch is built against numpy 1.x).
-PIP_PACKAGES=(onnx onnxruntime onnxconverter-common safetensors "numpy<2")
-PIP_IMPORTS="onnx, onnxruntime, onnxconverter_common, safetensors.numpy, numpy, torch, torchvision"
+PIP_PACKAGES=(onnx onnxruntime onnxconverter-common safetensors tensorboard "numpy<2")
+PIP_IMPORTS="onnx, onnxruntime, onnxconverter_common, safetensors.numpy, tensorboard, numpy, torch, torchvision"
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do

@@ -3,6 +3,7 @@
 // Loss (mean softmax cross-entropy) and top-1 accuracy of an ONNX classifier
 // on the test split of a data set, in inference mode (BN running statistics,
 // Dropout off), with the data set's default normalization (as `train` uses).
+// Any float model: fp32, or an fp16/bf16 one from `convert` or `train --export-amp`.
 #include <spdlog/spdlog.h>
 
 #include "executor/data/dataset.h"
@@ -28,13 +29,12 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
-  train::TrainConfig config;
-  config.graph.num_classes = test_set.num_classes;
-  config.threads = args.threads;
-  if (args.reference) config.kernel_impl = "reference";
-  AMP_ASSIGN_OR_RETURN(auto trainer, train::Trainer::Create(*model, config));
+  train::TrainGraphOptions opts;
+  opts.num_classes = test_set.num_classes;
+  AMP_ASSIGN_OR_RETURN(auto evaluator,
+                       train::Evaluator::Create(*model, opts, args.threads, args.reference ? "reference" : ""));
   data::BatchIterator batches(test_set, args.batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {});
-  AMP_ASSIGN_OR_RETURN(train::EvalResult r, trainer->Evaluate(batches));
+  AMP_ASSIGN_OR_RETURN(train::EvalResult r, evaluator->Evaluate(batches));
   spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,
                100 * r.accuracy);
   return Status::Ok();

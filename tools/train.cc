@@ -3,7 +3,7 @@
 //   [--clip-grad-norm X] [--seed S] [--threads N] [--checkpoint-dir DIR] [--checkpoint-every N] [--keep-last K]
 //   [--resume auto|PATH] [--export OUT.onnx] [--metrics FILE.jsonl] [--label-smoothing X] [--augment crop,flip]
 //   [--amp O0|O1|O2 [--dtype fp16|bf16] [--policy FILE] [--fp16-ops/--fp32-ops/--fp16-nodes/--fp32-nodes ...]]
-//   [--loss-scale auto|dynamic|none|N] [--force]
+//   [--loss-scale auto|dynamic|none|N] [--force] [--export-amp OUT.onnx] [--tensorboard DIR] [--profile]
 //
 // fp32 or mixed-precision training of an ONNX classifier on a data set (executor/train/trainer.h,
 // train_loop.h). Defaults reproduce the PyTorch reference recipe for
@@ -31,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "executor/data/dataset.h"
+#include "executor/train/tensorboard.h"
 #include "executor/train/train_loop.h"
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
@@ -65,6 +66,9 @@ struct TrainArgs {
   AmpFlags amp;
   std::string loss_scale = "auto";
   bool force = false;
+  bool profile = false;
+  std::string tensorboard;
+  std::string export_amp;
 };
 
 // --loss-scale for the policy's low type: nullopt = no scaling.
@@ -125,6 +129,14 @@ class Reporter {
   Reporter(const TrainArgs& args, bool scaled)
       : tty_(isatty(fileno(stdout)) == 1), scaled_(scaled), metrics_path_(args.metrics), append_(!args.resume.empty()) {}
 
+  // Opens the TensorBoard event file before the first step, so a bad folder fails early.
+  Status OpenTensorBoard(const std::string& dir) {
+    if (dir.empty()) return Status::Ok();
+    AMP_ASSIGN_OR_RETURN(tb_, executor::train::TensorBoardWriter::Open(dir));
+    spdlog::info("TensorBoard events: {}", tb_->path());
+    return Status::Ok();
+  }
+
   Status Progress(const executor::train::Progress& p) {
     std::string text = fmt::format("epoch {} step {}/{} loss {:.4f} acc {:.2f}% lr {:.3g}{} {:.0f} img/s ETA {}",
                                    p.epoch + 1, p.step, p.total_steps, p.loss, 100 * p.accuracy, p.lr,
@@ -140,6 +152,15 @@ class Reporter {
       bar_open_ = true;
     } else {
       spdlog::info("{}", text);
+    }
+    if (tb_) {
+      AMP_RETURN_IF_ERROR(tb_->Scalars(p.step, {{"train/loss", p.loss},
+                                                {"train/accuracy", p.accuracy},
+                                                {"train/lr", p.lr},
+                                                {"train/loss_scale", p.loss_scale},
+                                                {"train/skipped_steps", static_cast<double>(p.skipped_steps)},
+                                                {"train/images_per_s", p.images_per_s}}));
+      AMP_RETURN_IF_ERROR(tb_->Flush());
     }
     return Write({{"event", "progress"}, {"epoch", p.epoch + 1}, {"step", p.step}, {"loss", p.loss},
                   {"accuracy", p.accuracy}, {"lr", p.lr}, {"loss_scale", p.loss_scale},
@@ -159,6 +180,13 @@ class Reporter {
     if (s.evaluated) {
       j["test_loss"] = s.test.loss;
       j["test_accuracy"] = s.test.accuracy;
+    }
+    if (tb_) {
+      std::vector<std::pair<std::string, double>> v = {{"epoch/train_loss", s.train_loss},
+                                                       {"epoch/train_accuracy", s.train_accuracy}};
+      if (s.evaluated) v.insert(v.end(), {{"epoch/test_loss", s.test.loss}, {"epoch/test_accuracy", s.test.accuracy}});
+      AMP_RETURN_IF_ERROR(tb_->Scalars(s.step, v));
+      AMP_RETURN_IF_ERROR(tb_->Flush());
     }
     return Write(j);
   }
@@ -186,6 +214,7 @@ class Reporter {
   bool append_;
   bool bar_open_ = false;
   std::ofstream out_;
+  std::unique_ptr<executor::train::TensorBoardWriter> tb_;
 };
 
 Status Train(const TrainArgs& args) {
@@ -234,8 +263,12 @@ Status Train(const TrainArgs& args) {
   if (args.reference) config.kernel_impl = "reference";
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;
+  config.graph.amp_for_export = !args.export_amp.empty();
+  if (!args.export_amp.empty() && policy.level == amp::Level::kO0)
+    return InvalidArgument("--export-amp needs --amp O1 or O2 (the mixed-precision level to export)");
   AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
   config.force_plan_mismatch = args.force;
+  config.profile = args.profile;
   if (policy.level == amp::Level::kO0) {
     spdlog::info("precision: fp32 (AMP O0){}", config.loss_scaler ? ", loss scaling on" : "");
   } else {
@@ -261,6 +294,7 @@ Status Train(const TrainArgs& args) {
                }(), trainer->params().size(), args.data, train_set.size(), test_set.size(), total, args.batch_size);
 
   Reporter reporter(args, trainer->scaler() != nullptr);
+  AMP_RETURN_IF_ERROR(reporter.OpenTensorBoard(args.tensorboard));
   Status report_error;
   train::LoopCallbacks callbacks;
   callbacks.on_progress = [&](const Progress& p) {
@@ -278,10 +312,20 @@ Status Train(const TrainArgs& args) {
   AMP_RETURN_IF_ERROR(report_error);
   spdlog::info("trained steps {}..{} at {:.0f} images/s{}", result->start_step, result->steps, result->images_per_s,
                result->last_checkpoint.empty() ? "" : "; checkpoint " + result->last_checkpoint);
+  if (args.profile) std::printf("%s", trainer->profile().Report(15).c_str());
   if (!args.export_path.empty()) {
     AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> trained, trainer->TrainedModel(args.export_inference));
     AMP_RETURN_IF_ERROR(importer::ExportModelFile(*trained, args.export_path));
     spdlog::info("trained model written to {}", args.export_path);
+  }
+  if (!args.export_amp.empty()) {
+    AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> trained, trainer->TrainedModel(/*inference=*/true));
+    AMP_ASSIGN_OR_RETURN(amp::Report report, amp::Convert(*trained, policy));  // the opset's capability
+    AMP_RETURN_IF_ERROR(importer::ExportModelFile(*trained, args.export_amp));
+    std::string per;
+    for (const auto& [dtype, count] : NodesPerDType(report)) per += fmt::format(" {} {}", count, dtype);
+    spdlog::info("mixed-precision model ({} {}, inference mode) written to {}: nodes{}, {} casts",
+                 amp::LevelName(policy.level), ir::DTypeName(policy.low), args.export_amp, per, report.casts_final);
   }
   return Status::Ok();
 }
@@ -334,6 +378,11 @@ void AddTrainCommand(CLI::App& app, Status& result) {
                   "auto (dynamic for fp16, none for bf16/fp32) | dynamic | none | N (static)")
       ->capture_default_str();
   cmd->add_flag("--force", a->force, "Resume a checkpoint written under another precision plan");
+  cmd->add_option("--export-amp", a->export_amp,
+                  "Also write the trained model in mixed precision (the --amp level and --dtype, inference mode)");
+  cmd->add_option("--tensorboard", a->tensorboard,
+                  "Write TensorBoard event files here (loss, accuracy, lr, loss scale, skipped steps, images/s)");
+  cmd->add_flag("--profile", a->profile, "Print the time per op, implementation and node of the training steps");
   cmd->callback([a, &result] { result = Train(*a); });
 }
 

@@ -6,6 +6,7 @@
 #include "autodiff/loss.h"
 #include "autodiff/training_graph.h"
 #include "ir/infer/infer_util.h"
+#include "ir/onnx_dtype.h"
 #include "kernels/kernel.h"
 
 namespace amptrain::executor::train {
@@ -118,6 +119,7 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     co.capability = amp::Capability::Training([](ir::OpKind op, ir::DType t) {
       return kernels::Registry::Global().Supports(op, kernels::Device::kCpu, t);
     });
+    co.capability.opset_limits = opts.amp_for_export;
     AMP_ASSIGN_OR_RETURN(t.amp_report, amp::Convert(g, policy, co));
   }
   AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, g.FindValue(t.logits), opts));
@@ -155,7 +157,19 @@ StatusOr<TrainGraph> BuildEvalGraph(const Graph& model, const TrainGraphOptions&
   t.image_input = g.name(g.inputs()[0]);
   t.logits = g.name(g.outputs()[0]);
   AMP_RETURN_IF_ERROR(ToEvalMode(g));
-  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, g.FindValue(t.logits), opts));
+  Value logits = g.FindValue(t.logits);
+  if (g.type(logits).dtype != ir::DType::kFloat32) {
+    // A mixed-precision model whose logits are fp16/bf16: the loss and the
+    // top-1 count read an fp32 copy.
+    std::string name = g.UniqueName(t.logits + ".fp32");
+    Node* cast = g.AddNode(OpKind::kCast, {logits}, 1, name, {name});
+    cast->attrs().Set("to", static_cast<int64_t>(ir::OnnxFromDType(ir::DType::kFloat32)));
+    AMP_RETURN_IF_ERROR(g.InferNode(cast));
+    g.AddOutput(cast->output(0));
+    logits = cast->output(0);
+    t.logits = name;
+  }
+  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, logits, opts));
   t.target_input = head.target_input;
   t.loss = g.name(head.loss);
   for (const std::string& name : state_names) AMP_RETURN_IF_ERROR(InitializerToInput(g, name));

@@ -49,6 +49,9 @@ struct TrainGraphOptions {
   int64_t num_classes = 0;             // > 0: the model's output must be [N, num_classes]
   // Mixed precision: the forward graph runs under this policy (O0 or unset: fp32).
   std::optional<amp::Policy> amp;
+  // The trained model will also be exported in mixed precision: the plan is
+  // then the intersection of the kernels' and the opset's capabilities.
+  bool amp_for_export = false;
 };
 
 struct TrainGraph {

@@ -3,8 +3,10 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <functional>
 
 #include "executor/train/clip.h"
+#include "kernels/cpu/float_convert.h"
 #include "executor/train/sha256.h"
 
 namespace amptrain::executor::train {
@@ -83,6 +85,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   options.threads = config.threads;
   options.training = true;
   options.kernel_impl = config.kernel_impl;
+  options.profile = config.profile;
   AMP_ASSIGN_OR_RETURN(t->session_, InferenceSession::Create(std::move(t->train_.graph), options));
   t->out_index_ = OutputIndex(t->session_->graph());
   spdlog::debug("training graph: {} nodes, {} parameters, {} running statistics", t->session_->graph().num_nodes(),
@@ -158,8 +161,13 @@ Status Trainer::CreateEvalSession() {
   return Status::Ok();
 }
 
-StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
-  if (!eval_session_) AMP_RETURN_IF_ERROR(CreateEvalSession());
+namespace {
+
+// Loss and top-1 accuracy of the eval graph `g` run by `session` over the
+// rest of the epoch of `batches`; `feeds` supplies the state inputs.
+StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& g,
+                                   const std::map<std::string, int>& out_index, data::BatchIterator& batches,
+                                   const std::function<std::map<std::string, Tensor>(const Tensor&, const Tensor&)>& feeds) {
   EvalResult r;
   double loss_sum = 0.0;
   int64_t correct = 0;
@@ -167,16 +175,56 @@ StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
   while (true) {
     AMP_ASSIGN_OR_RETURN(bool more, batches.Next(&images, &labels));
     if (!more) break;
-    AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, eval_session_->Run(Feeds(eval_, images, labels)));
+    AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session.Run(feeds(images, labels)));
     const int64_t n = images.dims()[0];
-    loss_sum += outs[eval_out_index_.at(eval_.loss)].GetAsDouble(0) * static_cast<double>(n);
-    correct += CountCorrect(outs[eval_out_index_.at(eval_.logits)], labels);
+    loss_sum += outs[out_index.at(g.loss)].GetAsDouble(0) * static_cast<double>(n);
+    correct += CountCorrect(outs[out_index.at(g.logits)], labels);
     r.count += n;
   }
   if (r.count == 0) return InvalidArgument("evaluation: the data set has no samples left in this epoch");
   r.loss = loss_sum / static_cast<double>(r.count);
   r.accuracy = static_cast<double>(correct) / static_cast<double>(r.count);
   return r;
+}
+
+}  // namespace
+
+StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
+  if (!eval_session_) AMP_RETURN_IF_ERROR(CreateEvalSession());
+  return RunEvaluation(*eval_session_, eval_, eval_out_index_, batches,
+                       [this](const Tensor& x, const Tensor& y) { return Feeds(eval_, x, y); });
+}
+
+StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, const TrainGraphOptions& opts,
+                                                       int threads, const std::string& kernel_impl) {
+  std::unique_ptr<Evaluator> e(new Evaluator());
+  TrainGraphOptions o = opts;
+  o.label_smoothing = 0.0f;
+  AMP_ASSIGN_OR_RETURN(e->eval_, BuildEvalGraph(model, o, {}));
+  e->input_dtype_ = e->eval_.graph->type(e->eval_.graph->FindValue(e->eval_.image_input)).dtype;
+  if (e->input_dtype_ != ir::DType::kFloat32 && !kernels::cpu::IsTwoByteFloat(e->input_dtype_))
+    return InvalidArgument("the model's input '", e->eval_.image_input, "' is ", ir::DTypeName(e->input_dtype_),
+                           "; evaluation feeds float32, float16 or bfloat16 images");
+  SessionOptions options;
+  options.threads = threads;
+  options.kernel_impl = kernel_impl;
+  AMP_ASSIGN_OR_RETURN(e->session_, InferenceSession::Create(std::move(e->eval_.graph), options));
+  e->out_index_ = OutputIndex(e->session_->graph());
+  return e;
+}
+
+StatusOr<EvalResult> Evaluator::Evaluate(data::BatchIterator& batches) {
+  return RunEvaluation(*session_, eval_, out_index_, batches, [this](const Tensor& x, const Tensor& y) {
+    std::map<std::string, Tensor> feeds = {{eval_.target_input, y}};
+    if (input_dtype_ == ir::DType::kFloat32) {
+      feeds.emplace(eval_.image_input, x);
+    } else {  // a model converted without keep_io_types: its images are fp16/bf16
+      Tensor low = *Tensor::Zeros(input_dtype_, x.dims());
+      kernels::cpu::NarrowFromFloat(input_dtype_, x.data<float>(), low.raw(), x.num_elements(), 1);
+      feeds.emplace(eval_.image_input, std::move(low));
+    }
+    return feeds;
+  });
 }
 
 std::map<std::string, Tensor> Trainer::ModelState() const {

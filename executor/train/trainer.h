@@ -66,6 +66,7 @@ struct TrainConfig {
   std::string kernel_impl;      // "" = best kernels, "reference" = reference kernels only
   // Loss scaling: unset = none (scale 1); dynamic = false is a static scale.
   std::optional<LossScalerConfig> loss_scaler;
+  bool profile = false;         // time every kernel of the training step (profile())
   // Restore() refuses a checkpoint written under another precision plan unless set.
   bool force_plan_mismatch = false;
 };
@@ -129,6 +130,8 @@ class Trainer {
   // The imported model with the trained parameters and running statistics;
   // with `inference`, in inference mode (ToInferenceMode) for deployment.
   StatusOr<std::unique_ptr<ir::Graph>> TrainedModel(bool inference = false) const;
+  // Kernel timings of the training steps (TrainConfig::profile).
+  const Profile& profile() const { return session_->profile(); }
   // The training plan of the latest step (kernels and their implementations), nullptr before.
   const Plan* train_plan() const { return session_->last_plan(); }
 
@@ -152,6 +155,25 @@ class Trainer {
   std::optional<LossScaler> scaler_;
   int64_t skipped_without_scaler_ = 0;
   std::string plan_hash_;
+};
+
+// Loss and top-1 accuracy of a model as it is, whatever its float types (an
+// fp16/bf16 export included): inference mode and the loss head
+// (BuildEvalGraph), the model's initializers as constants. Images come as
+// float32 and are rounded to the model's input type when that is fp16/bf16;
+// low-precision logits are read through an fp32 Cast.
+class Evaluator {
+ public:
+  static StatusOr<std::unique_ptr<Evaluator>> Create(const ir::Graph& model, const TrainGraphOptions& opts,
+                                                     int threads = 0, const std::string& kernel_impl = "");
+  StatusOr<EvalResult> Evaluate(data::BatchIterator& batches);
+
+ private:
+  Evaluator() = default;
+  TrainGraph eval_;
+  std::unique_ptr<InferenceSession> session_;
+  std::map<std::string, int> out_index_;
+  ir::DType input_dtype_ = ir::DType::kFloat32;
 };
 
 // Top-1 hits of logits [B, K] against int64 labels [B].

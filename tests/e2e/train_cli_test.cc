@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "executor/npy.h"
+#include "importer/onnx_import.h"
 #include "tests/e2e/e2e_util.h"
 
 namespace amptrain {
@@ -163,6 +164,49 @@ TEST_F(TrainCliTest, CorruptOrMismatchedCheckpoint) {
                      "model.safetensors");
   EXPECT_EQ(Snapshot(ckpt), before);
   EXPECT_FALSE(fs::exists(Path("out.onnx")));
+}
+
+}  // namespace
+}  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// Mixed-precision training from the CLI: the plan and the scaler are
+// reported, the fp32 and the mixed-precision exports both evaluate, the
+// TensorBoard events and the metrics carry the loss scale.
+TEST_F(TrainCliTest, AmpTrainsReportsAndExportsBothPrecisions) {
+  const std::string fp32 = Path("t.onnx"), fp16 = Path("t16.onnx"), metrics = Path("m.jsonl"), tb = Path("tb");
+  CliResult r = Cli(Train(model_, "--steps 12 --log-every 6 --amp O2 --dtype fp16 --export " + fp32 +
+                                      " --export-inference --export-amp " + fp16 + " --metrics " + metrics +
+                                      " --tensorboard " + tb));
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  for (const char* line : {"precision: AMP O2 float16, fp32 master weights, loss scaling dynamic",
+                           "precision plan: nodes", "fp16: storage only", " scale ", " skipped "})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " missing from:\n" << r.out;
+  EXPECT_NE(ReadFile(metrics).find("\"loss_scale\""), std::string::npos);
+  size_t events = 0;
+  for (const auto& e : fs::directory_iterator(tb)) events += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+  EXPECT_EQ(events, 1u);
+  for (const std::string& m : {fp32, fp16}) {
+    CliResult e = Cli("eval " + m + " --data " + kData + " --threads 1");
+    EXPECT_EQ(e.code, 0) << m << ": " << e.err;
+    EXPECT_NE(e.out.find("accuracy"), std::string::npos) << e.out;
+  }
+  ir::DType low = ir::DType::kUndefined;
+  auto g = importer::ImportModelFile(fp16);
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  for (const ir::Node* n : (*g)->nodes())
+    if (n->op() == ir::OpKind::kConv) low = (*g)->type(n->output(0)).dtype;
+  EXPECT_EQ(low, ir::DType::kFloat16) << "the --export-amp model's Conv runs in fp16";
+}
+
+TEST_F(TrainCliTest, AmpFlagsAreChecked) {
+  ExpectOneLineError(Train(model_, "--steps 2 --amp O2 --loss-scale lots"), "--loss-scale");
+  ExpectOneLineError(Train(model_, "--steps 2 --loss-scale=-4"), "--loss-scale");
+  ExpectOneLineError(Train(model_, "--steps 2 --export-amp " + Path("x.onnx")), "--export-amp needs --amp");
+  ExpectOneLineError(Train(model_, "--steps 2 --amp O3"), "O3 training");
+  EXPECT_FALSE(fs::exists(Path("x.onnx")));
 }
 
 }  // namespace
