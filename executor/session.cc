@@ -152,6 +152,7 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
     if (!status.ok()) return status.WithContext(StrCat("while running ", step.node->Describe()));
     if (opts_.profile)
       profile_.Add(step, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (run.observer) run.observer(*step.node, ctx.outputs);
   }
 
   std::vector<Tensor> outputs;

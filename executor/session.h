@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,9 +39,15 @@ struct SessionOptions {
   bool optimize = true;
 };
 
+// Called after each executed node with its output views (absent optional
+// outputs have data == nullptr); the views alias the arena and are valid only
+// during the call. The trainer's overflow provenance uses it.
+using StepObserver = std::function<void(const ir::Node& node, const std::vector<ir::TensorView>& outputs)>;
+
 // Per-run options.
 struct RunOptions {
   uint64_t seed = 0;  // seed of random kernels for this run (kernels::KernelContext::seed)
+  StepObserver observer;  // empty: none
 };
 
 class InferenceSession {

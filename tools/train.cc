@@ -3,7 +3,8 @@
 //   [--clip-grad-norm X] [--seed S] [--threads N] [--checkpoint-dir DIR] [--checkpoint-every N] [--keep-last K]
 //   [--resume auto|PATH] [--export OUT.onnx] [--metrics FILE.jsonl] [--label-smoothing X] [--augment crop,flip]
 //   [--amp O0|O1|O2 [--dtype fp16|bf16] [--policy FILE] [--fp16-ops/--fp32-ops/--fp16-nodes/--fp32-nodes ...]]
-//   [--loss-scale auto|dynamic|none|N] [--force] [--export-amp OUT.onnx] [--tensorboard DIR] [--profile]
+//   [--loss-scale auto|dynamic|none|N] [--debug-overflow] [--force] [--export-amp OUT.onnx] [--tensorboard DIR]
+//   [--profile]
 //
 // fp32 or mixed-precision training of an ONNX classifier on a data set (executor/train/trainer.h,
 // train_loop.h). Defaults reproduce the PyTorch reference recipe for
@@ -67,6 +68,7 @@ struct TrainArgs {
   std::string loss_scale = "auto";
   bool force = false;
   bool profile = false;
+  bool debug_overflow = false;
   std::string tensorboard;
   std::string export_amp;
 };
@@ -269,6 +271,7 @@ Status Train(const TrainArgs& args) {
   AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
   config.force_plan_mismatch = args.force;
   config.profile = args.profile;
+  config.debug_overflow = args.debug_overflow;
   if (policy.level == amp::Level::kO0) {
     spdlog::info("precision: fp32 (AMP O0){}", config.loss_scaler ? ", loss scaling on" : "");
   } else {
@@ -382,6 +385,8 @@ void AddTrainCommand(CLI::App& app, Status& result) {
                   "Also write the trained model in mixed precision (the --amp level and --dtype, inference mode)");
   cmd->add_option("--tensorboard", a->tensorboard,
                   "Write TensorBoard event files here (loss, accuracy, lr, loss scale, skipped steps, images/s)");
+  cmd->add_flag("--debug-overflow", a->debug_overflow,
+                "Watch every step for the first node producing inf/NaN (otherwise only at the scale's floor)");
   cmd->add_flag("--profile", a->profile, "Print the time per op, implementation and node of the training steps");
   cmd->callback([a, &result] { result = Train(*a); });
 }

@@ -33,7 +33,7 @@ struct LossScalerConfig {
   int64_t growth_interval = 2000;
   float min_scale = 1.0f;
   float max_scale = 16777216.0f;  // 2^24
-  int64_t max_consecutive_overflows = 50;
+  int64_t max_consecutive_overflows = 100;
 };
 
 // The result of UnscaleAndCheck.

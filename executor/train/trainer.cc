@@ -102,12 +102,25 @@ std::map<std::string, Tensor> Trainer::Feeds(const TrainGraph& g, const Tensor& 
   return feeds;
 }
 
+StatusOr<std::optional<OverflowSite>> Trainer::Diagnose(const std::map<std::string, Tensor>& feeds, uint64_t seed) {
+  std::optional<OverflowSite> site;
+  RunOptions run;
+  run.seed = seed;
+  run.observer = FirstNonFiniteObserver(session_->run_graph(), &site);
+  AMP_RETURN_IF_ERROR(session_->Run(feeds, run).status());
+  if (site) AttributeToModelNode(session_->graph(), *site);
+  return site;
+}
+
 StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
   RunOptions run;
   run.seed = StepSeed(config_.seed, step_);
   StepResult r;
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0f;
-  AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session_->Run(Feeds(train_, images, labels, r.loss_scale), run));
+  const std::map<std::string, Tensor> feeds = Feeds(train_, images, labels, r.loss_scale);
+  if (config_.debug_overflow) run.observer = FirstNonFiniteObserver(session_->run_graph(), &r.site);
+  AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session_->Run(feeds, run));
+  if (r.site) AttributeToModelNode(session_->graph(), *r.site);
   r.loss = outs[out_index_.at(train_.loss)].GetAsDouble(0);
   r.count = images.dims().empty() ? 0 : images.dims()[0];
   const bool loss_finite = std::isfinite(r.loss);
@@ -122,8 +135,24 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
   AMP_ASSIGN_OR_RETURN(OverflowCheck check, UnscaleAndCheck(grads, r.loss_scale));
   if (!loss_finite && !check.found_inf) check = {true, train_.loss};
   r.applied = !check.found_inf;
+  if (check.found_inf) r.overflow = check.first_overflow;
   if (scaler_) {
-    AMP_ASSIGN_OR_RETURN(r.applied, scaler_->Update(check.found_inf, check.first_overflow));
+    StatusOr<bool> applied = scaler_->Update(check.found_inf, check.first_overflow);
+    // Diagnosed once per run of overflows at the floor, and for the stuck error.
+    const bool at_floor = check.found_inf && scaler_->scale() <= config_.loss_scaler->min_scale;
+    if ((!applied.ok() || (at_floor && !diagnosed_at_floor_)) && !r.site) {
+      AMP_ASSIGN_OR_RETURN(r.site, Diagnose(feeds, run.seed));
+      diagnosed_at_floor_ = at_floor;
+    }
+    if (!check.found_inf) diagnosed_at_floor_ = false;
+    if (!applied.ok()) {
+      std::string where = r.site ? StrCat("; inf/NaN first appears in ", Describe(*r.site)) : "";
+      std::string fix = r.site && !PolicyFix(*r.site).empty()
+                            ? StrCat("; to keep '", r.site->model_node, "' in fp32 add to the policy: ", PolicyFix(*r.site))
+                            : "";
+      return Status(applied.status().code(), StrCat(applied.status().message(), " (step ", step_, ")", where, fix));
+    }
+    r.applied = *applied;
     if (scaler_->scale() != r.loss_scale)
       spdlog::info("step {}: loss scale {} -> {}{}", step_, r.loss_scale, scaler_->scale(),
                    check.found_inf ? " (overflow in '" + check.first_overflow + "', step skipped)" : "");
@@ -131,7 +160,9 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
     ++skipped_without_scaler_;
     spdlog::warn("step {}: the gradient of '{}' is not finite; the step was skipped", step_, check.first_overflow);
   }
-  if (check.found_inf) r.overflow = check.first_overflow;
+  if (r.site && check.found_inf)
+    spdlog::warn("step {}: inf/NaN first appears in {}{}", step_, Describe(*r.site),
+                 PolicyFix(*r.site).empty() ? "" : "; policy fix: " + PolicyFix(*r.site));
   r.lr = schedule_->At(lr_step_);
   if (r.applied) {
     if (config_.clip_grad_norm > 0.0) {

@@ -34,7 +34,9 @@
 // Errors: a model that does not fit (see train_graph.h), a batch whose type
 // does not fit the model's input, labels out of range (the loss kernel names
 // the label), a non-finite loss without loss scaling (the step is not
-// applied), a scaler stuck overflowing (LossScalerConfig::max_consecutive_overflows).
+// applied), a scaler stuck overflowing (LossScalerConfig::max_consecutive_overflows):
+// that error names the first node producing inf/NaN and the policy line
+// that keeps it in fp32 (executor/train/overflow.h).
 #pragma once
 
 #include <cstdint>
@@ -50,6 +52,7 @@
 #include "executor/train/loss_scaler.h"
 #include "executor/train/lr_schedule.h"
 #include "executor/train/optimizer.h"
+#include "executor/train/overflow.h"
 #include "executor/train/train_graph.h"
 #include "ir/graph.h"
 #include "ir/status.h"
@@ -67,6 +70,10 @@ struct TrainConfig {
   // Loss scaling: unset = none (scale 1); dynamic = false is a static scale.
   std::optional<LossScalerConfig> loss_scaler;
   bool profile = false;         // time every kernel of the training step (profile())
+  // Observe every step for the first node producing inf/NaN (StepResult::site).
+  // Without it, provenance runs only when needed: a skipped step at the
+  // scaler's floor, or the stuck-scale error (one observed re-run of the step).
+  bool debug_overflow = false;
   // Restore() refuses a checkpoint written under another precision plan unless set.
   bool force_plan_mismatch = false;
 };
@@ -81,6 +88,7 @@ struct StepResult {
   float loss_scale = 1.0f;  // the scale this step ran with
   int64_t skipped_steps = 0;  // steps skipped so far in this run (and restored ones)
   std::string overflow;     // the first non-finite gradient of a skipped step
+  std::optional<OverflowSite> site;  // where inf/NaN first appeared, when observed
 };
 
 struct EvalResult {
@@ -140,6 +148,8 @@ class Trainer {
   std::map<std::string, ir::Tensor> Feeds(const TrainGraph& g, const ir::Tensor& images, const ir::Tensor& labels,
                                           float loss_scale = 1.0f) const;
   Status CreateEvalSession();
+  // Re-runs the step's forward and backward with an observer: where inf/NaN first appeared.
+  StatusOr<std::optional<OverflowSite>> Diagnose(const std::map<std::string, ir::Tensor>& feeds, uint64_t seed);
 
   TrainConfig config_;
   std::unique_ptr<ir::Graph> model_;            // the imported model, for export and evaluation
@@ -154,6 +164,7 @@ class Trainer {
   int64_t step_ = 0, lr_step_ = 0;
   std::optional<LossScaler> scaler_;
   int64_t skipped_without_scaler_ = 0;
+  bool diagnosed_at_floor_ = false;  // this run of overflows at the floor was diagnosed
   std::string plan_hash_;
 };
 

@@ -213,3 +213,112 @@ TEST(AmpTrainer, ResumeUnderAnotherPrecisionPlanNeedsForce) {
 
 }  // namespace
 }  // namespace amptrain::executor::train
+
+namespace amptrain::executor::train {
+namespace {
+
+// A classifier built to overflow in fp16: x [N, 4, 1, 1] -> Flatten -> Gemm
+// -> Mul(3e4) -> Mul(1/3e4) -> logits [N, 2]. In fp32 the two Muls cancel; at
+// O1 fp16 the Muls follow the fp16 Gemm and the first one overflows
+// (|Gemm| > 2.2, so |y| > 65504).
+std::unique_ptr<ir::Graph> OverflowingModel() {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = 17;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(4),
+                                                                                ir::Dim::Static(1), ir::Dim::Static(1)})));
+  ir::Node* flat = g->AddNode(ir::OpKind::kFlatten, {x}, 1, "flatten");
+  ir::Value w = g->AddInitializer("fc.weight", ir::Tensor::Floats({5.0f, -4.0f, 3.0f, 6.0f, -2.0f, 7.0f, 4.0f, -5.0f}, {2, 4}));
+  ir::Value b = g->AddInitializer("fc.bias", ir::Tensor::Floats({0.1f, -0.1f}, {2}));
+  ir::Node* fc = g->AddNode(ir::OpKind::kGemm, {flat->output(0), w, b}, 1, "fc");
+  fc->attrs().Set("transB", int64_t{1});
+  ir::Value big = g->AddInitializer("big", ir::Tensor::Scalar(3e4f));  // fits fp16 (65504); the products do not
+  ir::Value small = g->AddInitializer("small", ir::Tensor::Scalar(1.0f / 3e4f));
+  ir::Node* up = g->AddNode(ir::OpKind::kMul, {fc->output(0), big}, 1, "scale_up");
+  ir::Node* down = g->AddNode(ir::OpKind::kMul, {up->output(0), small}, 1, "scale_down");
+  g->AddOutput(down->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+data::Dataset TwoClassData() {
+  auto spec = data::ParseDataSpec("synthetic:N=64,C=4,H=1,W=1,classes=2,seed=2");
+  EXPECT_TRUE(spec.ok());
+  auto ds = data::LoadDataset(*spec, "train");
+  EXPECT_TRUE(ds.ok()) << ds.status().message();
+  return *ds;
+}
+
+TEST(AmpTrainer, StuckScaleStopsNamingTheNodeAndThePolicyFixLetsItTrain) {
+  auto model = OverflowingModel();
+  data::Dataset train = TwoClassData();
+  LossScalerConfig sc;
+  sc.init_scale = 8.0f;  // 8 -> 4 -> 2 -> 1 (the floor) -> 1 ...
+  sc.max_consecutive_overflows = 6;
+  TrainConfig c;
+  c.graph.num_classes = 2;
+  c.graph.amp = Policy(amp::Level::kO1, DType::kFloat16);
+  c.loss_scaler = sc;
+  c.threads = 1;
+  auto t = Trainer::Create(*model, c);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  data::BatchIterator batches(train, 16, false, 0, {}, {});
+  ir::Tensor x, y;
+  ASSERT_TRUE(*batches.Next(&x, &y));
+  Status stuck = Status::Ok();
+  std::vector<float> scales;
+  for (int i = 0; i < 10 && stuck.ok(); ++i) {
+    auto r = (*t)->Step(x, y);
+    if (!r.ok()) {
+      stuck = r.status();
+      break;
+    }
+    EXPECT_FALSE(r->applied);
+    scales.push_back((*t)->scaler()->scale());
+    if (scales.size() == 3) {  // the first step at the floor is diagnosed
+      ASSERT_TRUE(r->site.has_value());
+      EXPECT_EQ(r->site->node, "scale_up");
+      EXPECT_EQ(r->site->dtype, "float16");
+    }
+  }
+  EXPECT_EQ(scales, (std::vector<float>{4, 2, 1, 1, 1})) << "backoff to the floor";
+  EXPECT_EQ(stuck.code(), StatusCode::kFailedPrecondition) << stuck.ToString();
+  for (const char* part : {"6 consecutive steps overflowed", "node 'scale_up' (Mul, float16)", "fp32_nodes: [\"scale_up\"]"})
+    EXPECT_NE(stuck.message().find(part), std::string::npos) << part << " missing from: " << stuck.message();
+
+  // The fix the error proposes: scale_up in fp32 (scale_down then follows it).
+  c.graph.amp->node_overrides.push_back({"scale_up", false, DType::kFloat32});
+  auto fixed = Trainer::Create(*model, c);
+  ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+  for (int i = 0; i < 5; ++i) {
+    auto r = (*fixed)->Step(x, y);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_TRUE(r->applied) << "step " << i;
+  }
+}
+
+TEST(AmpTrainer, DebugOverflowObservesTheStepItself) {
+  auto model = OverflowingModel();
+  data::Dataset train = TwoClassData();
+  TrainConfig c;
+  c.graph.num_classes = 2;
+  c.graph.amp = Policy(amp::Level::kO1, DType::kFloat16);
+  c.loss_scaler = LossScalerConfig{};
+  c.debug_overflow = true;
+  c.threads = 1;
+  auto t = Trainer::Create(*model, c);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  data::BatchIterator batches(train, 16, false, 0, {}, {});
+  ir::Tensor x, y;
+  ASSERT_TRUE(*batches.Next(&x, &y));
+  auto r = (*t)->Step(x, y);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_FALSE(r->applied);
+  ASSERT_TRUE(r->site.has_value());
+  EXPECT_EQ(r->site->node, "scale_up");
+  EXPECT_EQ(r->site->model_node, "scale_up");
+  EXPECT_FALSE(r->site->backward);
+  EXPECT_GT(r->site->nonfinite, 0);
+}
+
+}  // namespace
+}  // namespace amptrain::executor::train
