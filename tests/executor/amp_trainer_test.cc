@@ -248,22 +248,28 @@ data::Dataset TwoClassData() {
   return *ds;
 }
 
-TEST(AmpTrainer, StuckScaleStopsNamingTheNodeAndThePolicyFixLetsItTrain) {
-  auto model = OverflowingModel();
-  data::Dataset train = TwoClassData();
-  LossScalerConfig sc;
-  sc.init_scale = 8.0f;  // 8 -> 4 -> 2 -> 1 (the floor) -> 1 ...
-  sc.max_consecutive_overflows = 6;
+// O1 fp16 on OverflowingModel with `scaler`, and its first batch in *x, *y.
+TrainConfig OverflowConfig(const LossScalerConfig& scaler, ir::Tensor* x, ir::Tensor* y) {
+  static const data::Dataset train = TwoClassData();
   TrainConfig c;
   c.graph.num_classes = 2;
   c.graph.amp = Policy(amp::Level::kO1, DType::kFloat16);
-  c.loss_scaler = sc;
+  c.loss_scaler = scaler;
   c.threads = 1;
+  data::BatchIterator batches(train, 16, false, 0, {}, {});
+  EXPECT_TRUE(*batches.Next(x, y));
+  return c;
+}
+
+TEST(AmpTrainer, StuckScaleStopsNamingTheNodeAndThePolicyFixLetsItTrain) {
+  auto model = OverflowingModel();
+  LossScalerConfig sc;
+  sc.init_scale = 8.0f;  // 8 -> 4 -> 2 -> 1 (the floor) -> 1 ...
+  sc.max_consecutive_overflows = 6;
+  ir::Tensor x, y;
+  TrainConfig c = OverflowConfig(sc, &x, &y);
   auto t = Trainer::Create(*model, c);
   ASSERT_TRUE(t.ok()) << t.status().message();
-  data::BatchIterator batches(train, 16, false, 0, {}, {});
-  ir::Tensor x, y;
-  ASSERT_TRUE(*batches.Next(&x, &y));
   Status stuck = Status::Ok();
   std::vector<float> scales;
   for (int i = 0; i < 10 && stuck.ok(); ++i) {
@@ -298,18 +304,11 @@ TEST(AmpTrainer, StuckScaleStopsNamingTheNodeAndThePolicyFixLetsItTrain) {
 
 TEST(AmpTrainer, DebugOverflowObservesTheStepItself) {
   auto model = OverflowingModel();
-  data::Dataset train = TwoClassData();
-  TrainConfig c;
-  c.graph.num_classes = 2;
-  c.graph.amp = Policy(amp::Level::kO1, DType::kFloat16);
-  c.loss_scaler = LossScalerConfig{};
+  ir::Tensor x, y;
+  TrainConfig c = OverflowConfig(LossScalerConfig{}, &x, &y);
   c.debug_overflow = true;
-  c.threads = 1;
   auto t = Trainer::Create(*model, c);
   ASSERT_TRUE(t.ok()) << t.status().message();
-  data::BatchIterator batches(train, 16, false, 0, {}, {});
-  ir::Tensor x, y;
-  ASSERT_TRUE(*batches.Next(&x, &y));
   auto r = (*t)->Step(x, y);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_FALSE(r->applied);
