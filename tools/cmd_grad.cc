@@ -7,8 +7,13 @@
 // backward over every trainable (float) initializer and runs it once.
 // Writes DIR/loss.npy and DIR/grads/<initializer name>.npy, names sanitized
 // as `run` does ('/', '\', ':' -> '_').
+// With --amp O1|O2 [--dtype ...] the step runs in mixed precision as `train`
+// would (executor/train/train_graph.h, ApplyTrainingPrecision), seeded by a
+// static --loss-scale that is divided out of the written gradients.
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "autodiff/autodiff.h"
@@ -16,8 +21,10 @@
 #include "autodiff/training_graph.h"
 #include "executor/npy.h"
 #include "executor/session.h"
+#include "executor/train/train_graph.h"
 #include "importer/onnx_import.h"
 #include "ir/infer/infer_util.h"
+#include "tools/amp_report.h"
 #include "tools/commands.h"
 
 namespace amptrain::tools {
@@ -33,6 +40,8 @@ struct GradArgs {
   std::string output_dir;
   int threads = 0;
   bool reference = false;
+  AmpFlags amp;
+  std::string loss_scale = "auto";
 };
 
 StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const ir::Graph& g, const GradArgs& args,
@@ -61,9 +70,28 @@ Status Grad(const GradArgs& args) {
   if (g.outputs().size() != 1)
     return InvalidArgument("grad: the model has ", g.outputs().size(), " outputs; it needs exactly one (the logits)");
   AMP_RETURN_IF_ERROR(autodiff::ToTrainingMode(g, autodiff::TrainingGraphOptions{false}).status());
+  AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
+  if (policy.level != amp::Level::kO0) {
+    AMP_ASSIGN_OR_RETURN(amp::Report report, executor::train::ApplyTrainingPrecision(g, policy, false));
+    std::string per;
+    for (const auto& [dtype, count] : NodesPerDType(report)) per += fmt::format(" {} {}", count, dtype);
+    spdlog::info("precision: AMP {} {} (fp32 master weights): nodes{}", amp::LevelName(policy.level),
+                 ir::DTypeName(policy.low), per);
+  }
+  // The backward seed: a static loss scale (auto: 65536 for fp16, else 1);
+  // the written gradients are divided by it again.
+  double scale = 1.0;
+  if (args.loss_scale == "auto") {
+    scale = policy.level != amp::Level::kO0 && policy.low == ir::DType::kFloat16 ? 65536.0 : 1.0;
+  } else {
+    char* end = nullptr;
+    scale = std::strtod(args.loss_scale.c_str(), &end);
+    if (args.loss_scale.empty() || *end != '\0' || !std::isfinite(scale) || scale <= 0.0 || scale > 3.4e38)
+      return InvalidArgument("--loss-scale must be auto or a finite number > 0, got '", args.loss_scale, "'");
+  }
   AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, autodiff::AttachCrossEntropy(g, g.outputs()[0]));
   ir::Tensor one = *ir::Tensor::Zeros(g.type(head.loss).dtype, {});
-  ir::SetElementFromDouble(one, 0, 1.0);
+  ir::SetElementFromDouble(one, 0, scale);
   ir::Node* seed = g.AddNode(ir::OpKind::kConstant, {}, 1, "loss/seed");
   seed->attrs().Set("value", one);
   AMP_RETURN_IF_ERROR(g.InferNode(seed));
@@ -92,7 +120,14 @@ Status Grad(const GradArgs& args) {
     const ir::Tensor* t = output_of(grads.grads.at(name));
     if (!t) return Internal("gradient of '", name, "' is not a graph output");
     std::string path = (fs::path(args.output_dir) / "grads" / (SanitizeFileName(name) + ".npy")).string();
-    AMP_RETURN_IF_ERROR(executor::WriteNpy(path, *t));
+    if (scale == 1.0) {
+      AMP_RETURN_IF_ERROR(executor::WriteNpy(path, *t));
+      continue;
+    }
+    ir::Tensor unscaled = t->Clone();
+    for (int64_t i = 0; i < unscaled.num_elements(); ++i)
+      ir::SetElementFromDouble(unscaled, i, unscaled.GetAsDouble(i) / scale);
+    AMP_RETURN_IF_ERROR(executor::WriteNpy(path, unscaled));
   }
   spdlog::info("loss {} ; {} gradients written to {}/grads", output_of(head.loss)->GetAsDouble(0),
                grads.names.size(), args.output_dir);
@@ -112,6 +147,10 @@ void AddGradCommand(CLI::App& app, Status& result) {
       ->required();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  AddAmpFlags(cmd, args->amp, "default O0: fp32");
+  cmd->add_option("--loss-scale", args->loss_scale,
+                  "Static backward seed, divided out of the written gradients (auto: 65536 for fp16, else 1)")
+      ->capture_default_str();
   cmd->callback([args, &result] { result = Grad(*args); });
 }
 

@@ -100,6 +100,21 @@ Status InitializerToInput(Graph& g, const std::string& name) {
   return g.RemoveNode(g.producer(init));
 }
 
+StatusOr<amp::Report> ApplyTrainingPrecision(Graph& g, const amp::Policy& policy, bool for_export) {
+  if (policy.level == amp::Level::kO3)
+    return Unimplemented("AMP O3 training (weights stored in low precision, no fp32 master copy) is not "
+                         "implemented yet; O1 and O2 train with fp32 master weights");
+  amp::Policy p = policy;
+  p.keep_io_types = true;  // the logits stay fp32: the loss and its gradient are fp32
+  amp::ConvertOptions co;
+  co.convert_initializers = false;  // fp32 masters, cast at their low-precision consumers
+  co.capability = amp::Capability::Training([](ir::OpKind op, ir::DType t) {
+    return kernels::Registry::Global().Supports(op, kernels::Device::kCpu, t);
+  });
+  co.capability.opset_limits = for_export;
+  return amp::Convert(g, p, co);
+}
+
 StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions& opts) {
   AMP_RETURN_IF_ERROR(CheckModel(model, opts));
   TrainGraph t;
@@ -109,18 +124,7 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   t.logits = g.name(g.outputs()[0]);
   AMP_ASSIGN_OR_RETURN(autodiff::TrainingGraphInfo mode, autodiff::ToTrainingMode(g));
   if (opts.amp && opts.amp->level != amp::Level::kO0) {
-    if (opts.amp->level == amp::Level::kO3)
-      return Unimplemented("AMP O3 training (weights stored in low precision, no fp32 master copy) is not "
-                           "implemented yet; O1 and O2 train with fp32 master weights");
-    amp::Policy policy = *opts.amp;
-    policy.keep_io_types = true;  // the logits stay fp32: the loss and its gradient are fp32
-    amp::ConvertOptions co;
-    co.convert_initializers = false;  // fp32 masters, cast at their low-precision consumers
-    co.capability = amp::Capability::Training([](ir::OpKind op, ir::DType t) {
-      return kernels::Registry::Global().Supports(op, kernels::Device::kCpu, t);
-    });
-    co.capability.opset_limits = opts.amp_for_export;
-    AMP_ASSIGN_OR_RETURN(t.amp_report, amp::Convert(g, policy, co));
+    AMP_ASSIGN_OR_RETURN(t.amp_report, ApplyTrainingPrecision(g, *opts.amp, opts.amp_for_export));
   }
   AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, g.FindValue(t.logits), opts));
   t.target_input = head.target_input;

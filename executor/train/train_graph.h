@@ -71,6 +71,12 @@ struct TrainGraph {
 
 StatusOr<TrainGraph> BuildTrainGraph(const ir::Graph& model, const TrainGraphOptions& opts);
 
+// The AMP passes on a training-mode graph `g`, as BuildTrainGraph runs them:
+// fp32 master weights (no initializer conversion), graph inputs and outputs
+// keep their types, capability = the CPU kernel registry (intersected with
+// the opset's type constraints when `for_export`). O3 is refused (not yet).
+StatusOr<amp::Report> ApplyTrainingPrecision(ir::Graph& g, const amp::Policy& policy, bool for_export);
+
 // `state_names`: the initializers to turn into inputs (TrainGraph::params and
 // running_stats of the training graph).
 StatusOr<TrainGraph> BuildEvalGraph(const ir::Graph& model, const TrainGraphOptions& opts,
