@@ -45,6 +45,19 @@ inline double RelL2(const ir::Tensor& a, const ir::Tensor& b) {
   return std::sqrt(num / std::max(den, 1e-30));
 }
 
+// ||a - b|| / max(||b||, floor): the gradient error of TESTING.md (b the
+// reference); the floor keeps true-zero gradients (a conv bias before a
+// training-mode BN) from dividing rounding noise by ~0.
+inline double FlooredRelL2(const ir::Tensor& a, const ir::Tensor& b, double floor = 1e-2) {
+  double num = 0, den = 0;
+  for (int64_t i = 0; i < b.num_elements(); ++i) {
+    double d = a.GetAsDouble(i) - b.GetAsDouble(i);
+    num += d * d;
+    den += b.GetAsDouble(i) * b.GetAsDouble(i);
+  }
+  return std::sqrt(num) / std::max(std::sqrt(den), floor);
+}
+
 // Runs the shell `command` (which fills `dir`) unless a previous run of the
 // same command succeeded, holding an exclusive lock on <dir>.lock meanwhile.
 // True when `dir` holds the command's successful output.

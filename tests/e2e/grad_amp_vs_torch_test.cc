@@ -37,15 +37,7 @@ namespace fs = std::filesystem;
 const std::string kBin = std::string(AMPTRAIN_BINARY_DIR) + "/tools/amptrain";
 const std::string kSrc = AMPTRAIN_SOURCE_DIR;
 
-double Error(const ir::Tensor& g, const ir::Tensor& ref) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < ref.num_elements(); ++i) {
-    double d = g.GetAsDouble(i) - ref.GetAsDouble(i);
-    num += d * d;
-    den += ref.GetAsDouble(i) * ref.GetAsDouble(i);
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-2);
-}
+double Error(const ir::Tensor& g, const ir::Tensor& ref) { return testing::FlooredRelL2(g, ref); }
 
 // The file name `amptrain grad` and the script give a parameter.
 std::string FileOf(std::string name) {

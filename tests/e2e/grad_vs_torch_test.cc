@@ -29,15 +29,7 @@ namespace fs = std::filesystem;
 
 const std::string kBin = std::string(AMPTRAIN_BINARY_DIR) + "/tools/amptrain";
 const std::string kSrc = AMPTRAIN_SOURCE_DIR;
-double GradError(const ir::Tensor& ours, const ir::Tensor& ref) {
-  double num = 0, den = 0;
-  for (int64_t i = 0; i < ref.num_elements(); ++i) {
-    double d = ours.GetAsDouble(i) - ref.GetAsDouble(i);
-    num += d * d;
-    den += ref.GetAsDouble(i) * ref.GetAsDouble(i);
-  }
-  return std::sqrt(num) / std::max(std::sqrt(den), 1e-2);
-}
+double GradError(const ir::Tensor& ours, const ir::Tensor& ref) { return testing::FlooredRelL2(ours, ref); }
 
 std::set<std::string> Files(const fs::path& dir) {
   std::set<std::string> names;
