@@ -175,6 +175,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeSoftmaxCrossEntropyLoss(const KernelInit& 
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 3, 1, 2));
   AMP_RETURN_IF_ERROR(CheckSameDType(init, 0, {2}));
   AMP_ASSIGN_OR_RETURN(LossPlan plan, MakePlan(init, 0, 1));
+  if (plan.attrs.reduction == ir::LossReduction::kMean && plan.n * plan.d == 0)
+    return init.Error("the mean loss over an empty batch (", init.inputs[0].dims.empty() ? 0 : init.inputs[0].dims[0],
+                      " samples) is undefined");
   std::unique_ptr<Kernel> kernel;
   AMP_RETURN_IF_ERROR(DispatchFloat(init.inputs[0].dtype, [&](auto tag) {
     kernel = std::make_unique<LossKernel<typename decltype(tag)::type>>(std::move(plan));

@@ -74,9 +74,22 @@ dnnl::memory ReorderConstant(const ir::Tensor& value, const dnnl::memory::desc& 
   return dst;
 }
 
+namespace {
+
+// A tensor with 0 elements (an empty batch): oneDNN divides by such dims
+// (SIGFPE in matmul creation), so those problems go to the reference kernels.
+bool HasEmptyTensor(const KernelInit& init) {
+  for (const auto* specs : {&init.inputs, &init.outputs})
+    for (const TensorSpec& s : *specs)
+      if (s.present() && s.num_elements() == 0) return true;
+  return false;
+}
+
+}  // namespace
+
 KernelEntry OneDnnEntry(OpKind op, KernelFactory factory, std::vector<DType> dtypes) {
   KernelEntry e{op, Device::kCpu, "onednn", 10, std::move(dtypes), factory, nullptr};
-  e.accepts = [factory](const KernelInit& init) { return factory(init).ok(); };
+  e.accepts = [factory](const KernelInit& init) { return !HasEmptyTensor(init) && factory(init).ok(); };
   return e;
 }
 
@@ -168,7 +181,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeWidened(const KernelFactory& factory, cons
 KernelEntry WidenedEntry(OpKind op, KernelFactory factory) {
   KernelFactory widened = [factory](const KernelInit& init) { return MakeWidened(factory, init); };
   KernelEntry e{op, Device::kCpu, "onednn-widened", 5, {DType::kBFloat16, DType::kFloat16}, widened, nullptr};
-  e.accepts = [widened](const KernelInit& init) { return widened(init).ok(); };
+  e.accepts = [widened](const KernelInit& init) { return !HasEmptyTensor(init) && widened(init).ok(); };
   return e;
 }
 

@@ -217,3 +217,31 @@ TEST_F(CliTest, ExportRoundTrip) {
 
 }  // namespace
 }  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// Hostile input F1 (issue 9): an empty batch must never reach oneDNN (its
+// matmul creation divided by M = 0: SIGFPE). `run` gives empty outputs;
+// a mean loss over nothing (`grad`) is a clear refusal, with no output left.
+TEST_F(CliTest, EmptyBatchGivesEmptyOutputsOrAClearRefusal) {
+  const std::string model = (dir_ / "cnn.onnx").string(), x = (dir_ / "empty.npy").string(),
+                    y = (dir_ / "labels.npy").string(), out = (dir_ / "out").string();
+  ASSERT_EQ(Cli("models write simplecnn -o " + model).code, 0);
+  ASSERT_TRUE(executor::WriteNpy(x, *Tensor::Zeros(DType::kFloat32, {0, 1, 28, 28})).ok());
+  ASSERT_TRUE(executor::WriteNpy(y, *Tensor::Zeros(DType::kInt64, {0})).ok());
+  CliResult r = Cli("run " + model + " -i " + x + " -o " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto logits = executor::ReadNpy(out + "/output_0.npy");
+  ASSERT_TRUE(logits.ok()) << logits.status().ToString();
+  EXPECT_EQ(logits->dims(), (std::vector<int64_t>{0, 10}));
+  for (const char* impl : {"", " --reference"}) {
+    const std::string gout = (dir_ / "grads").string();
+    ExpectOneLineError("grad " + model + " -i " + x + " --labels " + y + " -o " + gout + impl,
+                       "mean loss over an empty batch");
+    EXPECT_FALSE(fs::exists(gout)) << impl;
+  }
+}
+
+}  // namespace
+}  // namespace amptrain

@@ -109,6 +109,19 @@ TEST(OneDnnConv, RegistryPicksNativeOrWidened) {
   }
 }
 
+// An empty batch never reaches oneDNN (Gemm with a bias and M = 0 raised
+// SIGFPE in its matmul creation): the reference kernel gives the empty result.
+TEST(OneDnnGemm, EmptyBatchGoesToTheReference) {
+  Attributes a;
+  a.Set("transB", int64_t{1});
+  std::vector<Tensor> in = {Random({0, 8}, DType::kFloat32, 1), Random({4, 8}, DType::kFloat32, 2),
+                            Random({4}, DType::kFloat32, 3)};
+  EXPECT_FALSE(RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = "onednn"}).ok());
+  auto out = RunOp(OpKind::kGemm, a, in, NnRunOptions{.impl = ""});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].dims(), (std::vector<int64_t>{0, 4}));
+}
+
 TEST(OneDnnConv, LeavesOtherRanksToTheReference) {
   NnRunOptions dnn;
   dnn.impl = "onednn";
