@@ -3,6 +3,12 @@
 // turned into the same JSON tree, so both go through one reader and give the
 // same errors. Node patterns "re:REGEX" are regexes; fp32_nodes entries come
 // before fp16_nodes entries in the override list (later entries win).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
@@ -16,11 +22,53 @@ namespace {
 
 using Json = nlohmann::json;
 
+// Resource bounds of untrusted policy files (docs/limits.md). A policy is a
+// few lists of op and node names: these are far above any real one.
+constexpr int64_t kMaxPolicyBytes = 1 << 20;   // 1 MiB
+constexpr int kMaxPolicyNesting = 16;          // [ { nesting (a policy needs 3)
+constexpr int64_t kMaxPolicyValues = 100'000;  // values after YAML alias expansion
+constexpr size_t kMaxEcho = 80;                // characters of a value quoted in an error
+
+// `j` for an error message, cut to kMaxEcho characters.
+std::string Echo(const Json& j) {
+  std::string s = j.is_string() ? Json(j.get_ref<const std::string&>().substr(0, kMaxEcho + 1)).dump() : j.dump();
+  if (s.size() > kMaxEcho) s = s.substr(0, kMaxEcho) + "... (" + std::to_string(s.size()) + " characters)";
+  return s;
+}
+
+// The deepest nesting of [ and { outside quoted strings: bounded before a
+// parser recurses into it (nlohmann's and yaml-cpp's parsers and dump() are
+// recursive; 100,000 levels overflowed the stack).
+int BracketDepth(const std::string& text) {
+  int depth = 0, deepest = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quote) {
+      if (c == '\\' && quote == '"') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      depth = std::max(depth - 1, 0);
+    }
+  }
+  return deepest;
+}
+
 constexpr const char* kKeys[] = {"level", "dtype", "fp16_ops", "fp32_ops", "fp32_nodes",
                                  "fp16_nodes", "pins", "keep_io_types"};
 constexpr const char* kPinKeys[] = {"node", "input", "dtype"};
 
-StatusOr<Json> YamlToJson(const YAML::Node& n, const std::string& where) {
+// `budget`: values still allowed (aliases are expanded here, so a 342-byte
+// "billion laughs" document would otherwise exhaust memory).
+StatusOr<Json> YamlToJson(const YAML::Node& n, const std::string& where, int64_t& budget, int depth = 0) {
+  if (--budget < 0)
+    return InvalidArgument(where, ": the YAML document expands to more than ", kMaxPolicyValues,
+                           " values (anchors and aliases?); a policy is a few short lists");
+  if (depth > kMaxPolicyNesting) return InvalidArgument(where, ": nested more than ", kMaxPolicyNesting, " levels deep");
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined: return Json(nullptr);
@@ -38,7 +86,7 @@ StatusOr<Json> YamlToJson(const YAML::Node& n, const std::string& where) {
     case YAML::NodeType::Sequence: {
       Json arr = Json::array();
       for (size_t i = 0; i < n.size(); ++i) {
-        AMP_ASSIGN_OR_RETURN(Json e, YamlToJson(n[i], where));
+        AMP_ASSIGN_OR_RETURN(Json e, YamlToJson(n[i], where, budget, depth + 1));
         arr.push_back(std::move(e));
       }
       return arr;
@@ -47,7 +95,7 @@ StatusOr<Json> YamlToJson(const YAML::Node& n, const std::string& where) {
       Json obj = Json::object();
       for (auto it = n.begin(); it != n.end(); ++it) {
         if (!it->first.IsScalar()) return InvalidArgument(where, ": mapping keys must be plain strings");
-        AMP_ASSIGN_OR_RETURN(Json e, YamlToJson(it->second, where));
+        AMP_ASSIGN_OR_RETURN(Json e, YamlToJson(it->second, where, budget, depth + 1));
         obj[it->first.Scalar()] = std::move(e);
       }
       return obj;
@@ -71,12 +119,12 @@ Status CheckKeys(const Json& obj, const char* const (&keys)[N], const std::strin
 }
 
 StatusOr<std::string> GetString(const Json& j, const std::string& where) {
-  if (!j.is_string()) return InvalidArgument(where, ": expected a string, got ", j.dump());
+  if (!j.is_string()) return InvalidArgument(where, ": expected a string, got ", Echo(j));
   return j.get<std::string>();
 }
 
 StatusOr<std::vector<std::string>> GetStrings(const Json& j, const std::string& where) {
-  if (!j.is_array()) return InvalidArgument(where, ": expected a list of strings, got ", j.dump());
+  if (!j.is_array()) return InvalidArgument(where, ": expected a list of strings, got ", Echo(j));
   std::vector<std::string> out;
   for (const Json& e : j) {
     AMP_ASSIGN_OR_RETURN(std::string s, GetString(e, where));
@@ -155,6 +203,10 @@ StatusOr<Policy> FromJson(const Json& root, const std::string& src) {
 }  // namespace
 
 StatusOr<Policy> ParsePolicyText(const std::string& text, const std::string& source_name) {
+  if (static_cast<int64_t>(text.size()) > kMaxPolicyBytes)
+    return InvalidArgument(source_name, ": ", text.size(), " bytes; a policy file may have at most ", kMaxPolicyBytes);
+  if (BracketDepth(text) > kMaxPolicyNesting)
+    return InvalidArgument(source_name, ": nested more than ", kMaxPolicyNesting, " levels deep");
   size_t first = text.find_first_not_of(" \t\r\n");
   Json root;
   if (first != std::string::npos && text[first] == '{') {
@@ -163,7 +215,8 @@ StatusOr<Policy> ParsePolicyText(const std::string& text, const std::string& sou
   } else {
     try {
       YAML::Node doc = YAML::Load(text);
-      AMP_ASSIGN_OR_RETURN(root, YamlToJson(doc, source_name));
+      int64_t budget = kMaxPolicyValues;
+      AMP_ASSIGN_OR_RETURN(root, YamlToJson(doc, source_name, budget));
     } catch (const YAML::Exception& e) {
       return InvalidArgument(source_name, ": invalid YAML: ", e.what());
     }
@@ -173,11 +226,38 @@ StatusOr<Policy> ParsePolicyText(const std::string& text, const std::string& sou
 }
 
 StatusOr<Policy> LoadPolicyFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open policy file '", path, "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ParsePolicyText(ss.str(), path);
+  // Opened non-blocking and checked to be a regular file before reading: a
+  // FIFO would block forever, /dev/zero never ends, a folder is no policy.
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return NotFound("policy file '", path, "' does not exist");
+    return IoError("cannot open policy file '", path, "': ", std::strerror(errno));
+  }
+  struct stat st {};
+  std::string text;
+  Status status = Status::Ok();
+  if (::fstat(fd, &st) != 0) {
+    status = IoError("cannot stat policy file '", path, "': ", std::strerror(errno));
+  } else if (!S_ISREG(st.st_mode)) {
+    status = InvalidArgument("policy file '", path, "' is ", S_ISDIR(st.st_mode) ? "a folder" : "not a regular file",
+                             "; a policy is a JSON or YAML file");
+  } else if (st.st_size > kMaxPolicyBytes) {
+    status = InvalidArgument("policy file '", path, "' has ", st.st_size, " bytes; at most ", kMaxPolicyBytes,
+                             " are allowed");
+  } else {
+    text.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    while (got < text.size()) {
+      ssize_t n = ::read(fd, text.data() + got, text.size() - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (got != text.size()) status = IoError("cannot read policy file '", path, "'");
+  }
+  ::close(fd);
+  AMP_RETURN_IF_ERROR(status);
+  return ParsePolicyText(text, path);
 }
 
 }  // namespace amptrain::amp

@@ -4,7 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 namespace amptrain::amp {
 namespace {
@@ -86,7 +92,62 @@ TEST(AmpPolicy, FileErrorsNameTheProblem) {
   ExpectError(ParsePolicyText("dtype: fp8\n", "a.yaml").status(), "unknown dtype 'fp8'");
   ExpectError(ParsePolicyText("{\"level\": ", "a.json").status(), "a.json: invalid JSON");
   ExpectError(ParsePolicyText("level: [O1\n", "a.yaml").status(), "a.yaml: invalid YAML");
-  ExpectError(LoadPolicyFile("/nonexistent/p.yaml").status(), "cannot open policy file");
+  ExpectError(LoadPolicyFile("/nonexistent/p.yaml").status(), "policy file '/nonexistent/p.yaml' does not exist");
+}
+
+}  // namespace
+}  // namespace amptrain::amp
+
+// Hostile policy files (issue 9 F2, F3, F5, F6): each is one clean error,
+// never a crash, a hang or unbounded memory.
+namespace amptrain::amp {
+namespace {
+
+TEST(AmpPolicyHostile, DeepNestingIsRefusedBeforeParsing) {
+  // F2: {"level": [[[[...]]]]} 100,000 deep crashed nlohmann's dump() (SIGSEGV).
+  const std::string deep = "{\"level\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  auto p = ParsePolicyText(deep, "deep.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("nested more than"), std::string::npos) << p.status().message();
+  auto y = ParsePolicyText("level: " + std::string(100000, '['), "deep.yaml");
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("nested more than"), std::string::npos) << y.status().message();
+}
+
+TEST(AmpPolicyHostile, HugeValuesAreNotEchoedWhole) {
+  // F2: a 500 KB string was quoted whole in the error.
+  auto p = ParsePolicyText("{\"fp32_ops\": \"" + std::string(500000, 'x') + "\"}", "big.json");
+  ASSERT_FALSE(p.ok());
+  EXPECT_LT(p.status().message().size(), 400u) << p.status().message().substr(0, 400);
+  EXPECT_NE(p.status().message().find("characters"), std::string::npos);
+}
+
+TEST(AmpPolicyHostile, YamlAliasBombIsRefused) {
+  // F3: 9 anchors, each a list of 9 aliases to the one before (9^9 values in 342 bytes): std::bad_alloc.
+  std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i) {
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 9; ++k) yaml += std::string(k ? ", " : "") + "*a" + std::to_string(i - 1);
+    yaml += "]\n";
+  }
+  auto p = ParsePolicyText(yaml, "bomb.yaml");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("aliases"), std::string::npos) << p.status().message();
+}
+
+TEST(AmpPolicyHostile, OnlyRegularFilesAreRead) {
+  const std::string dir = ::testing::TempDir() + "amp_policy_hostile_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  // F5: a FIFO blocked forever at open; a folder was an empty policy; F6: /dev/zero was read until OOM.
+  const std::string fifo = dir + "/p.fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const auto& [path, what] : std::vector<std::pair<std::string, std::string>>{
+           {fifo, "not a regular file"}, {dir, "a folder"}, {"/dev/zero", "not a regular file"}}) {
+    auto p = LoadPolicyFile(path);
+    ASSERT_FALSE(p.ok()) << path;
+    EXPECT_NE(p.status().message().find(what), std::string::npos) << p.status().message();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
