@@ -12,6 +12,8 @@
 #include <set>
 #include <sstream>
 
+#include "ir/output_path.h"
+
 namespace amptrain::executor {
 
 static_assert(std::endian::native == std::endian::little, "the .npy code assumes a little-endian host");
@@ -253,6 +255,7 @@ StatusOr<std::string> SerializeNpy(const Tensor& tensor) {
 }
 
 Status WriteNpy(const std::string& path, const Tensor& tensor) {
+  AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(path, ".npy"));
   AMP_ASSIGN_OR_RETURN(std::string bytes, SerializeNpy(tensor));
   std::string tmp = StrCat(path, ".tmp.", getpid());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

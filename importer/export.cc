@@ -18,6 +18,7 @@
 #include "importer/opset_adapters.h"
 #include "importer/tensor_proto.h"
 #include "ir/onnx_dtype.h"
+#include "ir/output_path.h"
 
 namespace amptrain::importer {
 
@@ -174,6 +175,7 @@ StatusOr<std::string> ExportModelBytes(const ir::Graph& graph, const ExportOptio
 }
 
 Status ExportModelFile(const ir::Graph& graph, const std::string& path, const ExportOptions& opts) {
+  AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(path, "model"));
   AMP_ASSIGN_OR_RETURN(std::string bytes, ExportModelBytes(graph, opts));
   std::string tmp = path + ".tmp-XXXXXX";
   int fd = mkstemp(tmp.data());

@@ -30,5 +30,7 @@ std::string HumanBytes(double bytes);
 // A value name as a file name: '/', '\\', ':' and control characters become
 // '_'; "", "." and ".." become "_".
 std::string SanitizeFileName(const std::string& name);
+// True when `a` and `b` name the same file (or the same path, if either does not exist yet).
+bool SameFile(const std::string& a, const std::string& b);
 
 }  // namespace amptrain::tools

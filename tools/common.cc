@@ -1,4 +1,5 @@
 #include <cstdio>
+#include <filesystem>
 
 #include "tools/commands.h"
 
@@ -22,6 +23,13 @@ std::string SanitizeFileName(const std::string& name) {
   for (char& c : out)
     if (c == '/' || c == '\\' || c == ':' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
   return out;
+}
+
+bool SameFile(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
 }
 
 }  // namespace amptrain::tools

@@ -35,6 +35,7 @@
 
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
+#include "ir/output_path.h"
 #include "tools/amp_report.h"
 #include "tools/commands.h"
 
@@ -55,7 +56,8 @@ struct ConvertArgs {
 // Writes `text` to a temporary file next to `path`; returns its name.
 // `what` names the file in the error ("model", "report").
 StatusOr<std::string> WriteTemp(const std::string& path, const std::string& text, const char* what) {
-  std::string tmp = path + ".tmp-" + std::to_string(getpid());
+  AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(path, what));
+  std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + what;
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   out << text;
   out.close();
@@ -74,6 +76,14 @@ double MsSince(std::chrono::steady_clock::time_point start) {
 
 Status Convert(const ConvertArgs& args) {
   using Clock = std::chrono::steady_clock;
+  // Every output is checked before any work: none may be the input or each other (issue 9, F11).
+  if (SameFile(args.output, args.model)) return InvalidArgument("-o '", args.output, "' is the input model");
+  if (!args.report.empty()) {
+    if (SameFile(args.report, args.model)) return InvalidArgument("--report '", args.report, "' is the input model");
+    if (SameFile(args.report, args.output)) return InvalidArgument("--report and -o are the same file '", args.report, "'");
+  }
+  AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(args.output, "model"));
+  if (!args.report.empty()) AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(args.report, "report"));
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO2));
   const Clock::time_point start = Clock::now();
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));

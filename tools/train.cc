@@ -36,6 +36,7 @@
 #include "executor/train/train_loop.h"
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
+#include "ir/output_path.h"
 #include "kernels/cpu/cpu_info.h"
 #include "tools/amp_report.h"
 #include "tools/commands.h"
@@ -219,9 +220,25 @@ class Reporter {
   std::unique_ptr<executor::train::TensorBoardWriter> tb_;
 };
 
+// Every output file is checked before the first step (issue 9, F12/F13):
+// none may be the model, and each must be absent or a regular file.
+Status CheckOutputs(const TrainArgs& args) {
+  const std::pair<const char*, const std::string*> outputs[] = {
+      {"--metrics", &args.metrics}, {"--export", &args.export_path}, {"--export-amp", &args.export_amp}};
+  for (const auto& [flag, path] : outputs) {
+    if (path->empty()) continue;
+    if (SameFile(*path, args.model)) return InvalidArgument(flag, " '", *path, "' is the model being trained");
+    AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(*path, flag));
+  }
+  if (!args.export_path.empty() && !args.export_amp.empty() && SameFile(args.export_path, args.export_amp))
+    return InvalidArgument("--export and --export-amp are the same file '", args.export_path, "'");
+  return Status::Ok();
+}
+
 Status Train(const TrainArgs& args) {
   namespace data = executor::data;
   namespace train = executor::train;
+  AMP_RETURN_IF_ERROR(CheckOutputs(args));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));

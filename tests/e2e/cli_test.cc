@@ -2,6 +2,8 @@
 // tiny model written by the exporter, and every bad-input case giving exactly
 // one line on stderr and a non-zero exit code, with no partial output.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -241,6 +243,49 @@ TEST_F(CliTest, EmptyBatchGivesEmptyOutputsOrAClearRefusal) {
                        "mean loss over an empty batch");
     EXPECT_FALSE(fs::exists(gout)) << impl;
   }
+}
+
+}  // namespace
+}  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// Hostile input F8 (issue 9): an output path that is a device, FIFO or
+// folder is refused and left as it was (run as root, `export -o /dev/null`
+// used to replace /dev/null by a regular file). The device here is a copy of
+// /dev/null's node in the test's folder, made only when running as root.
+TEST_F(CliTest, OutputsThatAreNotRegularFilesAreRefusedAndKept) {
+  const std::string fifo = (dir_ / "fifo").string(), folder = (dir_ / "folder").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  fs::create_directories(folder);
+  std::vector<std::string> targets = {fifo, folder};
+  const std::string dev = (dir_ / "null").string();
+  if (::geteuid() == 0 && ::mknod(dev.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0) targets.push_back(dev);
+  for (const std::string& t : targets) {
+    ExpectOneLineError("export " + model_ + " -o " + t, "writes regular files only");
+    ExpectOneLineError("convert " + model_ + " -o " + t, "writes regular files only");
+    ExpectOneLineError("models write simplecnn -o " + t, "writes regular files only");
+  }
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_TRUE(fs::is_directory(folder));
+  EXPECT_TRUE(fs::is_empty(folder));
+  if (targets.size() == 3) EXPECT_TRUE(fs::is_character_file(dev));
+}
+
+// F11/F12: convert's report may be neither the input nor the model output,
+// and train's outputs may not be the model; nothing is written or lost.
+TEST_F(CliTest, OutputsThatAreTheInputAreRefused) {
+  const std::string before = ReadFile(model_), out = (dir_ / "o.onnx").string();
+  ExpectOneLineError("convert " + model_ + " -o " + model_, "is the input model");
+  ExpectOneLineError("convert " + model_ + " -o " + out + " --report " + model_, "is the input model");
+  ExpectOneLineError("convert " + model_ + " -o " + out + " --report " + out, "the same file");
+  ExpectOneLineError("train " + model_ + " --data synthetic:N=16,C=3,H=1,W=1,classes=3 --metrics " + model_,
+                     "is the model being trained");
+  EXPECT_EQ(ReadFile(model_), before);
+  EXPECT_FALSE(fs::exists(out));
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
 }
 
 }  // namespace
