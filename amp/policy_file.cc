@@ -3,19 +3,13 @@
 // turned into the same JSON tree, so both go through one reader and give the
 // same errors. Node patterns "re:REGEX" are regexes; fp32_nodes entries come
 // before fp16_nodes entries in the override list (later entries win).
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <sstream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
 
 #include "amp/policy.h"
+#include "ir/file_io.h"
 
 namespace amptrain::amp {
 namespace {
@@ -226,37 +220,8 @@ StatusOr<Policy> ParsePolicyText(const std::string& text, const std::string& sou
 }
 
 StatusOr<Policy> LoadPolicyFile(const std::string& path) {
-  // Opened non-blocking and checked to be a regular file before reading: a
-  // FIFO would block forever, /dev/zero never ends, a folder is no policy.
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return NotFound("policy file '", path, "' does not exist");
-    return IoError("cannot open policy file '", path, "': ", std::strerror(errno));
-  }
-  struct stat st {};
-  std::string text;
-  Status status = Status::Ok();
-  if (::fstat(fd, &st) != 0) {
-    status = IoError("cannot stat policy file '", path, "': ", std::strerror(errno));
-  } else if (!S_ISREG(st.st_mode)) {
-    status = InvalidArgument("policy file '", path, "' is ", S_ISDIR(st.st_mode) ? "a folder" : "not a regular file",
-                             "; a policy is a JSON or YAML file");
-  } else if (st.st_size > kMaxPolicyBytes) {
-    status = InvalidArgument("policy file '", path, "' has ", st.st_size, " bytes; at most ", kMaxPolicyBytes,
-                             " are allowed");
-  } else {
-    text.resize(static_cast<size_t>(st.st_size));
-    size_t got = 0;
-    while (got < text.size()) {
-      ssize_t n = ::read(fd, text.data() + got, text.size() - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    if (got != text.size()) status = IoError("cannot read policy file '", path, "'");
-  }
-  ::close(fd);
-  AMP_RETURN_IF_ERROR(status);
+  // A FIFO would block forever, /dev/zero never ends, a folder is no policy.
+  AMP_ASSIGN_OR_RETURN(std::string text, ir::ReadRegularFile(path, kMaxPolicyBytes, "policy file"));
   return ParsePolicyText(text, path);
 }
 

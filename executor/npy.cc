@@ -12,11 +12,15 @@
 #include <set>
 #include <sstream>
 
+#include "ir/file_io.h"
 #include "ir/output_path.h"
 
 namespace amptrain::executor {
 
 static_assert(std::endian::native == std::endian::little, "the .npy code assumes a little-endian host");
+
+// The largest .npy file read (docs/limits.md).
+constexpr int64_t kMaxNpyBytes = int64_t{4} << 30;
 
 using ir::DType;
 using ir::Tensor;
@@ -211,12 +215,9 @@ StatusOr<Tensor> ParseNpy(const std::string& bytes, const std::string& label) {
 }
 
 StatusOr<Tensor> ReadNpy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot open '", path, "'");
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return IoError("error reading '", path, "'");
-  return ParseNpy(ss.str(), path);
+  // A FIFO would block forever and /dev/zero never ends (issue 9, F5/F6).
+  AMP_ASSIGN_OR_RETURN(std::string bytes, ir::ReadRegularFile(path, kMaxNpyBytes, ".npy file"));
+  return ParseNpy(bytes, path);
 }
 
 StatusOr<std::string> SerializeNpy(const Tensor& tensor) {

@@ -177,7 +177,7 @@ TEST_F(CliTest, RunErrorsLeaveNoOutput) {
   ExpectOneLineError(run + "-i x=" + x + " -i x=" + x, "given twice");
   ExpectOneLineError(run + "-i x=" + WriteInput("i.npy", Tensor::Int64s({1, 2, 3}, {1, 3})), "dtype int64");
   ExpectOneLineError(run + "-i x=" + WriteInput("s.npy", Tensor::Floats({1, 2, 3, 4}, {1, 4})), "[1,4]");
-  ExpectOneLineError(run + "-i x=" + (dir_ / "absent.npy").string(), "cannot open");
+  ExpectOneLineError(run + "-i x=" + (dir_ / "absent.npy").string(), "does not exist");
   std::string bytes = ReadFile(x);
   std::ofstream((dir_ / "trunc.npy").string(), std::ios::binary) << bytes.substr(0, bytes.size() - 3);
   ExpectOneLineError(run + "-i x=" + (dir_ / "trunc.npy").string(), "truncated");

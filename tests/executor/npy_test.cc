@@ -2,6 +2,7 @@
 // numpy itself (when the venv has numpy), and malformed
 // headers and truncated data.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -136,7 +137,17 @@ TEST_F(NpyTest, RejectsMalformedFiles) {
               "unexpected text");
   ExpectError(ParseNpy(Npy("['descr']", f4x2), "f"), "not a dict");
   ExpectError(ParseNpy(Npy("{'descr: '<f4'", f4x2), "f"), "bad .npy header");
-  ExpectError(ReadNpy(Path("absent.npy")), "cannot open");
+  ExpectError(ReadNpy(Path("absent.npy")), "does not exist");
+}
+
+// Issue 9 F5/F6: a FIFO blocked the read forever and /dev/zero was read
+// until memory ran out; a folder said "bad magic". Each is one clear error.
+TEST_F(NpyTest, OnlyRegularFilesAreRead) {
+  const std::string fifo = Path("in.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ExpectError(ReadNpy(fifo), "a FIFO, not a regular file");
+  ExpectError(ReadNpy("/dev/zero"), "a device, not a regular file");
+  ExpectError(ReadNpy(dir_.string()), "is a folder");
 }
 
 TEST_F(NpyTest, ReadsFilesWrittenByNumpy) {

@@ -1,0 +1,17 @@
+// Reading untrusted files whole. The path is opened with O_NONBLOCK (a FIFO
+// cannot block the open) and checked with fstat to be a regular file (a
+// FIFO, a device such as /dev/zero, a socket or a folder is refused before
+// any read) of at most `max_bytes`; errors name `what` and the path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ir/status.h"
+
+namespace amptrain::ir {
+
+// `what`: "policy file", ".npy file", ... as the errors should name it.
+StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes, const std::string& what);
+
+}  // namespace amptrain::ir
