@@ -1,6 +1,12 @@
 // Memory plan: liveness intervals, in-place aliasing and greedy arena packing.
 #include <algorithm>
+#include <functional>
+#include <iterator>
+#include <map>
 #include <numeric>
+#include <queue>
+#include <utility>
+#include <vector>
 
 #include "executor/plan.h"
 
@@ -71,6 +77,10 @@ void PlanMemory(Plan& plan, bool inplace) {
 }
 
 size_t PackBuffers(std::vector<Buffer>& buffers) {
+  return buffers.size() > kMaxBuffersPackedBySize ? PackBuffersInOrder(buffers) : PackBuffersBySize(buffers);
+}
+
+size_t PackBuffersBySize(std::vector<Buffer>& buffers) {
   std::vector<size_t> order(buffers.size());
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -103,6 +113,70 @@ size_t PackBuffers(std::vector<Buffer>& buffers) {
     if (!found) buf.offset = end;
     arena = std::max(arena, buf.offset + buf.bytes);
     placed.push_back(i);
+  }
+  return arena;
+}
+
+size_t PackBuffersInOrder(std::vector<Buffer>& buffers) {
+  std::vector<size_t> order(buffers.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return buffers[a].first < buffers[b].first; });
+  // Free blocks, by offset (to coalesce neighbours) and by size (best fit).
+  std::map<size_t, size_t> free_at;                // offset -> bytes
+  std::multimap<size_t, size_t> free_by_size;      // bytes -> offset
+  auto erase_block = [&](std::map<size_t, size_t>::iterator it) {
+    auto range = free_by_size.equal_range(it->second);
+    for (auto s = range.first; s != range.second; ++s)
+      if (s->second == it->first) {
+        free_by_size.erase(s);
+        break;
+      }
+    return free_at.erase(it);
+  };
+  auto release = [&](size_t offset, size_t bytes) {
+    auto next = free_at.lower_bound(offset);
+    if (next != free_at.end() && offset + bytes == next->first) {
+      bytes += next->second;
+      next = erase_block(next);
+    }
+    if (next != free_at.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == offset) {
+        offset = prev->first;
+        bytes += prev->second;
+        erase_block(prev);
+      }
+    }
+    free_at.emplace(offset, bytes);
+    free_by_size.emplace(bytes, offset);
+  };
+  using Live = std::pair<int, size_t>;  // (last step, buffer index), earliest last on top
+  std::priority_queue<Live, std::vector<Live>, std::greater<Live>> live;
+  size_t arena = 0;
+  for (size_t i : order) {
+    Buffer& buf = buffers[i];
+    buf.offset = 0;
+    if (buf.bytes == 0) continue;
+    while (!live.empty() && live.top().first < buf.first) {
+      release(buffers[live.top().second].offset, buffers[live.top().second].bytes);
+      live.pop();
+    }
+    auto fit = free_by_size.lower_bound(buf.bytes);
+    if (fit != free_by_size.end()) {
+      const size_t offset = fit->second, bytes = fit->first;
+      erase_block(free_at.find(offset));
+      buf.offset = offset;
+      if (bytes > buf.bytes) release(offset + buf.bytes, bytes - buf.bytes);
+    } else if (auto last = free_at.empty() ? free_at.end() : std::prev(free_at.end());
+               last != free_at.end() && last->first + last->second == arena) {
+      buf.offset = last->first;  // the free tail of the arena grows to fit
+      erase_block(last);
+      arena = buf.offset + buf.bytes;
+    } else {
+      buf.offset = arena;
+      arena += buf.bytes;
+    }
+    live.emplace(buf.last, i);
   }
   return arena;
 }

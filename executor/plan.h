@@ -128,9 +128,17 @@ std::vector<std::string> ShapeInputs(const ir::Graph& graph);
 void PlanMemory(Plan& plan, bool inplace);
 
 // Assigns offsets to `buffers` (sizes multiples of 64, intervals set) so that
-// buffers whose intervals overlap do not overlap in memory: greedy by size
-// (largest first), each into the smallest gap that fits among the buffers
-// already placed that are live at the same time. Returns the arena size.
+// buffers whose intervals overlap do not overlap in memory; returns the arena
+// size. PackBuffersBySize below, or PackBuffersInOrder for plans of more
+// than kMaxBuffersPackedBySize buffers (the first is quadratic: a 20k-node
+// training chain spent 4 s in it).
+inline constexpr size_t kMaxBuffersPackedBySize = 4096;
 size_t PackBuffers(std::vector<Buffer>& buffers);
+// Greedy by size (largest first), each into the smallest gap that fits among
+// the buffers already placed that are live at the same time. O(n^2 log n).
+size_t PackBuffersBySize(std::vector<Buffer>& buffers);
+// In order of first use, each into the best-fitting free block (freed blocks
+// coalesce), else at the end of the arena. O(n log n).
+size_t PackBuffersInOrder(std::vector<Buffer>& buffers);
 
 }  // namespace amptrain::executor

@@ -115,7 +115,9 @@ TEST(PackBuffers, ReusesMemoryOfDeadBuffers) {
 
 TEST(PackBuffers, RandomIntervalsNeverOverlap) {
   std::mt19937 rng(7);
-  for (int round = 0; round < 20; ++round) {
+  for (int round = 0; round < 40; ++round) {
+    // Both packers, whichever PackBuffers picks for a plan's size.
+    auto pack = round % 2 ? PackBuffersInOrder : PackBuffersBySize;
     std::vector<Buffer> buffers;
     size_t naive = 0;
     for (int i = 0; i < 40; ++i) {
@@ -125,7 +127,7 @@ TEST(PackBuffers, RandomIntervalsNeverOverlap) {
       buffers.push_back({0, bytes, first, last});
       naive += bytes;
     }
-    size_t peak = PackBuffers(buffers);
+    size_t peak = pack(buffers);
     EXPECT_LE(peak, naive);
     for (size_t i = 0; i < buffers.size(); ++i) {
       EXPECT_LE(buffers[i].offset + buffers[i].bytes, peak);
@@ -137,6 +139,19 @@ TEST(PackBuffers, RandomIntervalsNeverOverlap) {
       }
     }
   }
+}
+
+TEST(PackBuffers, InOrderReusesFreedBlocksAndIsFastOnLongLivedChains) {
+  std::vector<Buffer> reuse = {{0, 128, 0, 1}, {0, 64, 1, 2}, {0, 128, 2, 3}};
+  EXPECT_EQ(PackBuffersInOrder(reuse), 192u);
+  EXPECT_EQ(reuse[0].offset, reuse[2].offset);
+  // A training chain: every activation lives until its gradient, near the end
+  // (issue 9 F7: 100k nodes took minutes in the quadratic packer).
+  const int n = 200000;
+  std::vector<Buffer> chain;
+  for (int i = 0; i < n; ++i) chain.push_back({0, 64, i, 2 * n - i});
+  EXPECT_EQ(PackBuffers(chain), 64u * n);
+  for (int i = 1; i < n; ++i) ASSERT_NE(chain[i].offset, chain[i - 1].offset);
 }
 
 TEST(Plan, ChainReusesMemory) {
