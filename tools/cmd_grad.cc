@@ -112,23 +112,26 @@ Status Grad(const GradArgs& args) {
     return nullptr;
   };
 
+  // loss.npy and every gradient, all or nothing (issue 9, F10): names that
+  // collide after sanitizing get "_2", "_3", ... as in `run`.
+  std::vector<std::pair<std::string, ir::Tensor>> files;
+  files.emplace_back((fs::path(args.output_dir) / "loss.npy").string(), *output_of(head.loss));
+  const std::vector<std::string> file_names = UniqueFileNames(grads.names);
+  for (size_t k = 0; k < grads.names.size(); ++k) {
+    const std::string& name = grads.names[k];
+    const ir::Tensor* t = output_of(grads.grads.at(name));
+    if (!t) return Internal("gradient of '", name, "' is not a graph output");
+    ir::Tensor g = *t;
+    if (scale != 1.0) {
+      g = t->Clone();
+      for (int64_t i = 0; i < g.num_elements(); ++i) ir::SetElementFromDouble(g, i, g.GetAsDouble(i) / scale);
+    }
+    files.emplace_back((fs::path(args.output_dir) / "grads" / (file_names[k] + ".npy")).string(), std::move(g));
+  }
   std::error_code ec;
   fs::create_directories(fs::path(args.output_dir) / "grads", ec);
   if (ec) return IoError("cannot create output folder '", args.output_dir, "': ", ec.message());
-  AMP_RETURN_IF_ERROR(executor::WriteNpy((fs::path(args.output_dir) / "loss.npy").string(), *output_of(head.loss)));
-  for (const std::string& name : grads.names) {
-    const ir::Tensor* t = output_of(grads.grads.at(name));
-    if (!t) return Internal("gradient of '", name, "' is not a graph output");
-    std::string path = (fs::path(args.output_dir) / "grads" / (SanitizeFileName(name) + ".npy")).string();
-    if (scale == 1.0) {
-      AMP_RETURN_IF_ERROR(executor::WriteNpy(path, *t));
-      continue;
-    }
-    ir::Tensor unscaled = t->Clone();
-    for (int64_t i = 0; i < unscaled.num_elements(); ++i)
-      ir::SetElementFromDouble(unscaled, i, unscaled.GetAsDouble(i) / scale);
-    AMP_RETURN_IF_ERROR(executor::WriteNpy(path, unscaled));
-  }
+  AMP_RETURN_IF_ERROR(WriteNpyFiles(files));
   spdlog::info("loss {} ; {} gradients written to {}/grads", output_of(head.loss)->GetAsDouble(0),
                grads.names.size(), args.output_dir);
   return Status::Ok();

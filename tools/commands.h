@@ -9,8 +9,11 @@
 
 #include <CLI/CLI.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "ir/status.h"
+#include "ir/tensor.h"
 
 namespace amptrain::tools {
 
@@ -30,6 +33,13 @@ std::string HumanBytes(double bytes);
 // A value name as a file name: '/', '\\', ':' and control characters become
 // '_'; "", "." and ".." become "_".
 std::string SanitizeFileName(const std::string& name);
+// File names for `names` written into one folder: SanitizeFileName, then
+// "_2", "_3", ... for names that collide ("w/1" and "w:1": "w_1", "w_1_2").
+std::vector<std::string> UniqueFileNames(const std::vector<std::string>& names);
+// Writes each (path, tensor) as .npy, all or nothing: every file goes to a
+// temporary name first, and only when all are written are they renamed into
+// place; on error no temporary is left and the folder's earlier files stay.
+Status WriteNpyFiles(const std::vector<std::pair<std::string, ir::Tensor>>& files);
 // True when `a` and `b` name the same file (or the same path, if either does not exist yet).
 bool SameFile(const std::string& a, const std::string& b);
 

@@ -1,6 +1,13 @@
-#include <cstdio>
-#include <filesystem>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <set>
+
+#include "executor/npy.h"
+#include "ir/output_path.h"
 #include "tools/commands.h"
 
 namespace amptrain::tools {
@@ -23,6 +30,44 @@ std::string SanitizeFileName(const std::string& name) {
   for (char& c : out)
     if (c == '/' || c == '\\' || c == ':' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '_';
   return out;
+}
+
+std::vector<std::string> UniqueFileNames(const std::vector<std::string>& names) {
+  std::set<std::string> used;
+  std::vector<std::string> out;
+  for (const std::string& name : names) {
+    std::string base = SanitizeFileName(name), file = base;
+    for (int k = 2; used.count(file); ++k) file = base + "_" + std::to_string(k);
+    used.insert(file);
+    out.push_back(file);
+  }
+  return out;
+}
+
+Status WriteNpyFiles(const std::vector<std::pair<std::string, ir::Tensor>>& files) {
+  std::vector<std::string> temps;
+  auto remove_temps = [&] {
+    for (const std::string& t : temps) ::unlink(t.c_str());
+  };
+  for (const auto& [path, tensor] : files) {
+    AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(path, ".npy"));
+    std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    Status s = executor::WriteNpy(tmp, tensor);
+    if (!s.ok()) {
+      remove_temps();
+      return Status(s.code(), StrCat("cannot write '", path, "' (nothing was written): ", s.message()));
+    }
+    temps.push_back(tmp);
+  }
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (std::rename(temps[i].c_str(), files[i].first.c_str()) != 0) {
+      Status err = IoError("cannot write '", files[i].first, "': ", std::strerror(errno));
+      temps.erase(temps.begin(), temps.begin() + static_cast<std::ptrdiff_t>(i) + 1);
+      remove_temps();
+      return err;
+    }
+  }
+  return Status::Ok();
 }
 
 bool SameFile(const std::string& a, const std::string& b) {

@@ -71,23 +71,15 @@ Status WriteOutputs(const ir::Graph& g, const std::vector<ir::Tensor>& outputs, 
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) return IoError("cannot create output folder '", dir, "': ", ec.message());
-  std::set<std::string> used;
-  std::vector<std::string> written;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const std::string& name = g.name(g.outputs()[i]);
-    std::string base = SanitizeFileName(name), file = base;
-    for (int k = 2; used.count(file); ++k) file = base + "_" + std::to_string(k);
-    used.insert(file);
-    std::string path = (fs::path(dir) / (file + ".npy")).string();
-    Status status = executor::WriteNpy(path, outputs[i]);
-    if (!status.ok()) {
-      for (const std::string& done : written) fs::remove(done, ec);
-      return status;
-    }
-    written.push_back(path);
-    std::cout << name << ": " << ir::DTypeName(outputs[i].dtype())
-              << ir::Shape::FromStatic(outputs[i].dims()).ToString() << " -> " << path << "\n";
-  }
+  std::vector<std::string> names;
+  for (ir::Value v : g.outputs()) names.push_back(g.name(v));
+  const std::vector<std::string> files = UniqueFileNames(names);
+  std::vector<std::pair<std::string, ir::Tensor>> out;
+  for (size_t i = 0; i < outputs.size(); ++i) out.emplace_back((fs::path(dir) / (files[i] + ".npy")).string(), outputs[i]);
+  AMP_RETURN_IF_ERROR(WriteNpyFiles(out));  // all or nothing: a failure keeps the folder as it was
+  for (size_t i = 0; i < outputs.size(); ++i)
+    std::cout << names[i] << ": " << ir::DTypeName(outputs[i].dtype())
+              << ir::Shape::FromStatic(outputs[i].dims()).ToString() << " -> " << out[i].first << "\n";
   return Status::Ok();
 }
 

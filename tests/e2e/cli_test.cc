@@ -290,3 +290,62 @@ TEST_F(CliTest, OutputsThatAreTheInputAreRefused) {
 
 }  // namespace
 }  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// F9 (issue 9): `run` deleted the previous run's outputs when a later output
+// failed to write (here a 300-character name). Now all or nothing.
+TEST_F(CliTest, RunOutputsAreAllOrNothing) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Static(1), ir::Dim::Static(3)})));
+  g->AddOutput(g->AddNode(ir::OpKind::kRelu, {x}, 1, "a", {"y"})->output(0));
+  g->AddOutput(g->AddNode(ir::OpKind::kNeg, {x}, 1, "b", {std::string(300, 'z')})->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+  const std::string model = (dir_ / "long.onnx").string(), x_npy = (dir_ / "x.npy").string();
+  ASSERT_TRUE(importer::ExportModelFile(*g, model).ok());
+  ASSERT_TRUE(executor::WriteNpy(x_npy, Tensor::Floats({1, -2, 3}, {1, 3})).ok());
+  const fs::path out = dir_ / "out";
+  fs::create_directories(out);
+  std::ofstream(out / "y.npy") << "the previous run's output";
+  ExpectOneLineError("run " + model + " -i " + x_npy + " -o " + out.string(), "nothing was written");
+  EXPECT_EQ(ReadFile(out / "y.npy"), "the previous run's output");
+  for (const auto& e : fs::directory_iterator(out)) EXPECT_EQ(e.path().filename(), "y.npy") << "left behind: " << e.path();
+}
+
+// F10: initializers "w/1" and "w:1" both became grads/w_1.npy (one silently
+// overwritten); a failure left loss.npy and some gradients behind.
+TEST_F(CliTest, GradFileNamesAreUniqueAndWritesAreAllOrNothing) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(2)})));
+  ir::Value a = g->AddInitializer("w/1", Tensor::Floats({1, 2}, {2}));
+  ir::Value b = g->AddInitializer("w:1", Tensor::Floats({3, 4}, {2}));
+  ir::Value h = g->AddNode(ir::OpKind::kMul, {x, a}, 1, "m1")->output(0);
+  g->AddOutput(g->AddNode(ir::OpKind::kMul, {h, b}, 1, "m2", {"logits"})->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+  const std::string model = (dir_ / "w.onnx").string(), x_npy = (dir_ / "x.npy").string(),
+                    y_npy = (dir_ / "y.npy").string();
+  ASSERT_TRUE(importer::ExportModelFile(*g, model).ok());
+  ASSERT_TRUE(executor::WriteNpy(x_npy, Tensor::Floats({1, -2, 3, 0.5f}, {2, 2})).ok());
+  ASSERT_TRUE(executor::WriteNpy(y_npy, Tensor::Int64s({0, 1}, {2})).ok());
+  const fs::path out = dir_ / "grads_out";
+  const std::string grad = "grad " + model + " -i " + x_npy + " --labels " + y_npy + " -o " + out.string();
+  CliResult r = Cli(grad);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(out / "grads" / "w_1.npy"));
+  EXPECT_TRUE(fs::exists(out / "grads" / "w_1_2.npy"));
+  auto g1 = executor::ReadNpy((out / "grads" / "w_1.npy").string());
+  auto g2 = executor::ReadNpy((out / "grads" / "w_1_2.npy").string());
+  ASSERT_TRUE(g1.ok() && g2.ok());
+  EXPECT_FALSE(*g1 == *g2) << "two different gradients";
+
+  // A target that cannot be written (a folder where w_1_2.npy goes): nothing is written.
+  fs::remove_all(out);
+  fs::create_directories(out / "grads" / "w_1_2.npy");
+  ExpectOneLineError(grad, "w_1_2.npy");
+  EXPECT_FALSE(fs::exists(out / "loss.npy"));
+  EXPECT_FALSE(fs::exists(out / "grads" / "w_1.npy"));
+}
+
+}  // namespace
+}  // namespace amptrain
