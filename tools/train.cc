@@ -386,7 +386,8 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   cmd->add_option("--checkpoint-every", a->checkpoint_every, "Also write a checkpoint every N steps")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--keep-last", a->keep_last, "Checkpoints to keep (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--resume", a->resume, "auto (newest checkpoint in --checkpoint-dir) or a checkpoint folder");
+  cmd->add_option("--resume", a->resume, "auto (the newest valid checkpoint in --checkpoint-dir; fresh when there is none, an error when all are "
+                  "broken), auto-or-fresh (fresh then too), or a checkpoint folder");
   cmd->add_option("--export", a->export_path, "Write the trained model as ONNX");
   cmd->add_flag("--export-inference", a->export_inference,
                 "Export in inference mode (BN with running statistics, no Dropout) instead of the imported mode");

@@ -123,11 +123,13 @@ Status WriteInto(const std::string& tmp, const std::map<std::string, Tensor>& mo
 }
 
 // Deletes checkpoints older than `step` beyond the newest keep_last - 1 of them.
-void Prune(const std::string& dir, const std::vector<std::string>& names, int64_t step, int keep_last) {
+void Prune(const std::string& dir, const std::vector<std::string>& names, int64_t step, int keep_last,
+           const std::set<int64_t>* prunable) {
   if (keep_last <= 0) return;
   std::vector<int64_t> older;
   for (const std::string& name : names) {
     int64_t s = StepOfName(name);
+    if (prunable && !prunable->count(s)) continue;
     std::error_code ec;
     if (s >= 0 && s < step && fs::exists(Join(Join(dir, name), kStateFile), ec)) older.push_back(s);
   }
@@ -204,7 +206,8 @@ std::string CheckpointPath(const std::string& dir, int64_t step) {
 }
 
 Status SaveCheckpoint(const std::string& dir, const std::map<std::string, Tensor>& model,
-                      const std::map<std::string, Tensor>& optimizer, const TrainerState& state, int keep_last) {
+                      const std::map<std::string, Tensor>& optimizer, const TrainerState& state, int keep_last,
+                      const std::set<int64_t>* prunable) {
   if (state.step < 0) return InvalidArgument("checkpoint: negative step ", state.step);
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -232,7 +235,7 @@ Status SaveCheckpoint(const std::string& dir, const std::map<std::string, Tensor
   if (ec) return FsError("rename the new checkpoint to", final_path, ec);
   AMP_RETURN_IF_ERROR(SyncDirectory(dir));
   if (replacing) fs::remove_all(old, ec);
-  Prune(dir, names, state.step, keep_last);
+  Prune(dir, names, state.step, keep_last, prunable);
   return SyncDirectory(dir);
 }
 
@@ -265,12 +268,15 @@ StatusOr<std::string> FindLatestCheckpoint(const std::string& dir) {
   for (const std::string& name : names)
     if (int64_t step = StepOfName(name); step >= 0) candidates.emplace_back(step, Join(dir, name));
   std::sort(candidates.rbegin(), candidates.rend());
+  std::string problems;
   for (const auto& [step, path] : candidates) {
     StatusOr<LoadedCheckpoint> loaded = LoadCheckpoint(path);
     if (loaded.ok()) return path;
     spdlog::warn("skipping checkpoint '{}': {}", path, loaded.status().message());
+    problems += StrCat(problems.empty() ? "" : "; ", "'", path, "': ", loaded.status().message());
   }
-  return NotFound("no complete checkpoint in '", dir, "'");
+  if (candidates.empty()) return NotFound("no checkpoint in '", dir, "'");
+  return FailedPrecondition("none of the ", candidates.size(), " checkpoints in '", dir, "' is usable: ", problems);
 }
 
 Status CheckCompatible(const std::map<std::string, Tensor>& ckpt, const std::map<std::string, Tensor>& model) {

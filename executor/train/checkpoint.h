@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -54,9 +55,11 @@ std::string CheckpointPath(const std::string& dir, int64_t step);
 // Writes checkpoint `state.step` into `dir` (created if missing), then keeps
 // the newest `keep_last` checkpoints with a step <= state.step, deleting the
 // older ones (keep_last <= 0 keeps all). Checkpoints with a larger step (from
-// an abandoned run) are left alone.
+// an abandoned run) are left alone, and so is every step not in `prunable`
+// when it is given (the training loop passes the steps its own run wrote).
 Status SaveCheckpoint(const std::string& dir, const std::map<std::string, ir::Tensor>& model,
-                      const std::map<std::string, ir::Tensor>& optimizer, const TrainerState& state, int keep_last);
+                      const std::map<std::string, ir::Tensor>& optimizer, const TrainerState& state, int keep_last,
+                      const std::set<int64_t>* prunable = nullptr);
 
 struct LoadedCheckpoint {
   std::map<std::string, ir::Tensor> model, optimizer;
@@ -70,7 +73,8 @@ StatusOr<LoadedCheckpoint> LoadCheckpoint(const std::string& path);
 
 // The newest checkpoint in `dir` that loads and validates (for
 // `--resume auto`); temp folders are ignored and invalid checkpoints are
-// skipped with a warning. NotFound when there is none.
+// skipped with a warning. NotFound when `dir` holds no checkpoint at all;
+// FailedPrecondition listing what is wrong with each when none is valid.
 StatusOr<std::string> FindLatestCheckpoint(const std::string& dir);
 
 // OK when `ckpt` and `model` hold the same names with the same dtypes and

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <set>
 
 namespace amptrain::executor::train {
 
@@ -18,21 +19,29 @@ Status CheckConfig(const LoopConfig& c, const data::Dataset* test) {
   if (c.steps == 0 && c.epochs < 1) return InvalidArgument("epochs must be >= 1, got ", c.epochs);
   if (c.log_every < 1) return InvalidArgument("the progress interval must be >= 1 step, got ", c.log_every);
   if (c.checkpoint_every < 0) return InvalidArgument("the checkpoint interval must be >= 0, got ", c.checkpoint_every);
-  if (c.resume == "auto" && c.checkpoint_dir.empty()) return InvalidArgument("--resume auto needs a checkpoint folder");
+  if ((c.resume == "auto" || c.resume == "auto-or-fresh") && c.checkpoint_dir.empty())
+    return InvalidArgument("--resume ", c.resume, " needs a checkpoint folder");
   if (c.evaluate && !test) return InvalidArgument("evaluation needs a test set");
   return Status::Ok();
 }
 
 // The checkpoint to resume from: "" for a fresh start.
+// "auto": the newest valid checkpoint, a fresh start when there is none at
+// all, an error when every one is broken; "auto-or-fresh" starts fresh then.
 StatusOr<std::string> ResumePath(const LoopConfig& c) {
-  if (c.resume != "auto") return c.resume;
+  if (c.resume != "auto" && c.resume != "auto-or-fresh") return c.resume;
   StatusOr<std::string> latest = FindLatestCheckpoint(c.checkpoint_dir);
   if (latest.ok()) return *latest;
   if (latest.status().code() == StatusCode::kNotFound) {
     spdlog::info("no checkpoint in '{}' to resume from: starting from scratch", c.checkpoint_dir);
     return std::string();
   }
-  return latest.status();
+  if (c.resume == "auto-or-fresh" && latest.status().code() == StatusCode::kFailedPrecondition) {
+    spdlog::warn("{}; starting from scratch (--resume auto-or-fresh); those checkpoints are kept", latest.status().message());
+    return std::string();
+  }
+  return Status(latest.status().code(),
+                StrCat("--resume auto: ", latest.status().message(), " (--resume auto-or-fresh starts from scratch)"));
 }
 
 // The loop's running state between progress reports and epochs.
@@ -69,6 +78,9 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
   LoopResult result;
   result.start_step = trainer.step();
   int64_t saved_step = -1;
+  // Checkpoints that keep_last may delete: this run's own, and the one it resumed from.
+  std::set<int64_t> prunable;
+  if (!resume.empty()) prunable.insert(trainer.step());
   auto save = [&]() -> Status {
     if (config.checkpoint_dir.empty() || saved_step == trainer.step()) return Status::Ok();
     TrainerState state = trainer.State();
@@ -77,8 +89,9 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     state.data_epoch = cursor.epoch;
     state.data_index = cursor.index;
     state.config = config.config;
+    prunable.insert(trainer.step());
     AMP_RETURN_IF_ERROR(SaveCheckpoint(config.checkpoint_dir, trainer.ModelState(),
-                                       trainer.optimizer().StateTensors(), state, config.keep_last));
+                                       trainer.optimizer().StateTensors(), state, config.keep_last, &prunable));
     saved_step = trainer.step();
     result.last_checkpoint = CheckpointPath(config.checkpoint_dir, trainer.step());
     if (callbacks.on_checkpoint) callbacks.on_checkpoint(result.last_checkpoint);
@@ -90,21 +103,25 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
   double train_s = 0.0;
   int64_t images = 0;
   int64_t epoch_step = (batches.cursor().index + config.batch_size - 1) / config.batch_size;
+  bool warned_empty_test = false;
   auto end_epoch = [&]() -> Status {
     EpochSummary s;
     s.epoch = batches.cursor().epoch;
     s.step = trainer.step();
     s.train_loss = epoch.steps ? epoch.loss_sum / static_cast<double>(epoch.count) : 0.0;
     s.train_accuracy = epoch.count ? static_cast<double>(epoch.correct) / static_cast<double>(epoch.count) : 0.0;
-    if (config.evaluate) {
-      data::BatchIterator test_batches(*test, config.batch_size, /*shuffle=*/false, 0, config.normalization, {});
-      AMP_ASSIGN_OR_RETURN(s.test, trainer.Evaluate(test_batches));
-      s.evaluated = true;
-    }
     batches.NextEpoch();
     epoch_step = 0;
     epoch.Reset();
-    AMP_RETURN_IF_ERROR(save());
+    AMP_RETURN_IF_ERROR(save());  // before evaluating: a failing evaluation never costs the trained epoch
+    if (config.evaluate && test->size() > 0) {
+      data::BatchIterator test_batches(*test, config.batch_size, /*shuffle=*/false, 0, config.normalization, {});
+      AMP_ASSIGN_OR_RETURN(s.test, trainer.Evaluate(test_batches));
+      s.evaluated = true;
+    } else if (config.evaluate && !warned_empty_test) {
+      spdlog::warn("the test split is empty: epochs are not evaluated");
+      warned_empty_test = true;
+    }
     s.elapsed_s = Seconds(run_start, Clock::now());
     if (callbacks.on_epoch_end) callbacks.on_epoch_end(s);
     return Status::Ok();

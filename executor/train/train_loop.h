@@ -41,7 +41,7 @@ struct LoopConfig {
   std::string checkpoint_dir;    // "" = no checkpoints
   int64_t checkpoint_every = 0;  // steps; 0 = epoch ends and the last step only
   int keep_last = 3;
-  std::string resume;            // "", "auto" or a checkpoint folder
+  std::string resume;            // "", "auto", "auto-or-fresh" or a checkpoint folder
   int64_t log_every = 50;        // steps between progress reports
   bool evaluate = true;          // at each epoch end (needs a test set)
   nlohmann::json config;         // saved in every checkpoint's trainer state

@@ -211,3 +211,51 @@ TEST_F(TrainCliTest, AmpFlagsAreChecked) {
 
 }  // namespace
 }  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// F15 (issue 9): --resume auto with every checkpoint corrupt started from
+// scratch with rc 0, and pruning then deleted one of the old checkpoints.
+TEST_F(TrainCliTest, ResumeAutoWithOnlyBrokenCheckpointsFailsAndKeepsThem) {
+  const std::string ckpt = Path("ckpt");
+  ASSERT_EQ(Cli(Train(model_, "--steps 3 --keep-last 0 --checkpoint-dir " + ckpt)).code, 0);
+  ASSERT_EQ(Cli(Train(model_, "--steps 5 --keep-last 0 --resume auto --checkpoint-dir " + ckpt)).code, 0);
+  const std::vector<std::string> old = {"ckpt-00000003", "ckpt-00000005"};
+  for (const std::string& step : old) {
+    const fs::path f = fs::path(ckpt) / step / "model.safetensors";
+    std::string bytes = ReadFile(f);
+    bytes[bytes.size() - 3] ^= 0x10;
+    std::ofstream(f, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  const auto broken = Snapshot(ckpt);
+  ExpectOneLineError(Train(model_, "--steps 6 --resume auto --checkpoint-dir " + ckpt), "none of the 2 checkpoints");
+  EXPECT_TRUE(Snapshot(ckpt) == broken) << "a refused resume changes nothing";
+  // auto-or-fresh trains from scratch (steps 2, 4, 6 saved, keep-last 1): it
+  // prunes its own checkpoints, never the broken ones it did not write.
+  CliResult r = Cli(Train(model_, "--steps 6 --checkpoint-every 2 --keep-last 1 --resume auto-or-fresh --checkpoint-dir " + ckpt));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string& step : old)
+    EXPECT_TRUE(ReadFile(fs::path(ckpt) / step / "model.safetensors") == broken.at(step + "/model.safetensors")) << step;
+  EXPECT_TRUE(fs::exists(fs::path(ckpt) / "ckpt-00000006"));
+  EXPECT_FALSE(fs::exists(fs::path(ckpt) / "ckpt-00000002"));
+}
+
+// F14: an empty test split (an npy set of fewer than 10 samples) failed the
+// evaluation before the checkpoint and the export were written.
+TEST_F(TrainCliTest, EmptyTestSplitSkipsEvaluationAndKeepsTheTrainedEpoch) {
+  std::vector<float> x(8 * 64);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) / 7.0f;
+  ASSERT_TRUE(executor::WriteNpy(Path("x.npy"), ir::Tensor::Floats(x, {8, 1, 8, 8})).ok());
+  ASSERT_TRUE(executor::WriteNpy(Path("y.npy"), ir::Tensor::Int64s({0, 1, 2, 3, 0, 1, 2, 3}, {8})).ok());
+  const std::string ckpt = Path("ckpt"), out = Path("t.onnx");
+  CliResult r = Cli("train " + model_ + " --data npy:" + Path("x.npy") + "," + Path("y.npy") +
+                    " --batch-size 4 --threads 1 --epochs 1 --checkpoint-dir " + ckpt + " --export " + out);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE((r.out + r.err).find("the test split is empty"), std::string::npos) << r.out;
+  EXPECT_TRUE(fs::exists(out));
+  EXPECT_FALSE(Snapshot(ckpt).empty());
+}
+
+}  // namespace
+}  // namespace amptrain
