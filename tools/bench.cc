@@ -118,10 +118,10 @@ void AddBenchCommand(CLI::App& app, Status& result) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Time inference on random inputs");
   cmd->add_option("MODEL", args->model, "The .onnx file")->required();
-  cmd->add_option("--batch", args->batch, "Size of the batch dimension")->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--repeat", args->repeat, "Timed runs")->check(CLI::PositiveNumber);
+  cmd->add_option("--batch", args->batch, "Size of the batch dimension")->check(IntAtLeast(1));
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
+  cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(IntAtLeast(0));
+  cmd->add_option("--repeat", args->repeat, "Timed runs")->check(IntAtLeast(1));
   cmd->add_flag("--json", args->json, "One JSON line instead of text");
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
   cmd->add_flag("--profile", args->profile, "Print per-op, per-implementation and top-node kernel times (stderr)");

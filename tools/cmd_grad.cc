@@ -148,7 +148,7 @@ void AddGradCommand(CLI::App& app, Status& result) {
   cmd->add_option("--labels", args->labels, "int64 class ids [batch] (.npy)")->required();
   cmd->add_option("-o,--output-dir", args->output_dir, "Folder for loss.npy and grads/<initializer name>.npy")
       ->required();
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
   AddAmpFlags(cmd, args->amp, "default O0: fp32");
   cmd->add_option("--loss-scale", args->loss_scale,

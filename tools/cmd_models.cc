@@ -74,11 +74,11 @@ void AddModelsCommand(CLI::App& app, Status& result) {
   write->add_option("-o,--output", a->out, "Output .onnx file")->required();
   a->depth_opt = write->add_option("--depth", a->depth, "ResNet depth: 18, 34, 50, 101, 152 (default 50)");
   write->add_option("--in-channels", a->in_channels, "Input channels (default 1 simplecnn, 3 resnet)")
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
   write->add_option("--image-size", a->image_size, "Input height = width (default 28 simplecnn, 224 resnet)")
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
   write->add_option("--num-classes", a->num_classes, "Classes (default 10 simplecnn, 1000 resnet)")
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
   write->add_option("--opset", a->opset, "ONNX opset to write (default 17)");
   write->add_flag("--small-input", a->small_input, "ResNet CIFAR-style stem: conv1 3x3 stride 1, no maxpool");
   write->add_flag("--eval", a->eval, "Eval-mode graph: BatchNorm uses running stats, no Dropout");

@@ -40,6 +40,14 @@ std::vector<std::string> UniqueFileNames(const std::vector<std::string>& names);
 // temporary name first, and only when all are written are they renamed into
 // place; on error no temporary is left and the folder's earlier files stay.
 Status WriteNpyFiles(const std::vector<std::pair<std::string, ir::Tensor>>& files);
+// Flag validators whose errors read as a person would write them
+// ("--batch-size: must be an integer >= 1, got '0'"), unlike CLI11's range
+// checks, and that refuse what would silently wrap or saturate (-1 for an
+// unsigned seed, 99999999999999999999 for an int64).
+CLI::Validator IntAtLeast(int64_t min, int64_t max = INT64_MAX);
+CLI::Validator NumberAtLeast(double min);
+// Most CPU threads a flag may ask for.
+inline constexpr int64_t kMaxThreads = 1024;
 // True when `a` and `b` name the same file (or the same path, if either does not exist yet).
 bool SameFile(const std::string& a, const std::string& b);
 

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <set>
@@ -68,6 +71,32 @@ Status WriteNpyFiles(const std::vector<std::pair<std::string, ir::Tensor>>& file
     }
   }
   return Status::Ok();
+}
+
+CLI::Validator IntAtLeast(int64_t min, int64_t max) {
+  std::string range = max == INT64_MAX ? StrCat("an integer >= ", min) : StrCat("an integer from ", min, " to ", max);
+  return CLI::Validator(
+      [min, max, range](std::string& text) -> std::string {
+        errno = 0;
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || *end != '\0' || errno == ERANGE || v < min || v > max)
+          return StrCat("must be ", range, ", got '", text.substr(0, 40), "'");
+        return "";
+      },
+      range);
+}
+
+CLI::Validator NumberAtLeast(double min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(v) || v < min)
+          return StrCat("must be a finite number >= ", min, ", got '", text.substr(0, 40), "'");
+        return "";
+      },
+      StrCat("a number >= ", min));
 }
 
 bool SameFile(const std::string& a, const std::string& b) {

@@ -47,8 +47,8 @@ void AddEvalCommand(CLI::App& app, Status& result) {
   CLI::App* cmd = app.add_subcommand("eval", "Loss and top-1 accuracy of an ONNX classifier on a test set");
   cmd->add_option("MODEL", a->model, "The .onnx model (logits [batch, classes] first output)")->required();
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
-  cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(IntAtLeast(1));
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   cmd->add_flag("--reference", a->reference, "Use the reference kernels only");
   cmd->callback([a, &result] { result = Eval(*a); });
 }

@@ -41,7 +41,7 @@ void AddExportCommand(CLI::App& app, Status& result) {
   cmd->add_option("MODEL", args->model, "The .onnx file")->required();
   cmd->add_option("-o,--output", args->output, "The .onnx file to write")->required();
   cmd->add_option("--opset", args->opset, "Opset of the written model (default: the model's)")
-      ->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1));
   cmd->callback([args, &result] { result = Export(*args); });
 }
 

@@ -117,7 +117,7 @@ void AddRunCommand(CLI::App& app, Status& result) {
   cmd->add_option("-o,--output-dir", args->output_dir,
                   "Folder for <output name>.npy files ('/', '\\', ':' in names become '_')")
       ->required();
-  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
   cmd->callback([args, &result] { result = Run(*args); });
 }

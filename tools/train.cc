@@ -259,6 +259,8 @@ Status Train(const TrainArgs& args) {
   loop.config = ConfigJson(args);
   if (args.batch_size < 1) return InvalidArgument("--batch-size must be >= 1");
   const int64_t per_epoch = (train_set.size() + args.batch_size - 1) / args.batch_size;
+  if (args.steps == 0 && args.epochs > INT64_MAX / std::max<int64_t>(per_epoch, 1))
+    return InvalidArgument("--epochs ", args.epochs, " of ", per_epoch, " steps each is more steps than can be counted");
   const int64_t total = args.steps > 0 ? args.steps : args.epochs * per_epoch;
 
   train::TrainConfig config;
@@ -360,39 +362,41 @@ void AddTrainCommand(CLI::App& app, Status& result) {
       ->required();
   cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, npy:X,Y[,Xt,Yt], "
                                      "synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..]")->capture_default_str();
-  auto* epochs = cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str()->check(CLI::PositiveNumber);
+  auto* epochs = cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--steps", a->steps, "Training steps in all (instead of --epochs)")
-      ->check(CLI::PositiveNumber)->excludes(epochs);
-  cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(CLI::PositiveNumber);
+      ->check(IntAtLeast(1))->excludes(epochs);
+  cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--optimizer", a->optimizer, "sgd | adam | adamw")->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
-  cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str()->check(NumberAtLeast(0));
+  cmd->add_option("--momentum", a->momentum, "SGD momentum")->capture_default_str()->check(NumberAtLeast(0));
   cmd->add_flag("--nesterov", a->nesterov, "SGD with Nesterov momentum");
   cmd->add_option("--weight-decay", a->weight_decay, "Weight decay (L2 for sgd/adam, decoupled for adamw)")->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberAtLeast(0));
   cmd->add_option("--schedule", a->schedule, "constant | step (x gamma every --lr-step-size steps) | cosine")->capture_default_str()
       ->check(CLI::IsMember({"constant", "step", "cosine"}));
-  cmd->add_option("--warmup", a->warmup, "Linear warmup steps (cosine)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_option("--lr-step-size", a->lr_step_size, "Steps between decays of the step schedule (0 = one epoch)");
+  cmd->add_option("--warmup", a->warmup, "Linear warmup steps (cosine)")->capture_default_str()->check(IntAtLeast(0));
+  cmd->add_option("--lr-step-size", a->lr_step_size, "Steps between decays of the step schedule (0 = one epoch)")
+      ->check(IntAtLeast(0));
   cmd->add_option("--lr-gamma", a->lr_gamma, "Decay factor of the step schedule")->capture_default_str();
   cmd->add_option("--clip-grad-norm", a->clip_grad_norm, "Clip gradients to this global L2 norm (0 = off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NumberAtLeast(0));
   cmd->add_option("--label-smoothing", a->label_smoothing, "Cross-entropy label smoothing in [0, 1)");
   cmd->add_option("--augment", a->augment, "Comma-separated: crop (pad 4, random crop), flip (horizontal)");
-  cmd->add_option("--seed", a->seed, "Seed of data order, augmentation and Dropout")->capture_default_str();
-  cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", a->seed, "Seed of data order, augmentation and Dropout")->capture_default_str()
+      ->check(IntAtLeast(0));
+  cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   cmd->add_option("--checkpoint-dir", a->checkpoint_dir, "Write checkpoints here (each epoch end and the last step)");
   cmd->add_option("--checkpoint-every", a->checkpoint_every, "Also write a checkpoint every N steps")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--keep-last", a->keep_last, "Checkpoints to keep (0 = all)")->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->check(IntAtLeast(0));
+  cmd->add_option("--keep-last", a->keep_last, "Checkpoints to keep (0 = all)")->capture_default_str()->check(IntAtLeast(0));
   cmd->add_option("--resume", a->resume, "auto (the newest valid checkpoint in --checkpoint-dir; fresh when there is none, an error when all are "
                   "broken), auto-or-fresh (fresh then too), or a checkpoint folder");
   cmd->add_option("--export", a->export_path, "Write the trained model as ONNX");
   cmd->add_flag("--export-inference", a->export_inference,
                 "Export in inference mode (BN with running statistics, no Dropout) instead of the imported mode");
   cmd->add_option("--metrics", a->metrics, "Write progress and epoch metrics as JSON lines");
-  cmd->add_option("--log-every", a->log_every, "Steps between progress reports")->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--log-every", a->log_every, "Steps between progress reports")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_flag("--reference", a->reference, "Use the reference kernels only");
   AddAmpFlags(cmd, a->amp, "default O0: fp32");
   cmd->add_option("--loss-scale", a->loss_scale,

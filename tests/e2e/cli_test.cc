@@ -349,3 +349,24 @@ TEST_F(CliTest, GradFileNamesAreUniqueAndWritesAreAllOrNothing) {
 
 }  // namespace
 }  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// Issue 9, silent acceptance: numeric flags say their range in words
+// (CLI11's was "Value 0 not in range 0.000000 to 1797...", 320 characters),
+// and nothing wraps or saturates: --seed -1, a --steps beyond int64, an
+// --epochs count whose steps overflow, --threads 10000.
+TEST_F(CliTest, NumericFlagsNameTheirRangeAndNeverWrap) {
+  ExpectOneLineError("train " + model_ + " --batch-size 0", "--batch-size: must be an integer >= 1, got '0'", 2);
+  ExpectOneLineError("train " + model_ + " --seed -1", "--seed: must be an integer >= 0", 2);
+  ExpectOneLineError("train " + model_ + " --steps 99999999999999999999", "--steps: must be an integer >= 1", 2);
+  ExpectOneLineError("run " + model_ + " --threads 10000", "--threads: must be an integer from 0 to 1024", 2);
+  ExpectOneLineError("train " + model_ + " --lr -1", "--lr: must be a finite number >= 0", 2);
+  const std::string cnn = (dir_ / "cnn.onnx").string();
+  ASSERT_EQ(Cli("models write simplecnn -o " + cnn).code, 0);
+  ExpectOneLineError("train " + cnn + " --epochs 9223372036854775807", "more steps than can be counted");
+}
+
+}  // namespace
+}  // namespace amptrain
