@@ -10,6 +10,7 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "importer/import_internal.h"
+#include "ir/file_io.h"
 #include "ir/onnx_dtype.h"
 
 namespace amptrain::importer {
@@ -144,15 +145,9 @@ StatusOr<ir::Tensor> ReadTensorProtoFile(const std::string& path) {
 namespace detail {
 
 StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  if (!in) return NotFound("cannot open ", what, " file '", path, "'");
-  std::streamoff size = in.tellg();
-  if (size < 0) return IoError("cannot read ", what, " file '", path, "'");
-  if (size > INT_MAX) return InvalidArgument(what, " file '", path, "' exceeds 2 GiB");
-  std::string bytes(static_cast<size_t>(size), '\0');
-  in.seekg(0);
-  if (!in.read(bytes.data(), size)) return IoError("cannot read ", what, " file '", path, "'");
-  return bytes;
+  // Regular files only, opened without blocking: a FIFO as the model hung
+  // forever and a folder was reported as "exceeds 2 GiB" (issue 9, F5).
+  return ir::ReadRegularFile(path, INT_MAX, StrCat(what, " file"));
 }
 
 std::string ParentDir(const std::string& path) {

@@ -370,3 +370,18 @@ TEST_F(CliTest, NumericFlagsNameTheirRangeAndNeverWrap) {
 
 }  // namespace
 }  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// F5 for the model (issue 9): a FIFO as MODEL blocked forever, a folder was
+// "exceeds 2 GiB". Each is now one line naming what the path is.
+TEST_F(CliTest, ModelThatIsNotARegularFileIsNamed) {
+  const std::string fifo = (dir_ / "model.fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  ExpectOneLineError("inspect " + fifo, "a FIFO, not a regular file");
+  ExpectOneLineError("inspect " + dir_.string(), "is a folder");
+}
+
+}  // namespace
+}  // namespace amptrain
