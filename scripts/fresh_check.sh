@@ -100,7 +100,7 @@ say "test command: rc $test_rc, $((t3 - t2)) s"
 # The ctest summaries and every skip with its reason (test.sh's skip lists).
 : > "$LOG.summary"
 grep -E "tests passed|tests failed|Total Test time" "$LOG" | tee -a "$LOG.summary" || true
-awk '/^== skipped/ {on = 1; print; next} /^==/ {on = 0} on' "$LOG" | tee -a "$LOG.summary" || true
+awk '/^== skipped/ {on = 1; print; next} !/^  / {on = 0} on' "$LOG" | tee -a "$LOG.summary" || true
 say "debootstrap $((t1 - t0)) s, main job $((t2 - t1)) s, tests $((t3 - t2)) s, total $((t3 - t0)) s"
 say "log: $LOG"
 unmount_all
