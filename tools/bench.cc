@@ -103,7 +103,7 @@ Status Bench(const BenchArgs& args) {
                         {"min_ms", sorted.front()},
                         {"max_ms", sorted.back()},
                         {"arena_bytes", plan ? plan->peak_bytes : 0}};
-    std::cout << j.dump() << "\n";
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "batch " << args.batch << ": median " << median << " ms, min " << sorted.front() << " ms, max "
               << sorted.back() << " ms over " << args.repeat << " runs; " << 1000.0 * args.batch / median

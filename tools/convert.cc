@@ -104,7 +104,7 @@ Status Convert(const ConvertArgs& args) {
   std::string report_tmp;
   Status written = Status::Ok();
   if (!args.report.empty()) {
-    StatusOr<std::string> t = WriteTemp(args.report, AmpReportJson(report, policy).dump(2) + "\n", "report");
+    StatusOr<std::string> t = WriteTemp(args.report, AmpReportJson(report, policy).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "report");
     if (t.ok()) report_tmp = *t;
     else written = t.status();
   }

@@ -159,7 +159,7 @@ Status Inspect(const InspectArgs& args) {
     d["amp"] = dry->data;
   }
   if (args.json) {
-    std::cout << d.dump(2) << "\n";
+    std::cout << d.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return Status::Ok();
   }
   PrintText(*graph, d);

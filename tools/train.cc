@@ -206,7 +206,7 @@ class Reporter {
       out_.open(metrics_path_, append_ ? std::ios::app : std::ios::trunc);
       if (!out_) return IoError("cannot open the metrics file '", metrics_path_, "'");
     }
-    out_ << j.dump() << "\n";
+    out_ << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out_.flush();
     if (!out_) return IoError("cannot write the metrics file '", metrics_path_, "'");
     return Status::Ok();

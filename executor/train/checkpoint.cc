@@ -98,7 +98,7 @@ json StateJson(const TrainerState& s, json files) {
             {"config", s.config},
             {"loss_scaler", s.scaler},
             {"files", std::move(files)}};
-  j["checksum"] = Sha256Hex(j.dump());
+  j["checksum"] = Sha256Hex(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   return j;
 }
 
@@ -114,7 +114,7 @@ Status WriteInto(const std::string& tmp, const std::map<std::string, Tensor>& mo
   AMP_RETURN_IF_ERROR(WriteRecorded(tmp, kOptimizerFile, opt_bytes, files).WithContext("optimizer state"));
   std::string state_text;
   try {
-    state_text = StateJson(state, std::move(files)).dump(2);
+    state_text = StateJson(state, std::move(files)).dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
   } catch (const json::exception& e) {
     return InvalidArgument("trainer state cannot be written as JSON: ", e.what());
   }
@@ -248,7 +248,7 @@ StatusOr<LoadedCheckpoint> LoadCheckpoint(const std::string& path) {
     return InvalidArgument(state_path, ": no 'checksum'");
   const std::string checksum = j["checksum"].get<std::string>();
   j.erase("checksum");
-  if (Sha256Hex(j.dump()) != checksum) return InvalidArgument(state_path, ": checksum mismatch (the file is corrupted)");
+  if (Sha256Hex(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)) != checksum) return InvalidArgument(state_path, ": checksum mismatch (the file is corrupted)");
 
   LoadedCheckpoint ckpt;
   ckpt.path = path;

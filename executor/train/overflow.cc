@@ -87,7 +87,7 @@ std::string Describe(const OverflowSite& s) {
 
 std::string PolicyFix(const OverflowSite& s) {
   if (s.model_node.empty()) return "";
-  const std::string quoted = nlohmann::json(s.model_node).dump();
+  const std::string quoted = nlohmann::json(s.model_node).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   return StrCat("fp32_nodes: [", quoted, "]  (policy file; or --fp32-nodes ", quoted, ")");
 }
 

@@ -385,3 +385,32 @@ TEST_F(CliTest, ModelThatIsNotARegularFileIsNamed) {
 
 }  // namespace
 }  // namespace amptrain
+
+namespace amptrain {
+namespace {
+
+// F16 (issue 9): a node named with the bytes \xff\xfe made `convert
+// --report` fail with an internal JSON exception and leave o.onnx.tmp-<pid>
+// behind. JSON output now replaces invalid UTF-8 (U+FFFD).
+TEST_F(CliTest, NonUtf8NamesAreEscapedInJsonOutput) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Static(1), ir::Dim::Static(3)})));
+  ir::Value w = g->AddInitializer("w", Tensor::Floats({1, 2, 3, 4, 5, 6}, {3, 2}));
+  g->AddOutput(g->AddNode(ir::OpKind::kMatMul, {x, w}, 1, "mm\xff\xfe", {"y"})->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+  const std::string model = (dir_ / "bad_name.onnx").string(), out = (dir_ / "o.onnx").string(),
+                    report = (dir_ / "r.json").string();
+  ASSERT_TRUE(importer::ExportModelFile(*g, model).ok());
+  CliResult r = Cli("convert " + model + " -o " + out + " --report " + report);
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(ReadFile(report), nullptr, /*allow_exceptions=*/false);
+  ASSERT_FALSE(j.is_discarded()) << "the report is not valid JSON";
+  EXPECT_NE(j.dump().find("mm\xEF\xBF\xBD"), std::string::npos) << "the name keeps its valid part, U+FFFD for the rest";
+  CliResult inspect = Cli("inspect " + model + " --json");
+  EXPECT_EQ(inspect.code, 0) << inspect.err;
+  for (const auto& e : fs::directory_iterator(dir_))
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+}  // namespace
+}  // namespace amptrain
