@@ -114,6 +114,11 @@ Status ReadExternal(const onnx::TensorProto& proto, const std::string& model_dir
   Status s;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     s = IoError("external data file '", ref.location, "' is not a regular file");
+  } else if (st.st_nlink > 1) {
+    // A hard link may name a file outside the model's folder that no path
+    // check can see (issue 9, F17; the CVE-2026-34446 pattern).
+    s = InvalidArgument("external data file '", ref.location, "' has ", st.st_nlink,
+                        " hard links; it could be a file outside the model's folder, so it is not read");
   } else {
     const int64_t size = st.st_size;
     const int64_t length = ref.length < 0 ? size - std::min(ref.offset, size) : ref.length;

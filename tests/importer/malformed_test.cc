@@ -266,6 +266,12 @@ TEST_F(ExternalData, SymlinksRejected) {
   ExpectError(WithExternal("updir/outside.bin", "", "24"), {"symlink"}, dir());
 }
 
+// Issue 9 F17: a hard link inside the folder to a file outside it was read.
+TEST_F(ExternalData, HardLinksRejected) {
+  fs::create_hard_link(root_ / "outside.bin", root_ / "model" / "hard.bin");
+  ExpectError(WithExternal("hard.bin", "", "24"), {"hard links"}, dir());
+}
+
 TEST_F(ExternalData, OffsetLengthPastEof) {
   ExpectError(WithExternal("weights.bin", "16", "24"), {"past the end"}, dir());
   ExpectError(WithExternal("weights.bin", "9223372036854775807", "24"), {"past the end"}, dir());
