@@ -84,10 +84,9 @@ Status Grad(const GradArgs& args) {
   if (args.loss_scale == "auto") {
     scale = policy.level != amp::Level::kO0 && policy.low == ir::DType::kFloat16 ? 65536.0 : 1.0;
   } else {
-    char* end = nullptr;
-    scale = std::strtod(args.loss_scale.c_str(), &end);
-    if (args.loss_scale.empty() || *end != '\0' || !std::isfinite(scale) || scale <= 0.0 || scale > 3.4e38)
-      return InvalidArgument("--loss-scale must be auto or a finite number > 0, got '", args.loss_scale, "'");
+    std::optional<float> v = ParseStaticLossScale(args.loss_scale);
+    if (!v) return InvalidArgument("--loss-scale must be auto or a finite number > 0, got '", args.loss_scale, "'");
+    scale = *v;
   }
   AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, autodiff::AttachCrossEntropy(g, g.outputs()[0]));
   ir::Tensor one = *ir::Tensor::Zeros(g.type(head.loss).dtype, {});

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,8 @@ Status WriteNpyFiles(const std::vector<std::pair<std::string, ir::Tensor>>& file
 // unsigned seed, 99999999999999999999 for an int64).
 CLI::Validator IntAtLeast(int64_t min, int64_t max = INT64_MAX);
 CLI::Validator NumberAtLeast(double min);
+// A static loss scale: a finite number > 0 that fits a float; nullopt otherwise.
+std::optional<float> ParseStaticLossScale(const std::string& text);
 // Most CPU threads a flag may ask for.
 inline constexpr int64_t kMaxThreads = 1024;
 // True when `a` and `b` name the same file (or the same path, if either does not exist yet).

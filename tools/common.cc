@@ -99,6 +99,13 @@ CLI::Validator NumberAtLeast(double min) {
       StrCat("a number >= ", min));
 }
 
+std::optional<float> ParseStaticLossScale(const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !std::isfinite(v) || v <= 0.0 || v > 3.4e38) return std::nullopt;
+  return static_cast<float>(v);
+}
+
 bool SameFile(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
   std::error_code ec;

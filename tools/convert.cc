@@ -54,9 +54,9 @@ struct ConvertArgs {
 };
 
 // Writes `text` to a temporary file next to `path`; returns its name.
+// Convert() has checked that `path` may be replaced.
 // `what` names the file in the error ("model", "report").
 StatusOr<std::string> WriteTemp(const std::string& path, const std::string& text, const char* what) {
-  AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(path, what));
   std::string tmp = path + ".tmp-" + std::to_string(getpid()) + "-" + what;
   std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   out << text;

@@ -85,12 +85,10 @@ StatusOr<std::optional<executor::train::LossScalerConfig>> LossScaling(const std
   }
   if (flag == "dynamic") return std::optional(c);
   if (flag == "none") return std::optional<executor::train::LossScalerConfig>();
-  char* end = nullptr;
-  const double v = std::strtod(flag.c_str(), &end);
-  if (flag.empty() || *end != '\0' || !std::isfinite(v) || v <= 0.0 || v > 3.4e38)
-    return InvalidArgument("--loss-scale must be auto, dynamic, none or a finite number > 0, got '", flag, "'");
+  std::optional<float> v = ParseStaticLossScale(flag);
+  if (!v) return InvalidArgument("--loss-scale must be auto, dynamic, none or a finite number > 0, got '", flag, "'");
   c.dynamic = false;
-  c.init_scale = static_cast<float>(v);
+  c.init_scale = *v;
   return std::optional(c);
 }
 
