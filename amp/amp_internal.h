@@ -8,10 +8,10 @@
 // input of Cast and Shape, the exponent of Pow).
 #pragma once
 
-#include <regex>
 #include <string>
 #include <vector>
 
+#include "amp/name_pattern.h"
 #include "amp/passes.h"
 #include "amp/policy.h"
 #include "ir/graph.h"
@@ -39,19 +39,6 @@ inline bool IsAmpFloat(ir::DType t) {
 // The opset table applies when cap.opset_limits; cap.kernels, when set, must
 // accept (op, low) as well.
 bool SupportsLow(ir::OpKind op, ir::DType low, int64_t opset, const Capability& cap);
-
-// A node name pattern: exact, or a regex that must match the whole name.
-class NamePattern {
- public:
-  // Error naming `what` ("fp32_nodes entry '(['") when the regex is invalid.
-  static StatusOr<NamePattern> Compile(const std::string& pattern, bool is_regex, const std::string& what);
-  bool Matches(const std::string& name) const;
-
- private:
-  std::string text_;
-  bool is_regex_ = false;
-  std::regex re_;
-};
 
 // A policy's node overrides and pins with their patterns compiled once.
 struct CompiledPolicy {

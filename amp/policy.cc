@@ -1,4 +1,4 @@
-// Levels, reasons, Policy::Validate and the compiled node patterns.
+// Levels, reasons, Policy::Validate and the compiled policy (patterns: amp/name_pattern.cc).
 #include <algorithm>
 #include <cctype>
 
@@ -82,25 +82,6 @@ Status Policy::Validate() const {
 }  // namespace amptrain::amp
 
 namespace amptrain::amp::internal {
-
-StatusOr<NamePattern> NamePattern::Compile(const std::string& pattern, bool is_regex, const std::string& what) {
-  if (pattern.empty()) return InvalidArgument(what, ": empty node name pattern");
-  NamePattern p;
-  p.text_ = pattern;
-  p.is_regex_ = is_regex;
-  if (is_regex) {
-    try {
-      p.re_ = std::regex(pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      return InvalidArgument(what, ": invalid regex '", pattern, "': ", e.what());
-    }
-  }
-  return p;
-}
-
-bool NamePattern::Matches(const std::string& name) const {
-  return is_regex_ ? std::regex_match(name, re_) : name == text_;
-}
 
 StatusOr<CompiledPolicy> CompiledPolicy::Compile(const Policy& policy) {
   CompiledPolicy c;

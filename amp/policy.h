@@ -20,7 +20,6 @@
 #pragma once
 
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <vector>
