@@ -35,19 +35,24 @@ inline bool IsAmpFloat(ir::DType t) {
 
 // Whether the ONNX schema of `op` at `opset` accepts `low` for its float
 // type constraint (fp16: every op of ir/ops.def since it exists; bf16: see
-// the table in assign.cc). IR-only ops (no ONNX type) are always accepted.
+// the table in plan.cc). IR-only ops (no ONNX type) are always accepted.
 // The opset table applies when cap.opset_limits; cap.kernels, when set, must
 // accept (op, low) as well.
 bool SupportsLow(ir::OpKind op, ir::DType low, int64_t opset, const Capability& cap);
 
 // A policy's node overrides and pins with their patterns compiled once.
+// Compile() is the policy's whole validation (Policy::Validate calls it):
+// the planner compiles once and asks these for every node.
 struct CompiledPolicy {
-  struct Override { NamePattern pattern; ir::DType dtype; };
-  struct Pin { NamePattern pattern; int input; ir::DType dtype; };
+  struct Override { NamePattern pattern; ir::DType dtype; std::string written; };
+  struct Pin { NamePattern pattern; int input; ir::DType dtype; std::string written; };
   std::vector<Override> overrides;
   std::vector<Pin> pins;
 
   static StatusOr<CompiledPolicy> Compile(const Policy& policy);
+  // The overrides and pins matching no node of `graph`, as written
+  // ("re:conv.*", "pin fc1 input 2").
+  std::vector<std::string> Unmatched(const ir::Graph& graph) const;
   // The last matching node override, or nullopt.
   std::optional<ir::DType> OverrideFor(const std::string& node_name) const;
   // The last matching pin of input `slot`, or nullopt.

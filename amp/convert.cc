@@ -1,4 +1,4 @@
-// Convert(): assignment, cast insertion, cast elimination, then (for export,
+// Convert(): planning, the cast pass, cast elimination, then (for export,
 // or always at O3) initializer conversion, with the verifier after each pass
 // and a dtype-consistency check at the end; plus the report.
 #include "amp/amp_internal.h"
@@ -76,7 +76,12 @@ int64_t ActivationBytes(const ir::Graph& graph) {
 }
 
 StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOptions& options) {
-  AMP_RETURN_IF_ERROR(policy.Validate());
+  AMP_ASSIGN_OR_RETURN(PrecisionPlan plan, PlanPrecision(graph, policy, options.capability));
+  return Convert(graph, policy, plan, options);
+}
+
+StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const PrecisionPlan& plan,
+                         const ConvertOptions& options) {
   Report r;
   r.level = policy.level;
   r.low = policy.low;
@@ -84,17 +89,15 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOp
   r.weight_bytes_before = WeightBytes(graph);
   r.activation_bytes_fp32 = ActivationBytes(graph);
 
-  std::map<ir::NodeId, Decision> decisions;
+  r.unmatched_patterns = plan.unmatched;
   struct Original { ir::NodeId id; std::string name, op; };
   std::vector<Original> original;  // the compute nodes of the input graph, in topological order
   AMP_ASSIGN_OR_RETURN(auto order, graph.TopologicalOrder());
   for (const ir::Node* n : order)
     if (n->op() != ir::OpKind::kConstant) original.push_back({n->id(), n->name(), std::string(n->op_name())});
 
-  auto assign = MakeAssignPass(policy, &decisions, options.capability);
-  AMP_RETURN_IF_ERROR(RunPass(*assign, graph, options.verify_each_pass));
-  auto insert = MakeInsertCastsPass(policy, &decisions, options.capability);
-  AMP_RETURN_IF_ERROR(RunPass(*insert, graph, options.verify_each_pass));
+  auto apply = MakeApplyPlanPass(&plan);
+  AMP_RETURN_IF_ERROR(RunPass(*apply, graph, options.verify_each_pass));
   r.casts_inserted = internal::CountCasts(graph) - r.casts_original;
   auto eliminate = MakeEliminateCastsPass();
   AMP_RETURN_IF_ERROR(RunPass(*eliminate, graph, options.verify_each_pass));
@@ -110,7 +113,9 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOp
   r.weight_bytes_after = WeightBytes(graph);
   r.activation_bytes_after = ActivationBytes(graph);
   for (const Original& o : original) {
-    const Decision& d = decisions.at(o.id);
+    const NodePlan* np = plan.Find(o.id);
+    if (!np) return Internal("node '", o.name, "' is not in the precision plan");
+    const Decision& d = np->decision;
     const ir::Node* n = graph.node(o.id);  // nullptr: an original Cast that was folded away
     NodeReport nr{o.name, o.op, d.dtype, d.reason};
     if (n) nr.dtype = ComputedDType(graph, *n, d);

@@ -1,6 +1,7 @@
-// The AMP passes: assignment, cast insertion, cast elimination, initializer
-// conversion. Each is `StatusOr<bool> Run(Graph&)` (ir::Pass); Convert()
-// runs them in order with the verifier after each one and returns the report.
+// The AMP passes: precision planning (a pure function, amp/plan.h), the cast
+// pass that applies the plan, cast elimination, initializer conversion. Each
+// pass is `StatusOr<bool> Run(Graph&)` (ir::Pass); Convert() plans, runs them
+// in order with the verifier after each one, and returns the report.
 //
 //   before (O1 fp16):  x:f32 ─ Conv(W:f32) ─ Relu ─ Softmax ─ y:f32
 //   after:             x ─ Cast(f16) ─ Conv(Cast(W→f16)) ─ Relu(f16) ─ Cast(f32) ─ Softmax ─ y
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "amp/plan.h"
 #include "amp/policy.h"
 #include "ir/pass.h"
 
@@ -37,6 +39,7 @@ struct Report {
   int64_t weight_bytes_before = 0, weight_bytes_after = 0;
   int64_t clamped_values = 0;               // initializer values clamped to the fp16 range
   std::vector<std::string> clamped_initializers;
+  std::vector<std::string> unmatched_patterns;  // policy overrides/pins that matched no node (PrecisionPlan::unmatched)
   int64_t activation_bytes_fp32 = 0, activation_bytes_after = 0;  // estimate at batch 1
 };
 
@@ -69,11 +72,12 @@ struct ConvertOptions {
 // Runs the AMP passes on `graph` (in place) and returns the report.
 StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOptions& options = {});
 
-// The individual passes, for tests and for the trainer.
-std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions,
-                                         Capability capability = {});
-std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions,
-                                              Capability capability = {});
+// Convert() on a graph already planned: `plan` must come from PlanPrecision
+// on this graph with this policy (the trainer plans once and hashes the plan).
+StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const PrecisionPlan& plan,
+                         const ConvertOptions& options = {});
+
+// The individual passes, for tests (planning and the cast pass: amp/plan.h).
 std::unique_ptr<ir::Pass> MakeEliminateCastsPass();
 std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report);
 

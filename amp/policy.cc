@@ -59,43 +59,72 @@ Status CheckOpList(const std::set<std::string>& ops, const char* list) {
 
 }  // namespace
 
-Status Policy::Validate() const {
-  if (low != ir::DType::kFloat16 && low != ir::DType::kBFloat16)
-    return InvalidArgument("low-precision dtype ", ir::DTypeName(low), " is not supported: expected float16 or bfloat16");
-  AMP_RETURN_IF_ERROR(CheckOpList(low_ops, "fp16"));
-  AMP_RETURN_IF_ERROR(CheckOpList(fp32_ops, "fp32"));
-  for (const std::string& op : low_ops)
-    if (fp32_ops.count(op)) return InvalidArgument("op '", op, "' is in both the fp16 and the fp32 op lists");
-  for (const NodeOverride& o : node_overrides)
-    if (o.dtype != ir::DType::kFloat32 && o.dtype != low)
-      return InvalidArgument("node override '", o.pattern, "' asks for ", ir::DTypeName(o.dtype),
-                             ": expected float32 or the policy's ", ir::DTypeName(low));
-  for (const SlotPin& p : pins) {
-    if (p.input < 0) return InvalidArgument("pin on '", p.node_pattern, "' has negative input index ", p.input);
-    if (!internal::IsAmpFloat(p.dtype))
-      return InvalidArgument("pin on '", p.node_pattern, "' input ", p.input, " asks for ", ir::DTypeName(p.dtype),
-                             ": expected float32, float16 or bfloat16");
-  }
-  return internal::CompiledPolicy::Compile(*this).status();
-}
+Status Policy::Validate() const { return internal::CompiledPolicy::Compile(*this).status(); }
 
 }  // namespace amptrain::amp
 
 namespace amptrain::amp::internal {
 
+namespace {
+
+// Everything but the patterns.
+Status CheckPolicy(const Policy& policy) {
+  const ir::DType low = policy.low;
+  if (low != ir::DType::kFloat16 && low != ir::DType::kBFloat16)
+    return InvalidArgument("low-precision dtype ", ir::DTypeName(low), " is not supported: expected float16 or bfloat16");
+  AMP_RETURN_IF_ERROR(CheckOpList(policy.low_ops, "fp16"));
+  AMP_RETURN_IF_ERROR(CheckOpList(policy.fp32_ops, "fp32"));
+  for (const std::string& op : policy.low_ops)
+    if (policy.fp32_ops.count(op)) return InvalidArgument("op '", op, "' is in both the fp16 and the fp32 op lists");
+  for (const NodeOverride& o : policy.node_overrides)
+    if (o.dtype != ir::DType::kFloat32 && o.dtype != low)
+      return InvalidArgument("node override '", o.pattern, "' asks for ", ir::DTypeName(o.dtype),
+                             ": expected float32 or the policy's ", ir::DTypeName(low));
+  for (const SlotPin& p : policy.pins) {
+    if (p.input < 0) return InvalidArgument("pin on '", p.node_pattern, "' has negative input index ", p.input);
+    if (!IsAmpFloat(p.dtype))
+      return InvalidArgument("pin on '", p.node_pattern, "' input ", p.input, " asks for ", ir::DTypeName(p.dtype),
+                             ": expected float32, float16 or bfloat16");
+  }
+  return Status::Ok();
+}
+
+std::string Written(const std::string& pattern, bool is_regex) { return is_regex ? "re:" + pattern : pattern; }
+
+}  // namespace
+
 StatusOr<CompiledPolicy> CompiledPolicy::Compile(const Policy& policy) {
+  AMP_RETURN_IF_ERROR(CheckPolicy(policy));
   CompiledPolicy c;
   for (const NodeOverride& o : policy.node_overrides) {
     AMP_ASSIGN_OR_RETURN(NamePattern p, NamePattern::Compile(o.pattern, o.is_regex,
                                                              StrCat("node override '", o.pattern, "'")));
-    c.overrides.push_back({std::move(p), o.dtype});
+    c.overrides.push_back({std::move(p), o.dtype, Written(o.pattern, o.is_regex)});
   }
   for (const SlotPin& s : policy.pins) {
     AMP_ASSIGN_OR_RETURN(NamePattern p, NamePattern::Compile(s.node_pattern, s.is_regex,
                                                              StrCat("pin on '", s.node_pattern, "'")));
-    c.pins.push_back({std::move(p), s.input, s.dtype});
+    c.pins.push_back({std::move(p), s.input, s.dtype,
+                      StrCat("pin ", Written(s.node_pattern, s.is_regex), " input ", s.input)});
   }
   return c;
+}
+
+std::vector<std::string> CompiledPolicy::Unmatched(const ir::Graph& graph) const {
+  std::vector<char> hit_override(overrides.size(), 0), hit_pin(pins.size(), 0);
+  for (const ir::Node* n : graph.nodes()) {
+    for (size_t i = 0; i < overrides.size(); ++i)
+      if (!hit_override[i] && overrides[i].pattern.Matches(n->name())) hit_override[i] = 1;
+    for (size_t i = 0; i < pins.size(); ++i)
+      if (!hit_pin[i] && static_cast<size_t>(pins[i].input) < n->num_inputs() && pins[i].pattern.Matches(n->name()))
+        hit_pin[i] = 1;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < overrides.size(); ++i)
+    if (!hit_override[i]) out.push_back(overrides[i].written);
+  for (size_t i = 0; i < pins.size(); ++i)
+    if (!hit_pin[i]) out.push_back(pins[i].written);
+  return out;
 }
 
 std::optional<ir::DType> CompiledPolicy::OverrideFor(const std::string& node_name) const {

@@ -2,6 +2,8 @@
 
 #include <ostream>
 
+#include <spdlog/spdlog.h>
+
 #include "kernels/cpu/cpu_info.h"
 #include "tools/commands.h"
 
@@ -107,7 +109,13 @@ json AmpReportJson(const amp::Report& report, const amp::Policy& policy) {
           {"weight_bytes", {{"before", report.weight_bytes_before}, {"after", report.weight_bytes_after}}},
           {"clamped", {{"values", report.clamped_values}, {"initializers", report.clamped_initializers}}},
           {"activation_bytes", {{"fp32", report.activation_bytes_fp32}, {"after", report.activation_bytes_after}}},
+          {"unmatched_patterns", report.unmatched_patterns},
           {"this_cpu", kernels::cpu::LowPrecisionNote(report.low)}};
+}
+
+void WarnUnmatchedPatterns(const amp::Report& report) {
+  for (const std::string& p : report.unmatched_patterns)
+    spdlog::warn("the policy's node entry '{}' matches no node of the model: it has no effect", p);
 }
 
 void PrintAmpSummary(const amp::Report& report, std::ostream& out) {

@@ -54,9 +54,14 @@ StatusOr<amp::Policy> BuildPolicy(const AmpFlags& flags, amp::Level default_leve
 //   casts {original, inserted, removed, final},
 //   weight_bytes {before, after}, clamped {values, initializers [...]},
 //   activation_bytes {fp32, after} (estimate at batch 1),
+//   unmatched_patterns ["re:conv.*", "pin fc input 2"] (policy entries matching no node),
 //   this_cpu: one line on whether this CPU computes the low type natively
 //   (kernels/cpu/cpu_info.h); information for running here, not a refusal.
 nlohmann::json AmpReportJson(const amp::Report& report, const amp::Policy& policy);
+
+// One warning per policy node override or pin that matched no node (a typo
+// in a node name would otherwise change nothing, silently).
+void WarnUnmatchedPatterns(const amp::Report& report);
 
 // "float16" -> count over report.nodes.
 std::map<std::string, int> NodesPerDType(const amp::Report& report);

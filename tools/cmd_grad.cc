@@ -73,6 +73,7 @@ Status Grad(const GradArgs& args) {
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) {
     AMP_ASSIGN_OR_RETURN(amp::Report report, executor::train::ApplyTrainingPrecision(g, policy, false));
+    WarnUnmatchedPatterns(report);
     std::string per;
     for (const auto& [dtype, count] : NodesPerDType(report)) per += fmt::format(" {} {}", count, dtype);
     spdlog::info("precision: AMP {} {} (fp32 master weights): nodes{}", amp::LevelName(policy.level),

@@ -92,6 +92,7 @@ Status Convert(const ConvertArgs& args) {
   options.verify_each_pass = spdlog::should_log(spdlog::level::debug);
   Clock::time_point t0 = Clock::now();
   AMP_ASSIGN_OR_RETURN(amp::Report report, amp::Convert(*graph, policy, options));
+  WarnUnmatchedPatterns(report);
   const double amp_ms = MsSince(t0);
   t0 = Clock::now();
 

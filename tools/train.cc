@@ -302,6 +302,7 @@ Status Train(const TrainArgs& args) {
   }
   AMP_ASSIGN_OR_RETURN(auto trainer, train::Trainer::Create(*model, config));
   if (const amp::Report* report = trainer->amp_report()) {
+    WarnUnmatchedPatterns(*report);
     std::string per;
     for (const auto& [dtype, count] : NodesPerDType(*report)) per += fmt::format(" {} {}", count, dtype);
     spdlog::info("precision plan: nodes{}; {} casts", per, report->casts_final);

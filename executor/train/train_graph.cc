@@ -1,5 +1,6 @@
 #include "executor/train/train_graph.h"
 
+#include <functional>
 #include <set>
 
 #include "autodiff/autodiff.h"
@@ -7,6 +8,7 @@
 #include "autodiff/training_graph.h"
 #include "ir/infer/infer_util.h"
 #include "ir/onnx_dtype.h"
+#include "ir/pass.h"
 #include "kernels/kernel.h"
 
 namespace amptrain::executor::train {
@@ -122,33 +124,67 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   Graph& g = *t.graph;
   t.image_input = g.name(g.inputs()[0]);
   t.logits = g.name(g.outputs()[0]);
-  AMP_ASSIGN_OR_RETURN(autodiff::TrainingGraphInfo mode, autodiff::ToTrainingMode(g));
-  if (opts.amp && opts.amp->level != amp::Level::kO0) {
-    AMP_ASSIGN_OR_RETURN(t.amp_report, ApplyTrainingPrecision(g, *opts.amp, opts.amp_for_export));
-  }
-  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, g.FindValue(t.logits), opts));
-  t.target_input = head.target_input;
-  t.loss = g.name(head.loss);
 
-  autodiff::BackwardOptions backward;
-  for (const auto& [stat, update] : mode.bn_updates) {
-    backward.frozen.insert(stat);
-    t.running_stats.push_back(stat);
-    t.stat_updates[stat] = update;
+  // One pipeline, the verifier after each step (ir::PassManager).
+  autodiff::TrainingGraphInfo mode;
+  autodiff::LossHead head;
+  Value seed;
+  autodiff::BackwardResult backward;
+  ir::PassManager pm;
+  pm.set_verify(true);
+  auto step = [&pm](const char* name, std::function<Status(Graph&)> fn) {
+    pm.Add(std::make_unique<ir::FunctionPass>(name, [fn = std::move(fn)](Graph& graph) -> StatusOr<bool> {
+      AMP_RETURN_IF_ERROR(fn(graph));
+      return true;
+    }));
+  };
+  step("training-mode", [&](Graph& graph) -> Status {
+    AMP_ASSIGN_OR_RETURN(mode, autodiff::ToTrainingMode(graph));
+    return Status::Ok();
+  });
+  if (opts.amp && opts.amp->level != amp::Level::kO0) {
+    // Planning, cast insertion and elimination (amp::Convert verifies after each of its own passes too).
+    step("amp-precision", [&](Graph& graph) -> Status {
+      AMP_ASSIGN_OR_RETURN(t.amp_report, ApplyTrainingPrecision(graph, *opts.amp, opts.amp_for_export));
+      return Status::Ok();
+    });
   }
-  if (g.type(head.loss).dtype != ir::DType::kFloat32)
-    return Internal("the loss is ", ir::DTypeName(g.type(head.loss).dtype), "; the loss head must be float32");
-  t.loss_scale = g.UniqueName("loss_scale");
-  Value seed = g.AddInput(t.loss_scale, ir::TensorType::Of(ir::DType::kFloat32, std::vector<int64_t>{}));
-  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult r, autodiff::BuildBackward(g, head.loss, seed, backward));
-  if (r.names.empty()) return InvalidArgument("the model has no trainable (float) initializer that reaches the loss");
-  for (const std::string& name : r.names) {
-    if (g.producer(g.FindValue(name))->op() != OpKind::kInitializer) continue;  // only initializers are state
-    t.params.push_back(name);
-    t.grads[name] = g.name(r.grads.at(name));
-  }
-  for (const std::string& name : t.params) AMP_RETURN_IF_ERROR(InitializerToInput(g, name));
-  for (const std::string& name : t.running_stats) AMP_RETURN_IF_ERROR(InitializerToInput(g, name));
+  step("loss-head", [&](Graph& graph) -> Status {
+    AMP_ASSIGN_OR_RETURN(head, AttachLoss(graph, graph.FindValue(t.logits), opts));
+    if (graph.type(head.loss).dtype != ir::DType::kFloat32)
+      return Internal("the loss is ", ir::DTypeName(graph.type(head.loss).dtype), "; the loss head must be float32");
+    t.target_input = head.target_input;
+    t.loss = graph.name(head.loss);
+    return Status::Ok();
+  });
+  step("loss-scale-input", [&](Graph& graph) -> Status {
+    t.loss_scale = graph.UniqueName("loss_scale");
+    seed = graph.AddInput(t.loss_scale, ir::TensorType::Of(ir::DType::kFloat32, std::vector<int64_t>{}));
+    return Status::Ok();
+  });
+  step("backward", [&](Graph& graph) -> Status {
+    autodiff::BackwardOptions options;
+    for (const auto& [stat, update] : mode.bn_updates) {
+      options.frozen.insert(stat);
+      t.running_stats.push_back(stat);
+      t.stat_updates[stat] = update;
+    }
+    AMP_ASSIGN_OR_RETURN(backward, autodiff::BuildBackward(graph, head.loss, seed, options));
+    if (backward.names.empty())
+      return InvalidArgument("the model has no trainable (float) initializer that reaches the loss");
+    return Status::Ok();
+  });
+  step("state-inputs", [&](Graph& graph) -> Status {
+    for (const std::string& name : backward.names) {
+      if (graph.producer(graph.FindValue(name))->op() != OpKind::kInitializer) continue;  // only initializers are state
+      t.params.push_back(name);
+      t.grads[name] = graph.name(backward.grads.at(name));
+    }
+    for (const std::string& name : t.params) AMP_RETURN_IF_ERROR(InitializerToInput(graph, name));
+    for (const std::string& name : t.running_stats) AMP_RETURN_IF_ERROR(InitializerToInput(graph, name));
+    return Status::Ok();
+  });
+  AMP_RETURN_IF_ERROR(pm.Run(g).status());
   return t;
 }
 

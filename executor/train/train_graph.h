@@ -1,19 +1,26 @@
 // The graphs a Trainer runs, built once from an imported classifier.
 //
-// BuildTrainGraph (training step, planned once per batch shape):
-//   ToTrainingMode (BN uses batch statistics, "<stat>.update" outputs;
-//   Dropout draws a mask) -> loss head on the model's first output
-//   (cross-entropy with labels int64 [N], or MSE with float targets)
-//   -> under an AMP policy (O1/O2), precision planning and casts on the
-//   training-mode graph (amp::Convert with the training capability: the CPU
-//   kernel registry, not the model's opset; weights stay fp32 masters read
-//   through one Cast each, whose gradient casts back to fp32; graph inputs
-//   and outputs keep their types, so the loss head is fp32)
-//   -> BuildBackward seeded by the `loss_scale` input over the trainable initializers (float initializers that
-//   reach the loss through differentiable slots; BN running statistics are
-//   frozen) -> every trainable initializer and every BN running statistic
-//   becomes a graph input of the same name, since they change every step and
-//   must not be baked into a plan as constants.
+// BuildTrainGraph (training step, planned once per batch shape): one
+// pipeline of passes (ir::PassManager), the verifier after each:
+//   training-mode     BN uses batch statistics ("<stat>.update" outputs);
+//                     Dropout draws a mask
+//   amp-precision     under an AMP policy (O1/O2): precision planning
+//                     (amp::PlanPrecision with the training capability: the
+//                     CPU kernel registry, not the model's opset), cast
+//                     insertion and elimination. Weights stay fp32 masters
+//                     read through one Cast each, whose gradient casts back
+//                     to fp32; graph inputs and outputs keep their types, so
+//                     the logits are fp32
+//   loss-head         on the model's first output, in fp32: cross-entropy
+//                     with labels int64 [N], or MSE with float targets
+//   loss-scale-input  `loss_scale` (f32 scalar), the backward seed
+//   backward          over the trainable initializers (float initializers
+//                     that reach the loss through differentiable slots; BN
+//                     running statistics are frozen)
+//   state-inputs      every trainable initializer and every BN running
+//                     statistic becomes a graph input of the same name, since
+//                     they change every step and must not be baked into a
+//                     plan as constants.
 //
 //   inputs:  <image input>, labels|targets, loss_scale (f32 scalar: the
 //            backward seed, 1 without loss scaling), <params...>, <running stats...>

@@ -27,10 +27,11 @@ Policy O2(DType low = F16) {
 }
 
 std::map<std::string, Decision> Decide(ir::Graph& g, const Policy& p) {
-  std::map<ir::NodeId, Decision> d;
-  EXPECT_TRUE(MakeAssignPass(p, &d)->Run(g).ok());
+  StatusOr<PrecisionPlan> plan = PlanPrecision(g, p, Capability::Export());
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
   std::map<std::string, Decision> by_name;
-  for (const auto& [id, dec] : d) by_name[g.node(id)->name()] = dec;
+  if (plan.ok())
+    for (const auto& [id, np] : plan->nodes) by_name[g.node(id)->name()] = np.decision;
   return by_name;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "amp_test_util.h"
+#include "ir/printer.h"
 
 namespace amptrain::amp {
 namespace {
@@ -44,6 +45,16 @@ std::unique_ptr<ir::Graph> MiniNet(int64_t opset = 17) {
   return g;
 }
 
+// Each node's decision under `p` (export capability).
+std::map<ir::NodeId, Decision> Decisions(const ir::Graph& g, const Policy& p) {
+  std::map<ir::NodeId, Decision> d;
+  StatusOr<PrecisionPlan> plan = PlanPrecision(g, p, Capability::Export());
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  if (plan.ok())
+    for (const auto& [id, np] : plan->nodes) d[id] = np.decision;
+  return d;
+}
+
 struct Expect {
   std::map<std::string, DType> dtypes;
   int casts_after_insert, casts_after_elim;
@@ -52,12 +63,11 @@ struct Expect {
 // Runs the passes one by one, checking the structure after each.
 void CheckPasses(const Policy& p, const Expect& want, int64_t opset = 17) {
   auto g = MiniNet(opset);
-  std::map<ir::NodeId, Decision> d;
-  ASSERT_TRUE(MakeAssignPass(p, &d)->Run(*g).ok());
-  EXPECT_EQ(d.size(), 7u);
-  EXPECT_EQ(Count(*g, OpKind::kCast), 0) << "assignment changes nothing";
-  for (const auto& [name, dt] : want.dtypes) EXPECT_EQ(d[FindNode(*g, name)->id()].dtype, dt) << name;
-  auto ins = MakeInsertCastsPass(p, &d)->Run(*g);
+  StatusOr<PrecisionPlan> plan = PlanPrecision(*g, p, Capability::Export());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(Count(*g, OpKind::kCast), 0) << "planning changes nothing";
+  for (const auto& [name, dt] : want.dtypes) EXPECT_EQ(plan->Find(FindNode(*g, name)->id())->decision.dtype, dt) << name;
+  auto ins = MakeApplyPlanPass(&*plan)->Run(*g);
   ASSERT_TRUE(ins.ok()) << ins.status().ToString();
   EXPECT_EQ(Count(*g, OpKind::kCast), want.casts_after_insert);
   for (const auto& [name, dt] : want.dtypes) EXPECT_EQ(OutDType(*g, name), dt) << name;
@@ -106,8 +116,7 @@ TEST(AmpPasses, O3EverythingLowIncludingBatchNorm) {
 
 TEST(AmpPasses, Bf16UnsupportedOpsStayFp32AtOpset17) {
   auto g = MiniNet();
-  std::map<ir::NodeId, Decision> d;
-  ASSERT_TRUE(MakeAssignPass(Level(Level::kO2, BF16), &d)->Run(*g).ok());
+  std::map<ir::NodeId, Decision> d = Decisions(*g, Level(Level::kO2, BF16));
   EXPECT_EQ(d[FindNode(*g, "conv")->id()].reason, Reason::kUnsupportedLow);
   EXPECT_EQ(d[FindNode(*g, "gap")->id()].reason, Reason::kUnsupportedLow);
   // bn and relu sit between fp32 conv and fp32 gap: bf16 would only round.
@@ -129,8 +138,7 @@ TEST(AmpPasses, CustomListsBeatTheLevel) {
   p.fp32_ops = {"Gemm"};
   p.low_ops = {"Softmax", "BatchNormalization"};
   auto g = MiniNet();
-  std::map<ir::NodeId, Decision> d;
-  ASSERT_TRUE(MakeAssignPass(p, &d)->Run(*g).ok());
+  std::map<ir::NodeId, Decision> d = Decisions(*g, p);
   EXPECT_EQ(d[FindNode(*g, "fc")->id()].dtype, F32);
   EXPECT_EQ(d[FindNode(*g, "fc")->id()].reason, Reason::kCustomDeny);
   EXPECT_EQ(d[FindNode(*g, "sm")->id()].dtype, F16);
@@ -145,8 +153,7 @@ TEST(AmpPasses, NodeOverridesBeatListsAndLaterWins) {
   p.low_ops = {"Softmax"};
   p.node_overrides = {{".*", true, F32}, {"conv", false, F16}, {"s.", true, F32}};
   auto g = MiniNet();
-  std::map<ir::NodeId, Decision> d;
-  ASSERT_TRUE(MakeAssignPass(p, &d)->Run(*g).ok());
+  std::map<ir::NodeId, Decision> d = Decisions(*g, p);
   EXPECT_EQ(d[FindNode(*g, "conv")->id()].dtype, F16);
   EXPECT_EQ(d[FindNode(*g, "conv")->id()].reason, Reason::kNodeOverride);
   EXPECT_EQ(d[FindNode(*g, "fc")->id()].dtype, F32);
@@ -162,8 +169,7 @@ TEST(AmpPasses, PinOfTiedSlotDecidesTheNode) {
   Policy p = Level(Level::kO1);
   p.pins = {{"fc", false, 0, F32}};
   auto g = MiniNet();
-  std::map<ir::NodeId, Decision> d;
-  ASSERT_TRUE(MakeAssignPass(p, &d)->Run(*g).ok());
+  std::map<ir::NodeId, Decision> d = Decisions(*g, p);
   EXPECT_EQ(d[FindNode(*g, "fc")->id()].dtype, F32);
   EXPECT_EQ(d[FindNode(*g, "fc")->id()].reason, Reason::kNodeOverride);
 }
@@ -293,6 +299,78 @@ TEST(AmpPasses, ReportCountsAndBytes) {
       EXPECT_EQ(n.reason, Reason::kLevelDeny);
     }
   }
+}
+
+}  // namespace
+}  // namespace amptrain::amp
+
+namespace amptrain::amp {
+namespace {
+
+// Planning is a pure function: the graph is unchanged (same text), two plans
+// of one graph are equal, and the plan alone drives the cast pass.
+TEST(PrecisionPlan, PureAndComplete) {
+  auto g = MiniNet();
+  std::string before = ir::PrintGraph(*g);
+  Policy p = Level(Level::kO2);
+  StatusOr<PrecisionPlan> a = PlanPrecision(*g, p, Capability::Export());
+  StatusOr<PrecisionPlan> b = PlanPrecision(*g, p, Capability::Export());
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(ir::PrintGraph(*g), before);
+  ASSERT_EQ(a->nodes.size(), b->nodes.size());
+  for (const auto& [id, np] : a->nodes) {
+    const NodePlan* other = b->Find(id);
+    ASSERT_NE(other, nullptr);
+    EXPECT_EQ(np.decision.dtype, other->decision.dtype);
+    ASSERT_EQ(np.inputs.size(), g->node(id)->num_inputs()) << "one slot plan per input";
+  }
+  // Every compute node is planned.
+  auto order = g->TopologicalOrder();
+  ASSERT_TRUE(order.ok());
+  for (const ir::Node* n : *order) {
+    if (n->op() == OpKind::kConstant) continue;
+    EXPECT_NE(a->Find(n->id()), nullptr) << n->name();
+  }
+  EXPECT_EQ(a->nodes.size(), 7u);
+  // Slot rules: BN's params stay fp32 (kOriginal), X follows the node; Conv's
+  // W is read in the compute dtype.
+  const NodePlan* bn = a->Find(FindNode(*g, "bn")->id());
+  EXPECT_EQ(bn->inputs[0].rule, SlotRule::kCompute);
+  EXPECT_EQ(bn->inputs[0].dtype, F16);
+  for (size_t s = 1; s < 5; ++s) {
+    EXPECT_EQ(bn->inputs[s].rule, SlotRule::kOriginal) << s;
+    EXPECT_EQ(bn->inputs[s].dtype, F32) << s;
+  }
+  EXPECT_EQ(a->Find(FindNode(*g, "conv")->id())->inputs[1].dtype, F16);
+  EXPECT_EQ(a->graph_inputs, std::vector<DType>{F32}) << "keep_io_types";
+  EXPECT_EQ(a->graph_outputs, std::vector<DType>{F32});
+  // Editing the plan, not the policy, changes what the cast pass does.
+  PrecisionPlan edited = *a;
+  for (auto& [id, np] : edited.nodes)
+    for (SlotPlan& sp : np.inputs) sp = SlotPlan{};
+  edited.graph_outputs = {F32};
+  ASSERT_TRUE(MakeApplyPlanPass(&edited)->Run(*g).ok());
+  EXPECT_EQ(Count(*g, OpKind::kCast), 0) << "every slot kept: no cast";
+}
+
+TEST(PrecisionPlan, ReportsPatternsThatMatchNoNode) {
+  auto g = MiniNet();
+  Policy p = Level(Level::kO1);
+  p.node_overrides = {{"conv", false, F32}, {"convv", false, F32}, {"f.*", true, F32}, {"zz.*", true, F32}};
+  p.pins = {{"fc", false, 1, F32}, {"fc", false, 7, F32}};
+  StatusOr<PrecisionPlan> plan = PlanPrecision(*g, p, Capability::Export());
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->unmatched, (std::vector<std::string>{"convv", "re:zz.*", "pin fc input 7"}));
+}
+
+TEST(PrecisionPlan, ForAnotherGraphIsRefused) {
+  auto g = MiniNet();
+  StatusOr<PrecisionPlan> plan = PlanPrecision(*g, Level(Level::kO2), Capability::Export());
+  ASSERT_TRUE(plan.ok());
+  plan->graph_inputs.push_back(F32);
+  StatusOr<bool> r = MakeApplyPlanPass(&*plan)->Run(*g);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("another graph"), std::string::npos) << r.status().ToString();
 }
 
 }  // namespace

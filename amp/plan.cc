@@ -1,4 +1,5 @@
-// The assignment pass: a Decision (dtype + reason) for every compute node.
+// Precision planning (amp/plan.h): a Decision (dtype + reason) for every
+// node, then the dtype every input slot reads.
 //
 // Nodes are visited in topological order with the dtype each value will have
 // once the plan is applied ("planned" dtypes), so follow ops see the decided
@@ -42,6 +43,8 @@
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
+
+#include "amp/plan.h"
 
 #include "amp/amp_internal.h"
 #include "amp/passes.h"
@@ -117,30 +120,64 @@ DType Widest(DType a, DType b) {
 
 class Assigner {
  public:
-  Assigner(const Policy& p, internal::CompiledPolicy c, std::map<ir::NodeId, Decision>* out, Capability cap)
-      : p_(p), c_(std::move(c)), out_(out), cap_(std::move(cap)) {}
+  Assigner(const Policy& p, const internal::CompiledPolicy& c, const Capability& cap)
+      : p_(p), c_(c), cap_(cap) {}
 
-  StatusOr<bool> Run(ir::Graph& g) {
+  StatusOr<PrecisionPlan> Run(const ir::Graph& g) {
     AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
     AMP_RETURN_IF_ERROR(Plan(g, order));
-    if (p_.level != Level::kO2) return false;
-    rounding_only_ = RoundingOnlyIslands(g, order);
-    // Demoted nodes change planned dtypes: decide again (only kNotFloat
-    // decisions read them at O2, and no island can grow from that).
-    if (!rounding_only_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
-    return false;  // decisions only; the graph is unchanged
+    if (p_.level == Level::kO2) {
+      rounding_only_ = RoundingOnlyIslands(g, order);
+      // Demoted nodes change planned dtypes: decide again (only kNotFloat
+      // decisions read them at O2, and no island can grow from that).
+      if (!rounding_only_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
+    }
+    PrecisionPlan plan;
+    plan.level = p_.level;
+    plan.low = p_.low;
+    for (const Node* n : order) {
+      if (n->op() == ir::OpKind::kConstant) continue;
+      NodePlan np;
+      np.decision = decisions_.at(n->id());
+      for (size_t s = 0; s < n->num_inputs(); ++s) np.inputs.push_back(PlanSlot(g, *n, s, np.decision));
+      plan.nodes.emplace(n->id(), std::move(np));
+    }
+    for (Value v : g.inputs()) plan.graph_inputs.push_back(IoDType(g.type(v).dtype));
+    for (Value v : g.outputs()) plan.graph_outputs.push_back(IoDType(g.type(v).dtype));
+    plan.unmatched = c_.Unmatched(g);
+    return plan;
   }
 
  private:
-  Status Plan(const ir::Graph& g, const std::vector<Node*>& order) {
-    out_->clear();
+  // A graph input's or output's dtype: fp32 becomes low without keep_io_types.
+  DType IoDType(DType t) const { return !p_.keep_io_types && t == DType::kFloat32 ? p_.low : t; }
+
+  // The dtype slot `s` of `n` reads under decision `d`, and why.
+  SlotPlan PlanSlot(const ir::Graph& g, const Node& n, size_t s, const Decision& d) const {
+    if (!n.has_input(s)) return {};
+    DType orig = g.type(n.input(s)).dtype;
+    switch (internal::RoleOf(n.op(), s)) {
+      case SlotRole::kStructural: return {orig, SlotRule::kOriginal};
+      case SlotRole::kFree:
+        if (auto pin = c_.PinFor(n.name(), s); pin && IsAmpFloat(orig)) return {*pin, SlotRule::kPinned};
+        return {};
+      case SlotRole::kTied:
+        if (internal::KeepsBnParamsFp32(p_, n.op(), s, g.info().opset, cap_)) return {orig, SlotRule::kOriginal};
+        if (IsAmpFloat(orig) && IsAmpFloat(d.dtype)) return {d.dtype, SlotRule::kCompute};
+        return {};
+    }
+    return {};
+  }
+
+  Status Plan(const ir::Graph& g, const std::vector<const Node*>& order) {
+    decisions_.clear();
     planned_.clear();
     for (Value v : g.inputs())
       if (!p_.keep_io_types && g.type(v).dtype == DType::kFloat32) planned_[v] = p_.low;
-    for (Node* n : order) {
+    for (const Node* n : order) {
       if (n->op() == ir::OpKind::kConstant) continue;
       AMP_ASSIGN_OR_RETURN(Decision d, Decide(g, *n));
-      (*out_)[n->id()] = d;
+      decisions_[n->id()] = d;
       for (size_t k = 0; k < n->num_outputs(); ++k) {
         DType orig = g.type(n->output(k)).dtype;
         bool keeps = !IsAmpFloat(orig) || d.reason == Reason::kNotFloat || n->op() == ir::OpKind::kCast ||
@@ -158,12 +195,12 @@ class Assigner {
   }
 
   bool ComputesLow(const Node& n) const {
-    auto it = out_->find(n.id());
-    return it != out_->end() && it->second.reason != Reason::kNotFloat && ir::IsLowPrecision(it->second.dtype);
+    auto it = decisions_.find(n.id());
+    return it != decisions_.end() && it->second.reason != Reason::kNotFloat && ir::IsLowPrecision(it->second.dtype);
   }
 
   // Rule 6: the nodes of the islands whose low precision would only round.
-  std::unordered_set<ir::NodeId> RoundingOnlyIslands(const ir::Graph& g, const std::vector<Node*>& order) const {
+  std::unordered_set<ir::NodeId> RoundingOnlyIslands(const ir::Graph& g, const std::vector<const Node*>& order) const {
     // Allowlist compute joins an island only as a model's last layer (its
     // outputs are graph outputs and nothing else): a classifier head after an
     // fp32 reduction would otherwise cost a Cast on each side for one small GEMM.
@@ -173,8 +210,8 @@ class Assigner {
       return true;
     };
     auto member = [&](const Node& n) {
-      auto it = out_->find(n.id());
-      return it != out_->end() && it->second.reason == Reason::kLevelAll &&
+      auto it = decisions_.find(n.id());
+      return it != decisions_.end() && it->second.reason == Reason::kLevelAll &&
              (n.schema().precision != PrecisionClass::kAllow || only_graph_outputs(n));
     };
     std::unordered_map<ir::NodeId, size_t> index;  // member -> union-find slot
@@ -288,23 +325,33 @@ class Assigner {
   }
 
   const Policy& p_;
-  internal::CompiledPolicy c_;
-  std::map<ir::NodeId, Decision>* out_;
-  Capability cap_;
+  const internal::CompiledPolicy& c_;
+  const Capability& cap_;
+  std::unordered_map<ir::NodeId, Decision> decisions_;
   std::unordered_map<Value, DType, ir::ValueHash> planned_;
   std::unordered_set<ir::NodeId> rounding_only_;  // rule 6, filled after the first plan
 };
 
 }  // namespace
 
-std::unique_ptr<ir::Pass> MakeAssignPass(const Policy& policy, std::map<ir::NodeId, Decision>* decisions,
-                                         Capability capability) {
-  return std::make_unique<ir::FunctionPass>("amp-assign", [policy, decisions, capability](ir::Graph& g) -> StatusOr<bool> {
-    AMP_RETURN_IF_ERROR(policy.Validate());
-    AMP_ASSIGN_OR_RETURN(internal::CompiledPolicy compiled, internal::CompiledPolicy::Compile(policy));
-    Assigner a(policy, std::move(compiled), decisions, capability);
-    return a.Run(g);
-  });
+const char* SlotRuleName(SlotRule rule) {
+  switch (rule) {
+    case SlotRule::kKeep: return "keep";
+    case SlotRule::kCompute: return "compute";
+    case SlotRule::kOriginal: return "original";
+    case SlotRule::kPinned: return "pinned";
+  }
+  return "?";
+}
+
+const NodePlan* PrecisionPlan::Find(ir::NodeId id) const {
+  auto it = nodes.find(id);
+  return it == nodes.end() ? nullptr : &it->second;
+}
+
+StatusOr<PrecisionPlan> PlanPrecision(const ir::Graph& graph, const Policy& policy, const Capability& capability) {
+  AMP_ASSIGN_OR_RETURN(internal::CompiledPolicy compiled, internal::CompiledPolicy::Compile(policy));
+  return Assigner(policy, compiled, capability).Run(graph);
 }
 
 }  // namespace amptrain::amp

@@ -1,21 +1,21 @@
-// The cast-insertion pass: makes the graph agree with the decisions.
+// The cast pass (amp/plan.h): makes the graph agree with a precision plan.
 //
-// Nodes are visited in topological order. Each tied float input slot gets the
-// node's dtype, a structural slot gets back the dtype it had in the original
-// model, a pinned free slot gets its pin; a mismatch is fixed by a Cast, one
-// per (value, dtype) and shared by every consumer. Then the node's output
+// Nodes are visited in topological order. Each input slot gets the dtype the
+// plan gives it (kKeep slots are left alone); a mismatch is fixed by a Cast,
+// one per (value, dtype) and shared by every consumer. Then the node's output
 // dtypes are re-derived from its rule (shapes are kept). Existing Cast nodes
 // keep their target here; the elimination pass folds the chains this leaves
 // (Cast(to=FLOAT) -> Cast(to=FLOAT16) becomes one Cast(to=FLOAT16)).
 // A LayerNormalization computing low gets an explicit stash_type=1 (mean and
 // inverse standard deviation computed and returned in fp32; ONNX's default).
-// Graph I/O: with keep_io_types, inputs and outputs keep their dtypes (a Cast
-// at the boundary; an output keeps its name, the value feeding its Cast is
-// renamed "<name>_fp16"); otherwise fp32 inputs and outputs become low.
+// Graph I/O takes the plan's dtypes: an input is retyped, an output keeps its
+// name behind a Cast (the value feeding it is renamed "<name>_<dtype>").
+// Nothing here asks the policy or the capability: the plan is the only input.
 #include <map>
 
 #include "amp/amp_internal.h"
 #include "amp/passes.h"
+#include "amp/plan.h"
 #include "ir/onnx_dtype.h"
 
 namespace amptrain::amp {
@@ -72,52 +72,40 @@ Status RefreshOutputDTypes(ir::Graph& g, ir::Node* node) {
 namespace {
 
 using internal::IsAmpFloat;
-using internal::SlotRole;
 using ir::DType;
 using ir::Value;
 
-class Inserter {
+class PlanApplier {
  public:
-  Inserter(const Policy& p, internal::CompiledPolicy c, const std::map<ir::NodeId, Decision>* d, Capability cap)
-      : p_(p), c_(std::move(c)), decisions_(d), cap_(std::move(cap)) {}
+  explicit PlanApplier(const PrecisionPlan& plan) : plan_(plan) {}
 
   StatusOr<bool> Run(ir::Graph& g) {
-    for (const ir::Node* n : g.nodes())
-      for (size_t k = 0; k < n->num_outputs(); ++k) original_[n->output(k)] = n->output_info(k).type.dtype;
+    if (plan_.graph_inputs.size() != g.inputs().size() || plan_.graph_outputs.size() != g.outputs().size())
+      return Internal("the precision plan was made for another graph (", plan_.graph_inputs.size(), " inputs, ",
+                      plan_.graph_outputs.size(), " outputs; the graph has ", g.inputs().size(), " and ",
+                      g.outputs().size(), ")");
     bool changed = false;
-    if (!p_.keep_io_types) {
-      for (Value v : g.inputs()) {
-        if (g.type(v).dtype != DType::kFloat32) continue;
-        g.mutable_info(v).type.dtype = p_.low;
-        changed = true;
-      }
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      Value v = g.inputs()[i];
+      if (g.type(v).dtype == plan_.graph_inputs[i]) continue;
+      g.mutable_info(v).type.dtype = plan_.graph_inputs[i];
+      changed = true;
     }
     AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
     for (ir::Node* n : order) {
       if (n->op() == ir::OpKind::kConstant) continue;
-      auto it = decisions_->find(n->id());
-      if (it == decisions_->end()) return Internal(n->Describe(), ": no precision decision (run the assignment pass first)");
-      const Decision& d = it->second;
+      const NodePlan* np = plan_.Find(n->id());
+      if (!np || np->inputs.size() != n->num_inputs())
+        return Internal(n->Describe(), ": not in the precision plan (plan the graph first)");
       for (size_t s = 0; s < n->num_inputs(); ++s) {
+        const SlotPlan& sp = np->inputs[s];
         Value v = n->input(s);
-        if (!v.valid()) continue;
-        DType cur = g.type(v).dtype, want = cur;
-        switch (internal::RoleOf(n->op(), s)) {
-          case SlotRole::kStructural: want = original_.at(v); break;
-          case SlotRole::kFree:
-            if (auto pin = c_.PinFor(n->name(), s); pin && IsAmpFloat(cur)) want = *pin;
-            break;
-          case SlotRole::kTied:
-            if (internal::KeepsBnParamsFp32(p_, n->op(), s, g.info().opset, cap_)) want = original_.at(v);
-            else if (IsAmpFloat(cur) && IsAmpFloat(d.dtype)) want = d.dtype;
-            break;
-        }
-        if (want == cur) continue;
-        g.SetInput(n, s, CastOf(g, v, want));
+        if (!v.valid() || sp.rule == SlotRule::kKeep || g.type(v).dtype == sp.dtype) continue;
+        g.SetInput(n, s, CastOf(g, v, sp.dtype));
         changed = true;
       }
       // A low LayerNormalization keeps fp32 statistics (ONNX: stash_type=1).
-      if (n->op() == ir::OpKind::kLayerNormalization && ir::IsLowPrecision(d.dtype) &&
+      if (n->op() == ir::OpKind::kLayerNormalization && ir::IsLowPrecision(np->decision.dtype) &&
           (!n->attrs().Has("stash_type") || n->attrs().Int("stash_type", 1) != 1)) {
         n->attrs().Set("stash_type", int64_t{1});
         changed = true;
@@ -127,8 +115,7 @@ class Inserter {
     }
     for (size_t i = 0; i < g.outputs().size(); ++i) {
       Value v = g.outputs()[i];
-      DType cur = g.type(v).dtype, want = original_.at(v);
-      if (!p_.keep_io_types && want == DType::kFloat32) want = p_.low;
+      DType cur = g.type(v).dtype, want = plan_.graph_outputs[i];
       if (cur == want || !IsAmpFloat(cur) || !IsAmpFloat(want)) continue;
       std::string name = g.name(v);
       AMP_RETURN_IF_ERROR(g.RenameValue(v, g.UniqueName(StrCat(name, "_", internal::ShortName(cur)))));
@@ -152,22 +139,15 @@ class Inserter {
     return c;
   }
 
-  const Policy& p_;
-  internal::CompiledPolicy c_;
-  const std::map<ir::NodeId, Decision>* decisions_;
-  Capability cap_;
-  std::map<Value, DType> original_;
+  const PrecisionPlan& plan_;
   std::map<std::pair<Value, DType>, Value> casts_;
 };
 
 }  // namespace
 
-std::unique_ptr<ir::Pass> MakeInsertCastsPass(const Policy& policy, const std::map<ir::NodeId, Decision>* decisions,
-                                              Capability capability) {
-  return std::make_unique<ir::FunctionPass>("amp-insert-casts", [policy, decisions, capability](ir::Graph& g) -> StatusOr<bool> {
-    AMP_ASSIGN_OR_RETURN(internal::CompiledPolicy compiled, internal::CompiledPolicy::Compile(policy));
-    Inserter ins(policy, std::move(compiled), decisions, capability);
-    return ins.Run(g);
+std::unique_ptr<ir::Pass> MakeApplyPlanPass(const PrecisionPlan* plan) {
+  return std::make_unique<ir::FunctionPass>("amp-apply-plan", [plan](ir::Graph& g) -> StatusOr<bool> {
+    return PlanApplier(*plan).Run(g);
   });
 }
 
