@@ -1,7 +1,10 @@
 // Element types for CPU kernels and the one dtype switch.
 //
 // Half and BFloat16 are 2-byte storage types that convert to and from float
-// (round to nearest even). Kernels are templates over the storage type T and
+// (round to nearest even). Half converts with F16C's scalar instructions
+// where the build has them: the same bits as ir::FloatToHalf/HalfToFloat for
+// every input (float -> half checked over all 2^32 floats; a signaling-NaN
+// half, which F16C would quiet, takes the software path). Kernels are templates over the storage type T and
 // compute in Acc<T>: float for float/Half/BFloat16, double for double, the
 // integer itself for integer types. Reductions in the reference kernels
 // accumulate in double (Wide<T>).
@@ -14,6 +17,9 @@
 
 #include <cstdint>
 #include <type_traits>
+#ifdef __F16C__
+#include <immintrin.h>
+#endif
 
 #include "ir/dtype.h"
 #include "ir/status.h"
@@ -25,8 +31,13 @@ using ir::DType;
 struct Half {
   uint16_t bits = 0;
   Half() = default;
+#ifdef __F16C__
+  Half(float f) : bits(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT)) {}  // NOLINT: implicit like a float
+  operator float() const { return (bits & 0x7c00u) == 0x7c00u ? ir::HalfToFloat(bits) : _cvtsh_ss(bits); }
+#else
   Half(float f) : bits(ir::FloatToHalf(f)) {}  // NOLINT: implicit like a float
   operator float() const { return ir::HalfToFloat(bits); }
+#endif
 };
 
 struct BFloat16 {

@@ -25,15 +25,31 @@ void WidenBf16(const uint16_t* in, float* out, int64_t b, int64_t e) {
   for (int64_t i = b; i < e; ++i) out[i] = ir::BFloat16ToFloat(in[i]);
 }
 
+// ir::FloatToBFloat16 without the branch, so that the loop vectorizes.
 void NarrowBf16(const float* in, uint16_t* out, int64_t b, int64_t e) {
-  for (int64_t i = b; i < e; ++i) out[i] = ir::FloatToBFloat16(in[i]);
+  for (int64_t i = b; i < e; ++i) {
+    const uint32_t x = ir::FloatBits(in[i]);
+    const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+    out[i] = static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? (x >> 16) | 0x40u : rounded);
+  }
 }
 
+// F16C quiets a signaling NaN, ir::HalfToFloat keeps it: a block of 8 that
+// holds one converts in software, so every value has ir::HalfToFloat's bits.
 void WidenHalf(const uint16_t* in, float* out, int64_t b, int64_t e) {
   int64_t i = b;
 #ifdef __F16C__
-  for (; i + 8 <= e; i += 8)
-    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
+  const __m128i exp_quiet = _mm_set1_epi16(0x7e00), inf = _mm_set1_epi16(0x7c00), payload = _mm_set1_epi16(0x01ff);
+  for (; i + 8 <= e; i += 8) {
+    const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+    const __m128i signaling = _mm_andnot_si128(_mm_cmpeq_epi16(_mm_and_si128(h, payload), _mm_setzero_si128()),
+                                               _mm_cmpeq_epi16(_mm_and_si128(h, exp_quiet), inf));
+    if (_mm_movemask_epi8(signaling)) {
+      for (int64_t j = i; j < i + 8; ++j) out[j] = ir::HalfToFloat(in[j]);
+      continue;
+    }
+    _mm256_storeu_ps(out + i, _mm256_cvtph_ps(h));
+  }
 #endif
   for (; i < e; ++i) out[i] = ir::HalfToFloat(in[i]);
 }
@@ -64,6 +80,18 @@ void NarrowFromFloat(ir::DType dst, const float* in, void* out, int64_t n, int t
     Chunked(n, threads, [&](int64_t b, int64_t e) { NarrowBf16(in, p, b, e); });
   else
     Chunked(n, threads, [&](int64_t b, int64_t e) { NarrowHalf(in, p, b, e); });
+}
+
+void WidenSpan(ir::DType src, const void* in, float* out, int64_t n) {
+  const auto* p = static_cast<const uint16_t*>(in);
+  if (src == ir::DType::kBFloat16) WidenBf16(p, out, 0, n);
+  else WidenHalf(p, out, 0, n);
+}
+
+void NarrowSpan(ir::DType dst, const float* in, void* out, int64_t n) {
+  auto* p = static_cast<uint16_t*>(out);
+  if (dst == ir::DType::kBFloat16) NarrowBf16(in, p, 0, n);
+  else NarrowHalf(in, p, 0, n);
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -1,8 +1,8 @@
 // Bulk conversions between fp32 and the 2-byte float storage types (bf16,
 // fp16), vectorized (F16C for fp16) and split over `threads` OpenMP threads.
 // Rounding is the IEEE round-to-nearest-even of ir/dtype.h, NaN stays NaN,
-// fp16 overflow goes to ±inf: the values of ir::FloatToHalf/FloatToBFloat16
-// (NaN payloads aside).
+// fp16 overflow goes to ±inf: the bits of ir::FloatToHalf/FloatToBFloat16
+// and ir::HalfToFloat/BFloat16ToFloat for every input, NaN payloads included.
 #pragma once
 
 #include <cstdint>
@@ -18,5 +18,10 @@ inline bool IsTwoByteFloat(ir::DType t) { return t == ir::DType::kFloat16 || t =
 void WidenToFloat(ir::DType src, const void* in, float* out, int64_t n, int threads);
 // out[i] = dst(in[i]) for a kFloat16 or kBFloat16 `out`.
 void NarrowFromFloat(ir::DType dst, const float* in, void* out, int64_t n, int threads);
+
+// The same on the calling thread only, for kernels that convert rows or
+// planes inside their own parallel loops.
+void WidenSpan(ir::DType src, const void* in, float* out, int64_t n);
+void NarrowSpan(ir::DType dst, const float* in, void* out, int64_t n);
 
 }  // namespace amptrain::kernels::cpu

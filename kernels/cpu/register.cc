@@ -16,6 +16,7 @@ void RegisterCpuReferenceKernels(Registry& r) {
 void RegisterCpuOneDnnKernels(Registry& r) {
   cpu::RegisterOneDnn(r);
   cpu::RegisterOneDnnTraining(r);
+  cpu::RegisterDirect(r);
 }
 
 }  // namespace amptrain::kernels

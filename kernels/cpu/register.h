@@ -3,6 +3,8 @@
 //              dtype; the oracle of the tests. impl = "reference", priority 0.
 //   onednn:    oneDNN primitives for conv/matmul/gemm/pool/batchnorm in fp32
 //              and bf16. impl = "onednn", priority 10.
+//   direct:    hand-written loops for fp32 and 2-byte floats where those are
+//              slow (kernels/cpu/direct_kernels.h). impl = "direct", priority 20.
 #pragma once
 
 #include "kernels/kernel.h"
@@ -17,5 +19,6 @@ void RegisterReferenceNN(Registry& r);      // kernels/cpu/nn.cc (+ conv.cc, poo
 void RegisterOneDnn(Registry& r);           // kernels/cpu/onednn_*.cc
 void RegisterReferenceTraining(Registry& r); // kernels/cpu/grad_*.cc, loss.cc: loss heads and backward ops (autodiff/grad_ops.md)
 void RegisterOneDnnTraining(Registry& r);   // kernels/cpu/onednn_grad_*.cc: ConvGrad, MaxPoolGrad, BatchNormalizationGrad
+void RegisterDirect(Registry& r);           // kernels/cpu/direct_*.cc: pools and pool grads, ...
 
 }  // namespace amptrain::kernels::cpu

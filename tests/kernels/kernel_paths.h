@@ -37,6 +37,17 @@ inline const std::vector<KernelPath>& KernelPaths() {
   return paths;
 }
 
+// The direct kernels (kernels/cpu/direct_kernels.h), impl "direct": fp32,
+// bf16 and fp16 on every CPU with the build's baseline (AVX, F16C).
+inline const std::vector<KernelPath>& DirectPaths() {
+  static const std::vector<KernelPath> paths = {
+      {ir::DType::kFloat32, "direct", "fp32"},
+      {ir::DType::kBFloat16, "direct", "bf16"},
+      {ir::DType::kFloat16, "direct", "fp16"},
+  };
+  return paths;
+}
+
 // Empty when this CPU runs `p`; otherwise the skip reason.
 inline std::string MissingIsa(const KernelPath& p) {
   const cpu::CpuInfo& c = cpu::Cpu();
@@ -58,6 +69,11 @@ struct PathName {
 // INSTANTIATE_KERNEL_PATHS(Suite): one instance of each TEST_P of Suite per path.
 #define INSTANTIATE_KERNEL_PATHS(suite)                                                          \
   INSTANTIATE_TEST_SUITE_P(Paths, suite, ::testing::ValuesIn(::amptrain::kernels::testing::KernelPaths()), \
+                           ::amptrain::kernels::testing::PathName())
+
+// INSTANTIATE_DIRECT_PATHS(Suite): one instance of each TEST_P of Suite per dtype of the direct kernels.
+#define INSTANTIATE_DIRECT_PATHS(suite)                                                          \
+  INSTANTIATE_TEST_SUITE_P(Paths, suite, ::testing::ValuesIn(::amptrain::kernels::testing::DirectPaths()), \
                            ::amptrain::kernels::testing::PathName())
 
 // First statement of a TEST_P over KernelPath.

@@ -1,0 +1,196 @@
+// Direct elementwise kernels for the hot ops of mixed-precision training,
+// impl "direct": loops the compiler vectorizes, where the reference converts
+// one element at a time.
+//   Relu (fp16, bf16):       on the bits. Negative numbers and -inf become
+//                            +0, -0 stays -0, NaN is quieted (the reference's
+//                            round trip through fp32).
+//   ReluGrad(dY, Y) (fp32, fp16, bf16): dY where Y > 0, else +0; a 2-byte
+//                            NaN dY is quieted as by the reference.
+//   Cast fp32 <-> fp16/bf16: the vectorized conversions of float_convert.h.
+// Same bits as the reference kernels (unary.cc, grad_misc.cc, cast.cc) for
+// every input. Output 0 may overwrite input 0. SSE2 and AVX intrinsics: the
+// build's baseline (-mf16c implies AVX).
+#include <immintrin.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/float_convert.h"
+
+namespace amptrain::kernels::cpu::direct {
+
+namespace {
+
+constexpr int64_t kParallelMin = 1 << 15;
+
+// Bit layout of a 2-byte float: the exponent mask (= +inf) and the quiet bit.
+struct Bits2 {
+  uint16_t inf, quiet;
+};
+constexpr Bits2 kHalfBits{0x7c00, 0x0200}, kBf16Bits{0x7f80, 0x0040};
+
+// Scalar forms (the tails of the vector loops), on the bits:
+// the value after a round trip through fp32 (NaN quieted, the rest unchanged),
+inline uint16_t RoundTrip(uint16_t x, Bits2 b) {
+  return static_cast<uint16_t>((x & 0x7fffu) > b.inf ? x | b.quiet : x);
+}
+// Relu: a negative number (not -0, not NaN) becomes +0,
+inline uint16_t Relu(uint16_t x, Bits2 b) {
+  const bool negative = (x & 0x8000u) && (x & 0x7fffu) != 0 && (x & 0x7fffu) <= b.inf;
+  return negative ? uint16_t{0} : RoundTrip(x, b);
+}
+// ReluGrad: dY where Y > 0 (+inf included, NaN not), else +0.
+inline uint16_t ReluGrad(uint16_t dy, uint16_t y, Bits2 b) {
+  const bool positive = !(y & 0x8000u) && y != 0 && y <= b.inf;
+  return positive ? RoundTrip(dy, b) : uint16_t{0};
+}
+
+// The same, 8 lanes at a time (SSE2 compares are signed: every operand is
+// below 0x8000 once the sign is masked off).
+struct Lanes {
+  __m128i inf, quiet, abs = _mm_set1_epi16(0x7fff), zero = _mm_setzero_si128();
+  explicit Lanes(Bits2 b) : inf(_mm_set1_epi16(static_cast<short>(b.inf))), quiet(_mm_set1_epi16(static_cast<short>(b.quiet))) {}
+  __m128i RoundTrip(__m128i x) const {
+    return _mm_or_si128(x, _mm_and_si128(quiet, _mm_cmpgt_epi16(_mm_and_si128(x, abs), inf)));
+  }
+  // All ones where x is a number (not NaN) other than +-0.
+  __m128i NonzeroNumber(__m128i x) const {
+    const __m128i a = _mm_and_si128(x, abs);
+    return _mm_andnot_si128(_mm_or_si128(_mm_cmpeq_epi16(a, zero), _mm_cmpgt_epi16(a, inf)), _mm_set1_epi16(-1));
+  }
+  __m128i Relu(__m128i x) const {
+    const __m128i negative = _mm_and_si128(_mm_cmplt_epi16(x, zero), NonzeroNumber(x));
+    return _mm_andnot_si128(negative, RoundTrip(x));
+  }
+  __m128i ReluGrad(__m128i dy, __m128i y) const {
+    const __m128i positive = _mm_andnot_si128(_mm_cmplt_epi16(y, zero), NonzeroNumber(y));
+    return _mm_and_si128(positive, RoundTrip(dy));
+  }
+};
+
+inline __m128i Load8(const uint16_t* p) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)); }
+inline void Store8(uint16_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+
+template <class Fn>
+void ForRange(int64_t n, int threads, Fn&& fn) {
+  const int t = n >= kParallelMin ? threads : 1;
+  const int64_t step = ((n + t - 1) / t + 63) / 64 * 64;
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
+  for (int64_t b = 0; b < n; b += step) fn(b, std::min(n, b + step));
+}
+
+class ReluKernel final : public Kernel {
+ public:
+  ReluKernel(Bits2 bits, int threads) : bits_(bits), threads_(threads) {}
+  Status Run(KernelContext& ctx) override {
+    const auto* x = ctx.inputs[0].as<const uint16_t>();
+    auto* y = ctx.outputs[0].as<uint16_t>();
+    const Bits2 b = bits_;
+    ForRange(ctx.outputs[0].num_elements(), threads_, [x, y, b](int64_t lo, int64_t hi) {
+      const Lanes v(b);
+      int64_t i = lo;
+      for (; i + 8 <= hi; i += 8) Store8(y + i, v.Relu(Load8(x + i)));
+      for (; i < hi; ++i) y[i] = Relu(x[i], b);
+    });
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+
+ private:
+  Bits2 bits_;
+  int threads_;
+};
+
+class ReluGradKernel final : public Kernel {
+ public:
+  ReluGradKernel(DType t, int threads) : dtype_(t), threads_(threads) {}
+  Status Run(KernelContext& ctx) override {
+    const int64_t n = ctx.outputs[0].num_elements();
+    if (dtype_ == DType::kFloat32) {
+      const float* dy = ctx.inputs[0].as<const float>();
+      const float* y = ctx.inputs[1].as<const float>();
+      float* dx = ctx.outputs[0].as<float>();
+      ForRange(n, threads_, [dy, y, dx](int64_t lo, int64_t hi) {
+        int64_t i = lo;
+        for (; i + 8 <= hi; i += 8) {
+          const __m256 positive = _mm256_cmp_ps(_mm256_loadu_ps(y + i), _mm256_setzero_ps(), _CMP_GT_OQ);
+          _mm256_storeu_ps(dx + i, _mm256_and_ps(positive, _mm256_loadu_ps(dy + i)));
+        }
+        for (; i < hi; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      });
+      return Status::Ok();
+    }
+    const Bits2 b = dtype_ == DType::kFloat16 ? kHalfBits : kBf16Bits;
+    const auto* dy = ctx.inputs[0].as<const uint16_t>();
+    const auto* y = ctx.inputs[1].as<const uint16_t>();
+    auto* dx = ctx.outputs[0].as<uint16_t>();
+    ForRange(n, threads_, [dy, y, dx, b](int64_t lo, int64_t hi) {
+      const Lanes v(b);
+      int64_t i = lo;
+      for (; i + 8 <= hi; i += 8) Store8(dx + i, v.ReluGrad(Load8(dy + i), Load8(y + i)));
+      for (; i < hi; ++i) dx[i] = ReluGrad(dy[i], y[i], b);
+    });
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+
+ private:
+  DType dtype_;
+  int threads_;
+};
+
+class CastKernel final : public Kernel {
+ public:
+  CastKernel(DType from, DType to, int threads) : from_(from), to_(to), threads_(threads) {}
+  Status Run(KernelContext& ctx) override {
+    const int64_t n = ctx.outputs[0].num_elements();
+    if (from_ == DType::kFloat32) NarrowFromFloat(to_, ctx.inputs[0].as<const float>(), ctx.outputs[0].data, n, threads_);
+    else WidenToFloat(from_, ctx.inputs[0].data, ctx.outputs[0].as<float>(), n, threads_);
+    return Status::Ok();
+  }
+
+ private:
+  DType from_, to_;
+  int threads_;
+};
+
+int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
+
+Status SameTypes(const KernelInit& init, size_t inputs) {
+  AMP_RETURN_IF_ERROR(kernels::CheckArity(init, inputs, inputs, 1, 1));
+  for (size_t i = 0; i < inputs; ++i)
+    if (init.inputs[i].dtype != init.outputs[0].dtype || init.inputs[i].dims != init.outputs[0].dims)
+      return init.Error("inputs and output must share dtype and dims");
+  return Status::Ok();
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeRelu(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(SameTypes(init, 1));
+  const DType t = init.inputs[0].dtype;
+  if (!IsTwoByteFloat(t)) return init.Error("the direct Relu takes fp16 and bf16");
+  return std::unique_ptr<Kernel>(new ReluKernel(t == DType::kFloat16 ? kHalfBits : kBf16Bits, Threads(init)));
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeReluGrad(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(SameTypes(init, 2));
+  return std::unique_ptr<Kernel>(new ReluGradKernel(init.inputs[0].dtype, Threads(init)));
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
+  const DType from = init.inputs[0].dtype, to = init.outputs[0].dtype;
+  if (init.inputs[0].dims != init.outputs[0].dims) return init.Error("output dims differ from the input's");
+  const bool narrow = from == DType::kFloat32 && IsTwoByteFloat(to), widen = IsTwoByteFloat(from) && to == DType::kFloat32;
+  if (!narrow && !widen) return init.Error("the direct Cast converts between fp32 and fp16/bf16 only");
+  return std::unique_ptr<Kernel>(new CastKernel(from, to, Threads(init)));
+}
+
+}  // namespace
+
+void RegisterDirectElementwise(Registry& r) {
+  r.Add(DirectEntry(OpKind::kRelu, MakeRelu, {DType::kFloat16, DType::kBFloat16}));
+  r.Add(DirectEntry(OpKind::kReluGrad, MakeReluGrad));
+  r.Add(DirectEntry(OpKind::kCast, MakeCast));
+}
+
+}  // namespace amptrain::kernels::cpu::direct

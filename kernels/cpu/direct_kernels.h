@@ -1,0 +1,33 @@
+// Internal to the direct CPU kernels (kernels/cpu/direct_*.cc): hand-written
+// loops for the ops where oneDNN 2.6 on plain layouts, or the widened
+// (convert, run fp32, convert back) path, is slow. They take fp32 and the
+// 2-byte float types, convert 2-byte values in registers or thread-local
+// rows, and give the same bits as the reference kernels unless a file's
+// header says otherwise. impl "direct", priority 20: above oneDNN (10) and
+// its widened twin (5); a configuration a kernel does not take is declined
+// at creation and the next implementation runs.
+#pragma once
+
+#include <memory>
+
+#include "kernels/cpu/element.h"
+#include "kernels/kernel.h"
+
+namespace amptrain::kernels::cpu::direct {
+
+// The ir dtype of a kernel storage type (float, Half, BFloat16).
+template <class T> constexpr DType StorageDType() {
+  if constexpr (std::is_same_v<T, Half>) return DType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBFloat16;
+  else return DType::kFloat32;
+}
+
+// Entry with impl "direct", priority 20, for fp32/fp16/bf16 (or `dtypes`);
+// its `accepts` runs `factory`, so a declined configuration falls through.
+KernelEntry DirectEntry(OpKind op, KernelFactory factory,
+                        std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
+
+void RegisterDirectPool(Registry& r);         // direct_pool.cc: MaxPool, AveragePool, MaxPoolGrad (2-D)
+void RegisterDirectElementwise(Registry& r);  // direct_elementwise.cc: Relu, ReluGrad, Cast fp32 <-> 2-byte
+
+}  // namespace amptrain::kernels::cpu::direct

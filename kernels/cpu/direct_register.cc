@@ -1,0 +1,22 @@
+// Registration of the direct kernel set (kernels/cpu/direct_kernels.h).
+#include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/register.h"
+
+namespace amptrain::kernels::cpu {
+
+namespace direct {
+
+KernelEntry DirectEntry(OpKind op, KernelFactory factory, std::vector<DType> dtypes) {
+  KernelEntry e{op, Device::kCpu, "direct", 20, std::move(dtypes), factory, nullptr};
+  e.accepts = [factory](const KernelInit& init) { return factory(init).ok(); };
+  return e;
+}
+
+}  // namespace direct
+
+void RegisterDirect(Registry& r) {
+  direct::RegisterDirectPool(r);
+  direct::RegisterDirectElementwise(r);
+}
+
+}  // namespace amptrain::kernels::cpu

@@ -1,0 +1,238 @@
+// The direct kernels (kernels/cpu/direct_kernels.h) against the reference
+// kernels, bit for bit, in fp32, bf16 and fp16 (tests/kernels/kernel_paths.h,
+// DirectPaths): the direct loops compare, sum and round exactly as the
+// reference does, so no tolerance is needed. Inputs hold ties, signed zeros,
+// infinities and quiet NaNs besides random values; geometries cover odd
+// sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
+// windows. Also: the registry picks "direct" for these ops, and what the
+// direct kernels decline (MaxPool's Indices, 1-D pools) still runs.
+#include <cstring>
+#include <limits>
+
+#include "ir/onnx_dtype.h"
+#include "tests/kernels/grad_test_util.h"
+#include "tests/kernels/kernel_paths.h"
+
+namespace amptrain::kernels::testing {
+namespace {
+
+using gradtest::Options;
+using gradtest::RunKernel;
+using ir::Attributes;
+using ir::Tensor;
+using I = std::vector<int64_t>;
+
+// Random values in [-1, 1) of `t`, with every 7th element a copy of its
+// neighbour (ties), and a few zeros, -0, +-inf and NaN when `specials`.
+Tensor Values(const I& dims, uint32_t seed, DType t, bool specials = true) {
+  Tensor x = gradtest::Random(dims, seed, t);
+  const int64_t n = x.num_elements();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+  for (int64_t i = 1; i < n; ++i) {
+    if (i % 7 == 0) ir::SetElementFromDouble(x, i, x.GetAsDouble(i - 1));
+    if (specials && i % 53 == 0) ir::SetElementFromDouble(x, i, special[(i / 53) % 5]);
+  }
+  return x;
+}
+
+bool SameBits(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.dims() == b.dims() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
+}
+
+// Runs `op` on the direct kernel (which must accept it, and which the
+// registry must pick by default) and on the reference; every output bitwise.
+void ExpectSameAsReference(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in) {
+  Options direct, ref, any;
+  direct.impl = "direct";
+  any.impl = "";
+  auto got = RunKernel(op, a, in, direct);
+  ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+  auto want = RunKernel(op, a, in, ref);
+  ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
+  for (size_t o = 0; o < want->size(); ++o)
+    EXPECT_TRUE(SameBits((*got)[o], (*want)[o])) << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
+  auto picked = RunKernel(op, a, in, any);
+  ASSERT_TRUE(picked.ok()) << what << ": " << picked.status().ToString();
+  EXPECT_TRUE(SameBits((*picked)[0], (*got)[0])) << what << ": the registry's pick differs";
+}
+
+struct PoolCase {
+  const char* name;
+  I x, kernel, strides, dilations, pads;
+  int64_t ceil_mode = 0;
+};
+
+Attributes PoolAttrs(const PoolCase& c, int64_t count_include_pad = 0) {
+  Attributes a;
+  a.Set("kernel_shape", c.kernel);
+  if (!c.strides.empty()) a.Set("strides", c.strides);
+  if (!c.dilations.empty()) a.Set("dilations", c.dilations);
+  if (!c.pads.empty()) a.Set("pads", c.pads);
+  a.Set("ceil_mode", c.ceil_mode);
+  a.Set("count_include_pad", count_include_pad);
+  return a;
+}
+
+const std::vector<PoolCase>& PoolCases() {
+  static const std::vector<PoolCase> cases = {
+      {"2x2 s2 (SimpleCNN)", {3, 5, 28, 28}, {2, 2}, {2, 2}, {}, {}},
+      {"2x2 s2 odd sizes", {2, 3, 9, 7}, {2, 2}, {2, 2}, {}, {}},
+      {"3x3 s2 p1 (ResNet stem)", {2, 4, 15, 16}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}},
+      {"3x3 s1 p1", {1, 3, 7, 9}, {3, 3}, {1, 1}, {}, {1, 1, 1, 1}},
+      {"3x3 s2 ceil_mode", {1, 4, 10, 11}, {3, 3}, {2, 2}, {}, {}, 1},
+      {"2x2 s2 ceil_mode odd", {2, 2, 7, 9}, {2, 2}, {2, 2}, {}, {}, 1},
+      {"3x3 s1 dilation 2", {1, 2, 12, 11}, {3, 3}, {1, 1}, {2, 2}, {}},
+      {"2x3 s1x2 asymmetric pads", {1, 4, 9, 9}, {2, 3}, {1, 2}, {}, {1, 0, 0, 2}},
+      {"1x3 s1", {1, 2, 5, 8}, {1, 3}, {1, 1}, {}, {}},
+      {"3x2 s3 ceil, pads", {1, 3, 11, 6}, {3, 2}, {3, 3}, {}, {1, 1, 0, 1}, 1},
+      {"whole plane", {2, 3, 5, 6}, {5, 6}, {1, 1}, {}, {}},
+      {"empty batch", {0, 3, 8, 8}, {2, 2}, {2, 2}, {}, {}},
+  };
+  return cases;
+}
+
+class DirectPath : public ::testing::TestWithParam<KernelPath> {};
+INSTANTIATE_DIRECT_PATHS(DirectPath);
+
+TEST_P(DirectPath, MaxPoolMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  for (const PoolCase& c : PoolCases())
+    ExpectSameAsReference(c.name, OpKind::kMaxPool, PoolAttrs(c), {Values(c.x, 1, t)});
+  // All-equal windows (ReLU zeros before the pool): the first maximum's bits.
+  const PoolCase& c = PoolCases()[2];
+  Tensor zeros = *Tensor::Zeros(t, c.x);
+  for (int64_t i = 0; i < zeros.num_elements(); i += 2) ir::SetElementFromDouble(zeros, i, -0.0);
+  ExpectSameAsReference("signed zeros", OpKind::kMaxPool, PoolAttrs(c), {zeros});
+}
+
+TEST_P(DirectPath, AveragePoolMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  for (const PoolCase& c : PoolCases()) {
+    for (int64_t include_pad : {0, 1}) {
+      // No specials: an inf or NaN makes the whole window inf/NaN on both sides, hiding the divisor.
+      ExpectSameAsReference(std::string(c.name) + (include_pad ? " include pad" : " exclude pad"),
+                            OpKind::kAveragePool, PoolAttrs(c, include_pad), {Values(c.x, 2, t, false)});
+    }
+  }
+  ExpectSameAsReference("with inf and NaN", OpKind::kAveragePool, PoolAttrs(PoolCases()[3]),
+                        {Values(PoolCases()[3].x, 3, t)});
+}
+
+TEST_P(DirectPath, MaxPoolGradMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  for (const PoolCase& c : PoolCases()) {
+    const Attributes a = PoolAttrs(c);
+    Tensor x = Values(c.x, 4, t);
+    auto y = RunKernel(OpKind::kMaxPool, a, {x});
+    ASSERT_TRUE(y.ok()) << c.name << ": " << y.status().ToString();
+    ExpectSameAsReference(c.name, OpKind::kMaxPoolGrad, a, {Values((*y)[0].dims(), 5, t), x});
+    ExpectSameAsReference(std::string(c.name) + ", finite dY", OpKind::kMaxPoolGrad, a,
+                          {Values((*y)[0].dims(), 6, t, false), x});
+  }
+  // Ties everywhere: the gradient goes to the first maximum of each window.
+  const PoolCase& c = PoolCases()[2];
+  Tensor zeros = *Tensor::Zeros(t, c.x);
+  auto y = RunKernel(OpKind::kMaxPool, PoolAttrs(c), {zeros});
+  ASSERT_TRUE(y.ok());
+  ExpectSameAsReference("ties", OpKind::kMaxPoolGrad, PoolAttrs(c), {Values((*y)[0].dims(), 7, t, false), zeros});
+}
+
+// Unused dX (data == nullptr) is left alone.
+TEST_P(DirectPath, MaxPoolGradSkipsAnUnusedOutput) {
+  const DType t = GetParam().dtype;
+  const PoolCase& c = PoolCases()[0];
+  Options direct;
+  direct.impl = "direct";
+  direct.unused = {true};
+  Tensor x = Values(c.x, 8, t);
+  auto out = RunKernel(OpKind::kMaxPoolGrad, PoolAttrs(c), {Values({3, 5, 14, 14}, 9, t), x}, direct);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+}
+
+TEST_P(DirectPath, DeclinesWhatTheReferenceRuns) {
+  const DType t = GetParam().dtype;
+  Options direct, any;
+  direct.impl = "direct";
+  any.impl = "";
+  Attributes a;
+  a.Set("kernel_shape", I{2});
+  // 1-D pool: reference.
+  std::vector<Tensor> in1d = {Values({1, 2, 9}, 10, t)};
+  EXPECT_FALSE(RunKernel(OpKind::kMaxPool, a, in1d, direct).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kMaxPool, a, in1d, any).ok());
+  // MaxPool with its Indices output: reference.
+  Attributes a2 = PoolAttrs(PoolCases()[1]);
+  Options two = direct, two_any = any;
+  two.num_outputs = two_any.num_outputs = 2;
+  std::vector<Tensor> in = {Values(PoolCases()[1].x, 11, t)};
+  EXPECT_FALSE(RunKernel(OpKind::kMaxPool, a2, in, two).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kMaxPool, a2, in, two_any).ok());
+}
+
+// Every 2-byte pattern once, in a [256, 256] tensor of `t`.
+Tensor AllPatterns(DType t) {
+  Tensor x = *Tensor::Zeros(t, {256, 256});
+  for (uint32_t i = 0; i < 65536; ++i) x.data<uint16_t>()[i] = static_cast<uint16_t>(i);
+  return x;
+}
+
+// fp32 bit patterns spread over all 2^32 (a multiplicative hash of the index),
+// the ties and boundaries of fp16/bf16 rounding, and the specials.
+Tensor FloatPatterns() {
+  std::vector<uint32_t> bits;
+  for (uint32_t i = 0; i < (1u << 18); ++i) bits.push_back(i * 0x9E3779B1u);
+  for (uint32_t h = 0; h < 65536; h += 7) {
+    const uint32_t f = ir::FloatBits(ir::HalfToFloat(static_cast<uint16_t>(h)));
+    for (uint32_t d : {0u, 1u, 0xfffu, 0x1000u, 0x1001u, 0x2000u, 0x8000u, 0x7fffu}) bits.insert(bits.end(), {f + d, f - d});
+  }
+  for (float v : {0.0f, -0.0f, 65504.0f, 65520.0f, -65520.0f, 1e-8f, 3e-8f, std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::signaling_NaN(), std::numeric_limits<float>::denorm_min()})
+    bits.push_back(ir::FloatBits(v));
+  Tensor x = *Tensor::Zeros(DType::kFloat32, {static_cast<int64_t>(bits.size())});
+  std::memcpy(x.raw(), bits.data(), bits.size() * 4);
+  return x;
+}
+
+TEST_P(DirectPath, ReluMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  if (t == DType::kFloat32) {  // the reference's fp32 loop is vectorized already: no direct kernel
+    EXPECT_FALSE(RunKernel(OpKind::kRelu, Attributes{}, {Values({4, 8}, 1, t)}, Options{.impl = "direct"}).ok());
+    return;
+  }
+  ExpectSameAsReference("every pattern", OpKind::kRelu, Attributes{}, {AllPatterns(t)});
+  ExpectSameAsReference("odd size", OpKind::kRelu, Attributes{}, {Values({3, 37, 41}, 2, t)});
+}
+
+TEST_P(DirectPath, ReluGradMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  if (t == DType::kFloat32) {
+    ExpectSameAsReference("random", OpKind::kReluGrad, Attributes{}, {Values({3, 37, 41}, 3, t), Values({3, 37, 41}, 4, t)});
+    return;
+  }
+  // Y: every pattern; dY: every pattern in another order.
+  Tensor y = AllPatterns(t), dy = AllPatterns(t);
+  for (uint32_t i = 0; i < 65536; ++i) dy.data<uint16_t>()[i] = static_cast<uint16_t>(i * 40503u + 17u);
+  ExpectSameAsReference("every pattern", OpKind::kReluGrad, Attributes{}, {dy, y});
+  ExpectSameAsReference("every dY where Y > 0", OpKind::kReluGrad, Attributes{}, {y, Values({256, 256}, 5, t, false)});
+}
+
+TEST_P(DirectPath, CastMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  Attributes to_float, to_t;
+  to_float.Set("to", int64_t{ir::OnnxFromDType(DType::kFloat32)});
+  to_t.Set("to", int64_t{ir::OnnxFromDType(t)});
+  if (t == DType::kFloat32) {  // fp32 -> fp32 is a copy; the direct Cast converts between widths only
+    EXPECT_FALSE(RunKernel(OpKind::kCast, to_float, {Values({4, 8}, 1, t)}, Options{.impl = "direct"}).ok());
+    return;
+  }
+  ExpectSameAsReference("every pattern to fp32", OpKind::kCast, to_float, {AllPatterns(t)});
+  ExpectSameAsReference("fp32 patterns", OpKind::kCast, to_t, {FloatPatterns()});
+  // Lengths around the vector width and the parallel threshold.
+  for (int64_t n : {1, 7, 9, 17, (1 << 15) + 3})
+    ExpectSameAsReference("n = " + std::to_string(n), OpKind::kCast, to_float, {Values({n}, 6, t)});
+}
+
+}  // namespace
+}  // namespace amptrain::kernels::testing
