@@ -10,29 +10,48 @@ namespace amptrain::executor::train {
 using ir::DType;
 using ir::Tensor;
 
-StatusOr<OverflowCheck> UnscaleAndCheck(std::map<std::string, Tensor>& grads, float scale) {
-  if (!(scale > 0.0f)) return InvalidArgument("loss scaler: cannot unscale by a scale of ", scale);
-  for (const auto& [name, g] : grads)
-    if (g.dtype() != DType::kFloat32)
-      return Unimplemented("loss scaler: gradient '", name, "' is ", ir::DTypeName(g.dtype()),
-                           "; unscaling expects float32 master gradients");
-  const float inv = static_cast<float>(1.0 / static_cast<double>(scale));
+StatusOr<OverflowCheck> GradientChecker::Check(const std::map<std::string, Tensor>& grads, float scale) {
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return InvalidArgument("loss scaler: cannot unscale by a scale of ", scale);
+  std::map<DType, std::vector<const std::pair<const std::string, Tensor>*>> by_dtype;
+  for (const auto& entry : grads) by_dtype[entry.second.dtype()].push_back(&entry);
+  Tensor s = Tensor::Scalar(scale);
+  std::map<std::string, bool> bad;
   OverflowCheck check;
-  for (auto& [name, g] : grads) {
-    float* d = g.data<float>();
-    const int64_t n = g.num_elements();
-    bool bad = false;
-#pragma omp parallel for reduction(|| : bad) schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      float v = d[i];
-      float r = inv == 1.0f ? v : v * inv;
-      d[i] = r;
-      bad = bad || !std::isfinite(v) || !std::isfinite(r);
+  for (const auto& [dtype, group] : by_dtype) {
+    kernels::KernelInit init;
+    init.op = ir::OpKind::kGradCheck;
+    init.node_name = "gradient check";
+    kernels::KernelContext ctx;
+    std::string key(ir::DTypeName(dtype));
+    for (const auto* g : group) {
+      init.inputs.push_back({dtype, g->second.dims(), nullptr});
+      ctx.inputs.push_back(ir::TensorView::Of(g->second));
+      key += "|" + g->first;
     }
-    if (bad && !check.found_inf) {
-      check.found_inf = true;
-      check.first_overflow = name;
+    init.inputs.push_back({DType::kFloat32, {}, nullptr});
+    ctx.inputs.push_back(ir::TensorView::Of(s));
+    const int64_t k = static_cast<int64_t>(group.size());
+    init.outputs.push_back({DType::kFloat64, {k, 2}, nullptr});
+    AMP_ASSIGN_OR_RETURN(Tensor stats, Tensor::Zeros(DType::kFloat64, {k, 2}));
+    ctx.outputs.push_back(ir::TensorView::Of(stats));
+    auto it = kernels_.find(key);
+    if (it == kernels_.end()) {
+      AMP_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> kernel, kernels::Registry::Global().Create(init));
+      it = kernels_.emplace(key, std::move(kernel)).first;
     }
+    AMP_RETURN_IF_ERROR(it->second->Run(ctx));
+    const double* st = stats.data<double>();
+    for (int64_t i = 0; i < k; ++i) {
+      bad[group[i]->first] = st[2 * i] != 0.0;
+      check.sum_squares += st[2 * i + 1];
+    }
+  }
+  for (const auto& [name, b] : bad) {  // name order, as the gradients map
+    if (!b) continue;
+    check.found_inf = true;
+    check.first_overflow = name;
+    break;
   }
   return check;
 }

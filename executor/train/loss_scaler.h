@@ -16,12 +16,14 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "ir/status.h"
 #include "ir/tensor.h"
+#include "kernels/kernel.h"
 
 namespace amptrain::executor::train {
 
@@ -36,17 +38,29 @@ struct LossScalerConfig {
   int64_t max_consecutive_overflows = 100;
 };
 
-// The result of UnscaleAndCheck.
+// The result of GradientChecker::Check.
 struct OverflowCheck {
   bool found_inf = false;
   std::string first_overflow;  // the first gradient (name order) holding inf/NaN
+  double sum_squares = 0.0;    // of every unscaled gradient element (fp64), for clipping
 };
 
-// Multiplies every float32 gradient by 1/scale (computed as PyTorch does:
-// double reciprocal rounded to float; skipped when it is 1) and reports
-// whether any element was non-finite before or after. All gradients are
-// unscaled even when one overflows (they are discarded anyway).
-StatusOr<OverflowCheck> UnscaleAndCheck(std::map<std::string, ir::Tensor>& grads, float scale);
+// The all-finite check of a step: the GradCheck kernels of the registry
+// (kernels/cpu/step_kernels.cc), one call per gradient dtype, read every
+// gradient once. Unscaling is by 1/scale computed as PyTorch does (double
+// reciprocal rounded to float; skipped when it is 1); an element is bad when
+// it is inf/NaN before or after. The gradients are not written: the step
+// kernels unscale them in registers (Optimizer::GradScaling).
+class GradientChecker {
+ public:
+  StatusOr<OverflowCheck> Check(const std::map<std::string, ir::Tensor>& grads, float scale);
+
+  // 1/scale as the unscale uses it.
+  static float InverseScale(float scale) { return static_cast<float>(1.0 / static_cast<double>(scale)); }
+
+ private:
+  std::map<std::string, std::unique_ptr<kernels::Kernel>> kernels_;  // by dtype and gradient layout
+};
 
 class LossScaler {
  public:

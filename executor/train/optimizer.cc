@@ -1,7 +1,10 @@
 #include "executor/train/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include "kernels/kernel.h"
 
 namespace amptrain::executor::train {
 
@@ -51,18 +54,38 @@ StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& c)
         return InvalidArgument("optimizer ", c.kind, ": betas must be in [0, 1), got ", c.beta1, ", ", c.beta2);
     if (!finite_non_negative(c.eps)) return InvalidArgument("optimizer ", c.kind, ": eps must be finite and >= 0, got ", c.eps);
   }
-  return std::unique_ptr<Optimizer>(new Optimizer(c, kind));
+  std::unique_ptr<Optimizer> opt(new Optimizer(c, kind));
+  ir::Attributes& a = opt->attrs_;
+  if (kind == Kind::kSgd) {
+    a.Set("momentum", c.momentum);
+    a.Set("nesterov", int64_t{c.nesterov ? 1 : 0});
+    a.Set("weight_decay", c.weight_decay);
+  } else {
+    a.Set("beta1", c.beta1);
+    a.Set("beta2", c.beta2);
+    a.Set("eps", c.eps);
+    a.Set("weight_decay", c.weight_decay);
+    a.Set("decoupled", int64_t{kind == Kind::kAdamW ? 1 : 0});
+  }
+  return opt;
 }
 
-Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads, float lr) {
+Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads, float lr,
+                       GradScaling scaling) {
   if (!std::isfinite(lr) || lr < 0.0f) return InvalidArgument("optimizer ", config_.kind, ": lr must be finite and >= 0, got ", lr);
+  if (!(std::isfinite(scaling.inv_scale) && scaling.inv_scale > 0.0f) ||
+      !(std::isfinite(scaling.clip_coef) && scaling.clip_coef > 0.0f))
+    return InvalidArgument("optimizer ", config_.kind, ": unscale factor ", scaling.inv_scale, " and clip coefficient ",
+                           scaling.clip_coef, " must be finite and > 0");
   for (const auto& [name, grad] : grads) {
     auto it = params.find(name);
     if (it == params.end()) return NotFound("optimizer ", config_.kind, ": gradient '", name, "' names no parameter");
     const Tensor& p = it->second;
-    if (p.dtype() != DType::kFloat32 || grad.dtype() != DType::kFloat32)
+    const bool trainable = p.dtype() == DType::kFloat32 || p.dtype() == DType::kFloat16 || p.dtype() == DType::kBFloat16;
+    if (!trainable || grad.dtype() != p.dtype())
       return Unimplemented("optimizer ", config_.kind, ": parameter '", name, "' is ", ir::DTypeName(p.dtype()),
-                           " with a ", ir::DTypeName(grad.dtype()), " gradient; only float32 masters are updated");
+                           " with a ", ir::DTypeName(grad.dtype()),
+                           " gradient; parameters are float32, float16 or bfloat16 with a gradient of their dtype");
     if (p.dims() != grad.dims())
       return InvalidArgument("optimizer ", config_.kind, ": parameter '", name, "' has dims ", DimsString(p.dims()),
                              " but its gradient has ", DimsString(grad.dims()));
@@ -74,79 +97,77 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
     }
   }
   ++step_count_;
+  // Parameter groups: one fused kernel call per (dtype, first step of its
+  // state) over every parameter in it (SGD's momentum buffer starts as the
+  // first gradient).
+  std::map<std::pair<DType, bool>, std::vector<std::string>> groups;
+  const bool sgd_momentum = kind_ == Kind::kSgd && config_.momentum != 0.0f;
   for (const auto& [name, grad] : grads) {
-    Tensor& p = params.at(name);
-    if (kind_ == Kind::kSgd) {
-      SgdStep(p, grad, name, lr);
-    } else {
-      AdamStep(p, grad, name, lr);
-    }
+    bool first = false;
+    if (sgd_momentum) first = !slots_.count(name + kMomentumSuffix);
+    groups[{params.at(name).dtype(), first}].push_back(name);
   }
+  for (const auto& [key, names] : groups)
+    AMP_RETURN_IF_ERROR(StepGroup(params, grads, names, lr, scaling, key.second));
   return Status::Ok();
 }
 
-Tensor& Optimizer::Slot(const std::string& name, const Tensor& param, bool* created) {
+Tensor* Optimizer::Slot(const std::string& name, const Tensor& param) {
   auto it = slots_.find(name);
-  *created = it == slots_.end();
-  if (*created) it = slots_.emplace(name, *Tensor::Zeros(DType::kFloat32, param.dims())).first;
-  return it->second;
+  if (it == slots_.end()) it = slots_.emplace(name, *Tensor::Zeros(DType::kFloat32, param.dims())).first;
+  return &it->second;
 }
 
-void Optimizer::SgdStep(Tensor& param, const Tensor& grad, const std::string& name, float lr) {
-  const int64_t n = param.num_elements();
-  float* p = param.data<float>();
-  const float* g = grad.data<float>();
-  const float wd = config_.weight_decay, mom = config_.momentum, neg_lr = -lr;
-  if (mom == 0.0f) {
-#pragma omp parallel for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      float d = wd != 0.0f ? g[i] + wd * p[i] : g[i];
-      p[i] = p[i] + neg_lr * d;
+Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads,
+                            const std::vector<std::string>& names, float lr, GradScaling scaling, bool first) {
+  const bool sgd = kind_ == Kind::kSgd;
+  kernels::KernelContext ctx;
+  kernels::KernelInit init;
+  init.op = sgd ? ir::OpKind::kSgdStep : ir::OpKind::kAdamStep;
+  init.attrs = &attrs_;
+  init.node_name = StrCat(config_.kind, " step");
+  for (const std::string& name : names) {
+    Tensor& p = params.at(name);
+    const Tensor& g = grads.at(name);
+    std::vector<Tensor*> state;
+    if (sgd) {
+      state.push_back(config_.momentum != 0.0f ? Slot(name + kMomentumSuffix, p) : nullptr);
+    } else {
+      state.push_back(Slot(name + kExpAvgSuffix, p));
+      state.push_back(Slot(name + kExpAvgSqSuffix, p));
     }
-    return;
+    ctx.inputs.push_back(ir::TensorView::Of(p));
+    ctx.inputs.push_back(ir::TensorView::Of(g));
+    init.inputs.push_back({p.dtype(), p.dims(), nullptr});
+    init.inputs.push_back({g.dtype(), g.dims(), nullptr});
+    for (Tensor* t : state) {
+      ctx.inputs.push_back(t ? ir::TensorView::Of(*t) : ir::TensorView{});
+      init.inputs.push_back(t ? kernels::TensorSpec{DType::kFloat32, t->dims(), nullptr} : kernels::TensorSpec{});
+    }
   }
-  bool first = false;
-  float* buf = Slot(name + kMomentumSuffix, param, &first).data<float>();
-  const bool nesterov = config_.nesterov;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    float d = wd != 0.0f ? g[i] + wd * p[i] : g[i];
-    float b = first ? d : buf[i] * mom + d;
-    buf[i] = b;
-    if (nesterov) d = d + mom * b; else d = b;
-    p[i] = p[i] + neg_lr * d;
+  std::vector<float> hyper;
+  if (sgd) {
+    hyper = {lr, scaling.inv_scale, scaling.clip_coef, first ? 1.0f : 0.0f};
+  } else {
+    const double beta1 = config_.beta1, beta2 = config_.beta2, t = static_cast<double>(step_count_);
+    const double step_size = static_cast<double>(lr) / (1.0 - std::pow(beta1, t));
+    hyper = {static_cast<float>(-step_size), static_cast<float>(std::sqrt(1.0 - std::pow(beta2, t))),
+             static_cast<float>(1.0 - static_cast<double>(lr) * config_.weight_decay), scaling.inv_scale,
+             scaling.clip_coef};
   }
-}
-
-void Optimizer::AdamStep(Tensor& param, const Tensor& grad, const std::string& name, float lr) {
-  const int64_t n = param.num_elements();
-  float* p = param.data<float>();
-  const float* g = grad.data<float>();
-  bool created = false;
-  float* m = Slot(name + kExpAvgSuffix, param, &created).data<float>();
-  float* v = Slot(name + kExpAvgSqSuffix, param, &created).data<float>();
-
-  const double beta1 = config_.beta1, beta2 = config_.beta2, t = static_cast<double>(step_count_);
-  const float b1 = config_.beta1, b2 = config_.beta2, eps = config_.eps;
-  const float one_minus_b1 = static_cast<float>(1.0 - beta1), one_minus_b2 = static_cast<float>(1.0 - beta2);
-  const double step_size = static_cast<double>(lr) / (1.0 - std::pow(beta1, t));
-  const float neg_step_size = static_cast<float>(-step_size);
-  const float bc2_sqrt = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, t)));
-  const bool decoupled = kind_ == Kind::kAdamW;
-  const float l2 = decoupled ? 0.0f : config_.weight_decay;
-  const float decay = static_cast<float>(1.0 - static_cast<double>(lr) * config_.weight_decay);
-  const bool apply_decay = decoupled && config_.weight_decay != 0.0f;
-#pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < n; ++i) {
-    float pi = apply_decay ? p[i] * decay : p[i];
-    float gi = l2 != 0.0f ? g[i] + l2 * pi : g[i];
-    float mi = m[i] * b1 + one_minus_b1 * gi;
-    float vi = v[i] * b2 + one_minus_b2 * gi * gi;
-    m[i] = mi;
-    v[i] = vi;
-    float denom = std::sqrt(vi) / bc2_sqrt + eps;
-    p[i] = pi + neg_step_size * mi / denom;
+  Tensor h = *Tensor::Zeros(DType::kFloat32, {static_cast<int64_t>(hyper.size())});
+  std::copy(hyper.begin(), hyper.end(), h.data<float>());
+  ctx.inputs.push_back(ir::TensorView::Of(h));
+  init.inputs.push_back({DType::kFloat32, h.dims(), nullptr});
+  // The kernel is made once per group layout (names and dtypes) and reused.
+  std::string key = StrCat(ir::DTypeName(init.inputs[0].dtype), first ? "+first" : "");
+  for (const std::string& name : names) key += "|" + name;
+  auto it = kernels_.find(key);
+  if (it == kernels_.end()) {
+    AMP_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> k, kernels::Registry::Global().Create(init));
+    it = kernels_.emplace(key, std::move(k)).first;
   }
+  return it->second->Run(ctx);
 }
 
 Status Optimizer::LoadState(const std::map<std::string, Tensor>& slots, int64_t step_count) {

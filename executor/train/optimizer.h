@@ -10,8 +10,15 @@
 //   AdamW: p = p*(1-lr*wd), then Adam without the L2 term.
 //
 // Scalars (bias corrections, step size) are computed in double and rounded
-// to float as PyTorch does with Python floats; elements are updated in fp32,
-// one fused loop per parameter (OpenMP over elements).
+// to float as PyTorch does with Python floats; elements are updated in fp32
+// by the fused step kernels of the kernel registry (ops SgdStep/AdamStep,
+// kernels/cpu/step_kernels.cc), one call per parameter group (parameters of
+// one dtype). The kernels unscale and clip each gradient in registers
+// (GradScaling) and never write the gradients.
+//
+// Parameters are float32 masters, or float16/bfloat16 at O3 (weights stored
+// low: read as float, updated in float, rounded once when stored); the
+// state slots are float32 either way.
 //
 // State slots are fp32 tensors named "<param>.momentum_buffer" (SGD with
 // momentum), "<param>.exp_avg" and "<param>.exp_avg_sq" (Adam/AdamW),
@@ -24,9 +31,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "ir/attribute.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
+#include "kernels/kernel.h"
 
 namespace amptrain::executor::train {
 
@@ -39,17 +49,28 @@ struct OptimizerConfig {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
 };
 
+// What the step kernels do to each gradient element before the update:
+// g * inv_scale (the loss scaler's unscale), then * clip_coef (global-norm
+// clipping), each rounded to float; 1 skips the multiply.
+struct GradScaling {
+  float inv_scale = 1.0f;
+  float clip_coef = 1.0f;
+};
+
 class Optimizer {
  public:
   // Validates the config (kind, non-negative lr/decay/eps, betas in [0, 1),
   // nesterov only with momentum).
   static StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config);
 
+  using GradScaling = train::GradScaling;
+
   // One update with learning rate `lr`. Every gradient must name a parameter
-  // with the same dims; both fp32. Parameters without a gradient are left
-  // unchanged (PyTorch's grad=None). Everything is checked before anything
-  // changes: on error no parameter or slot has moved.
-  Status Step(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads, float lr);
+  // with the same dims and dtype (float32, float16 or bfloat16). Parameters
+  // without a gradient are left unchanged (PyTorch's grad=None). Everything
+  // is checked before anything changes: on error no parameter or slot has moved.
+  Status Step(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads, float lr,
+              GradScaling scaling = {});
 
   int64_t step_count() const { return step_count_; }
   const OptimizerConfig& config() const { return config_; }
@@ -66,15 +87,19 @@ class Optimizer {
   enum class Kind { kSgd, kAdam, kAdamW };
   Optimizer(const OptimizerConfig& config, Kind kind) : config_(config), kind_(kind) {}
 
-  // The slot `name` for `param`; creates it zeroed when missing (*created = true).
-  ir::Tensor& Slot(const std::string& name, const ir::Tensor& param, bool* created);
-  void SgdStep(ir::Tensor& param, const ir::Tensor& grad, const std::string& name, float lr);
-  void AdamStep(ir::Tensor& param, const ir::Tensor& grad, const std::string& name, float lr);
+  // The slot `name` for `param`; created zeroed (fp32) when missing.
+  ir::Tensor* Slot(const std::string& name, const ir::Tensor& param);
+  // One fused kernel call over `names` (one dtype; `first`: SGD momentum
+  // buffers start now).
+  Status StepGroup(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads,
+                   const std::vector<std::string>& names, float lr, GradScaling scaling, bool first);
 
   OptimizerConfig config_;
   Kind kind_;
+  ir::Attributes attrs_;  // the step kernels' attributes, from config_
   int64_t step_count_ = 0;
   std::map<std::string, ir::Tensor> slots_;
+  std::map<std::string, std::unique_ptr<kernels::Kernel>> kernels_;  // by group layout
 };
 
 }  // namespace amptrain::executor::train

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <functional>
 
-#include "executor/train/clip.h"
 #include "kernels/cpu/float_convert.h"
 #include "executor/train/sha256.h"
 
@@ -131,8 +130,9 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
 
   std::map<std::string, Tensor> grads;
   for (const auto& [param, grad] : train_.grads) grads.emplace(param, outs[out_index_.at(grad)]);
-  // Unscale (by 1 without a scaler: a check only) and look for inf/NaN.
-  AMP_ASSIGN_OR_RETURN(OverflowCheck check, UnscaleAndCheck(grads, r.loss_scale));
+  if (config_.gradient_hook) config_.gradient_hook(step_, grads);
+  // inf/NaN in the gradients, unscaled (by 1 without a scaler), in one read.
+  AMP_ASSIGN_OR_RETURN(OverflowCheck check, grad_checker_.Check(grads, r.loss_scale));
   if (!loss_finite && !check.found_inf) check = {true, train_.loss};
   r.applied = !check.found_inf;
   if (check.found_inf) r.overflow = check.first_overflow;
@@ -165,11 +165,16 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
                  PolicyFix(*r.site).empty() ? "" : "; policy fix: " + PolicyFix(*r.site));
   r.lr = schedule_->At(lr_step_);
   if (r.applied) {
+    // The step kernels unscale and clip in registers: clipping sees the
+    // unscaled gradients (torch.nn.utils.clip_grad_norm_'s coefficient).
+    Optimizer::GradScaling scaling;
+    scaling.inv_scale = GradientChecker::InverseScale(r.loss_scale);
     if (config_.clip_grad_norm > 0.0) {
-      AMP_ASSIGN_OR_RETURN(ClipResult clip, ClipGradNorm(grads, config_.clip_grad_norm));
-      r.grad_norm = clip.norm;
+      r.grad_norm = std::sqrt(check.sum_squares);
+      const double coef = config_.clip_grad_norm / (r.grad_norm + 1e-6);
+      if (coef < 1.0) scaling.clip_coef = static_cast<float>(coef);
     }
-    AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr));
+    AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr, scaling));
     for (const auto& [stat, update] : train_.stat_updates) stats_[stat] = outs[out_index_.at(update)];
     ++lr_step_;
   }

@@ -24,8 +24,10 @@
 // Mixed precision (config.graph.amp at O1/O2): the training graph computes
 // in the policy's low type with fp32 master parameters; the backward seed is
 // the loss_scale input. With a loss scaler (config.loss_scaler) the step
-// feeds its scale, unscales the gradients and checks them for inf/NaN in one
-// pass (UnscaleAndCheck), and an overflowing step is skipped: no parameter,
+// feeds its scale; the registry's GradCheck kernel reads every gradient once
+// for inf/NaN (GradientChecker), the fused step kernels unscale, clip and
+// update in one pass per parameter group (Optimizer::GradScaling), and an
+// overflowing step is skipped: no parameter,
 // optimizer moment or BN running statistic changes, the LR schedule does not
 // advance (it counts applied steps), and the scaler backs off. Gradient
 // clipping sees the unscaled gradients. Without a scaler a non-finite
@@ -40,6 +42,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -76,6 +79,9 @@ struct TrainConfig {
   bool debug_overflow = false;
   // Restore() refuses a checkpoint written under another precision plan unless set.
   bool force_plan_mismatch = false;
+  // Fault injection (tests): called with each step's gradients, as backward
+  // wrote them (scaled), before the all-finite check; it may change values.
+  std::function<void(int64_t step, std::map<std::string, ir::Tensor>& grads)> gradient_hook;
 };
 
 struct StepResult {
@@ -159,6 +165,7 @@ class Trainer {
   std::map<std::string, int> eval_out_index_;
   std::map<std::string, ir::Tensor> params_;    // fp32 masters
   std::map<std::string, ir::Tensor> stats_;     // BN running statistics
+  GradientChecker grad_checker_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LrSchedule> schedule_;
   int64_t step_ = 0, lr_step_ = 0;

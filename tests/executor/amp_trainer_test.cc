@@ -1,10 +1,12 @@
 // Mixed-precision training through the Trainer (not the scaler class alone),
 // on the small SimpleCNN of trainer_test.cc with synthetic data: the
-// GradScaler scenarios of ../shared/docs/TESTING.md that do not need fault
-// injection, the precision plan, and checkpoints of the scaler state.
+// GradScaler scenarios of ../shared/docs/TESTING.md (fault injection through
+// TrainConfig::gradient_hook), the precision plan, and checkpoints of the
+// scaler state.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <limits>
 
 #include "executor/train/train_loop.h"
 #include "executor/train/trainer.h"
@@ -126,6 +128,124 @@ TEST(AmpTrainer, AnOverflowingStepChangesNothing) {
   EXPECT_EQ((*t)->optimizer().step_count(), 0);
   EXPECT_EQ((*t)->lr_step(), 0) << "LR schedules count applied steps only";
   EXPECT_EQ((*t)->step(), 3);
+}
+
+// The SimpleCNN without its Dropout: no randomness, so a run that skips a
+// batch can be compared bitwise with one that never saw it.
+std::unique_ptr<ir::Graph> SmallCnnWithoutDropout() {
+  auto g = SmallCnn();
+  std::vector<ir::Node*> dropouts;
+  for (ir::Node* n : g->nodes())
+    if (n->op() == ir::OpKind::kDropout) dropouts.push_back(n);
+  for (ir::Node* n : dropouts) {
+    g->ReplaceAllUsesWith(n->output(0), n->input(0));
+    EXPECT_TRUE(g->RemoveNode(n).ok());
+  }
+  g->RemoveDeadNodes();
+  return g;
+}
+
+// inf, -inf and NaN injected into every gradient in turn (first, middle and
+// last element), under O2 fp16 with dynamic scaling and in fp32 without a
+// scaler: detected every time and named, and the skipped step changes no
+// parameter, optimizer moment or BN running statistic (bitwise).
+TEST(AmpTrainer, NonFiniteAtEveryGradientIsDetectedAndChangesNothing) {
+  for (bool amp : {true, false}) {
+    SCOPED_TRACE(amp ? "O2 fp16, dynamic scaling" : "fp32, no scaler");
+    auto model = SmallCnn();
+    std::optional<LossScalerConfig> scaler;
+    if (amp) {
+      scaler = LossScalerConfig{};
+      scaler->max_consecutive_overflows = 0;  // never stop
+    }
+    std::optional<std::pair<std::string, int64_t>> inject;  // gradient, element
+    float bad = 0.0f;
+    TrainConfig config = Config(amp ? std::optional(Policy(amp::Level::kO2, DType::kFloat16)) : std::nullopt, scaler);
+    config.gradient_hook = [&](int64_t, std::map<std::string, ir::Tensor>& grads) {
+      if (!inject) return;
+      ir::Tensor& g = grads.at(inject->first);
+      ASSERT_EQ(g.dtype(), DType::kFloat32) << "fp32 master gradients";
+      g.data<float>()[inject->second] = bad;
+    };
+    auto t = Trainer::Create(*model, config);
+    ASSERT_TRUE(t.ok()) << t.status().message();
+    data::Dataset train = Synthetic("train");
+    data::BatchIterator batches(train, 32, true, 0, {{0.5f}, {0.2f}}, {});
+    ir::Tensor x, y;
+    ASSERT_TRUE(*batches.Next(&x, &y));
+    // Clean steps until one applies, so that moments exist.
+    for (int i = 0; i < 5 && (*t)->optimizer().step_count() == 0; ++i) ASSERT_TRUE((*t)->Step(x, y).ok());
+    ASSERT_EQ((*t)->optimizer().step_count(), 1);
+    const auto state = DeepCopy((*t)->ModelState());
+    const auto slots = DeepCopy((*t)->optimizer().StateTensors());
+    const int64_t applied = (*t)->optimizer().step_count(), lr_step = (*t)->lr_step();
+    int cases = 0;
+    for (const auto& [name, value] : (*t)->params()) {
+      const int64_t n = value.num_elements();
+      for (int64_t element : {int64_t{0}, n / 2, n - 1}) {
+        for (float v : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                        std::numeric_limits<float>::quiet_NaN()}) {
+          inject = std::make_pair(name, element);
+          bad = v;
+          auto r = (*t)->Step(x, y);
+          ASSERT_TRUE(r.ok()) << r.status().message();
+          EXPECT_FALSE(r->applied) << name << "[" << element << "] = " << v;
+          EXPECT_EQ(r->overflow, name);
+          EXPECT_TRUE(std::isfinite(r->loss));
+          ++cases;
+        }
+      }
+    }
+    EXPECT_EQ(cases, static_cast<int>((*t)->params().size()) * 9);
+    EXPECT_GE(cases, 9 * 8);
+    ExpectBitwiseEqual(state, (*t)->ModelState());
+    ExpectBitwiseEqual(slots, (*t)->optimizer().StateTensors());
+    EXPECT_EQ((*t)->optimizer().step_count(), applied);
+    EXPECT_EQ((*t)->lr_step(), lr_step);
+  }
+}
+
+// A run with one injected overflow ends with the parameters, moments and BN
+// statistics of a run that never took that batch (no scaler, and a static
+// scale of 1024), bitwise.
+TEST(AmpTrainer, AnInjectedOverflowEqualsARunThatSkippedTheStep) {
+  auto model = SmallCnnWithoutDropout();
+  for (bool with_scaler : {false, true}) {
+    SCOPED_TRACE(with_scaler ? "static scale 1024" : "no scaler");
+    std::optional<LossScalerConfig> scaler;
+    if (with_scaler) {
+      scaler = LossScalerConfig{};
+      scaler->dynamic = false;
+      scaler->init_scale = 1024.0f;
+    }
+    constexpr int64_t kSkipped = 2, kSteps = 6;
+    TrainConfig injected = Config({}, scaler);
+    injected.schedule.kind = "warmup_cosine";  // the schedule must count applied steps only
+    injected.schedule.warmup_steps = 2;
+    injected.schedule.total_steps = kSteps;
+    TrainConfig reference = injected;
+    injected.gradient_hook = [&](int64_t step, std::map<std::string, ir::Tensor>& grads) {
+      if (step == kSkipped) grads.begin()->second.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+    };
+    auto a = Trainer::Create(*model, injected);
+    auto b = Trainer::Create(*model, reference);
+    ASSERT_TRUE(a.ok() && b.ok());
+    data::Dataset train = Synthetic("train");
+    data::BatchIterator batches(train, 32, true, 0, {{0.5f}, {0.2f}}, {});
+    ir::Tensor x, y;
+    for (int64_t step = 0; step < kSteps; ++step) {
+      ASSERT_TRUE(*batches.Next(&x, &y));
+      auto ra = (*a)->Step(x, y);
+      ASSERT_TRUE(ra.ok()) << ra.status().message();
+      EXPECT_EQ(ra->applied, step != kSkipped);
+      if (step == kSkipped) continue;
+      ASSERT_TRUE((*b)->Step(x, y).ok());
+    }
+    ExpectBitwiseEqual((*b)->ModelState(), (*a)->ModelState());
+    ExpectBitwiseEqual((*b)->optimizer().StateTensors(), (*a)->optimizer().StateTensors());
+    EXPECT_EQ((*a)->optimizer().step_count(), kSteps - 1);
+    EXPECT_EQ((*a)->lr_step(), (*b)->lr_step());
+  }
 }
 
 TEST(AmpTrainer, DynamicScaleBacksOffFromHugeUntilStepsApply) {

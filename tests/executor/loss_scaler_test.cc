@@ -64,16 +64,29 @@ TEST(LossScalerTest, StaticScaleSkipsOverflowsWithoutMoving) {
   EXPECT_EQ(s.skipped_steps(), 1);
 }
 
-TEST(LossScalerTest, UnscaleMultipliesByReciprocal) {
-  TensorMap grads = {{"a", Tensor::Floats({1024.0f, -3.0f}, {2})}};
-  auto r = UnscaleAndCheck(grads, 1024.0f);
-  ASSERT_TRUE(r.ok());
+// The check reads the gradients without writing them; the square sum is of
+// the unscaled values; fp16/bf16 gradients (O3) are checked the same way.
+TEST(LossScalerTest, CheckUnscalesInRegistersAndSumsSquares) {
+  GradientChecker checker;
+  TensorMap grads = {{"a", Tensor::Floats({1024.0f, -3.0f * 1024.0f}, {2})}, {"b", Tensor::Floats({2048.0f}, {1})}};
+  const TensorMap before = CloneAll(grads);
+  auto r = checker.Check(grads, 1024.0f);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_FALSE(r->found_inf);
-  EXPECT_EQ(grads["a"].data<float>()[0], 1.0f);
-  EXPECT_EQ(grads["a"].data<float>()[1], -3.0f / 1024.0f);
-  TensorMap half = {{"h", *Tensor::Zeros(DType::kFloat16, {2})}};
-  EXPECT_EQ(UnscaleAndCheck(half, 2.0f).status().code(), StatusCode::kUnimplemented);
-  EXPECT_FALSE(UnscaleAndCheck(grads, 0.0f).ok());
+  EXPECT_EQ(r->sum_squares, 1.0 + 9.0 + 4.0);
+  for (const auto& [name, t] : before) EXPECT_TRUE(grads[name] == t) << name << " was written";
+  EXPECT_EQ(GradientChecker::InverseScale(3.0f), static_cast<float>(1.0 / 3.0));
+  Tensor half = *Tensor::Zeros(DType::kFloat16, {3});
+  half.data<uint16_t>()[1] = ir::FloatToHalf(std::numeric_limits<float>::infinity());
+  TensorMap mixed = {{"a", grads["a"]}, {"h", half}};
+  auto m = checker.Check(mixed, 2.0f);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  EXPECT_TRUE(m->found_inf);
+  EXPECT_EQ(m->first_overflow, "h");
+  EXPECT_FALSE(checker.Check(grads, 0.0f).ok());
+  // A finite gradient whose unscaled value overflows fp32 is caught too.
+  TensorMap big = {{"w", Tensor::Floats({3e38f}, {1})}};
+  EXPECT_TRUE(checker.Check(big, 0.5f)->found_inf);
 }
 
 // inf/NaN at every gradient position: detected every time, named, and the
@@ -86,6 +99,7 @@ TEST(LossScalerTest, NonFiniteAtEveryPositionIsDetectedAndSkipped) {
   const TensorMap params_before = CloneAll(params);
   const TensorMap slots_before = CloneAll(opt->StateTensors());
   LossScaler scaler = Make({.max_consecutive_overflows = 0});
+  GradientChecker checker;
   int cases = 0;
   for (const char* name : {"a", "b"}) {
     for (int64_t i = 0; i < clean.at(name).num_elements(); ++i) {
@@ -93,7 +107,7 @@ TEST(LossScalerTest, NonFiniteAtEveryPositionIsDetectedAndSkipped) {
                         std::numeric_limits<float>::quiet_NaN()}) {
         TensorMap grads = CloneAll(clean);
         grads[name].data<float>()[i] = bad;
-        auto check = UnscaleAndCheck(grads, scaler.scale());
+        auto check = checker.Check(grads, scaler.scale());
         ASSERT_TRUE(check.ok());
         EXPECT_TRUE(check->found_inf) << name << "[" << i << "] = " << bad;
         EXPECT_EQ(check->first_overflow, name);
@@ -118,6 +132,7 @@ TEST(LossScalerTest, NonFiniteAtEveryPositionIsDetectedAndSkipped) {
 // are skipped, and the scale halves until a step applies.
 TEST(LossScalerTest, HugeInitialScaleBacksOffUntilStepsApply) {
   LossScaler scaler = Make({.init_scale = 1e38f, .max_consecutive_overflows = 0});
+  GradientChecker checker;
   const float true_grad = 10.0f;
   int skipped = 0;
   float last_overflowing_scale = 0.0f;
@@ -125,12 +140,12 @@ TEST(LossScalerTest, HugeInitialScaleBacksOffUntilStepsApply) {
     const float scale = scaler.scale();
     // The fp16 backward: the scaled gradient rounded to fp16, then widened.
     TensorMap grads = {{"w", Tensor::Floats({ir::HalfToFloat(ir::FloatToHalf(true_grad * scale))}, {1})}};
-    auto check = UnscaleAndCheck(grads, scale);
+    auto check = checker.Check(grads, scale);
     ASSERT_TRUE(check.ok());
     auto applies = scaler.Update(check->found_inf, check->first_overflow);
     ASSERT_TRUE(applies.ok());
     if (*applies) {
-      EXPECT_NEAR(grads["w"].data<float>()[0], true_grad, true_grad * 1e-3);
+      EXPECT_NEAR(std::sqrt(check->sum_squares), true_grad, true_grad * 1e-3);
       break;
     }
     EXPECT_EQ(scaler.scale(), scale * 0.5f);
