@@ -154,8 +154,6 @@ class CastKernel final : public Kernel {
   int threads_;
 };
 
-int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
-
 Status SameTypes(const KernelInit& init, size_t inputs) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, inputs, inputs, 1, 1));
   for (size_t i = 0; i < inputs; ++i)

@@ -22,6 +22,19 @@ template <class T> constexpr DType StorageDType() {
   else return DType::kFloat32;
 }
 
+// new K<T>(args...) for the storage type T of `t` (fp32, fp16, bf16).
+template <template <class> class K, class... Args>
+StatusOr<std::unique_ptr<Kernel>> ForDType(DType t, Args&&... args) {
+  switch (t) {
+    case DType::kFloat32: return std::unique_ptr<Kernel>(new K<float>(std::forward<Args>(args)...));
+    case DType::kFloat16: return std::unique_ptr<Kernel>(new K<Half>(std::forward<Args>(args)...));
+    case DType::kBFloat16: return std::unique_ptr<Kernel>(new K<BFloat16>(std::forward<Args>(args)...));
+    default: return Unimplemented("the direct kernels take fp32, fp16 and bf16, not ", ir::DTypeName(t));
+  }
+}
+
+inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
+
 // Entry with impl "direct", priority 20, for fp32/fp16/bf16 (or `dtypes`);
 // its `accepts` runs `factory`, so a declined configuration falls through.
 KernelEntry DirectEntry(OpKind op, KernelFactory factory,
@@ -29,5 +42,6 @@ KernelEntry DirectEntry(OpKind op, KernelFactory factory,
 
 void RegisterDirectPool(Registry& r);         // direct_pool.cc: MaxPool, AveragePool, MaxPoolGrad (2-D)
 void RegisterDirectElementwise(Registry& r);  // direct_elementwise.cc: Relu, ReluGrad, Cast fp32 <-> 2-byte
+void RegisterDirectBatchNorm(Registry& r);    // direct_batchnorm.cc: BatchNormalization and its grad, fp32 params
 
 }  // namespace amptrain::kernels::cpu::direct

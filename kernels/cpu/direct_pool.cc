@@ -231,18 +231,6 @@ class MaxPoolGradKernel final : public Kernel {
   int threads_;
 };
 
-template <template <class> class K, class... Args>
-StatusOr<std::unique_ptr<Kernel>> ForDType(DType t, Args&&... args) {
-  switch (t) {
-    case DType::kFloat32: return std::unique_ptr<Kernel>(new K<float>(std::forward<Args>(args)...));
-    case DType::kFloat16: return std::unique_ptr<Kernel>(new K<Half>(std::forward<Args>(args)...));
-    case DType::kBFloat16: return std::unique_ptr<Kernel>(new K<BFloat16>(std::forward<Args>(args)...));
-    default: return Unimplemented("the direct pools take fp32, fp16 and bf16, not ", ir::DTypeName(t));
-  }
-}
-
-int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
-
 StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("Y must have X's dtype");

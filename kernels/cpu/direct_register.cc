@@ -17,6 +17,7 @@ KernelEntry DirectEntry(OpKind op, KernelFactory factory, std::vector<DType> dty
 void RegisterDirect(Registry& r) {
   direct::RegisterDirectPool(r);
   direct::RegisterDirectElementwise(r);
+  direct::RegisterDirectBatchNorm(r);
 }
 
 }  // namespace amptrain::kernels::cpu

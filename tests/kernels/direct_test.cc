@@ -1,7 +1,8 @@
 // The direct kernels (kernels/cpu/direct_kernels.h) against the reference
-// kernels, bit for bit, in fp32, bf16 and fp16 (tests/kernels/kernel_paths.h,
-// DirectPaths): the direct loops compare, sum and round exactly as the
-// reference does, so no tolerance is needed. Inputs hold ties, signed zeros,
+// kernels in fp32, bf16 and fp16 (tests/kernels/kernel_paths.h, DirectPaths).
+// Pools and elementwise ops bit for bit: the direct loops compare, sum and
+// round exactly as the reference does, so no tolerance is needed.
+// BatchNormalization within a tolerance (see BatchNormTolerance). Inputs hold ties, signed zeros,
 // infinities and quiet NaNs besides random values; geometries cover odd
 // sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
 // windows. Also: the registry picks "direct" for these ops, and what the
@@ -12,6 +13,7 @@
 #include "ir/onnx_dtype.h"
 #include "tests/kernels/grad_test_util.h"
 #include "tests/kernels/kernel_paths.h"
+#include "tests/kernels/nn_test_util.h"
 
 namespace amptrain::kernels::testing {
 namespace {
@@ -232,6 +234,102 @@ TEST_P(DirectPath, CastMatchesReferenceBitwise) {
   // Lengths around the vector width and the parallel threshold.
   for (int64_t n : {1, 7, 9, 17, (1 << 15) + 3})
     ExpectSameAsReference("n = " + std::to_string(n), OpKind::kCast, to_float, {Values({n}, 6, t)});
+}
+
+// BatchNormalization: the reference sums in double in two passes, the direct
+// kernel in fp32 lanes per block (double across blocks) in one shifted pass,
+// and computes Y/dX in fp32. On the error normalized by the reference's
+// largest magnitude:
+//   fp32 outputs (Y/dX of fp32 data, the fp32 statistics and dScale/dB of
+//     every path) 1e-5: a few fp32 ulps of the scale, as oneDNN's fp32 BN;
+//   fp16 Y/dX 2e-3, bf16 1e-2: both round the same fp32-accurate value once
+//     to the 2-byte type, so they differ by at most one step (2^-11, 2^-8)
+//     of the scale where a value sits on a rounding boundary; with headroom.
+double BatchNormTolerance(DType t) { return t == DType::kFloat16 ? 2e-3 : t == DType::kBFloat16 ? 1e-2 : 1e-5; }
+
+// Compares every output of the direct kernel and the reference.
+void ExpectCloseToReference(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
+                            Options opt) {
+  Options ref = opt;
+  opt.impl = "direct";
+  ref.impl = "reference";
+  auto got = RunKernel(op, a, in, opt);
+  ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+  auto want = RunKernel(op, a, in, ref);
+  ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
+  for (size_t o = 0; o < want->size(); ++o) {
+    if (o < opt.unused.size() && opt.unused[o]) continue;
+    EXPECT_LT(NormalizedError((*got)[o], (*want)[o]), BatchNormTolerance((*want)[o].dtype()))
+        << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
+  }
+}
+
+// X of `t` around `offset`, fp32 parameters.
+std::vector<Tensor> BatchNormInputs(const I& x, DType t, double offset, uint32_t seed) {
+  const int64_t c = x[1];
+  Tensor data = gradtest::Random(x, seed, DType::kFloat64, offset - 1.0, offset + 1.0);
+  Tensor xt = *Tensor::Zeros(t, x);
+  for (int64_t i = 0; i < data.num_elements(); ++i) ir::SetElementFromDouble(xt, i, data.GetAsDouble(i));
+  return {xt, gradtest::Random({c}, seed + 1, DType::kFloat32, 0.5, 1.5),
+          gradtest::Random({c}, seed + 2, DType::kFloat32), gradtest::Random({c}, seed + 3, DType::kFloat32),
+          gradtest::Random({c}, seed + 4, DType::kFloat32, 0.5, 1.5)};
+}
+
+const std::vector<I>& BatchNormShapes() {
+  static const std::vector<I> shapes = {{8, 16, 7, 7}, {3, 5, 4, 5}, {2, 3, 61, 37}, {2, 3, 4, 5, 6}, {1, 2, 19}};
+  return shapes;
+}
+
+TEST_P(DirectPath, BatchNormCloseToReference) {
+  const DType t = GetParam().dtype;
+  Attributes a;
+  a.Set("epsilon", 1e-3f);
+  a.Set("momentum", 0.8f);
+  for (const I& x : BatchNormShapes())
+    for (double offset : {0.0, 10.0}) {
+      const std::string what = ir::Shape::FromStatic(x).ToString() + " offset " + std::to_string(offset);
+      const std::vector<Tensor> in = BatchNormInputs(x, t, offset, 20);
+      ExpectCloseToReference(what + " training", OpKind::kBatchNormalization, a, in,
+                             Options{.num_outputs = 3, .training = true});
+      ExpectCloseToReference(what + " inference", OpKind::kBatchNormalization, a, in, Options{});
+      ExpectCloseToReference(what + " unused running stats", OpKind::kBatchNormalization, a, in,
+                             Options{.num_outputs = 3, .training = true, .unused = {false, true, true}});
+    }
+}
+
+TEST_P(DirectPath, BatchNormGradCloseToReference) {
+  const DType t = GetParam().dtype;
+  Attributes a;
+  a.Set("epsilon", 1e-5f);
+  for (const I& x : BatchNormShapes())
+    for (double offset : {0.0, 10.0}) {
+      const std::string what = ir::Shape::FromStatic(x).ToString() + " offset " + std::to_string(offset);
+      const std::vector<Tensor> bn = BatchNormInputs(x, t, offset, 30);
+      const std::vector<Tensor> in = {Values(x, 31, t, false), bn[0], bn[1]};
+      ExpectCloseToReference(what, OpKind::kBatchNormalizationGrad, a, in, Options{.num_outputs = 3});
+      ExpectCloseToReference(what + " dX unused", OpKind::kBatchNormalizationGrad, a, in,
+                             Options{.num_outputs = 3, .unused = {true, false, false}});
+      ExpectCloseToReference(what + " dScale unused", OpKind::kBatchNormalizationGrad, a, in,
+                             Options{.num_outputs = 3, .unused = {false, true, false}});
+    }
+}
+
+// Parameters of X's 2-byte dtype, [N, C] inputs and planes under 16
+// elements go to the other kernels.
+TEST_P(DirectPath, BatchNormDeclinesWhatOthersRun) {
+  const DType t = GetParam().dtype;
+  Attributes a;
+  Options direct{.impl = "direct", .num_outputs = 3, .training = true}, any = direct;
+  any.impl = "";
+  for (const I& x : {I{4, 6}, I{2, 3, 3, 3}}) {
+    std::vector<Tensor> in = BatchNormInputs(x, t, 0.0, 40);
+    EXPECT_FALSE(RunKernel(OpKind::kBatchNormalization, a, in, direct).ok());
+    EXPECT_TRUE(RunKernel(OpKind::kBatchNormalization, a, in, any).ok());
+  }
+  if (t == DType::kFloat32) return;
+  std::vector<Tensor> in = {Values({2, 3, 5, 5}, 41, t), Values({2, 3, 5, 5}, 42, t, false), Values({3}, 43, t, false)};
+  EXPECT_FALSE(RunKernel(OpKind::kBatchNormalizationGrad, a, in, direct).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kBatchNormalizationGrad, a, in, any).ok());
 }
 
 }  // namespace
