@@ -18,6 +18,7 @@ void RegisterReferenceShape(Registry& r);   // kernels/cpu/shape.cc: data moveme
 void RegisterReferenceNN(Registry& r);      // kernels/cpu/nn.cc (+ conv.cc, pool.cc, ...): Conv, ConvTranspose, BN, pools, Dropout, Gemm, MatMul
 void RegisterOneDnn(Registry& r);           // kernels/cpu/onednn_*.cc
 void RegisterReferenceTraining(Registry& r); // kernels/cpu/grad_*.cc, loss.cc: loss heads and backward ops (autodiff/grad_ops.md)
+void RegisterStepKernels(Registry& r);      // kernels/cpu/step_kernels.cc: GradCheck, SgdStep, AdamStep (fused optimizer steps)
 void RegisterOneDnnTraining(Registry& r);   // kernels/cpu/onednn_grad_*.cc: ConvGrad, MaxPoolGrad, BatchNormalizationGrad
 void RegisterDirect(Registry& r);           // kernels/cpu/direct_*.cc: pools, MaxPoolGrad, BN and its grad, Relu, ReluGrad, Cast
 
