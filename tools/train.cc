@@ -18,8 +18,8 @@
 // statistics, Dropout removed), which other runtimes evaluate as `eval` does.
 //
 // Mixed precision: the AMP flags are convert's (tools/amp_report.h; default
-// O0 = fp32 here); weights stay fp32 masters. --loss-scale: auto (dynamic for
-// fp16, none for bf16 and fp32), dynamic (PRECISION.md's defaults: 2^16, x2
+// O0 = fp32 here); weights stay fp32 masters (O3: stored in the low type).
+// --loss-scale: auto (dynamic for fp16 at O1/O2; none for bf16, fp32 and O3), dynamic (PRECISION.md's defaults: 2^16, x2
 // after 2000 clean steps, x0.5 on overflow, floor 1, ceiling 2^24), none, or
 // a number (static). Steps whose gradients are inf/NaN are skipped and
 // counted. --force resumes a checkpoint written under another precision plan.
@@ -79,8 +79,8 @@ StatusOr<std::optional<executor::train::LossScalerConfig>> LossScaling(const std
                                                                        const amp::Policy& policy) {
   executor::train::LossScalerConfig c;
   const bool low = policy.level != amp::Level::kO0;
-  if (flag == "auto") {
-    if (low && policy.low == ir::DType::kFloat16) return std::optional(c);
+  if (flag == "auto") {  // PRECISION.md: O3 has no loss scale by default
+    if (low && policy.low == ir::DType::kFloat16 && policy.level != amp::Level::kO3) return std::optional(c);
     return std::optional<executor::train::LossScalerConfig>();
   }
   if (flag == "dynamic") return std::optional(c);
@@ -284,7 +284,7 @@ Status Train(const TrainArgs& args) {
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;
   config.graph.amp_for_export = !args.export_amp.empty();
   if (!args.export_amp.empty() && policy.level == amp::Level::kO0)
-    return InvalidArgument("--export-amp needs --amp O1 or O2 (the mixed-precision level to export)");
+    return InvalidArgument("--export-amp needs --amp O1, O2 or O3 (the mixed-precision level to export)");
   AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
   config.force_plan_mismatch = args.force;
   config.profile = args.profile;
@@ -292,8 +292,10 @@ Status Train(const TrainArgs& args) {
   if (policy.level == amp::Level::kO0) {
     spdlog::info("precision: fp32 (AMP O0){}", config.loss_scaler ? ", loss scaling on" : "");
   } else {
-    spdlog::info("precision: AMP {} {}, fp32 master weights, loss scaling {}", amp::LevelName(policy.level),
+    spdlog::info("precision: AMP {} {}, {}, loss scaling {}", amp::LevelName(policy.level),
                  ir::DTypeName(policy.low),
+                 policy.level == amp::Level::kO3 ? "weights stored in the low type (no fp32 master)"
+                                                 : "fp32 master weights",
                  !config.loss_scaler ? std::string("none")
                  : config.loss_scaler->dynamic
                      ? fmt::format("dynamic (initial {})", config.loss_scaler->init_scale)
@@ -399,7 +401,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--reference", a->reference, "Use the reference kernels only");
   AddAmpFlags(cmd, a->amp, "default O0: fp32");
   cmd->add_option("--loss-scale", a->loss_scale,
-                  "auto (dynamic for fp16, none for bf16/fp32) | dynamic | none | N (static)")
+                  "auto (dynamic for fp16 at O1/O2; none for bf16, fp32, O3) | dynamic | none | N (static)")
       ->capture_default_str();
   cmd->add_flag("--force", a->force, "Resume a checkpoint written under another precision plan");
   cmd->add_option("--export-amp", a->export_amp,

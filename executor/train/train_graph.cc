@@ -103,13 +103,12 @@ Status InitializerToInput(Graph& g, const std::string& name) {
 }
 
 StatusOr<amp::Report> ApplyTrainingPrecision(Graph& g, const amp::Policy& policy, bool for_export) {
-  if (policy.level == amp::Level::kO3)
-    return Unimplemented("AMP O3 training (weights stored in low precision, no fp32 master copy) is not "
-                         "implemented yet; O1 and O2 train with fp32 master weights");
   amp::Policy p = policy;
   p.keep_io_types = true;  // the logits stay fp32: the loss and its gradient are fp32
   amp::ConvertOptions co;
-  co.convert_initializers = false;  // fp32 masters, cast at their low-precision consumers
+  // O1/O2: fp32 masters, cast at their low-precision consumers. O3: weights
+  // (BN parameters and statistics included) stored in the low type, no master.
+  co.convert_initializers = policy.level == amp::Level::kO3;
   co.capability = amp::Capability::Training([](ir::OpKind op, ir::DType t) {
     return kernels::Registry::Global().Supports(op, kernels::Device::kCpu, t);
   });

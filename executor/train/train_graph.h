@@ -4,13 +4,15 @@
 // pipeline of passes (ir::PassManager), the verifier after each:
 //   training-mode     BN uses batch statistics ("<stat>.update" outputs);
 //                     Dropout draws a mask
-//   amp-precision     under an AMP policy (O1/O2): precision planning
+//   amp-precision     under an AMP policy (O1-O3): precision planning
 //                     (amp::PlanPrecision with the training capability: the
 //                     CPU kernel registry, not the model's opset), cast
 //                     insertion and elimination. Weights stay fp32 masters
 //                     read through one Cast each, whose gradient casts back
 //                     to fp32; graph inputs and outputs keep their types, so
-//                     the logits are fp32
+//                     the logits are fp32. O3 stores every weight (BN's
+//                     parameters and statistics too) in the low type: no
+//                     master copy, the gradients come out low
 //   loss-head         on the model's first output, in fp32: cross-entropy
 //                     with labels int64 [N], or MSE with float targets
 //   loss-scale-input  `loss_scale` (f32 scalar), the backward seed
@@ -81,7 +83,8 @@ StatusOr<TrainGraph> BuildTrainGraph(const ir::Graph& model, const TrainGraphOpt
 // The AMP passes on a training-mode graph `g`, as BuildTrainGraph runs them:
 // fp32 master weights (no initializer conversion), graph inputs and outputs
 // keep their types, capability = the CPU kernel registry (intersected with
-// the opset's type constraints when `for_export`). O3 is refused (not yet).
+// the opset's type constraints when `for_export`). O3 converts the
+// initializers to the low type (no master copy).
 StatusOr<amp::Report> ApplyTrainingPrecision(ir::Graph& g, const amp::Policy& policy, bool for_export);
 
 // `state_names`: the initializers to turn into inputs (TrainGraph::params and

@@ -43,6 +43,16 @@ std::map<std::string, int> OutputIndex(const ir::Graph& g) {
   return index;
 }
 
+// `t` (fp32, or already `dtype`) as `dtype`: fp16/bf16 rounded to nearest even.
+StatusOr<Tensor> InDType(const Tensor& t, ir::DType dtype) {
+  if (t.dtype() == dtype) return t.Clone();
+  if (t.dtype() != ir::DType::kFloat32 || !kernels::cpu::IsTwoByteFloat(dtype))
+    return Internal("cannot convert a ", ir::DTypeName(t.dtype()), " tensor to ", ir::DTypeName(dtype));
+  AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(dtype, t.dims()));
+  kernels::cpu::NarrowFromFloat(dtype, t.data<float>(), out.raw(), t.num_elements(), 1);
+  return out;
+}
+
 StatusOr<Tensor> InitializerValue(const ir::Graph& model, const std::string& name) {
   const Tensor* t = model.ConstantValue(model.FindValue(name));
   if (!t) return Internal("'", name, "' is not an initializer of the model");
@@ -65,14 +75,19 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
     AMP_ASSIGN_OR_RETURN(LossScaler scaler, LossScaler::Create(*config.loss_scaler));
     t->scaler_ = scaler;
   }
+  // State in the dtype the training graph reads it in: the model's fp32
+  // values, or (O3: weights stored low) those values rounded once.
+  const ir::Graph& tg = *t->train_.graph;
   for (const std::string& name : t->train_.params) {
-    AMP_ASSIGN_OR_RETURN(t->params_[name], InitializerValue(model, name));
-    if (t->params_[name].dtype() != ir::DType::kFloat32)
-      return Unimplemented("parameter '", name, "' is ", ir::DTypeName(t->params_[name].dtype()),
-                           "; fp32 training needs float32 parameters");
+    AMP_ASSIGN_OR_RETURN(Tensor value, InitializerValue(model, name));
+    if (value.dtype() != ir::DType::kFloat32)
+      return Unimplemented("parameter '", name, "' is ", ir::DTypeName(value.dtype()),
+                           "; training needs float32 parameters in the model");
+    AMP_ASSIGN_OR_RETURN(t->params_[name], InDType(value, tg.type(tg.FindValue(name)).dtype));
   }
   for (const std::string& name : t->train_.running_stats) {
-    AMP_ASSIGN_OR_RETURN(t->stats_[name], InitializerValue(model, name));
+    AMP_ASSIGN_OR_RETURN(Tensor value, InitializerValue(model, name));
+    AMP_ASSIGN_OR_RETURN(t->stats_[name], InDType(value, tg.type(tg.FindValue(name)).dtype));
   }
   AMP_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::Create(config.optimizer));
   AMP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(config.schedule));
@@ -175,7 +190,16 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
       if (coef < 1.0) scaling.clip_coef = static_cast<float>(coef);
     }
     AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr, scaling));
-    for (const auto& [stat, update] : train_.stat_updates) stats_[stat] = outs[out_index_.at(update)];
+    // The update outputs are fp32 (graph outputs keep their types); at O3 the
+    // statistics are stored low, rounded once.
+    for (const auto& [stat, update] : train_.stat_updates) {
+      Tensor& out = outs[out_index_.at(update)];
+      if (out.dtype() == stats_[stat].dtype()) {
+        stats_[stat] = out;
+      } else {
+        AMP_ASSIGN_OR_RETURN(stats_[stat], InDType(out, stats_[stat].dtype()));
+      }
+    }
     ++lr_step_;
   }
   ++step_;
@@ -227,8 +251,13 @@ StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& 
 
 StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
   if (!eval_session_) AMP_RETURN_IF_ERROR(CreateEvalSession());
-  return RunEvaluation(*eval_session_, eval_, eval_out_index_, batches,
-                       [this](const Tensor& x, const Tensor& y) { return Feeds(eval_, x, y); });
+  // The eval graph computes in fp32: O3's low weights are fed widened.
+  const std::map<std::string, Tensor> state = Fp32ModelState();
+  return RunEvaluation(*eval_session_, eval_, eval_out_index_, batches, [this, &state](const Tensor& x, const Tensor& y) {
+    std::map<std::string, Tensor> feeds = Feeds(eval_, x, y);
+    for (const auto& [name, t] : state) feeds[name] = t;
+    return feeds;
+  });
 }
 
 StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, const TrainGraphOptions& opts,
@@ -266,6 +295,17 @@ StatusOr<EvalResult> Evaluator::Evaluate(data::BatchIterator& batches) {
 std::map<std::string, Tensor> Trainer::ModelState() const {
   std::map<std::string, Tensor> state = params_;
   state.insert(stats_.begin(), stats_.end());
+  return state;
+}
+
+std::map<std::string, Tensor> Trainer::Fp32ModelState() const {
+  std::map<std::string, Tensor> state = ModelState();
+  for (auto& [name, t] : state) {
+    if (!kernels::cpu::IsTwoByteFloat(t.dtype())) continue;
+    Tensor wide = *Tensor::Zeros(ir::DType::kFloat32, t.dims());
+    kernels::cpu::WidenToFloat(t.dtype(), t.raw(), wide.data<float>(), t.num_elements(), 1);
+    t = std::move(wide);
+  }
   return state;
 }
 
@@ -317,7 +357,7 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
 }
 
 StatusOr<std::unique_ptr<ir::Graph>> Trainer::TrainedModel(bool inference) const {
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, WithInitializers(*model_, ModelState()));
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, WithInitializers(*model_, Fp32ModelState()));
   if (inference) AMP_RETURN_IF_ERROR(ToInferenceMode(*g));
   return g;
 }

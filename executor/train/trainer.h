@@ -22,7 +22,9 @@
 // reproduces the uninterrupted one bitwise.
 //
 // Mixed precision (config.graph.amp at O1/O2): the training graph computes
-// in the policy's low type with fp32 master parameters; the backward seed is
+// in the policy's low type with fp32 master parameters (O3: parameters and
+// BN statistics stored in the low type, updated in fp32 arithmetic and
+// rounded once per step; evaluation and export read them widened); the backward seed is
 // the loss_scale input. With a loss scaler (config.loss_scaler) the step
 // feeds its scale; the registry's GradCheck kernel reads every gradient once
 // for inf/NaN (GradientChecker), the fused step kernels unscale, clip and
@@ -132,6 +134,9 @@ class Trainer {
   const std::map<std::string, ir::Tensor>& params() const { return params_; }
   // Parameters and BN running statistics by initializer name (shared buffers).
   std::map<std::string, ir::Tensor> ModelState() const;
+  // ModelState() with fp16/bf16 tensors (O3) widened to fp32 exactly: what
+  // export and the fp32 evaluation graph read.
+  std::map<std::string, ir::Tensor> Fp32ModelState() const;
 
   // Replaces the whole state (parameters, running statistics, optimizer slots
   // and step, step count, lr position) from a checkpoint after checking that

@@ -98,6 +98,23 @@ TEST(AmpTrainer, LossFallsAsInFp32UnderEachLevelAndType) {
     EXPECT_LT(last, 1.5 * last32 + 0.05) << what << " vs fp32 " << last32;
     for (const auto& [name, p] : (*t)->params()) EXPECT_EQ(p.dtype(), DType::kFloat32) << "master " << name;
   }
+  // O3: weights and BN statistics stored low, no master; it still learns.
+  for (DType low : {DType::kBFloat16, DType::kFloat16}) {
+    std::string what = "O3 " + std::string(ir::DTypeName(low));
+    auto t = Trainer::Create(*model, Config(Policy(amp::Level::kO3, low)));
+    ASSERT_TRUE(t.ok()) << what << ": " << t.status().message();
+    for (const auto& [name, p] : (*t)->params()) EXPECT_EQ(p.dtype(), low) << what << " stores " << name << " low";
+    for (const auto& [name, s] : (*t)->ModelState()) {
+      if (name.find("running") == std::string::npos) continue;
+      EXPECT_EQ(s.dtype(), low) << what << " " << name;
+    }
+    auto [first, last] = TrainThreeEpochs(**t);
+    EXPECT_LT(last, 0.5 * first) << what << ": first " << first << " last " << last;
+    for (const auto& [name, s] : (*t)->ModelState()) EXPECT_EQ(s.dtype(), low) << what << " after training: " << name;
+    for (const auto& [name, s] : (*t)->Fp32ModelState()) EXPECT_EQ(s.dtype(), DType::kFloat32) << name;
+    auto exported = (*t)->TrainedModel(true);
+    EXPECT_TRUE(exported.ok()) << what << ": " << exported.status().message();
+  }
 }
 
 TEST(AmpTrainer, AnOverflowingStepChangesNothing) {
@@ -276,35 +293,42 @@ TEST(AmpTrainer, DynamicScaleBacksOffFromHugeUntilStepsApply) {
   EXPECT_EQ((*t)->lr_step(), 1);
 }
 
+// O2 fp16 (fp32 masters) and O3 fp16 (fp16 weights and statistics in the
+// checkpoint), both with a dynamic scale that moves within the run.
 TEST(AmpTrainer, ScalerStateRoundTripsAndResumeIsBitwise) {
   auto model = SmallCnn();
   data::Dataset train = Synthetic("train");
   LossScalerConfig sc;
   sc.growth_interval = 3;  // the scale moves within the run
-  TrainConfig c = Config(Policy(amp::Level::kO2, DType::kFloat16), sc);
-  fs::path straight_dir = TempDir("straight"), resumed_dir = TempDir("resumed");
-  auto straight = Trainer::Create(*model, c);
-  ASSERT_TRUE(straight.ok()) << straight.status().message();
-  ASSERT_TRUE(RunTraining(**straight, train, nullptr, Loop(12, straight_dir.string())).ok());
-  auto first = Trainer::Create(*model, c);
-  ASSERT_TRUE(first.ok());
-  ASSERT_TRUE(RunTraining(**first, train, nullptr, Loop(7, resumed_dir.string())).ok());
-  auto second = Trainer::Create(*model, c);
-  ASSERT_TRUE(second.ok());
-  LoopConfig resume = Loop(12, resumed_dir.string());
-  resume.resume = "auto";
-  auto r = RunTraining(**second, train, nullptr, resume);
-  ASSERT_TRUE(r.ok()) << r.status().message();
-  EXPECT_EQ(r->start_step, 7);
-  ExpectBitwiseEqual((*straight)->ModelState(), (*second)->ModelState());
-  ExpectBitwiseEqual((*straight)->optimizer().StateTensors(), (*second)->optimizer().StateTensors());
-  EXPECT_EQ((*straight)->scaler()->StateJson(), (*second)->scaler()->StateJson());
-  auto ckpt = LoadCheckpoint(CheckpointPath(straight_dir.string(), 12));
-  ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
-  EXPECT_EQ(ckpt->state.scaler, (*straight)->scaler()->StateJson());
-  EXPECT_EQ(ckpt->state.precision_plan_hash, (*straight)->precision_plan_hash());
-  fs::remove_all(straight_dir);
-  fs::remove_all(resumed_dir);
+  for (amp::Level level : {amp::Level::kO2, amp::Level::kO3}) {
+    SCOPED_TRACE(amp::LevelName(level));
+    TrainConfig c = Config(Policy(level, DType::kFloat16), sc);
+    fs::path straight_dir = TempDir("straight"), resumed_dir = TempDir("resumed");
+    auto straight = Trainer::Create(*model, c);
+    ASSERT_TRUE(straight.ok()) << straight.status().message();
+    ASSERT_TRUE(RunTraining(**straight, train, nullptr, Loop(12, straight_dir.string())).ok());
+    auto first = Trainer::Create(*model, c);
+    ASSERT_TRUE(first.ok());
+    ASSERT_TRUE(RunTraining(**first, train, nullptr, Loop(7, resumed_dir.string())).ok());
+    auto second = Trainer::Create(*model, c);
+    ASSERT_TRUE(second.ok());
+    LoopConfig resume = Loop(12, resumed_dir.string());
+    resume.resume = "auto";
+    auto r = RunTraining(**second, train, nullptr, resume);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->start_step, 7);
+    ExpectBitwiseEqual((*straight)->ModelState(), (*second)->ModelState());
+    ExpectBitwiseEqual((*straight)->optimizer().StateTensors(), (*second)->optimizer().StateTensors());
+    EXPECT_EQ((*straight)->scaler()->StateJson(), (*second)->scaler()->StateJson());
+    auto ckpt = LoadCheckpoint(CheckpointPath(straight_dir.string(), 12));
+    ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
+    EXPECT_EQ(ckpt->state.scaler, (*straight)->scaler()->StateJson());
+    EXPECT_EQ(ckpt->state.precision_plan_hash, (*straight)->precision_plan_hash());
+    const DType stored = level == amp::Level::kO3 ? DType::kFloat16 : DType::kFloat32;
+    for (const auto& [name, t] : ckpt->model) EXPECT_EQ(t.dtype(), stored) << name;
+    fs::remove_all(straight_dir);
+    fs::remove_all(resumed_dir);
+  }
 }
 
 TEST(AmpTrainer, ResumeUnderAnotherPrecisionPlanNeedsForce) {
