@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Mixed-precision training throughput and peak memory, amptrain against PyTorch, in one run (CPU).
+
+  python3 tools/bench/amp_training.py [--threads 2] [--torch-python .cache/torch-pypi/bin/python]
+                                      [--amptrain build/tools/amptrain] [--steps 40] [--window 10]
+
+Cases: SimpleCNN 3x32x32 at batch 32 and 128, ResNet-18 (CIFAR stem, 32x32) at batch 32, 10 classes,
+synthetic data, Adam 1e-3, cross-entropy, training mode (BN batch statistics, Dropout). For each:
+  amptrain O0 (fp32), O1 bf16, O2 bf16, O2 fp16 (dynamic loss scaling), O3 bf16;
+  PyTorch eager fp32 and torch.autocast("cpu", torch.bfloat16) (PyPI's torch; the same architectures).
+Each run is its own process: images/s is the median of the timed windows (the first --window steps
+are warm-up: amptrain plans then; PyTorch's first iterations allocate), peak memory is the process's
+peak RSS (os.wait4). Runs alternate between the runtimes so that a change of machine load hits all.
+Writes docs/benchmarks/amp_training.md and build/bench/amp_training.jsonl.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+
+CASES = [("simplecnn", 32), ("simplecnn", 128), ("resnet18", 32)]
+AMP_CONFIGS = [("O0 fp32", []), ("O1 bf16", ["--amp", "O1", "--dtype", "bf16"]),
+               ("O2 bf16", ["--amp", "O2", "--dtype", "bf16"]),
+               ("O2 fp16", ["--amp", "O2", "--dtype", "fp16"]), ("O3 bf16", ["--amp", "O3", "--dtype", "bf16"])]
+TORCH_CONFIGS = ["fp32", "autocast-bf16"]
+
+TORCH_SCRIPT = r'''
+import json, statistics, sys, time
+import torch, torch.nn as nn, torchvision
+model_name, batch, steps, window, threads, mode = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+torch.set_num_threads(threads)
+torch.manual_seed(0)
+if model_name == "simplecnn":
+    sys.path.insert(0, sys.argv[7])
+    from export_models import SimpleCNN
+    model = SimpleCNN(in_channels=3, image_size=32, num_classes=10)
+else:
+    model = torchvision.models.resnet18(num_classes=10)
+    model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+    model.maxpool = nn.Identity()
+model.train()
+opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+loss_fn = nn.CrossEntropyLoss()
+g = torch.Generator().manual_seed(0)
+xs = [torch.randn(batch, 3, 32, 32, generator=g) for _ in range(4)]
+ys = [torch.randint(0, 10, (batch,), generator=g) for _ in range(4)]
+def step(i):
+    opt.zero_grad(set_to_none=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=(mode == "autocast-bf16")):
+        out = model(xs[i % 4])
+        loss = loss_fn(out.float(), ys[i % 4])
+    loss.backward()
+    opt.step()
+    return loss.item()
+for i in range(window):
+    step(i)
+rates = []
+for w in range(steps // window):
+    t0 = time.perf_counter()
+    for i in range(window):
+        step(i)
+    rates.append(window * batch / (time.perf_counter() - t0))
+print(json.dumps({"windows": rates, "median": statistics.median(rates)}))
+'''
+
+
+def run_measured(cmd, env):
+    """(stdout, stderr, exit code, peak RSS in MiB, wall s) of one process; the RSS from os.wait4."""
+    t0 = time.time()
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        pid = os.fork()
+        if pid == 0:
+            os.dup2(out.fileno(), 1)
+            os.dup2(err.fileno(), 2)
+            try:
+                os.execvpe(cmd[0], cmd, env)
+            finally:
+                os._exit(127)
+        _, status, usage = os.wait4(pid, 0)
+        out.seek(0)
+        err.seek(0)
+        return out.read(), err.read(), os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024.0, time.time() - t0
+
+
+def cpu_description(amptrain):
+    model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
+    keep = [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))]
+    version = subprocess.run([amptrain, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
+    return model, keep, version
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--amptrain", default=os.path.join(ROOT, "build/tools/amptrain"))
+    ap.add_argument("--torch-python", default=os.path.join(ROOT, ".cache/torch-pypi/bin/python"))
+    ap.add_argument("--steps", type=int, default=40, help="timed steps (after --window warm-up steps)")
+    ap.add_argument("--window", type=int, default=10)
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs/benchmarks/amp_training.md"))
+    a = ap.parse_args()
+    work = os.path.join(ROOT, "build/bench")
+    os.makedirs(work, exist_ok=True)
+    env = dict(os.environ, OMP_WAIT_POLICY="passive")
+    models = {
+        "simplecnn": os.path.join(work, "simplecnn_3x32.onnx"),
+        "resnet18": os.path.join(work, "resnet18_32.onnx"),
+    }
+    subprocess.run([a.amptrain, "models", "write", "simplecnn", "--in-channels", "3", "--image-size", "32",
+                    "-o", models["simplecnn"]], check=True, capture_output=True)
+    subprocess.run([a.amptrain, "models", "write", "resnet", "--depth", "18", "--small-input", "--image-size", "32",
+                    "--num-classes", "10", "-o", models["resnet18"]], check=True, capture_output=True)
+    torch_version = subprocess.run([a.torch_python, "-c", "import torch; print(torch.__version__)"],
+                                   capture_output=True, text=True).stdout.strip()
+    rows = []
+    load_start = open("/proc/loadavg").read().split()[:3]
+    t_start = time.time()
+    for model, batch in CASES:
+        steps = a.steps if model == "simplecnn" else max(a.window, a.steps // 2)
+        runs = [("amptrain", name, flags) for name, flags in AMP_CONFIGS] + [("pytorch", m, None) for m in TORCH_CONFIGS]
+        # Interleave: amptrain, pytorch, amptrain, ...
+        order = []
+        amp_runs = [r for r in runs if r[0] == "amptrain"]
+        torch_runs = [r for r in runs if r[0] == "pytorch"]
+        while amp_runs or torch_runs:
+            if amp_runs:
+                order.append(amp_runs.pop(0))
+            if torch_runs:
+                order.append(torch_runs.pop(0))
+        for runtime, name, flags in order:
+            if runtime == "amptrain":
+                metrics = os.path.join(work, "amp_training_metrics.jsonl")
+                cmd = [a.amptrain, "train", models[model], "--data", "synthetic:N=4096,C=3,H=32,W=32,classes=10",
+                       "--steps", str(steps + a.window), "--log-every", str(a.window), "--batch-size", str(batch),
+                       "--threads", str(a.threads), "--metrics", metrics] + flags
+                out, err, rc, rss, wall = run_measured(cmd, env)
+                if rc != 0:
+                    print(f"amptrain {model} b{batch} {name} failed:\n{err}", file=sys.stderr)
+                    sys.exit(1)
+                w = [r["images_per_s"] for r in map(json.loads, open(metrics)) if r.get("event") == "progress"][1:]
+                rate = statistics.median(w)
+            else:
+                cmd = [a.torch_python, "-c", TORCH_SCRIPT, model, str(batch), str(steps), str(a.window),
+                       str(a.threads), name, os.path.join(ROOT, "models/torch")]
+                out, err, rc, rss, wall = run_measured(cmd, env)
+                if rc != 0:
+                    print(f"pytorch {model} b{batch} {name} failed:\n{err}", file=sys.stderr)
+                    sys.exit(1)
+                r = json.loads(out.strip().splitlines()[-1])
+                w, rate = r["windows"], r["median"]
+            row = {"model": model, "batch": batch, "runtime": runtime, "config": name, "images_per_s": rate,
+                   "windows": w, "peak_rss_mib": rss, "wall_s": wall}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    load_end = open("/proc/loadavg").read().split()[:3]
+    with open(os.path.join(work, "amp_training.jsonl"), "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+
+    cpu, flags, version = cpu_description(a.amptrain)
+    lines = ["# Mixed-precision training: amptrain against PyTorch (CPU)", "",
+             f"`python3 tools/bench/amp_training.py --threads {a.threads}` on {time.strftime('%Y-%m-%d')}: "
+             f"{cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, {a.threads} threads, "
+             f"OMP_WAIT_POLICY=passive. PyTorch {torch_version} from PyPI. Synthetic data, Adam 1e-3, training mode. "
+             f"Load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end; "
+             f"{time.time() - t_start:.0f} s in all.", "",
+             "amptrain --version:", "", "```"] + version + ["```", "",
+             "Images/s is the median of the timed windows; peak memory is the process's peak RSS "
+             "(libraries included: PyTorch's own footprint is larger before any tensor). "
+             "Ratios are to amptrain O0 of the same case.", ""]
+    for model, batch in CASES:
+        case = [r for r in rows if r["model"] == model and r["batch"] == batch]
+        base = next(r for r in case if r["runtime"] == "amptrain" and r["config"] == "O0 fp32")
+        lines += [f"## {model}, batch {batch}", "",
+                  "| runtime | precision | images/s | vs amptrain O0 | peak RSS MiB | vs amptrain O0 |",
+                  "|---|---|---|---|---|---|"]
+        for r in case:
+            lines.append(f"| {r['runtime']} | {r['config']} | {r['images_per_s']:.1f} | "
+                         f"{r['images_per_s'] / base['images_per_s']:.2f}x | {r['peak_rss_mib']:.0f} | "
+                         f"{r['peak_rss_mib'] / base['peak_rss_mib']:.2f}x |")
+        lines.append("")
+    with open(a.out, "w") as f:
+        f.write("\n".join(lines))
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()
