@@ -23,9 +23,11 @@ constexpr int kMaxPolicyNesting = 16;          // [ { nesting (a policy needs 3)
 constexpr int64_t kMaxPolicyValues = 100'000;  // values after YAML alias expansion
 constexpr size_t kMaxEcho = 80;                // characters of a value quoted in an error
 
-// `j` for an error message, cut to kMaxEcho characters.
+// `j` for an error message, cut to kMaxEcho characters. Bytes that are not
+// UTF-8 (YAML does not check) print as U+FFFD: a strict dump() threw.
 std::string Echo(const Json& j) {
-  std::string s = j.is_string() ? Json(j.get_ref<const std::string&>().substr(0, kMaxEcho + 1)).dump() : j.dump();
+  auto dump = [](const Json& v) { return v.dump(-1, ' ', false, Json::error_handler_t::replace); };
+  std::string s = j.is_string() ? dump(Json(j.get_ref<const std::string&>().substr(0, kMaxEcho + 1))) : dump(j);
   if (s.size() > kMaxEcho) s = s.substr(0, kMaxEcho) + "... (" + std::to_string(s.size()) + " characters)";
   return s;
 }

@@ -104,40 +104,49 @@ Status ReadAt(int fd, void* dst, size_t nbytes, int64_t offset) {
   return Status::Ok();
 }
 
-Status ReadExternal(const onnx::TensorProto& proto, const std::string& model_dir, size_t nbytes, void* dst) {
+// The checks on the open file `fd`, then the tensor: it is allocated only
+// once the file is known to hold its bytes.
+StatusOr<ir::Tensor> ReadChecked(int fd, const ExternalRef& ref, ir::DType dtype, std::vector<int64_t> dims,
+                                 size_t nbytes) {
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    return IoError("external data file '", ref.location, "' is not a regular file");
+  // A hard link may name a file outside the model's folder that no path
+  // check can see (issue 9, F17; the CVE-2026-34446 pattern).
+  if (st.st_nlink > 1)
+    return InvalidArgument("external data file '", ref.location, "' has ", st.st_nlink,
+                           " hard links; it could be a file outside the model's folder, so it is not read");
+  const int64_t size = st.st_size;
+  const int64_t length = ref.length < 0 ? size - std::min(ref.offset, size) : ref.length;
+  if (ref.offset > size || length > size - ref.offset)
+    return OutOfRange("external data offset ", ref.offset, " + length ", length, " is past the end of '",
+                      ref.location, "' (", size, " bytes)");
+  if (static_cast<uint64_t>(length) != nbytes)
+    return InvalidArgument("external data length ", length, " differs from the tensor's ", nbytes, " bytes");
+  AMP_ASSIGN_OR_RETURN(ir::Tensor t, ir::Tensor::Zeros(dtype, std::move(dims)));
+  AMP_RETURN_IF_ERROR(ReadAt(fd, t.raw(), nbytes, ref.offset));
+  return t;
+}
+
+StatusOr<ir::Tensor> ReadExternal(const onnx::TensorProto& proto, const std::string& model_dir, ir::DType dtype,
+                                  std::vector<int64_t> dims, size_t nbytes) {
   AMP_ASSIGN_OR_RETURN(ExternalRef ref, ParseRef(proto));
   AMP_ASSIGN_OR_RETURN(std::string dir, CanonicalDir(model_dir));
   AMP_ASSIGN_OR_RETURN(std::string path, ResolveUnder(dir, ref.location));
   int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return IoError("cannot open external data file '", ref.location, "': ", std::strerror(errno));
-  struct stat st;
-  Status s;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    s = IoError("external data file '", ref.location, "' is not a regular file");
-  } else if (st.st_nlink > 1) {
-    // A hard link may name a file outside the model's folder that no path
-    // check can see (issue 9, F17; the CVE-2026-34446 pattern).
-    s = InvalidArgument("external data file '", ref.location, "' has ", st.st_nlink,
-                        " hard links; it could be a file outside the model's folder, so it is not read");
-  } else {
-    const int64_t size = st.st_size;
-    const int64_t length = ref.length < 0 ? size - std::min(ref.offset, size) : ref.length;
-    if (ref.offset > size || length > size - ref.offset)
-      s = OutOfRange("external data offset ", ref.offset, " + length ", length, " is past the end of '",
-                     ref.location, "' (", size, " bytes)");
-    else if (static_cast<uint64_t>(length) != nbytes)
-      s = InvalidArgument("external data length ", length, " differs from the tensor's ", nbytes, " bytes");
-    else
-      s = ReadAt(fd, dst, nbytes, ref.offset);
-  }
+  StatusOr<ir::Tensor> t = ReadChecked(fd, ref, dtype, std::move(dims), nbytes);
   close(fd);
-  return s;
+  return t;
 }
 
 }  // namespace
 
-Status ReadExternalData(const onnx::TensorProto& proto, const std::string& model_dir, size_t nbytes, void* dst) {
-  return ReadExternal(proto, model_dir, nbytes, dst).WithContext(StrCat("tensor '", proto.name(), "'"));
+StatusOr<ir::Tensor> ReadExternalData(const onnx::TensorProto& proto, const std::string& model_dir, ir::DType dtype,
+                                      std::vector<int64_t> dims, size_t nbytes) {
+  StatusOr<ir::Tensor> t = ReadExternal(proto, model_dir, dtype, std::move(dims), nbytes);
+  if (!t.ok()) return t.status().WithContext(StrCat("tensor '", proto.name(), "'"));
+  return t;
 }
 
 }  // namespace amptrain::importer

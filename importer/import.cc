@@ -158,6 +158,20 @@ void MergeDeclaredSymbols(ir::Graph& g, const std::vector<std::pair<std::string,
   }
 }
 
+// Inferred shapes keep the rank limit of declared ones: Expand with a 1-D
+// shape input of 101 entries gave a rank-101 value that the exporter wrote
+// and the importer then refused.
+Status CheckInferredRanks(const ir::Graph& g) {
+  for (const ir::Node* n : g.nodes())
+    for (size_t i = 0; i < n->num_outputs(); ++i) {
+      const ir::TensorType& t = n->output_info(i).type;
+      if (t.has_shape && t.shape.rank() > static_cast<size_t>(detail::kMaxRank))
+        return InvalidArgument("node '", n->name(), "' (", ir::Schema(n->op()).onnx_type, "): output ", i,
+                               " has rank ", t.shape.rank(), ", more than ", detail::kMaxRank);
+    }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const std::string& model_dir,
                                              const ImportOptions& opts) {
   auto graph = std::make_unique<ir::Graph>();
@@ -168,6 +182,7 @@ StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const
   AMP_RETURN_IF_ERROR(builder.Build());
   AMP_RETURN_IF_ERROR(UpgradeToCanonical(*graph, graph->info().opset));
   AMP_RETURN_IF_ERROR(graph->InferShapes());
+  AMP_RETURN_IF_ERROR(CheckInferredRanks(*graph));
   MergeDeclaredSymbols(*graph, builder.declared());
   if (opts.fold_constants) AMP_RETURN_IF_ERROR(ir::FoldConstants().Run(*graph).status());
   if (opts.remove_identity) AMP_RETURN_IF_ERROR(RemoveIdentityNodes(*graph).status());

@@ -102,11 +102,8 @@ StatusOr<ir::Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::
     return InvalidArgument(Label(proto), ": typed data has ", TypedCount(proto, dtype), " elements, expected ", n);
   }
 
+  if (external) return ReadExternalData(proto, model_dir, dtype, std::move(dims), nbytes);
   AMP_ASSIGN_OR_RETURN(ir::Tensor t, ir::Tensor::Zeros(dtype, std::move(dims)));
-  if (external) {
-    AMP_RETURN_IF_ERROR(ReadExternalData(proto, model_dir, nbytes, t.raw()));
-    return t;
-  }
   if (n == 0) return t;
   if (proto.has_raw_data()) {
     std::memcpy(t.raw(), proto.raw_data().data(), nbytes);  // little-endian host, as ONNX stores it

@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -34,10 +35,13 @@ StatusOr<ir::Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::
 // Fills `proto` (name, data_type, dims, raw_data); clears what was there.
 void TensorToProto(const ir::Tensor& tensor, const std::string& name, onnx::TensorProto* proto);
 
-// Copies `nbytes` bytes of `proto`'s external data into `dst`. The location
-// must be relative, without ".." components or symlinks, and stay under the
-// canonical `model_dir`; offset/length are checked against the file size and
-// length (when given) must equal `nbytes`. Defined in external_data.cc.
-Status ReadExternalData(const onnx::TensorProto& proto, const std::string& model_dir, size_t nbytes, void* dst);
+// The tensor (`dtype`, `dims`, `nbytes` bytes) held in `proto`'s external
+// data. The location must be relative, without ".." components or symlinks,
+// and stay under the canonical `model_dir`; offset/length are checked against
+// the file size and length (when given) must equal `nbytes`. The tensor is
+// allocated only after those checks, so a model of a few bytes cannot ask for
+// terabytes. Defined in external_data.cc.
+StatusOr<ir::Tensor> ReadExternalData(const onnx::TensorProto& proto, const std::string& model_dir, ir::DType dtype,
+                                      std::vector<int64_t> dims, size_t nbytes);
 
 }  // namespace amptrain::importer

@@ -34,13 +34,13 @@ Tensor Tensor::Scalar(float v) { return Floats({v}, {}); }
 
 Tensor Tensor::Int64s(const std::vector<int64_t>& values, std::vector<int64_t> dims) {
   Tensor t = *Zeros(DType::kInt64, std::move(dims));
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(int64_t));  // an empty vector's data() may be null
   return t;
 }
 
 Tensor Tensor::Floats(const std::vector<float>& values, std::vector<int64_t> dims) {
   Tensor t = *Zeros(DType::kFloat32, std::move(dims));
-  std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
+  if (!values.empty()) std::memcpy(t.raw(), values.data(), values.size() * sizeof(float));
   return t;
 }
 

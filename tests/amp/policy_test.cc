@@ -122,6 +122,14 @@ TEST(AmpPolicyHostile, HugeValuesAreNotEchoedWhole) {
   EXPECT_NE(p.status().message().find("characters"), std::string::npos);
 }
 
+TEST(AmpPolicyHostile, NonUtf8ValueInAnErrorMessage) {
+  // Found by fuzz_policy (tests/fuzz): YAML does not check UTF-8, and quoting
+  // such a value in the error threw nlohmann's type_error (std::terminate).
+  auto p = ParsePolicyText("fp32_ops: \xff\xfe\n", "bytes.yaml");
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("expected a list of strings"), std::string::npos) << p.status().message();
+}
+
 TEST(AmpPolicyHostile, YamlAliasBombIsRefused) {
   // F3: 9 anchors, each a list of 9 aliases to the one before (9^9 values in 342 bytes): std::bad_alloc.
   std::string yaml = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n";

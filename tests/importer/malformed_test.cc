@@ -280,5 +280,29 @@ TEST_F(ExternalData, OffsetLengthPastEof) {
   ExpectError(WithExternal("missing.bin", "", ""), {"missing.bin"}, dir());
 }
 
+// Found by fuzz_onnx_model (tests/fuzz): a 200-byte model whose external
+// tensor declared 2^40 floats had them allocated (4 TiB; under ASan an abort)
+// before the file's size was checked.
+TEST_F(ExternalData, HugeDimsRefusedBeforeAllocating) {
+  onnx::ModelProto m = WithExternal("weights.bin", "8", "24");
+  auto* t = m.mutable_graph()->mutable_initializer(0);
+  t->clear_dims();
+  t->add_dims(int64_t{1} << 20);
+  t->add_dims(int64_t{1} << 20);
+  ExpectError(m, {"tensor 'w'", "differs from the tensor's 4398046511104 bytes"}, dir());
+}
+
+// Found by fuzz_onnx_model: Expand to a shape input of 101 entries gave a
+// rank-101 value, more than a declared type may have (64); the exported model
+// then failed to import.
+TEST(Malformed, InferredRankOverTheLimit) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {3});
+  AddInput(m, "shape", {101}, onnx::TensorProto::INT64);
+  AddNode(m, "Expand", {"x", "shape"}, {"y"}, "expand");
+  AddOutput(m, "y");
+  ExpectError(m, {"node 'expand' (Expand)", "rank 101", "more than 64"});
+}
+
 }  // namespace
 }  // namespace amptrain::importer
