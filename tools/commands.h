@@ -53,5 +53,11 @@ std::optional<float> ParseStaticLossScale(const std::string& text);
 inline constexpr int64_t kMaxThreads = 1024;
 // True when `a` and `b` name the same file (or the same path, if either does not exist yet).
 bool SameFile(const std::string& a, const std::string& b);
+// The folder that will hold the output file `path` exists and this process
+// may create files in it; the error names `flag` and the folder.
+Status CheckOutputFolderOf(const std::string& path, const std::string& flag);
+// `dir` exists as a writable folder, or is created (with its parents); an
+// existing non-folder or an unwritable place is an error naming `flag`.
+Status EnsureWritableFolder(const std::string& dir, const std::string& flag);
 
 }  // namespace amptrain::tools

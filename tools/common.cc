@@ -113,4 +113,35 @@ bool SameFile(const std::string& a, const std::string& b) {
   return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
 }
 
+namespace {
+
+Status CheckWritableDir(const std::string& dir, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return InvalidArgument(flag, ": the folder '", dir, "' does not exist or is not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return InvalidArgument(flag, ": cannot create files in the folder '", dir, "': ", std::strerror(errno));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CheckOutputFolderOf(const std::string& path, const std::string& flag) {
+  std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return CheckWritableDir(parent.empty() ? "." : parent.string(), flag);
+}
+
+Status EnsureWritableFolder(const std::string& dir, const std::string& flag) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    return InvalidArgument(flag, ": '", dir, "' exists and is not a folder");
+  if (!fs::exists(dir, ec)) {
+    fs::create_directories(dir, ec);
+    if (ec) return InvalidArgument(flag, ": cannot create the folder '", dir, "': ", ec.message());
+  }
+  return CheckWritableDir(dir, flag);
+}
+
 }  // namespace amptrain::tools

@@ -28,6 +28,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -131,6 +132,14 @@ class Reporter {
       : tty_(isatty(fileno(stdout)) == 1), scaled_(scaled), metrics_path_(args.metrics), append_(!args.resume.empty()) {}
 
   // Opens the TensorBoard event file before the first step, so a bad folder fails early.
+  // Opens --metrics (before step 1: an unwritable file fails now, not after training).
+  Status OpenMetrics() {
+    if (metrics_path_.empty() || out_.is_open()) return Status::Ok();
+    out_.open(metrics_path_, append_ ? std::ios::app : std::ios::trunc);
+    if (!out_) return IoError("cannot open the metrics file '", metrics_path_, "': ", std::strerror(errno));
+    return Status::Ok();
+  }
+
   Status OpenTensorBoard(const std::string& dir) {
     if (dir.empty()) return Status::Ok();
     AMP_ASSIGN_OR_RETURN(tb_, executor::train::TensorBoardWriter::Open(dir));
@@ -200,10 +209,7 @@ class Reporter {
  private:
   Status Write(const nlohmann::json& j) {
     if (metrics_path_.empty()) return Status::Ok();
-    if (!out_.is_open()) {
-      out_.open(metrics_path_, append_ ? std::ios::app : std::ios::trunc);
-      if (!out_) return IoError("cannot open the metrics file '", metrics_path_, "'");
-    }
+    AMP_RETURN_IF_ERROR(OpenMetrics());
     out_ << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     out_.flush();
     if (!out_) return IoError("cannot write the metrics file '", metrics_path_, "'");
@@ -218,8 +224,10 @@ class Reporter {
   std::unique_ptr<executor::train::TensorBoardWriter> tb_;
 };
 
-// Every output file is checked before the first step (issue 9, F12/F13):
-// none may be the model, and each must be absent or a regular file.
+// Every output is checked before the first step (issue 9, F12/F13): no
+// file may be the model, each must be absent or a regular file in a folder
+// this process can write, and the checkpoint and TensorBoard folders exist
+// (made if needed) and are writable. The metrics file is opened then too.
 Status CheckOutputs(const TrainArgs& args) {
   const std::pair<const char*, const std::string*> outputs[] = {
       {"--metrics", &args.metrics}, {"--export", &args.export_path}, {"--export-amp", &args.export_amp}};
@@ -227,7 +235,11 @@ Status CheckOutputs(const TrainArgs& args) {
     if (path->empty()) continue;
     if (SameFile(*path, args.model)) return InvalidArgument(flag, " '", *path, "' is the model being trained");
     AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(*path, flag));
+    AMP_RETURN_IF_ERROR(CheckOutputFolderOf(*path, flag));
   }
+  // Folders are made (or found writable) now, not after the first epoch.
+  if (!args.checkpoint_dir.empty()) AMP_RETURN_IF_ERROR(EnsureWritableFolder(args.checkpoint_dir, "--checkpoint-dir"));
+  if (!args.tensorboard.empty()) AMP_RETURN_IF_ERROR(EnsureWritableFolder(args.tensorboard, "--tensorboard"));
   if (!args.export_path.empty() && !args.export_amp.empty() && SameFile(args.export_path, args.export_amp))
     return InvalidArgument("--export and --export-amp are the same file '", args.export_path, "'");
   return Status::Ok();
@@ -317,6 +329,7 @@ Status Train(const TrainArgs& args) {
                }(), trainer->params().size(), args.data, train_set.size(), test_set.size(), total, args.batch_size);
 
   Reporter reporter(args, trainer->scaler() != nullptr);
+  AMP_RETURN_IF_ERROR(reporter.OpenMetrics());
   AMP_RETURN_IF_ERROR(reporter.OpenTensorBoard(args.tensorboard));
   Status report_error;
   train::LoopCallbacks callbacks;

@@ -20,7 +20,9 @@ Status Errno(const char* what, const std::string& path) {
 }  // namespace
 
 StatusOr<std::string> ReadFileBytes(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in place of a checkpoint file cannot block the open
+  // (resume would hang instead of falling back); fstat then refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return Errno("open", path);
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {

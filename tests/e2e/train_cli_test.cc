@@ -205,8 +205,36 @@ TEST_F(TrainCliTest, AmpFlagsAreChecked) {
   ExpectOneLineError(Train(model_, "--steps 2 --amp O2 --loss-scale lots"), "--loss-scale");
   ExpectOneLineError(Train(model_, "--steps 2 --loss-scale=-4"), "--loss-scale");
   ExpectOneLineError(Train(model_, "--steps 2 --export-amp " + Path("x.onnx")), "--export-amp needs --amp");
-  ExpectOneLineError(Train(model_, "--steps 2 --amp O3"), "O3 training");
   EXPECT_FALSE(fs::exists(Path("x.onnx")));
+  // O3 trains (weights stored low) and says so.
+  CliResult o3 = Cli(Train(model_, "--steps 2 --amp O3 --dtype bf16 --export-amp " + Path("o3.onnx")));
+  EXPECT_EQ(o3.code, 0) << o3.err;
+  EXPECT_NE((o3.out + o3.err).find("weights stored in the low type"), std::string::npos) << o3.out << o3.err;
+  EXPECT_TRUE(fs::exists(Path("o3.onnx")));
+}
+
+// F13 (issue 9): train checked its output paths only after training. Every
+// output is checked (and the metrics file opened) before step 1: a bad one
+// fails at once with one line, and nothing else is written.
+TEST_F(TrainCliTest, BadOutputPathsFailBeforeTheFirstStep) {
+  const std::string missing = Path("no/such/folder");
+  fs::create_directories(Path("ro"));
+  fs::permissions(Path("ro"), fs::perms::owner_read | fs::perms::owner_exec);
+  std::ofstream(Path("a_file")) << "x";
+  const std::pair<std::string, std::string> cases[] = {
+      {"--export " + missing + "/m.onnx", "--export"},
+      {"--metrics " + missing + "/m.jsonl", "--metrics"},
+      {"--export-inference --export " + Path("ok.onnx") + " --metrics " + missing + "/m.jsonl", "--metrics"},
+      {"--checkpoint-dir " + Path("a_file"), "--checkpoint-dir"},
+      {"--tensorboard " + Path("a_file"), "--tensorboard"},
+  };
+  for (const auto& [flags, fragment] : cases) ExpectOneLineError(Train(model_, "--steps 200 " + flags), fragment);
+  if (::geteuid() != 0) {  // root writes anywhere
+    ExpectOneLineError(Train(model_, "--steps 200 --export " + Path("ro/m.onnx")), "cannot create files");
+    ExpectOneLineError(Train(model_, "--steps 200 --checkpoint-dir " + Path("ro/ckpt")), "--checkpoint-dir");
+  }
+  EXPECT_FALSE(fs::exists(Path("ok.onnx")));
+  fs::permissions(Path("ro"), fs::perms::owner_all);
 }
 
 }  // namespace

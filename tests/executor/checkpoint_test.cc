@@ -1,6 +1,7 @@
 // Checkpoints: bitwise round trip, keep-last pruning, corruption detection,
 // compatibility checks, and atomicity under SIGKILL.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -138,6 +139,31 @@ TEST_F(CheckpointTest, CorruptionIsACleanErrorNamingTheFile) {
     ASSERT_FALSE(loaded.ok()) << c.file << " at " << c.at;
     EXPECT_NE(loaded.status().message().find(c.file), std::string::npos) << loaded.status().message();
     EXPECT_EQ(*FindLatestCheckpoint(dir_), CheckpointPath(dir_, 1)) << c.file;
+  }
+}
+
+// A FIFO, a folder or a device in place of a checkpoint file (issue 9 F5):
+// refused at once, naming it, and resume falls back to the previous one.
+TEST_F(CheckpointTest, SpecialFilesAreRefusedWithoutBlocking) {
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "trainer_state.json"}) {
+    for (const char* kind : {"fifo", "folder", "device"}) {
+      fs::remove_all(dir_);
+      ASSERT_TRUE(SaveCheckpoint(dir_, Model(1), Slots(1), State(1), 2).ok());
+      ASSERT_TRUE(SaveCheckpoint(dir_, Model(2), Slots(2), State(2), 2).ok());
+      const std::string path = CheckpointPath(dir_, 2) + "/" + file;
+      fs::remove(path);
+      if (std::string(kind) == "fifo") {
+        ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+      } else if (std::string(kind) == "folder") {
+        fs::create_directory(path);
+      } else {
+        fs::create_symlink("/dev/zero", path);
+      }
+      auto loaded = LoadCheckpoint(CheckpointPath(dir_, 2));
+      ASSERT_FALSE(loaded.ok()) << file << " as a " << kind;
+      EXPECT_NE(loaded.status().message().find(file), std::string::npos) << loaded.status().message();
+      EXPECT_EQ(*FindLatestCheckpoint(dir_), CheckpointPath(dir_, 1)) << file << " as a " << kind;
+    }
   }
 }
 
