@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <limits>
+#include <set>
 
 #include "executor/train/train_loop.h"
 #include "executor/train/trainer.h"
@@ -263,6 +264,41 @@ TEST(AmpTrainer, AnInjectedOverflowEqualsARunThatSkippedTheStep) {
     EXPECT_EQ((*a)->optimizer().step_count(), kSteps - 1);
     EXPECT_EQ((*a)->lr_step(), (*b)->lr_step());
   }
+}
+
+// PyTorch's test_grad_scaling_update_scale through the trainer: scale 4,
+// growth interval 2, backoff 0.25: two clean steps give 8, an inf step gives
+// 2 and resets the growth tracker, two more clean steps give 4.
+TEST(AmpTrainer, GrowthAndBackoffSequence) {
+  auto model = SmallCnn();
+  LossScalerConfig c;
+  c.init_scale = 4.0f;
+  c.growth_interval = 2;
+  c.backoff_factor = 0.25f;
+  c.min_scale = 0.5f;
+  std::set<int64_t> overflow_steps = {2};
+  TrainConfig config = Config(Policy(amp::Level::kO1, DType::kFloat16), c);
+  config.gradient_hook = [&](int64_t step, std::map<std::string, ir::Tensor>& grads) {
+    if (overflow_steps.count(step)) grads.rbegin()->second.data<float>()[0] = std::numeric_limits<float>::infinity();
+  };
+  auto t = Trainer::Create(*model, config);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  data::Dataset train = Synthetic("train");
+  data::BatchIterator batches(train, 32, true, 0, {{0.5f}, {0.2f}}, {});
+  ir::Tensor x, y;
+  ASSERT_TRUE(*batches.Next(&x, &y));
+  const float want_scale_before[] = {4, 4, 8, 2, 2};
+  const bool want_applied[] = {true, true, false, true, true};
+  for (int i = 0; i < 5; ++i) {
+    auto r = (*t)->Step(x, y);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ(r->loss_scale, want_scale_before[i]) << "step " << i;
+    EXPECT_EQ(r->applied, want_applied[i]) << "step " << i;
+  }
+  EXPECT_EQ((*t)->scaler()->scale(), 4.0f);
+  EXPECT_EQ((*t)->scaler()->growth_tracker(), 0);
+  EXPECT_EQ((*t)->scaler()->skipped_steps(), 1);
+  EXPECT_EQ((*t)->optimizer().step_count(), 4);
 }
 
 TEST(AmpTrainer, DynamicScaleBacksOffFromHugeUntilStepsApply) {
