@@ -3,6 +3,7 @@
 // turned into the same JSON tree, so both go through one reader and give the
 // same errors. Node patterns "re:REGEX" are regexes; fp32_nodes entries come
 // before fp16_nodes entries in the override list (later entries win).
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -92,6 +93,8 @@ StatusOr<Json> YamlToJson(const YAML::Node& n, const std::string& where, int64_t
       for (auto it = n.begin(); it != n.end(); ++it) {
         if (!it->first.IsScalar()) return InvalidArgument(where, ": mapping keys must be plain strings");
         AMP_ASSIGN_OR_RETURN(Json e, YamlToJson(it->second, where, budget, depth + 1));
+        if (obj.contains(it->first.Scalar()))
+          return InvalidArgument(where, ": key ", Echo(Json(it->first.Scalar())), " appears twice in one mapping");
         obj[it->first.Scalar()] = std::move(e);
       }
       return obj;
@@ -206,8 +209,21 @@ StatusOr<Policy> ParsePolicyText(const std::string& text, const std::string& sou
   size_t first = text.find_first_not_of(" \t\r\n");
   Json root;
   if (first != std::string::npos && text[first] == '{') {
-    root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+    // nlohmann keeps the last of duplicate keys; a policy must not say two things.
+    std::vector<std::set<std::string>> open_objects;
+    std::string duplicate;
+    Json::parser_callback_t on_event = [&](int, Json::parse_event_t event, Json& parsed) {
+      if (event == Json::parse_event_t::object_start) open_objects.emplace_back();
+      if (event == Json::parse_event_t::object_end && !open_objects.empty()) open_objects.pop_back();
+      if (event == Json::parse_event_t::key && !open_objects.empty() && duplicate.empty() &&
+          !open_objects.back().insert(parsed.get<std::string>()).second)
+        duplicate = parsed.get<std::string>();
+      return true;
+    };
+    root = Json::parse(text, on_event, /*allow_exceptions=*/false);
     if (root.is_discarded()) return InvalidArgument(source_name, ": invalid JSON");
+    if (!duplicate.empty())
+      return InvalidArgument(source_name, ": key ", Echo(Json(duplicate)), " appears twice in one object");
   } else {
     try {
       YAML::Node doc = YAML::Load(text);

@@ -156,6 +156,10 @@ std::string NodeLabel(const onnx::NodeProto& node, int index) {
 }
 
 Status ReadModelInfo(const onnx::ModelProto& model, ir::ModelInfo* info) {
+  // An empty file parses as an empty ModelProto; "IR version 0" would not say what is wrong.
+  if (model.ByteSizeLong() == 0) return InvalidArgument("the model is empty (no ONNX fields: an empty or zeroed file?)");
+  if (!model.has_graph() && model.ir_version() == 0)
+    return InvalidArgument("not an ONNX model: no IR version and no graph");
   if (model.ir_version() < kMinIrVersion || model.ir_version() > kMaxIrVersion)
     return Unimplemented("ONNX IR version ", model.ir_version(), " is not supported (supported: ", kMinIrVersion,
                          "..", kMaxIrVersion, ")");

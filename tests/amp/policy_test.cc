@@ -84,6 +84,16 @@ TEST(AmpPolicy, YamlFileMatchesJson) {
 TEST(AmpPolicy, FileErrorsNameTheProblem) {
   ExpectError(ParsePolicyText("level: O1\nfp16_op: [Conv]\n", "a.yaml").status(), "unknown key 'fp16_op'");
   ExpectError(ParsePolicyText(R"({"levl": "O1"})", "a.json").status(), "a.json: unknown key 'levl'");
+  // Duplicate keys (issue 9): nlohmann and yaml-cpp kept the last one silently.
+  ExpectError(ParsePolicyText(R"({"level": "O1", "level": "O2"})", "a.json").status(),
+              "a.json: key \"level\" appears twice");
+  ExpectError(ParsePolicyText(R"({"pins": [{"node": "a", "input": 1, "input": 2, "dtype": "fp32"}]})", "a.json")
+                  .status(),
+              "key \"input\" appears twice");
+  ExpectError(ParsePolicyText("level: O1\nlevel: O2\n", "a.yaml").status(), "key \"level\" appears twice");
+  EXPECT_TRUE(ParsePolicyText(R"({"pins": [{"node": "a", "input": 1, "dtype": "fp32"},
+                                          {"node": "a", "input": 2, "dtype": "fp32"}]})", "a.json").ok())
+      << "the same key in two objects is fine";
   ExpectError(ParsePolicyText("level: O5\n", "a.yaml").status(), "unknown AMP level 'O5'");
   ExpectError(ParsePolicyText("fp32_ops: [Softmaxx]\n", "a.yaml").status(), "unknown op 'Softmaxx'");
   ExpectError(ParsePolicyText("fp32_nodes: ['re:(']\n", "a.yaml").status(), "invalid regex '('");

@@ -35,6 +35,13 @@ onnx::ModelProto Small() {
   return m;
 }
 
+// An empty file is named as one (issue 9: it reported "IR version 0").
+TEST(Malformed, EmptyFileSaysSo) {
+  auto g = ImportModelBytes("", "");
+  ASSERT_FALSE(g.ok());
+  EXPECT_NE(g.status().message().find("the model is empty"), std::string::npos) << g.status().ToString();
+}
+
 TEST(Malformed, SmallModelIsValid) { EXPECT_TRUE(ImportModelBytes(Bytes(Small()), "").ok()); }
 
 TEST(Malformed, TruncatedAtEveryOffset) {
