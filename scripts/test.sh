@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, runs the whole suite
 # (unit, ONNX backend node tests, PyTorch/ONNX Runtime interop, CLI), then the
-# malformed-model tests again under AddressSanitizer.
+# malformed-model tests again under AddressSanitizer, then each libFuzzer
+# target for FUZZ_SECONDS (default 60) on its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -31,3 +32,7 @@ BUILD_DIR=build-asan TARGETS="importer_tests executor_tests" \
 echo "== AddressSanitizer: importer and npy tests"
 ASAN_OPTIONS=detect_leaks=0 ./build-asan/tests/importer_tests --gtest_brief=1
 ASAN_OPTIONS=detect_leaks=0 ./build-asan/tests/executor_tests --gtest_brief=1 --gtest_filter='Npy*'
+
+# libFuzzer targets of the untrusted-input readers (tests/fuzz, clang with ASan
+# and UBSan); any finding fails the run.
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
