@@ -56,6 +56,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   char dir[] = "/tmp/amptrain-fuzz-ckpt-XXXXXX";
   if (!::mkdtemp(dir)) Fail("mkdtemp failed");
   g_root = dir;
+  std::atexit([] { std::filesystem::remove_all(g_root); });  // libFuzzer ends with exit()
   std::map<std::string, amptrain::ir::Tensor> model = {
       {"fc.weight", amptrain::ir::Tensor::Floats({1, 2, 3, 4, 5, 6}, {2, 3})},
       {"fc.bias", amptrain::ir::Tensor::Floats({0.5f, -0.5f}, {2})}};

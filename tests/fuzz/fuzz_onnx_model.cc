@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -34,6 +35,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   char dir[] = "/tmp/amptrain-fuzz-model-XXXXXX";
   if (!::mkdtemp(dir)) Fail("mkdtemp failed");
   g_model_dir = dir;
+  std::atexit([] { std::filesystem::remove_all(g_model_dir); });  // libFuzzer ends with exit()
   std::string weights(4096, '\0');
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<char>(i * 37 + 11);
   std::ofstream(g_model_dir + "/weights.bin", std::ios::binary) << weights;
