@@ -33,28 +33,6 @@ std::string Echo(const Json& j) {
   return s;
 }
 
-// The deepest nesting of [ and { outside quoted strings: bounded before a
-// parser recurses into it (nlohmann's and yaml-cpp's parsers and dump() are
-// recursive; 100,000 levels overflowed the stack).
-int BracketDepth(const std::string& text) {
-  int depth = 0, deepest = 0;
-  char quote = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (quote) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) quote = 0;
-    } else if (c == '"' || c == '\'') {
-      quote = c;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == ']' || c == '}') {
-      depth = std::max(depth - 1, 0);
-    }
-  }
-  return deepest;
-}
-
 constexpr const char* kKeys[] = {"level", "dtype", "fp16_ops", "fp32_ops", "fp32_nodes",
                                  "fp16_nodes", "pins", "keep_io_types"};
 constexpr const char* kPinKeys[] = {"node", "input", "dtype"};
@@ -204,7 +182,7 @@ StatusOr<Policy> FromJson(const Json& root, const std::string& src) {
 StatusOr<Policy> ParsePolicyText(const std::string& text, const std::string& source_name) {
   if (static_cast<int64_t>(text.size()) > kMaxPolicyBytes)
     return InvalidArgument(source_name, ": ", text.size(), " bytes; a policy file may have at most ", kMaxPolicyBytes);
-  if (BracketDepth(text) > kMaxPolicyNesting)
+  if (ir::MaxBracketDepth(text) > kMaxPolicyNesting)
     return InvalidArgument(source_name, ": nested more than ", kMaxPolicyNesting, " levels deep");
   size_t first = text.find_first_not_of(" \t\r\n");
   Json root;

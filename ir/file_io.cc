@@ -1,5 +1,7 @@
 #include "ir/file_io.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +44,25 @@ StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes
   ::close(fd);
   AMP_RETURN_IF_ERROR(status);
   return text;
+}
+
+int MaxBracketDepth(std::string_view text) {
+  int depth = 0, deepest = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (quote) {
+      if (c == '\\' && quote == '"') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if (c == ']' || c == '}') {
+      depth = std::max(depth - 1, 0);
+    }
+  }
+  return deepest;
 }
 
 }  // namespace amptrain::ir

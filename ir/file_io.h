@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "ir/status.h"
 
@@ -13,5 +14,10 @@ namespace amptrain::ir {
 
 // `what`: "policy file", ".npy file", ... as the errors should name it.
 StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes, const std::string& what);
+
+// The deepest nesting of [ and { outside quoted strings ('...' or "..."), so
+// that a JSON or YAML document is bounded before a recursive parser (or
+// nlohmann's recursive dump()) overflows the stack on it: 100,000 levels did.
+int MaxBracketDepth(std::string_view text);
 
 }  // namespace amptrain::ir

@@ -14,6 +14,7 @@
 #include "executor/train/file_util.h"
 #include "executor/train/safetensors.h"
 #include "executor/train/sha256.h"
+#include "ir/file_io.h"
 
 namespace amptrain::executor::train {
 
@@ -242,6 +243,11 @@ Status SaveCheckpoint(const std::string& dir, const std::map<std::string, Tensor
 StatusOr<LoadedCheckpoint> LoadCheckpoint(const std::string& path) {
   const std::string state_path = Join(path, kStateFile);
   AMP_ASSIGN_OR_RETURN(std::string text, ReadFileBytes(state_path));
+  // A real state nests 4 deep; nlohmann's parser and dump() recurse (a state
+  // nested 200,000 deep overflowed the stack while its checksum was checked).
+  constexpr int kMaxStateNesting = 64;
+  if (ir::MaxBracketDepth(text) > kMaxStateNesting)
+    return InvalidArgument(state_path, ": nested more than ", kMaxStateNesting, " levels deep; not a trainer state");
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return InvalidArgument(state_path, ": not a JSON object");
   if (!j.contains("checksum") || !j["checksum"].is_string())

@@ -167,6 +167,21 @@ TEST_F(CheckpointTest, SpecialFilesAreRefusedWithoutBlocking) {
   }
 }
 
+// A trainer_state.json nested 200,000 deep overflowed the stack in
+// nlohmann's recursive dump() while the checksum was checked (found with the
+// fuzz_checkpoint target): refused by its depth, and resume falls back.
+TEST_F(CheckpointTest, DeeplyNestedStateIsRefused) {
+  ASSERT_TRUE(SaveCheckpoint(dir_, Model(1), Slots(1), State(1), 2).ok());
+  ASSERT_TRUE(SaveCheckpoint(dir_, Model(2), Slots(2), State(2), 2).ok());
+  const std::string path = CheckpointPath(dir_, 2) + "/trainer_state.json";
+  std::ofstream(path, std::ios::trunc) << "{\"checksum\":\"x\",\"a\":" << std::string(200000, '[')
+                                       << std::string(200000, ']') << "}";
+  auto loaded = LoadCheckpoint(CheckpointPath(dir_, 2));
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("nested more than"), std::string::npos) << loaded.status().message();
+  EXPECT_EQ(*FindLatestCheckpoint(dir_), CheckpointPath(dir_, 1));
+}
+
 TEST_F(CheckpointTest, FolderNameMustMatchTheStep) {
   ASSERT_TRUE(SaveCheckpoint(dir_, Model(1), Slots(1), State(1), 2).ok());
   fs::rename(CheckpointPath(dir_, 1), CheckpointPath(dir_, 3));
