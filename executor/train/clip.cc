@@ -62,7 +62,7 @@ StatusOr<ClipResult> ClipGradNorm(std::map<std::string, Tensor>& grads, double m
     return InvalidArgument("gradient clipping: max_norm must be finite and > 0, got ", max_norm);
   AMP_ASSIGN_OR_RETURN(ClipResult r, GlobalGradNorm(grads));
   if (!r.finite) return r;
-  const double coef = max_norm / (r.norm + 1e-6);
+  const double coef = ClipCoefficient(r.norm, max_norm);
   if (coef >= 1.0) return r;
   const float c = static_cast<float>(coef);
   for (auto& [name, g] : grads) {

@@ -28,6 +28,10 @@ struct ClipResult {
 // The global L2 norm of `grads` (fp64 accumulation); first_nonfinite as above.
 StatusOr<ClipResult> GlobalGradNorm(const std::map<std::string, ir::Tensor>& grads);
 
+// torch.nn.utils.clip_grad_norm_'s factor: max_norm / (norm + 1e-6); the
+// gradients are scaled by it when it is below 1.
+inline double ClipCoefficient(double norm, double max_norm) { return max_norm / (norm + 1e-6); }
+
 // Clips in place to `max_norm` (finite, > 0) and returns the norm it saw.
 StatusOr<ClipResult> ClipGradNorm(std::map<std::string, ir::Tensor>& grads, double max_norm);
 

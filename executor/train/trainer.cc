@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "kernels/cpu/float_convert.h"
+#include "executor/train/clip.h"
 #include "executor/train/sha256.h"
 
 namespace amptrain::executor::train {
@@ -186,7 +187,7 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
     scaling.inv_scale = GradientChecker::InverseScale(r.loss_scale);
     if (config_.clip_grad_norm > 0.0) {
       r.grad_norm = std::sqrt(check.sum_squares);
-      const double coef = config_.clip_grad_norm / (r.grad_norm + 1e-6);
+      const double coef = ClipCoefficient(r.grad_norm, config_.clip_grad_norm);
       if (coef < 1.0) scaling.clip_coef = static_cast<float>(coef);
     }
     AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr, scaling));
