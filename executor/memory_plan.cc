@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "executor/plan.h"
 
 namespace amptrain::executor {
@@ -73,6 +75,18 @@ void PlanMemory(Plan& plan, bool inplace) {
       plan.naive_bytes += AlignUp(scratch);
     }
   }
+  std::vector<size_t> live(plan.steps.size() + 1, 0);  // bytes starting minus bytes ending, per step
+  for (const Buffer& b : plan.buffers) {
+    live[b.first] += b.bytes;
+    live[b.last + 1] -= b.bytes;
+  }
+  size_t now = 0, peak_step = 0;
+  plan.live_bytes = 0;
+  for (size_t s = 0; s < live.size(); ++s)
+    if ((now += live[s]) > plan.live_bytes) plan.live_bytes = now, peak_step = s;
+  if (peak_step < plan.steps.size() && plan.steps[peak_step].node)
+    spdlog::debug("memory plan: most bytes live ({}) at step {}, {}", plan.live_bytes, peak_step,
+                  plan.steps[peak_step].node->Describe());
   plan.peak_bytes = PackBuffers(plan.buffers);
 }
 

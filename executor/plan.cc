@@ -278,8 +278,8 @@ StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorT
   AMP_RETURN_IF_ERROR(BuildSlots(graph, s, plan));
   AMP_RETURN_IF_ERROR(CreateKernels(plan, options));
   PlanMemory(plan, options.inplace);
-  spdlog::debug("plan: {} kernels, {} folded nodes, arena {} bytes (without reuse {} bytes)", plan.steps.size(),
-                plan.folded_nodes, plan.peak_bytes, plan.naive_bytes);
+  spdlog::debug("plan: {} kernels, {} folded nodes, arena {} bytes (most live at one step {}, without reuse {})",
+                plan.steps.size(), plan.folded_nodes, plan.peak_bytes, plan.live_bytes, plan.naive_bytes);
   return plan;
 }
 

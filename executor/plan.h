@@ -99,6 +99,7 @@ struct Plan {
   std::vector<int> outputs;  // slot per graph output, in graph output order
   size_t peak_bytes = 0;     // arena size
   size_t naive_bytes = 0;    // sum of all arena buffers without reuse
+  size_t live_bytes = 0;     // most bytes live at one step: no packing does better than this
   size_t folded_nodes = 0;   // nodes turned into constants
   std::map<ir::Value, int> slot_of;
 

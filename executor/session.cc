@@ -83,10 +83,8 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
   omp_set_num_threads(threads_);  // oneDNN primitives fix their thread count when created
   AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(run_graph(), types, options, &values));
   auto cached = std::make_unique<CachedPlan>();
-  cached->arena = ir::AllocateAligned(plan.peak_bytes);
-  if (!cached->arena)
-    return Status(StatusCode::kOutOfRange, StrCat("out of memory allocating an arena of ", plan.peak_bytes, " bytes"));
   cached->plan = std::move(plan);
+  AMP_RETURN_IF_ERROR(Arena(cached->plan.peak_bytes).status());
   spdlog::debug("planned for {}: {} kernels, arena {} bytes", key, cached->plan.steps.size(), cached->plan.peak_bytes);
 
   if (plans_.size() >= kMaxCachedPlans) {
@@ -96,6 +94,21 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
   }
   plan_order_.push_back(key);
   return (plans_[key] = std::move(cached)).get();
+}
+
+StatusOr<std::byte*> InferenceSession::Arena(size_t bytes) {
+  if (arena_ && arena_bytes_ >= bytes) return arena_.get();
+  arena_.reset();
+  arena_bytes_ = 0;
+  arena_ = ir::AllocateAligned(bytes);
+  if (!arena_) return Status(StatusCode::kOutOfRange, StrCat("out of memory allocating an arena of ", bytes, " bytes"));
+  arena_bytes_ = bytes;
+  return arena_.get();
+}
+
+void InferenceSession::ReleaseMemory() {
+  arena_.reset();
+  arena_bytes_ = 0;
 }
 
 StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, Tensor>& inputs) {
@@ -120,7 +133,7 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
   }
   AMP_ASSIGN_OR_RETURN(CachedPlan * cached, PlanFor(types, values));
   Plan& plan = cached->plan;
-  std::byte* arena = cached->arena.get();
+  AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
 
   // Views of every slot; graph outputs get fresh tensors.
   std::vector<TensorView> views(plan.slots.size());

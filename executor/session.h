@@ -4,8 +4,9 @@
 //   AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> outs, session->Run({{"x", x}}));
 //
 // Plans (executor/plan.h) are built per input-shape signature and cached, so a
-// new batch size re-plans once and later runs with it reuse the plan and its
-// arena. A graph whose inputs are all static is planned in Create, so that
+// new batch size re-plans once and later runs with it reuse the plan. All
+// plans share one arena, sized for the largest run so far: a training
+// epoch's shorter last batch does not hold a second arena. A graph whose inputs are all static is planned in Create, so that
 // unsupported ops fail there. Outputs are fresh tensors owned by the caller;
 // when the same value is listed twice as a graph output, both entries share
 // one buffer. Run is not thread-safe: one Run at a time per session.
@@ -69,11 +70,14 @@ class InferenceSession {
   const Profile& profile() const { return profile_; }
   // The plan of the latest successful Run (or of Create's eager plan); nullptr before.
   const Plan* last_plan() const { return last_plan_; }
+  // Frees the arena (the plans stay; the next Run allocates it again). The
+  // trainer calls it on its training session before evaluating, so that the
+  // training and the evaluation arenas are never held at once.
+  void ReleaseMemory();
 
  private:
   struct CachedPlan {
     Plan plan;
-    std::shared_ptr<std::byte> arena;
   };
   static constexpr size_t kMaxCachedPlans = 8;
 
@@ -81,6 +85,8 @@ class InferenceSession {
   // `values`: the inputs named by shape_inputs_ (see executor::ShapeInputs).
   StatusOr<CachedPlan*> PlanFor(const std::map<std::string, ir::TensorType>& types,
                                 const std::map<std::string, ir::Tensor>& values);
+  // The arena, at least `bytes` long: grown by freeing the old one first.
+  StatusOr<std::byte*> Arena(size_t bytes);
 
   std::unique_ptr<ir::Graph> graph_;
   std::unique_ptr<ir::Graph> run_graph_;  // optimized clone; null when not optimizing
@@ -91,6 +97,8 @@ class InferenceSession {
   std::map<std::string, std::unique_ptr<CachedPlan>> plans_;  // by input-shape (and shape-input value) signature
   std::vector<std::string> plan_order_;                       // oldest first, for eviction
   const Plan* last_plan_ = nullptr;
+  std::shared_ptr<std::byte> arena_;
+  size_t arena_bytes_ = 0;
 };
 
 }  // namespace amptrain::executor

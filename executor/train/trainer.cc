@@ -252,13 +252,19 @@ StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& 
 
 StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
   if (!eval_session_) AMP_RETURN_IF_ERROR(CreateEvalSession());
+  // The two arenas are never held at once: peak memory is the larger of
+  // training and evaluation, not their sum.
+  session_->ReleaseMemory();
   // The eval graph computes in fp32: O3's low weights are fed widened.
   const std::map<std::string, Tensor> state = Fp32ModelState();
-  return RunEvaluation(*eval_session_, eval_, eval_out_index_, batches, [this, &state](const Tensor& x, const Tensor& y) {
-    std::map<std::string, Tensor> feeds = Feeds(eval_, x, y);
-    for (const auto& [name, t] : state) feeds[name] = t;
-    return feeds;
-  });
+  StatusOr<EvalResult> r =
+      RunEvaluation(*eval_session_, eval_, eval_out_index_, batches, [this, &state](const Tensor& x, const Tensor& y) {
+        std::map<std::string, Tensor> feeds = Feeds(eval_, x, y);
+        for (const auto& [name, t] : state) feeds[name] = t;
+        return feeds;
+      });
+  eval_session_->ReleaseMemory();
+  return r;
 }
 
 StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, const TrainGraphOptions& opts,

@@ -1,7 +1,8 @@
 // Direct BatchNormalization (training and inference) and
 // BatchNormalizationGrad over NCHW, impl "direct": X/Y/dY/dX in fp32, fp16
-// or bf16, scale/B/mean/var and their outputs in fp32 (the AMP plan keeps BN
-// parameters and statistics fp32). Semantics of the reference kernels
+// or bf16; scale/B/mean/var and their outputs in fp32 (the AMP plan keeps BN
+// parameters and statistics fp32 at O1/O2) or in X's type (O3 stores them
+// low: each is read as fp32 and written rounded once). Semantics of the reference kernels
 // (batchnorm.cc, grad_norm.cc): biased batch variance, running statistics
 // input * momentum + batch * (1 - momentum), statistics recomputed from X in
 // the backward.
@@ -113,6 +114,20 @@ void Affine(const float* x, const float* z, int64_t len, float a, float b, float
   if constexpr (!std::is_same_v<T, float>) NarrowSpan(StorageDType<T>(), tmp, out, len);
 }
 
+// Element c of a per-channel vector, fp32 or a 2-byte float; and its store,
+// rounded once. Per channel, so never on a hot path.
+float VecAt(const ir::TensorView& v, int64_t c) {
+  if (v.dtype == DType::kFloat32) return v.as<const float>()[c];
+  float f;
+  WidenSpan(v.dtype, static_cast<const std::byte*>(v.data) + c * 2, &f, 1);
+  return f;
+}
+void SetVec(const ir::TensorView& v, int64_t c, double value) {
+  const float f = static_cast<float>(value);
+  if (v.dtype == DType::kFloat32) v.as<float>()[c] = f;
+  else NarrowSpan(v.dtype, &f, static_cast<std::byte*>(v.data) + c * 2, 1);
+}
+
 template <class T>
 float First(const T* x, const Shape& s, int64_t c) {
   return static_cast<float>(x[c * s.plane]);
@@ -127,16 +142,16 @@ class BatchNormKernel final : public Kernel {
   Status Run(KernelContext& ctx) override {
     const T* x = ctx.inputs[0].as<const T>();
     T* y = ctx.outputs[0].as<T>();
-    const float *scale = ctx.inputs[1].as<const float>(), *bias = ctx.inputs[2].as<const float>();
-    const float *in_mean = ctx.inputs[3].as<const float>(), *in_var = ctx.inputs[4].as<const float>();
-    float* run_mean = ctx.outputs.size() > 1 ? ctx.outputs[1].as<float>() : nullptr;
-    float* run_var = ctx.outputs.size() > 2 ? ctx.outputs[2].as<float>() : nullptr;
+    const ir::TensorView &scale = ctx.inputs[1], &bias = ctx.inputs[2];
+    const ir::TensorView &in_mean = ctx.inputs[3], &in_var = ctx.inputs[4];
+    const bool run_mean = ctx.outputs.size() > 1 && ctx.outputs[1].data;
+    const bool run_var = ctx.outputs.size() > 2 && ctx.outputs[2].data;
 #pragma omp parallel num_threads(threads_)
     {
       std::vector<float> buf, tmp(kBlock);
 #pragma omp for schedule(static)
       for (int64_t c = 0; c < s_.c; ++c) {
-        double mean = in_mean[c], var = in_var[c];
+        double mean = VecAt(in_mean, c), var = VecAt(in_var, c);
         if (training_) {
           const float k = First(x, s_, c);
           double s1 = 0.0, s2 = 0.0;
@@ -144,10 +159,10 @@ class BatchNormKernel final : public Kernel {
           const double d = s1 / s_.count();
           mean = k + d;
           var = std::max(s2 / s_.count() - d * d, 0.0);
-          if (run_mean) run_mean[c] = static_cast<float>(in_mean[c] * momentum_ + mean * (1.0 - momentum_));
-          if (run_var) run_var[c] = static_cast<float>(in_var[c] * momentum_ + var * (1.0 - momentum_));
+          if (run_mean) SetVec(ctx.outputs[1], c, VecAt(in_mean, c) * momentum_ + mean * (1.0 - momentum_));
+          if (run_var) SetVec(ctx.outputs[2], c, VecAt(in_var, c) * momentum_ + var * (1.0 - momentum_));
         }
-        const double a = scale[c] / std::sqrt(var + eps_), b = bias[c] - mean * a;
+        const double a = VecAt(scale, c) / std::sqrt(var + eps_), b = VecAt(bias, c) - mean * a;
         ForBlocks(s_, c, x, buf, [&](const float* f, int64_t len, int64_t at) {
           Affine(f, nullptr, len, static_cast<float>(a), static_cast<float>(b), 0.0f, y + at, tmp.data());
         });
@@ -171,10 +186,10 @@ class BatchNormGradKernel final : public Kernel {
   Status Run(KernelContext& ctx) override {
     const T* dy = ctx.inputs[0].as<const T>();
     const T* x = ctx.inputs[1].as<const T>();
-    const float* scale = ctx.inputs[2].as<const float>();
+    const ir::TensorView& scale = ctx.inputs[2];
     T* dx = ctx.outputs[0].as<T>();
-    float* dscale = ctx.outputs.size() > 1 ? ctx.outputs[1].as<float>() : nullptr;
-    float* dbias = ctx.outputs.size() > 2 ? ctx.outputs[2].as<float>() : nullptr;
+    const bool dscale = ctx.outputs.size() > 1 && ctx.outputs[1].data;
+    const bool dbias = ctx.outputs.size() > 2 && ctx.outputs[2].data;
     const double count = s_.count();
 #pragma omp parallel num_threads(threads_)
     {
@@ -190,11 +205,11 @@ class BatchNormGradKernel final : public Kernel {
         const double d = s1 / count, mean = k + d;
         const double inv = 1.0 / std::sqrt(std::max(s2 / count - d * d, 0.0) + eps_);
         const double sdyx = inv * (sdyk - d * sdy);  // sum dy * xhat
-        if (dscale) dscale[c] = static_cast<float>(sdyx);
-        if (dbias) dbias[c] = static_cast<float>(sdy);
+        if (dscale) SetVec(ctx.outputs[1], c, sdyx);
+        if (dbias) SetVec(ctx.outputs[2], c, sdy);
         if (!dx) continue;
         // dX = scale * inv / M * (M * dy - sdy - xhat * sdyx) = k1 * dy + k2 * x + k3.
-        const double a = scale[c] * inv / count;
+        const double a = VecAt(scale, c) * inv / count;
         const double k1 = a * count, k2 = -a * inv * sdyx, k3 = -a * sdy + a * mean * inv * sdyx;
         ForBlocks(s_, c, x, xbuf, [&](const float* f, int64_t len, int64_t at) {
           Affine(f, DyBlock(dy + at, len, dybuf), len, static_cast<float>(k2), static_cast<float>(k3),
@@ -221,20 +236,24 @@ class BatchNormGradKernel final : public Kernel {
 };
 
 // [N, C, spatial...] with planes of at least 16 elements; the listed
-// inputs and outputs fp32 vectors of C.
-StatusOr<Shape> Check(const KernelInit& init, const std::vector<int64_t>& x, const std::vector<size_t>& vec_inputs,
+// inputs and outputs vectors of C, fp32 or all in X's type.
+StatusOr<Shape> Check(const KernelInit& init, size_t x_input, const std::vector<size_t>& vec_inputs,
                       size_t first_vec_output) {
+  const std::vector<int64_t>& x = init.inputs[x_input].dims;
   if (x.size() < 3) return init.Error("the direct BatchNormalization takes [N, C, spatial...]");
   Shape s{x[0], x[1], 1};
   for (size_t d = 2; d < x.size(); ++d) s.plane *= x[d];
   if (s.plane < 16 || s.n * s.plane == 0) return init.Error("planes of fewer than 16 elements");
   const std::vector<int64_t> c = {x[1]};
+  const DType vec = init.inputs[vec_inputs.front()].dtype;
+  if (vec != DType::kFloat32 && vec != init.inputs[x_input].dtype)
+    return init.Error("the parameters must be fp32 or X's type, not ", DTypeName(vec));
   for (size_t i : vec_inputs)
-    if (init.inputs[i].dtype != DType::kFloat32 || init.inputs[i].dims != c)
-      return init.Error("input ", i, " must be an fp32 vector of ", x[1]);
+    if (init.inputs[i].dtype != vec || init.inputs[i].dims != c)
+      return init.Error("input ", i, " must be a ", DTypeName(vec), " vector of ", x[1]);
   for (size_t o = first_vec_output; o < init.outputs.size(); ++o)
-    if (init.outputs[o].dtype != DType::kFloat32 || init.outputs[o].dims != c)
-      return init.Error("output ", o, " must be an fp32 vector of ", x[1]);
+    if (init.outputs[o].present() && (init.outputs[o].dtype != vec || init.outputs[o].dims != c))
+      return init.Error("output ", o, " must be a ", DTypeName(vec), " vector of ", x[1]);
   return s;
 }
 
@@ -244,7 +263,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
   const auto& x = init.inputs[0].dims;
   if (init.outputs[0].dtype != init.inputs[0].dtype || init.outputs[0].dims != x)
     return init.Error("Y must have X's type");
-  AMP_ASSIGN_OR_RETURN(Shape s, Check(init, x, {1, 2, 3, 4}, 1));
+  AMP_ASSIGN_OR_RETURN(Shape s, Check(init, 0, {1, 2, 3, 4}, 1));
   AMP_ASSIGN_OR_RETURN(float eps, init.attrs->GetFloat("epsilon", 1e-5f));
   AMP_ASSIGN_OR_RETURN(float momentum, init.attrs->GetFloat("momentum", 0.9f));
   AMP_ASSIGN_OR_RETURN(int64_t mode, init.attrs->GetInt("training_mode", 0));
@@ -258,7 +277,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNormGrad(const KernelInit& init) {
   const DType t = init.inputs[1].dtype;
   if (init.inputs[0].dtype != t || init.inputs[0].dims != x || init.outputs[0].dtype != t)
     return init.Error("dY, X and dX must share dtype and dims");
-  AMP_ASSIGN_OR_RETURN(Shape s, Check(init, x, {2}, 1));
+  AMP_ASSIGN_OR_RETURN(Shape s, Check(init, 1, {2}, 1));
   AMP_ASSIGN_OR_RETURN(float eps, init.attrs->GetFloat("epsilon", 1e-5f));
   return ForDType<BatchNormGradKernel>(t, s, eps, Threads(init));
 }

@@ -1,5 +1,9 @@
 #include "kernels/cpu/onednn_common.h"
 
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -97,86 +101,277 @@ namespace {
 
 size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
 
+// How a widened kernel's tensors relate to the batch (axis 0 of its first
+// input): a kSplit tensor is cut into slices of rows along axis 0, a kWhole
+// one is passed entire to every slice, and a kSum output (a weight gradient)
+// is the sum of the slices' results. Running in slices keeps the fp32 copies
+// of a slice, not of the whole batch, in scratch: at batch 128 the widened
+// ConvGrad of a 64-channel 32x32 layer would otherwise hold a 32 MiB fp32
+// copy of dY, more than the 2-byte activations saved that training saves.
+enum class Role { kWhole, kSplit, kSum };
+
+struct Slicing {
+  int64_t rows = 0;
+  std::vector<Role> inputs, outputs;
+};
+
+// The slicing of an op whose results do not mix rows of the batch (or mix
+// them only through a sum), or nullopt: Conv and FusedConv (X, residual and
+// Y by rows), ConvGrad (dY, X and dX by rows; dW and dB summed), Gemm
+// without transA and with a broadcast C (A and Y by rows), Gemm with transA and
+// without transB and C (the weight gradient dY^T X: A and B by rows, Y
+// summed) and MatMul of a 2-D B.
+std::optional<Slicing> SlicingOf(const KernelInit& init) {
+  auto present = [&](size_t i) { return i < init.inputs.size() && init.inputs[i].present(); };
+  if (init.inputs.empty() || init.inputs[0].dims.empty()) return std::nullopt;
+  Slicing s;
+  s.inputs.assign(init.inputs.size(), Role::kWhole);
+  s.outputs.assign(init.outputs.size(), Role::kSplit);
+  switch (init.op) {
+    case OpKind::kConv:
+    case OpKind::kFusedConv:
+      s.inputs[0] = Role::kSplit;
+      if (present(3)) s.inputs[3] = Role::kSplit;
+      break;
+    case OpKind::kConvGrad:
+      s.inputs[0] = s.inputs[1] = Role::kSplit;
+      for (size_t o = 1; o < s.outputs.size(); ++o) s.outputs[o] = Role::kSum;
+      break;
+    case OpKind::kGemm: {
+      const bool ta = init.attrs->Int("transA", 0) != 0, tb = init.attrs->Int("transB", 0) != 0;
+      if (init.inputs[0].dims.size() != 2 || init.inputs[1].dims.size() != 2) return std::nullopt;
+      s.inputs[0] = Role::kSplit;
+      if (!ta) {  // a C with rows is not sliced (the oneDNN Gemm takes a broadcast bias only)
+        if (present(2) && init.inputs[2].dims.size() == 2 && init.inputs[2].dims[0] != 1) return std::nullopt;
+      } else {
+        if (tb || present(2)) return std::nullopt;
+        s.inputs[1] = Role::kSplit;
+        s.outputs[0] = Role::kSum;
+      }
+      break;
+    }
+    case OpKind::kMatMul:
+      if (init.inputs[0].dims.size() < 2 || init.inputs[1].dims.size() != 2) return std::nullopt;
+      s.inputs[0] = Role::kSplit;
+      break;
+    default:
+      return std::nullopt;
+  }
+  s.rows = init.inputs[0].dims[0];
+  for (size_t i = 0; i < init.inputs.size(); ++i)
+    if (s.inputs[i] == Role::kSplit && (init.inputs[i].value || init.inputs[i].dims.empty() ||
+                                        init.inputs[i].dims[0] != s.rows))
+      return std::nullopt;
+  for (size_t o = 0; o < init.outputs.size(); ++o) {
+    const TensorSpec& t = init.outputs[o];
+    if (!t.present()) continue;
+    if (s.outputs[o] == Role::kSplit && (t.dims.empty() || t.dims[0] != s.rows)) return std::nullopt;
+    if (s.outputs[o] == Role::kSum && t.dtype != DType::kFloat32 && !IsTwoByteFloat(t.dtype)) return std::nullopt;
+  }
+  return s;
+}
+
+// fp32 bytes of the widened copies a slice holds at most (WidenedSliceBytes).
+std::atomic<size_t> slice_bytes{size_t{4} << 20};
+
 // Runs an fp32 kernel on fp32 copies of the 2-byte float inputs and narrows
-// its outputs back. Scratch: [inner scratch | widened inputs | fp32 outputs].
+// its outputs back, slice by slice of the batch where the op allows it
+// (SlicingOf). Scratch: [inner scratch | fp32 copies of the inputs | fp32
+// outputs | fp32 sums].
 class WidenedKernel : public Kernel {
  public:
-  WidenedKernel(std::unique_ptr<Kernel> inner, std::vector<ir::Tensor> constants, const KernelInit& init)
-      : inner_(std::move(inner)), constants_(std::move(constants)), threads_(init.threads) {
-    size_t offset = Align64(inner_->scratch_bytes());
-    auto slots = [&](const std::vector<TensorSpec>& specs, std::vector<Slot>& out) {
-      for (const TensorSpec& s : specs) {
-        Slot slot{s.present() && IsTwoByteFloat(s.dtype), s.dtype, offset, s.num_elements()};
-        if (slot.widened) offset += Align64(static_cast<size_t>(slot.n) * sizeof(float));
-        out.push_back(slot);
-      }
-    };
-    slots(init.inputs, inputs_);
-    slots(init.outputs, outputs_);
-    scratch_ = offset;
-  }
+  struct Part {
+    Role role = Role::kWhole;
+    DType dtype = DType::kUndefined;
+    bool widened = false;      // a 2-byte float (copied to fp32), else used in place
+    int64_t row_elements = 0;  // kSplit: elements per row; else all elements
+    size_t offset = 0;         // of the fp32 copy (or the slice's result of a kSum) in scratch
+    size_t sum_offset = 0;     // kSum: of the fp32 sum in scratch
+  };
+  struct Setup {
+    std::unique_ptr<Kernel> inner, tail;  // for `rows_per_slice` rows; for the last, shorter slice
+    std::vector<ir::Tensor> constants;    // fp32 copies of constant inputs, alive as long as the kernel
+    std::vector<Part> inputs, outputs;
+    int64_t rows = 1, rows_per_slice = 1;
+    size_t scratch = 0;
+    int threads = 1;
+  };
+  explicit WidenedKernel(Setup s) : s_(std::move(s)) {}
 
-  size_t scratch_bytes() const override { return scratch_; }
+  size_t scratch_bytes() const override { return s_.scratch; }
 
   Status Run(KernelContext& ctx) override {
     auto* base = static_cast<std::byte*>(ctx.scratch);
     KernelContext inner{ctx.inputs, ctx.outputs, base, ctx.seed};
-    for (size_t i = 0; i < inputs_.size(); ++i) {
-      const Slot& s = inputs_[i];
-      if (!s.widened || !ctx.inputs[i].data) continue;
-      auto* f = reinterpret_cast<float*>(base + s.offset);
-      WidenToFloat(s.dtype, ctx.inputs[i].data, f, s.n, threads_);
+    // Whole inputs are widened once for all slices.
+    for (size_t i = 0; i < s_.inputs.size(); ++i) {
+      const Part& p = s_.inputs[i];
+      if (p.role != Role::kWhole || !p.widened || !ctx.inputs[i].data) continue;
+      auto* f = reinterpret_cast<float*>(base + p.offset);
+      WidenToFloat(p.dtype, ctx.inputs[i].data, f, p.row_elements, s_.threads);
       inner.inputs[i] = ir::TensorView{f, DType::kFloat32, ctx.inputs[i].dims};
     }
-    for (size_t o = 0; o < outputs_.size(); ++o) {
-      if (!outputs_[o].widened || !ctx.outputs[o].data) continue;
-      inner.outputs[o] = ir::TensorView{base + outputs_[o].offset, DType::kFloat32, ctx.outputs[o].dims};
+    for (int64_t r0 = 0; r0 < s_.rows; r0 += s_.rows_per_slice) {
+      const int64_t nr = std::min(s_.rows_per_slice, s_.rows - r0);
+      const bool first = r0 == 0;
+      for (size_t i = 0; i < s_.inputs.size(); ++i) {
+        const Part& p = s_.inputs[i];
+        if (p.role != Role::kSplit || !ctx.inputs[i].data) continue;
+        const std::byte* src = static_cast<const std::byte*>(ctx.inputs[i].data) + RowBytes(p, r0);
+        std::vector<int64_t> dims = ctx.inputs[i].dims;
+        dims[0] = nr;
+        if (p.widened) {
+          auto* f = reinterpret_cast<float*>(base + p.offset);
+          WidenToFloat(p.dtype, src, f, nr * p.row_elements, s_.threads);
+          inner.inputs[i] = ir::TensorView{f, DType::kFloat32, std::move(dims)};
+        } else {
+          inner.inputs[i] = ir::TensorView{const_cast<std::byte*>(src), p.dtype, std::move(dims)};
+        }
+      }
+      for (size_t o = 0; o < s_.outputs.size(); ++o) {
+        const Part& p = s_.outputs[o];
+        if (!ctx.outputs[o].data) continue;
+        std::vector<int64_t> dims = ctx.outputs[o].dims;
+        if (p.role == Role::kSplit) {
+          dims[0] = nr;
+          inner.outputs[o] = p.widened ? ir::TensorView{base + p.offset, DType::kFloat32, std::move(dims)}
+                                       : ir::TensorView{static_cast<std::byte*>(ctx.outputs[o].data) + RowBytes(p, r0),
+                                                        p.dtype, std::move(dims)};
+        } else if (p.role == Role::kSum) {
+          inner.outputs[o] = ir::TensorView{base + (first ? p.sum_offset : p.offset), DType::kFloat32, std::move(dims)};
+        } else {
+          inner.outputs[o] = p.widened ? ir::TensorView{base + p.offset, DType::kFloat32, std::move(dims)}
+                                       : ctx.outputs[o];
+        }
+      }
+      AMP_RETURN_IF_ERROR((nr == s_.rows_per_slice ? *s_.inner : *s_.tail).Run(inner));
+      for (size_t o = 0; o < s_.outputs.size(); ++o) {
+        const Part& p = s_.outputs[o];
+        if (!ctx.outputs[o].data) continue;
+        if (p.role == Role::kSplit && p.widened) {
+          NarrowFromFloat(p.dtype, reinterpret_cast<const float*>(base + p.offset),
+                          static_cast<std::byte*>(ctx.outputs[o].data) + RowBytes(p, r0), nr * p.row_elements,
+                          s_.threads);
+        } else if (p.role == Role::kSum && !first) {
+          auto* sum = reinterpret_cast<float*>(base + p.sum_offset);
+          const auto* part = reinterpret_cast<const float*>(base + p.offset);
+          for (int64_t k = 0; k < p.row_elements; ++k) sum[k] += part[k];
+        }
+      }
     }
-    AMP_RETURN_IF_ERROR(inner_->Run(inner));
-    for (size_t o = 0; o < outputs_.size(); ++o) {
-      const Slot& s = outputs_[o];
-      if (s.widened && ctx.outputs[o].data)
-        NarrowFromFloat(s.dtype, reinterpret_cast<const float*>(base + s.offset), ctx.outputs[o].data, s.n, threads_);
+    for (size_t o = 0; o < s_.outputs.size(); ++o) {
+      const Part& p = s_.outputs[o];
+      if (!ctx.outputs[o].data || p.role == Role::kSplit) continue;
+      const auto* f = reinterpret_cast<const float*>(base + (p.role == Role::kSum ? p.sum_offset : p.offset));
+      if (p.widened) NarrowFromFloat(p.dtype, f, ctx.outputs[o].data, p.row_elements, s_.threads);
+      else if (p.role == Role::kSum) std::memcpy(ctx.outputs[o].data, f, p.row_elements * sizeof(float));
     }
     return Status::Ok();
   }
 
  private:
-  struct Slot {
-    bool widened;
-    DType dtype;
-    size_t offset;  // of the fp32 copy in scratch
-    int64_t n;
-  };
-  std::unique_ptr<Kernel> inner_;
-  std::vector<ir::Tensor> constants_;  // fp32 copies of constant inputs, alive as long as the kernel
-  std::vector<Slot> inputs_, outputs_;
-  size_t scratch_ = 0;
-  int threads_;
+  static size_t RowBytes(const Part& p, int64_t row) {
+    return static_cast<size_t>(row * p.row_elements) * DTypeSize(p.dtype);
+  }
+  Setup s_;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeWidened(const KernelFactory& factory, const KernelInit& init) {
   if (!IsTwoByteFloat(KeyDType(init))) return init.Error("the widened oneDNN kernels take bf16 and fp16 only");
+  WidenedKernel::Setup s;
+  s.threads = init.threads;
   KernelInit wide = init;
-  std::vector<ir::Tensor> constants;
-  constants.reserve(init.inputs.size());
-  for (TensorSpec& s : wide.inputs) {
-    if (!s.present() || !IsTwoByteFloat(s.dtype)) continue;
-    if (s.value) {
-      AMP_ASSIGN_OR_RETURN(ir::Tensor f, ir::Tensor::Zeros(DType::kFloat32, s.value->dims()));
-      WidenToFloat(s.dtype, s.value->raw(), f.data<float>(), f.num_elements(), init.threads);
-      constants.push_back(std::move(f));
-      s.value = &constants.back();
+  s.constants.reserve(init.inputs.size());
+  for (TensorSpec& t : wide.inputs) {
+    if (!t.present() || !IsTwoByteFloat(t.dtype)) continue;
+    if (t.value) {
+      AMP_ASSIGN_OR_RETURN(ir::Tensor f, ir::Tensor::Zeros(DType::kFloat32, t.value->dims()));
+      WidenToFloat(t.dtype, t.value->raw(), f.data<float>(), f.num_elements(), init.threads);
+      s.constants.push_back(std::move(f));
+      t.value = &s.constants.back();
     }
-    s.dtype = DType::kFloat32;
+    t.dtype = DType::kFloat32;
   }
-  for (TensorSpec& s : wide.outputs)
-    if (s.present() && IsTwoByteFloat(s.dtype)) s.dtype = DType::kFloat32;
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> inner, factory(wide));
-  return std::unique_ptr<Kernel>(new WidenedKernel(std::move(inner), std::move(constants), init));
+  for (TensorSpec& t : wide.outputs)
+    if (t.present() && IsTwoByteFloat(t.dtype)) t.dtype = DType::kFloat32;
+
+  // Rows per slice: as many as fit WidenedSliceBytes() of fp32 copies; no slicing
+  // when that would not shrink the scratch (a summed output needs a second
+  // fp32 buffer, which outweighs the slices' saving for a large weight).
+  std::optional<Slicing> slicing = SlicingOf(init);
+  if (slicing) {
+    size_t row_bytes = 0, whole_bytes = 0, sum_bytes = 0;
+    auto add = [&](const TensorSpec& t, Role r) {
+      if (!t.present()) return;
+      const size_t bytes = static_cast<size_t>(t.num_elements()) * sizeof(float);
+      if (r == Role::kSum) sum_bytes += bytes;
+      if (!IsTwoByteFloat(t.dtype)) return;
+      whole_bytes += bytes;
+      if (r == Role::kSplit) row_bytes += bytes / static_cast<size_t>(slicing->rows);
+    };
+    for (size_t i = 0; i < init.inputs.size(); ++i) add(init.inputs[i], slicing->inputs[i]);
+    for (size_t o = 0; o < init.outputs.size(); ++o) add(init.outputs[o], slicing->outputs[o]);
+    s.rows = slicing->rows;
+    s.rows_per_slice = std::max<int64_t>(static_cast<int64_t>(slice_bytes.load() / std::max<size_t>(row_bytes, 1)),
+                                         2 * std::max(init.threads, 1));
+    const size_t sliced_bytes =
+        whole_bytes - row_bytes * static_cast<size_t>(s.rows - std::min(s.rows, s.rows_per_slice)) + sum_bytes;
+    if (s.rows_per_slice >= s.rows || row_bytes == 0 || sliced_bytes >= whole_bytes) slicing.reset();
+  }
+  if (!slicing) {  // one slice: the whole batch
+    slicing = Slicing{1, std::vector<Role>(init.inputs.size(), Role::kWhole),
+                      std::vector<Role>(init.outputs.size(), Role::kWhole)};
+    s.rows = s.rows_per_slice = 1;
+  }
+
+  // The inner kernels, for a full slice and for the last one.
+  auto make_inner = [&](int64_t rows) -> StatusOr<std::unique_ptr<Kernel>> {
+    KernelInit k = wide;
+    for (size_t i = 0; i < k.inputs.size(); ++i)
+      if (slicing->inputs[i] == Role::kSplit) k.inputs[i].dims[0] = rows;
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      if (slicing->outputs[o] == Role::kSplit) k.outputs[o].dims[0] = rows;
+    return factory(k);
+  };
+  AMP_ASSIGN_OR_RETURN(s.inner, make_inner(s.rows_per_slice));
+  size_t inner_scratch = s.inner->scratch_bytes();
+  if (s.rows % s.rows_per_slice != 0) {
+    AMP_ASSIGN_OR_RETURN(s.tail, make_inner(s.rows % s.rows_per_slice));
+    inner_scratch = std::max(inner_scratch, s.tail->scratch_bytes());
+  }
+
+  size_t offset = Align64(inner_scratch);
+  auto parts = [&](const std::vector<TensorSpec>& specs, const std::vector<Role>& roles,
+                   std::vector<WidenedKernel::Part>& out) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const TensorSpec& t = specs[i];
+      WidenedKernel::Part p;
+      p.role = roles[i];
+      p.dtype = t.dtype;
+      p.widened = t.present() && IsTwoByteFloat(t.dtype);
+      p.row_elements = p.role == Role::kSplit ? t.num_elements() / s.rows : t.num_elements();
+      const int64_t copy = p.role == Role::kSplit ? s.rows_per_slice * p.row_elements : p.row_elements;
+      if (p.widened || p.role == Role::kSum) {
+        p.offset = offset;
+        offset += Align64(static_cast<size_t>(copy) * sizeof(float));
+      }
+      if (p.role == Role::kSum) {
+        p.sum_offset = offset;
+        offset += Align64(static_cast<size_t>(p.row_elements) * sizeof(float));
+      }
+      out.push_back(p);
+    }
+  };
+  parts(init.inputs, slicing->inputs, s.inputs);
+  parts(init.outputs, slicing->outputs, s.outputs);
+  s.scratch = offset;
+  return std::unique_ptr<Kernel>(new WidenedKernel(std::move(s)));
 }
 
 }  // namespace
+
+void SetWidenedSliceBytes(size_t bytes) { slice_bytes = bytes; }
+size_t WidenedSliceBytes() { return slice_bytes; }
 
 KernelEntry WidenedEntry(OpKind op, KernelFactory factory) {
   KernelFactory widened = [factory](const KernelInit& init) { return MakeWidened(factory, init); };

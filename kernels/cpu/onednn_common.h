@@ -87,6 +87,14 @@ KernelEntry OneDnnEntry(OpKind op, KernelFactory factory,
 // CPU here: values stay 2 bytes in memory and compute at fp32 speed.
 KernelEntry WidenedEntry(OpKind op, KernelFactory factory);
 
+// The widened kernels of Conv, FusedConv, ConvGrad, Gemm and MatMul run in
+// slices of the batch whose fp32 copies take at most this many bytes
+// (default 4 MiB; a slice has at least 2 rows per thread). Tests set it
+// small so that small problems slice too; it applies to kernels created
+// afterwards.
+void SetWidenedSliceBytes(size_t bytes);
+size_t WidenedSliceBytes();
+
 // Adds OneDnnEntry(op, factory, dtypes) and WidenedEntry(op, factory).
 void AddOneDnn(Registry& r, OpKind op, KernelFactory factory,
                std::vector<DType> dtypes = {DType::kFloat32, DType::kBFloat16});

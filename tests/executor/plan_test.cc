@@ -228,6 +228,28 @@ TEST(Session, ReplansWhenTheBatchChanges) {
   EXPECT_NE(plans[2], plans[5]);
 }
 
+// Plans of several batch sizes share one arena, and ReleaseMemory frees it
+// between runs: the runs after a release (or after a larger batch grew the
+// arena) compute what they computed before.
+TEST(Session, PlansShareOneArenaThatCanBeReleased) {
+  auto session = InferenceSession::Create(Diamond());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::map<int64_t, std::vector<Tensor>> first;
+  for (int round = 0; round < 2; ++round)
+    for (int64_t batch : {4, 9, 1}) {
+      auto out = (*session)->Run({{"x", Input(batch)}});
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      if (round == 0) {
+        first[batch] = *out;
+        continue;
+      }
+      for (size_t o = 0; o < out->size(); ++o)
+        ExpectFloats((*out)[o], std::vector<float>(first[batch][o].data<float>(),
+                                                   first[batch][o].data<float>() + first[batch][o].num_elements()));
+      (*session)->ReleaseMemory();
+    }
+}
+
 TEST(Session, FoldsNodesWithKnownValues) {
   // y = Neg(c) is known at plan time; z = Relu(x) runs.
   auto g = std::make_unique<Graph>();

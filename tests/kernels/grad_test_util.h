@@ -96,6 +96,20 @@ inline std::vector<double> Values(const ir::Tensor& t) {
   return v;
 }
 
+// max |a - b| / max(max |b|, 1e-6): the error normalized by the reference's
+// scale; infinite when the sizes or the NaN positions differ.
+inline double NormalizedError(const ir::Tensor& a, const ir::Tensor& b) {
+  std::vector<double> x = Values(a), y = Values(b);
+  if (x.size() != y.size()) return INFINITY;
+  double err = 0.0, scale = 1e-6;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i]) != std::isnan(y[i])) return INFINITY;
+    err = std::max(err, std::fabs(x[i] - y[i]));
+    scale = std::max(scale, std::fabs(y[i]));
+  }
+  return err / scale;
+}
+
 // The forward op as a function of its inputs (output of interest only).
 using Forward = std::function<ir::Tensor(const std::vector<ir::Tensor>&)>;
 

@@ -27,18 +27,6 @@ using testing::KernelPath;
 
 double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : t == DType::kFloat16 ? 4e-3 : 2e-2; }
 
-double NormalizedError(const Tensor& a, const Tensor& b) {
-  std::vector<double> x = Values(a), y = Values(b);
-  if (x.size() != y.size()) return INFINITY;
-  double err = 0.0, scale = 1e-6;
-  for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i]) != std::isnan(y[i])) return INFINITY;
-    err = std::max(err, std::fabs(x[i] - y[i]));
-    scale = std::max(scale, std::fabs(y[i]));
-  }
-  return err / scale;
-}
-
 // Runs `op` with oneDNN (which must accept it) and the reference; expects
 // every output within the dtype's tolerance.
 void ExpectMatch(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
