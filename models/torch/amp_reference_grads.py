@@ -44,7 +44,7 @@ def grads(model, x, labels, autocast=None):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="simplecnn", choices=["simplecnn", "resnet18"])
+    p.add_argument("--model", default="simplecnn", choices=["simplecnn", "resnet18", "largemeanbn"])
     p.add_argument("--out", required=True)
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--batch", type=int, default=8)
