@@ -89,7 +89,7 @@ KernelEntry WidenedEntry(OpKind op, KernelFactory factory);
 
 // The widened kernels of Conv, FusedConv, ConvGrad, Gemm and MatMul run in
 // slices of the batch whose fp32 copies take at most this many bytes
-// (default 4 MiB; a slice has at least 2 rows per thread). Tests set it
+// (default 8 MiB; a slice has at least 16 rows, and 2 per thread). Tests set it
 // small so that small problems slice too; it applies to kernels created
 // afterwards.
 void SetWidenedSliceBytes(size_t bytes);

@@ -1,8 +1,8 @@
 // The widened oneDNN kernels (bf16/fp16 stored, fp32 computed) run Conv,
 // FusedConv, ConvGrad, Gemm and MatMul in slices of the batch
 // (kernels/cpu/onednn_common.h, SetWidenedSliceBytes). With the slice size
-// set to 1 byte every problem here slices at the minimum (2 rows per thread,
-// 2 threads: slices of 4 rows, and a shorter last slice), so each role is
+// set to 1 byte every problem here slices at the minimum (slices of 16 rows,
+// and a shorter last slice), so each role is
 // exercised: rows split, whole tensors, and weight gradients summed over
 // slices. Each output is checked against the reference kernel with the
 // tolerances of tests/kernels/onednn_grad_test.cc, on the bf16 and fp16
@@ -59,7 +59,7 @@ Attributes Pads(int64_t p) {
 
 TEST_P(WidenedSlices, ConvAndFusedConvByRows) {
   const DType t = GetParam();
-  for (int64_t n : {9, 8, 3}) {  // slices 4+4+1, 4+4, one short slice
+  for (int64_t n : {37, 32, 7}) {  // slices 16+16+5, 16+16, one slice
     Tensor x = Random({n, 4, 7, 7}, 1, t), w = Random({6, 4, 3, 3}, 2, t), b = Random({6}, 3, t);
     ExpectMatch("Conv n=" + std::to_string(n), OpKind::kConv, Pads(1), {x, w, b}, 1);
     Attributes fused = Pads(1);
@@ -72,7 +72,7 @@ TEST_P(WidenedSlices, ConvAndFusedConvByRows) {
 TEST_P(WidenedSlices, ConvGradSplitsRowsAndSumsWeights) {
   const DType t = GetParam();
   const Attributes a = Pads(1);
-  Tensor x = Random({9, 4, 7, 7}, 5, t), w = Random({6, 4, 3, 3}, 6, t), dy = Random({9, 6, 7, 7}, 7, t);
+  Tensor x = Random({37, 4, 7, 7}, 5, t), w = Random({6, 4, 3, 3}, 6, t), dy = Random({37, 6, 7, 7}, 7, t);
   ExpectMatch("ConvGrad", OpKind::kConvGrad, a, {dy, x, w}, 3);
   ExpectMatch("ConvGrad dW unused", OpKind::kConvGrad, a, {dy, x, w}, 3, {false, true, false});
   ExpectMatch("ConvGrad dX unused", OpKind::kConvGrad, a, {dy, x, w}, 3, {true, false, false});
@@ -84,13 +84,13 @@ TEST_P(WidenedSlices, GemmAndMatMul) {
   Attributes plain, trans_b, trans_a;
   trans_b.Set("transB", int64_t{1});
   trans_a.Set("transA", int64_t{1});
-  Tensor a = Random({10, 12}, 8, t), w = Random({5, 12}, 9, t);
+  Tensor a = Random({37, 12}, 8, t), w = Random({5, 12}, 9, t);
   ExpectMatch("Gemm transB, bias [N]", OpKind::kGemm, trans_b, {a, w, Random({5}, 10, t)}, 1);
   ExpectMatch("Gemm, C [1, N]", OpKind::kGemm, plain, {a, Random({12, 5}, 12, t), Random({1, 5}, 13, t)}, 1);
   // The weight gradient dY^T X: rows are the batch, the result is summed.
-  ExpectMatch("Gemm transA (dW)", OpKind::kGemm, trans_a, {Random({10, 5}, 14, t), a}, 1);
+  ExpectMatch("Gemm transA (dW)", OpKind::kGemm, trans_a, {Random({37, 5}, 14, t), a}, 1);
   ExpectMatch("MatMul 2-D", OpKind::kMatMul, plain, {a, Random({12, 7}, 15, t)}, 1);
-  ExpectMatch("MatMul 3-D x 2-D", OpKind::kMatMul, plain, {Random({9, 3, 12}, 16, t), Random({12, 7}, 17, t)}, 1);
+  ExpectMatch("MatMul 3-D x 2-D", OpKind::kMatMul, plain, {Random({37, 3, 12}, 16, t), Random({12, 7}, 17, t)}, 1);
 }
 
 // Scratch: slicing shrinks it; a summed output larger than the saving (a
@@ -120,11 +120,11 @@ TEST_P(WidenedSlices, SlicingOnlyWhereItSavesScratch) {
     return k.ok() ? (*k)->scratch_bytes() : size_t{0};
   };
   const Attributes pads = Pads(1);
-  const std::vector<Tensor> conv = {Random({64, 4, 8, 8}, 1, t), Random({8, 4, 3, 3}, 2, t)};
+  const std::vector<Tensor> conv = {Random({128, 4, 8, 8}, 1, t), Random({8, 4, 3, 3}, 2, t)};
   EXPECT_LT(scratch(OpKind::kConv, pads, conv, 1), scratch(OpKind::kConv, pads, conv, size_t{1} << 30) / 4);
   Attributes trans_a;
   trans_a.Set("transA", int64_t{1});
-  const std::vector<Tensor> dw = {Random({16, 64}, 3, t), Random({16, 256}, 4, t)};  // dW [64, 256] from 16 rows
+  const std::vector<Tensor> dw = {Random({40, 64}, 3, t), Random({40, 256}, 4, t)};  // dW [64, 256] from 40 rows
   EXPECT_EQ(scratch(OpKind::kGemm, trans_a, dw, 1), scratch(OpKind::kGemm, trans_a, dw, size_t{1} << 30));
 }
 
