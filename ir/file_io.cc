@@ -11,6 +11,13 @@
 
 namespace amptrain::ir {
 
+const char* NonRegularFileKind(unsigned mode) {
+  return S_ISDIR(mode)                    ? "a folder"
+         : S_ISFIFO(mode)                 ? "a FIFO, not a regular file"
+         : S_ISCHR(mode) || S_ISBLK(mode) ? "a device, not a regular file"
+                                          : "not a regular file";
+}
+
 StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes, const std::string& what) {
   int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
@@ -23,11 +30,7 @@ StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes
   if (::fstat(fd, &st) != 0) {
     status = IoError("cannot stat ", what, " '", path, "': ", std::strerror(errno));
   } else if (!S_ISREG(st.st_mode)) {
-    status = InvalidArgument(what, " '", path, "' is ",
-                             S_ISDIR(st.st_mode)   ? "a folder"
-                             : S_ISFIFO(st.st_mode) ? "a FIFO, not a regular file"
-                             : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device, not a regular file"
-                                                                           : "not a regular file");
+    status = InvalidArgument(what, " '", path, "' is ", NonRegularFileKind(st.st_mode));
   } else if (st.st_size > max_bytes) {
     status = InvalidArgument(what, " '", path, "' has ", st.st_size, " bytes; at most ", max_bytes, " are read");
   } else {

@@ -15,6 +15,11 @@ namespace amptrain::ir {
 // `what`: "policy file", ".npy file", ... as the errors should name it.
 StatusOr<std::string> ReadRegularFile(const std::string& path, int64_t max_bytes, const std::string& what);
 
+// What a path of this st_mode is, for an error about a file that should be
+// regular: "a folder", "a FIFO, not a regular file", "a device, not a
+// regular file" or "not a regular file".
+const char* NonRegularFileKind(unsigned mode);
+
 // The deepest nesting of [ and { outside quoted strings ('...' or "..."), so
 // that a JSON or YAML document is bounded before a recursive parser (or
 // nlohmann's recursive dump()) overflows the stack on it: 100,000 levels did.

@@ -52,8 +52,9 @@ Status WriteNpyFiles(const std::vector<std::pair<std::string, ir::Tensor>>& file
   auto remove_temps = [&] {
     for (const std::string& t : temps) ::unlink(t.c_str());
   };
+  // Every target is checked before any temporary is written: none may outlive a refusal.
+  for (const auto& file : files) AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(file.first, ".npy"));
   for (const auto& [path, tensor] : files) {
-    AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(path, ".npy"));
     std::string tmp = path + ".tmp-" + std::to_string(::getpid());
     Status s = executor::WriteNpy(tmp, tensor);
     if (!s.ok()) {

@@ -151,8 +151,10 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
 StatusOr<bool> BatchIterator::Next(Tensor* images, Tensor* labels) {
   AMP_RETURN_IF_ERROR(config_);
   const int64_t n = ds_.size();
+  // Only Seek() (a resumed checkpoint's data cursor) puts index_ out of range.
   if (index_ < 0 || index_ > n)
-    return OutOfRange("batch iterator: cursor index ", index_, " is outside [0, ", n, "] for epoch ", epoch_);
+    return OutOfRange("cannot continue epoch ", epoch_ + 1, " at sample ", index_, ": the data set has only ", n,
+                      " samples (a checkpoint written on a larger data set cannot resume on this one)");
   const int64_t remaining = n - index_;
   if (remaining == 0 || (drop_last_ && remaining < batch_size_)) return false;
   const int64_t b = std::min(batch_size_, remaining);

@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "ir/file_io.h"
+
 namespace amptrain::executor::data {
 
 namespace {
@@ -29,7 +31,7 @@ ByteSource::ByteSource(std::string path) : path_(std::move(path)) {}
 StatusOr<std::unique_ptr<ByteSource>> ByteSource::Open(const std::string& path) {
   struct stat st{};
   if (::stat(path.c_str(), &st) != 0) return NotFound("data file '", path, "' does not exist");
-  if (!S_ISREG(st.st_mode)) return InvalidArgument("data file '", path, "' is not a regular file");
+  if (!S_ISREG(st.st_mode)) return InvalidArgument("data file '", path, "' is ", ir::NonRegularFileKind(st.st_mode));
   std::unique_ptr<ByteSource> src(new ByteSource(path));
   src->file_ = std::fopen(path.c_str(), "rb");
   if (!src->file_) return IoError("cannot open data file '", path, "': ", std::strerror(errno));

@@ -5,6 +5,7 @@
 
 #include "executor/data/byte_source.h"
 #include "executor/data/loaders.h"
+#include "ir/file_io.h"
 
 namespace amptrain::executor::data {
 
@@ -25,16 +26,16 @@ const char* IdxTypeName(unsigned code) {
   }
 }
 
-bool IsFile(const std::string& path) {
-  struct stat st{};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
-
-// `dir`/`name` or `dir`/`name`.gz, whichever exists.
+// `dir`/`name` or `dir`/`name`.gz, whichever exists; one that exists and is
+// not a regular file (a FIFO would block the read) is named for what it is.
 StatusOr<std::string> FindIdxFile(const std::string& kind, const std::string& dir, const std::string& name) {
-  std::string raw = dir + "/" + name;
-  if (IsFile(raw)) return raw;
-  if (IsFile(raw + ".gz")) return raw + ".gz";
+  const std::string raw = dir + "/" + name;
+  for (const std::string& path : {raw, raw + ".gz"}) {
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0) continue;
+    if (S_ISREG(st.st_mode)) return path;
+    return InvalidArgument(kind, ": '", path, "' is ", ir::NonRegularFileKind(st.st_mode));
+  }
   return NotFound(kind, ": neither '", raw, "' nor '", raw, ".gz' exists",
                   kind == "fashion-mnist" ? " (Debian: apt install dataset-fashion-mnist)" : "");
 }
