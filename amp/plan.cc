@@ -76,7 +76,9 @@ int Bf16MinOpset(OpKind op) {
     case OpKind::kConvTranspose:
     case OpKind::kMaxPool:
     case OpKind::kAveragePool:
-    case OpKind::kGlobalAveragePool: return 22;
+    case OpKind::kGlobalAveragePool:
+    case OpKind::kHardSigmoid:
+    case OpKind::kHardSwish: return 22;
     case OpKind::kGelu: return 20;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kLeakyRelu:

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/onnx_dtype.h"
+
 namespace amptrain::importer {
 
 namespace {
@@ -61,6 +63,24 @@ Status DropInput(ir::Graph& g, ir::Node* n, size_t slot) {
   g.SetInput(n, slot, ir::Value{});
   ir::Node* p = g.producer(v);
   if (p->op() == OpKind::kConstant && g.uses(v).empty() && !g.is_graph_output(v)) return g.RemoveNode(p);
+  return Status::Ok();
+}
+
+// Removes v's producer when no node or graph output uses it any more, then
+// its own producers the same way; graph inputs and initializers stay.
+Status RemoveIfUnused(ir::Graph& g, ir::Value v) {
+  std::vector<ir::NodeId> pending{v.node};
+  while (!pending.empty()) {
+    ir::Node* p = g.node(pending.back());
+    pending.pop_back();
+    if (!p || p->op() == OpKind::kInput || p->op() == OpKind::kInitializer) continue;
+    bool used = false;
+    for (size_t i = 0; i < p->num_outputs(); ++i) used = used || !p->uses(i).empty() || g.is_graph_output(p->output(i));
+    if (used) continue;
+    for (ir::Value in : p->inputs())
+      if (in.valid()) pending.push_back(in.node);
+    AMP_RETURN_IF_ERROR(g.RemoveNode(p));
+  }
   return Status::Ok();
 }
 
@@ -201,6 +221,8 @@ Status DowngradeNode(ir::Graph& g, ir::Node* n, int64_t opset) {
 int64_t OpSinceVersion(ir::OpKind op) {
   switch (op) {
     case OpKind::kSoftmaxCrossEntropyLoss: return 12;
+    case OpKind::kHardSwish: return 14;
+    case OpKind::kCastLike: return 15;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kGelu: return 20;
     default: return 1;
@@ -219,6 +241,29 @@ Status UpgradeToCanonical(ir::Graph& g, int64_t opset) {
   for (ir::Node* n : g.nodes())
     if (IsSoftmaxLike(n->op())) AMP_RETURN_IF_ERROR(UpgradeSoftmax(g, n));
   return Status::Ok();
+}
+
+StatusOr<bool> LowerCastLike(ir::Graph& g) {
+  std::vector<ir::NodeId> ids;  // by id: removing a dead `like` may remove a later CastLike
+  for (const ir::Node* n : g.nodes())
+    if (n->op() == OpKind::kCastLike) ids.push_back(n->id());
+  for (ir::NodeId id : ids) {
+    ir::Node* n = g.node(id);
+    if (!n) continue;
+    ir::Value x = n->input(0), like = n->input(1), y = n->output(0);
+    ir::DType to = g.type(like).dtype;
+    if (to == ir::DType::kUndefined) return InvalidArgument(n->Describe(), ": input 1 (like) has no dtype");
+    ir::Node* cast = g.AddNode(OpKind::kCast, {x}, 1, n->name(), {g.UniqueName(g.name(y) + "_cast")});
+    cast->attrs().Set("to", static_cast<int64_t>(ir::OnnxFromDType(to)));
+    cast->set_doc(n->doc());
+    ir::ValueInfo info = g.info(y);
+    g.ReplaceAllUsesWith(y, cast->output(0));
+    AMP_RETURN_IF_ERROR(g.RemoveNode(n));
+    AMP_RETURN_IF_ERROR(g.RenameValue(cast->output(0), info.name));
+    cast->mutable_output_info(0) = std::move(info);
+    AMP_RETURN_IF_ERROR(RemoveIfUnused(g, like));
+  }
+  return !ids.empty();
 }
 
 Status DowngradeFromCanonical(ir::Graph& g, int64_t opset) {

@@ -28,6 +28,11 @@
 // with y keeping its name (x's dims as a constant instead of Shape(x) when
 // at most one of them is unknown). Export below 13 accepts only a last-dim axis.
 //
+// CastLike (opset 15) becomes, once shapes are inferred,
+//     y = CastLike(x, like)   ->   y = Cast[to = dtype of like](x)
+// keeping y's name; like's producers go when nothing else uses them. AMP,
+// autodiff, the kernels and the exporter only ever see Cast.
+//
 // Clip, Pad and Resize need nothing: opset 11 (our minimum) already has the
 // canonical form.
 #pragma once
@@ -45,6 +50,10 @@ int64_t OpSinceVersion(ir::OpKind op);
 // Rewrites a graph freshly imported at `opset` into the canonical form. May
 // run graph.InferShapes() to learn Softmax input ranks.
 Status UpgradeToCanonical(ir::Graph& graph, int64_t opset);
+
+// Replaces every CastLike by the Cast it means (needs inferred dtypes). True
+// when it changed the graph.
+StatusOr<bool> LowerCastLike(ir::Graph& graph);
 
 // Rewrites a canonical graph (a copy the exporter owns) into the encoding of
 // `opset`; fails naming the node when that opset cannot express it.

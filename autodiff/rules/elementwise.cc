@@ -46,6 +46,19 @@ Status DivGrad(GradContext& c) {  // y = a / b: da = dy / b, db = -dy * y / b
   return Status::Ok();
 }
 
+// y = fmod(a, b) = a - trunc(a / b) b (fmod=1; fmod=0 is integer-only):
+// da = dy, db = -dy trunc(a / b), with trunc(a / b) = (a - y) / b.
+Status ModGrad(GradContext& c) {
+  if (c.attrs().Int("fmod", 0) != 1) return c.Unsupported("fmod=0 takes integers, which have no gradient");
+  Value dy = c.grad_output(0), a = c.input(0), b = c.input(1);
+  if (c.needs_grad(0)) c.SetGrad(0, c.SumTo(dy, a));
+  if (c.needs_grad(1)) {
+    Value quotient = c.Div(c.Sub(a, c.output(0)), b);
+    c.SetGrad(1, c.SumTo(c.Neg(c.Mul(dy, quotient)), b));
+  }
+  return Status::Ok();
+}
+
 Status PowGrad(GradContext& c) {  // y = a^b: da = dy * b * a^(b-1), db = dy * y * ln a
   Value dy = c.grad_output(0), a = c.input(0), b = c.input(1);
   if (c.needs_grad(0)) {
@@ -161,6 +174,30 @@ Status LeakyReluGrad(GradContext& c) {  // dy for x > 0, alpha * dy otherwise
   return Status::Ok();
 }
 
+// y = max(0, min(1, alpha x + beta)): alpha dy where 0 < y < 1, else 0
+// (PyTorch's hardsigmoid_backward: 0 at both kinks).
+Status HardSigmoidGrad(GradContext& c) {
+  Value dy = c.grad_output(0), y = c.output(0);
+  double alpha = c.attrs().Float("alpha", 0.2f);
+  Value zero = c.Scalar(0.0, dy);
+  Value below_one = c.Emit1(OpKind::kLess, {y, c.Scalar(1.0, y)});
+  Value inner = c.Emit1(OpKind::kWhere, {below_one, c.Mul(dy, c.Scalar(alpha, dy)), zero});
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kGreater, {y, c.Scalar(0.0, y)}), inner, zero}));
+  return Status::Ok();
+}
+
+// y = x max(0, min(1, x / 6 + 1/2)): as PyTorch's hardswish_backward, 0 for
+// x <= -3, dy (x / 3 + 1/2) for -3 < x < 3, dy for x >= 3 (and for NaN).
+Status HardSwishGrad(GradContext& c) {
+  Value dy = c.grad_output(0), x = c.input(0);
+  Value ramp = c.Mul(dy, c.Add(c.Div(x, c.Scalar(3.0, x)), c.Scalar(0.5, x)));
+  Value above_lo = c.Emit1(OpKind::kGreater, {x, c.Scalar(-3.0, x)});
+  Value inner = c.Emit1(OpKind::kWhere, {above_lo, ramp, c.Scalar(0.0, dy)});
+  Value below_hi = c.Emit1(OpKind::kLess, {x, c.Scalar(3.0, x)});
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {below_hi, inner, dy}));
+  return Status::Ok();
+}
+
 Status GeluGrad(GradContext& c) {
   ir::Attributes a;
   a.Set("approximate", c.attrs().Str("approximate", "none"));
@@ -175,6 +212,7 @@ void RegisterElementwiseRules(RuleTable& t) {
   SetRule(t, OpKind::kSub, SubGrad);
   SetRule(t, OpKind::kMul, MulGrad);
   SetRule(t, OpKind::kDiv, DivGrad);
+  SetRule(t, OpKind::kMod, ModGrad);
   SetRule(t, OpKind::kPow, PowGrad);
   SetRule(t, OpKind::kNeg, NegGrad);
   SetRule(t, OpKind::kIdentity, IdentityGrad);
@@ -193,6 +231,8 @@ void RegisterElementwiseRules(RuleTable& t) {
   SetRule(t, OpKind::kTanh, TanhGrad);
   SetRule(t, OpKind::kRelu, ReluGrad);
   SetRule(t, OpKind::kLeakyRelu, LeakyReluGrad);
+  SetRule(t, OpKind::kHardSigmoid, HardSigmoidGrad);
+  SetRule(t, OpKind::kHardSwish, HardSwishGrad);
   SetRule(t, OpKind::kGelu, GeluGrad);
 }
 

@@ -1,7 +1,7 @@
 // Shape/dtype rules of the broadcasting binary and variadic ops (numpy
 // broadcasting over all inputs). Arithmetic, Max/Min, compares and Where
 // propagate values; integer math wraps like the int64 kernels, and integer
-// division truncates toward zero (division by zero gives 0).
+// division truncates toward zero (division by zero gives 0; so does Mod).
 #include <algorithm>
 #include <cmath>
 
@@ -45,6 +45,13 @@ int64_t IntDiv(int64_t a, int64_t b) {
   if (b == 0) return 0;
   if (b == -1) return Wrap(0 - static_cast<uint64_t>(a));
   return a / b;
+}
+
+// a mod b: the sign of b (Python's %, Mod fmod=0) or of a (C's %, fmod=1).
+int64_t IntMod(int64_t a, int64_t b, bool floor_mod) {
+  if (b == 0 || b == -1) return 0;
+  int64_t r = a % b;
+  return floor_mod && r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
 // Propagates fi (integer inputs) or ff (float inputs) over every input.
@@ -96,6 +103,19 @@ Status InferMul(InferContext& ctx) {
 Status InferDiv(InferContext& ctx) {
   return Arithmetic(ctx, [](const int64_t* a) { return IntDiv(a[0], a[1]); },
                     [](const double* a) { return a[0] / a[1]; });
+}
+
+// Mod(A, B), attr fmod: 0 (default) = remainder with the divisor's sign,
+// integers only (ONNX); 1 = C fmod, the dividend's sign, floats and integers.
+Status InferMod(InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs->GetInt("fmod", 0));
+  if (fmod != 0 && fmod != 1) return ctx.Error("attribute fmod is ", fmod, ", expected 0 or 1");
+  AMP_RETURN_IF_ERROR(SameNumericInputs(ctx));
+  if (fmod == 0 && IsFloat(ctx.inputs[0].dtype))
+    return ctx.Error("fmod=0 takes integer inputs; ", DTypeName(ctx.inputs[0].dtype), " inputs need fmod=1");
+  const bool floor_mod = fmod == 0;
+  return Arithmetic(ctx, [floor_mod](const int64_t* a) { return IntMod(a[0], a[1], floor_mod); },
+                    [](const double* a) { return std::fmod(a[0], a[1]); });
 }
 
 // Pow(base, exponent): any numeric pair; the output has the base's dtype.

@@ -1,5 +1,6 @@
 // Shape/dtype rules of the unary elementwise ops: the output has the input's
-// type (Cast: the `to` dtype). Cast, Neg, Not and Identity propagate values.
+// type (Cast: the `to` dtype; CastLike: the dtype of its input 1). Cast,
+// CastLike, Neg, Not and Identity propagate values.
 #include "ir/infer/infer_util.h"
 #include "ir/onnx_dtype.h"
 
@@ -15,6 +16,18 @@ Status FloatUnary(InferContext& ctx) {
 
 bool IsSignedNumeric(DType t) { return IsNumeric(t) && t != DType::kUInt8; }
 
+// Output 0 = input 0 converted to `target` (values propagated).
+Status CastOutput(InferContext& ctx, DType target) {
+  if (ctx.inputs[0].dtype == DType::kUndefined) return ctx.Error("input 0 has no dtype");
+  ctx.outputs[0] = ctx.inputs[0];
+  ctx.outputs[0].dtype = target;
+  if (IsFloat(ctx.inputs[0].dtype))
+    PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return a[0]; });
+  else
+    PropagateElementwise<int64_t>(ctx, {0}, 0, [](const int64_t* a) { return a[0]; });
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status InferSigmoid(InferContext& ctx) { return FloatUnary(ctx); }
@@ -25,6 +38,14 @@ Status InferExp(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferLog(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferReciprocal(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferLeakyRelu(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferHardSwish(InferContext& ctx) { return FloatUnary(ctx); }
+
+// HardSigmoid(alpha = 0.2, beta = 0.5): float attributes.
+Status InferHardSigmoid(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 0.2f).status());
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("beta", 0.5f).status());
+  return FloatUnary(ctx);
+}
 
 Status InferGelu(InferContext& ctx) {
   AMP_ASSIGN_OR_RETURN(std::string approximate, ctx.attrs->GetString("approximate", "none"));
@@ -90,14 +111,14 @@ Status InferCast(InferContext& ctx) {
   if (target == DType::kUndefined)
     return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("Cast node"), ": cast to ONNX data type ", to,
                          " is not supported");
-  if (ctx.inputs[0].dtype == DType::kUndefined) return ctx.Error("input 0 has no dtype");
-  ctx.outputs[0] = ctx.inputs[0];
-  ctx.outputs[0].dtype = target;
-  if (IsFloat(ctx.inputs[0].dtype))
-    PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return a[0]; });
-  else
-    PropagateElementwise<int64_t>(ctx, {0}, 0, [](const int64_t* a) { return a[0]; });
-  return Status::Ok();
+  return CastOutput(ctx, target);
+}
+
+// CastLike(x, like): Cast(x, to = like's dtype); like's shape and values do
+// not matter. The importer replaces it with that Cast after inference.
+Status InferCastLike(InferContext& ctx) {
+  if (ctx.inputs[1].dtype == DType::kUndefined) return ctx.Error("input 1 (like) has no dtype");
+  return CastOutput(ctx, ctx.inputs[1].dtype);
 }
 
 }  // namespace amptrain::ir

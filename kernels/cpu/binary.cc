@@ -2,6 +2,8 @@
 //   Add Sub Mul Div Max Min: floats (fp16/bf16 computed in fp32) and
 //   int64/int32/int8/uint8; integer math wraps, integer Div truncates toward
 //   zero like C and ONNX (x / 0 gives 0 instead of UB). Max/Min propagate NaN.
+//   Mod: fmod=0 (integers) takes the divisor's sign like Python's %, fmod=1
+//   is C's fmod / % (the dividend's sign); integer x mod 0 gives 0.
 //   Pow: base and exponent of any numeric dtype; output has the base's dtype.
 //   Equal (also bool), Less, Greater: bool output. Where(cond, X, Y).
 // Broadcast strides are planned at creation (kernels/cpu/broadcast.h).
@@ -101,6 +103,21 @@ A Divide(A a, A b) {
   return a / b;
 }
 
+template <class A>
+A Remainder(A a, A b, bool floor_mod) {
+  if constexpr (std::is_integral_v<A>) {
+    if (b == 0) return 0;
+    if constexpr (std::is_signed_v<A>) {
+      if (b == A(-1)) return 0;  // INT_MIN % -1 is UB
+      A r = static_cast<A>(a % b);
+      return floor_mod && r != 0 && (r < 0) != (b < 0) ? static_cast<A>(r + b) : r;
+    }
+    return static_cast<A>(a % b);
+  } else {
+    return std::fmod(a, b);
+  }
+}
+
 template <class T>
 StatusOr<std::unique_ptr<Kernel>> MakeArith(const KernelInit& init) {
   using A = Acc<T>;
@@ -115,6 +132,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeArith(const KernelInit& init) {
       if constexpr (std::is_integral_v<A>) return MakeBinary<T, T>(init, [](A a, A b) { return Wrapping(a, b, OpKind::kMul); });
       else return MakeBinary<T, T>(init, [](A a, A b) { return a * b; });
     case OpKind::kDiv: return MakeBinary<T, T>(init, [](A a, A b) { return Divide(a, b); });
+    case OpKind::kMod: {
+      AMP_ASSIGN_OR_RETURN(int64_t fmod, AttrsOf(init).GetInt("fmod", 0));
+      if (fmod != 1 && (fmod != 0 || !std::is_integral_v<A>))
+        return init.Error("fmod=", fmod, " is not supported for ", ir::DTypeName(init.inputs[0].dtype));
+      return MakeBinary<T, T>(init, [floor_mod = fmod == 0](A a, A b) { return Remainder(a, b, floor_mod); });
+    }
     case OpKind::kMax: return MakeBinary<T, T>(init, [](A a, A b) { return a != a || a > b ? a : b; });
     case OpKind::kMin: return MakeBinary<T, T>(init, [](A a, A b) { return a != a || a < b ? a : b; });
     case OpKind::kLess: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a < b; });
@@ -243,8 +266,8 @@ StatusOr<std::unique_ptr<Kernel>> CreatePow(const KernelInit& init) {
 }  // namespace
 
 void RegisterReferenceBinary(Registry& r) {
-  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin, OpKind::kLess,
-                    OpKind::kGreater})
+  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMod, OpKind::kMax, OpKind::kMin,
+                    OpKind::kLess, OpKind::kGreater})
     r.Add(ReferenceEntry(op, ArithDTypes(), CreateArith));
   std::vector<DType> with_bool = ArithDTypes();
   with_bool.push_back(DType::kBool);

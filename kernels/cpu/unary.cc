@@ -1,7 +1,8 @@
 // Reference kernels of the unary elementwise ops, Not and Identity.
 //   y[i] = f(x[i]), computed in Acc<T> (float for fp16/bf16, stored with
 //   round-to-nearest-even). Output 0 may overwrite input 0.
-// Float ops: Sigmoid Tanh Erf Gelu Sqrt Exp Log Reciprocal LeakyRelu.
+// Float ops: Sigmoid Tanh Erf Gelu Sqrt Exp Log Reciprocal LeakyRelu
+// HardSigmoid HardSwish.
 // Float or integer: Relu Neg Abs Clip. Not: bool. Identity: any dtype.
 #include <cmath>
 #include <cstring>
@@ -46,6 +47,13 @@ A Sigmoid(A x) {
   return e / (A(1) + e);
 }
 
+// max(0, min(1, t)); NaN stays NaN.
+template <class A>
+A Clamp01(A t) {
+  t = t < A(0) ? A(0) : t;
+  return t > A(1) ? A(1) : t;
+}
+
 template <class T>
 StatusOr<std::unique_ptr<Kernel>> MakeFloatMap(const KernelInit& init) {
   using A = Acc<T>;
@@ -63,6 +71,13 @@ StatusOr<std::unique_ptr<Kernel>> MakeFloatMap(const KernelInit& init) {
       AMP_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 0.01f));
       return Map<T>([a = A(alpha)](A x) { return x < A(0) ? a * x : x; }, th);
     }
+    case OpKind::kHardSigmoid: {  // max(0, min(1, alpha x + beta))
+      AMP_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 0.2f));
+      AMP_ASSIGN_OR_RETURN(float beta, attrs.GetFloat("beta", 0.5f));
+      return Map<T>([a = A(alpha), b = A(beta)](A x) { return Clamp01(a * x + b); }, th);
+    }
+    // x HardSigmoid(x) with ONNX's alpha = 1/6, beta = 1/2; -inf gives NaN (-inf * 0) as in PyTorch.
+    case OpKind::kHardSwish: return Map<T>([](A x) { return x * Clamp01(x * A(1.0 / 6.0) + A(0.5)); }, th);
     case OpKind::kGelu: {
       AMP_ASSIGN_OR_RETURN(std::string approximate, attrs.GetString("approximate", "none"));
       if (approximate == "tanh")
@@ -176,7 +191,7 @@ StatusOr<std::unique_ptr<Kernel>> CreateArith(const KernelInit& init) {
 
 void RegisterReferenceUnary(Registry& r) {
   for (OpKind op : {OpKind::kSigmoid, OpKind::kTanh, OpKind::kErf, OpKind::kGelu, OpKind::kSqrt, OpKind::kExp,
-                    OpKind::kLog, OpKind::kReciprocal, OpKind::kLeakyRelu})
+                    OpKind::kLog, OpKind::kReciprocal, OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish})
     r.Add(ReferenceEntry(op, FloatDTypes(), CreateFloat));
   std::vector<DType> signed_types = FloatDTypes();
   signed_types.insert(signed_types.end(), {DType::kInt64, DType::kInt32, DType::kInt8});

@@ -133,6 +133,27 @@ TEST(AmpPasses, Bf16UnsupportedOpsStayFp32AtOpset17) {
   CheckPasses(Level(Level::kO2, BF16), {{{"conv", BF16}, {"gap", BF16}, {"relu", BF16}, {"fc", BF16}}, 6, 6}, 22);
 }
 
+// ONNX lists bfloat16 for HardSigmoid and HardSwish only from opset 22
+// (onnx.defs.get_schema(op, 21 / 22).type_constraints); float16 at any opset.
+TEST(AmpPasses, HardActivationsTakeBf16FromOpset22) {
+  for (OpKind op : {OpKind::kHardSigmoid, OpKind::kHardSwish})
+    for (int64_t opset : {21, 22}) {
+      SCOPED_TRACE(StrCat(ir::Schema(op).name, " opset ", opset));
+      ir::Graph g;
+      g.info().opset = opset;
+      ir::Value x = g.AddInput("x", ir::TensorType::Of(F32, {2, 4}));
+      ir::Node* fc1 = g.AddNode(OpKind::kGemm, {x, testing::Weight(g, "W1", {4, 4}, 1)}, 1, "fc1");
+      ir::Node* act = g.AddNode(op, {fc1->output(0)}, 1, "act");
+      ir::Node* fc2 = g.AddNode(OpKind::kGemm, {act->output(0), testing::Weight(g, "W2", {4, 4}, 2)}, 1, "fc2");
+      g.AddOutput(fc2->output(0));
+      ASSERT_TRUE(g.InferShapes().ok());
+      Decision bf16 = Decisions(g, Level(Level::kO2, BF16))[act->id()];
+      EXPECT_EQ(bf16.dtype, opset >= 22 ? BF16 : F32);
+      if (opset < 22) EXPECT_EQ(bf16.reason, Reason::kUnsupportedLow);
+      EXPECT_EQ(Decisions(g, Level(Level::kO2))[act->id()].dtype, F16);
+    }
+}
+
 TEST(AmpPasses, CustomListsBeatTheLevel) {
   Policy p = Level(Level::kO1);
   p.fp32_ops = {"Gemm"};

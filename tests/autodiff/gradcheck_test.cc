@@ -2,7 +2,10 @@
 // the driver's invariants: gradient sums, frozen values, missing rules.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "autodiff/autodiff.h"
+#include "executor/session.h"
 #include "tests/autodiff/gradcheck_util.h"
 
 namespace amptrain::autodiff::testing {
@@ -42,6 +45,13 @@ TEST(GradCheck, BinaryBroadcasting) {
   }
 }
 
+// fmod on floats: da = dy, db = -dy trunc(a / b); divisors of both signs, broadcast.
+TEST(GradCheck, FloatMod) {
+  BuildFn mod = [](Graph& g, const V& x) { return Op(g, OpKind::kMod, {x[0], x[1]}, A({{"fmod", int64_t{1}}})); };
+  GRADCHECK((std::vector<GradInput>{{"a", {2, 3}, -4.0, 4.0}, {"b", {3}, 0.7, 1.9}}), mod);
+  GRADCHECK((std::vector<GradInput>{{"a", {3}, -4.0, 4.0}, {"b", {2, 3}, -1.9, -0.7}}), mod);
+}
+
 TEST(GradCheck, Pow) {
   GRADCHECK((std::vector<GradInput>{{"a", {2, 3}, 0.5, 2.0}, {"b", {3}, -1.0, 2.0}}), Binary(OpKind::kPow));
 }
@@ -63,6 +73,57 @@ TEST(GradCheck, ReluAndGelu) {
   GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), Unary(OpKind::kRelu));
   GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), Unary(OpKind::kGelu));
   GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), Unary(OpKind::kGelu, A({{"approximate", std::string("tanh")}})));
+}
+
+// Inputs in [-5, 5] cover all three pieces of each (seeded: the same values every run).
+TEST(GradCheck, HardSigmoidAndHardSwish) {
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, -5.0, 5.0}}), Unary(OpKind::kHardSigmoid));
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, -5.0, 5.0}}),
+            Unary(OpKind::kHardSigmoid, A({{"alpha", 0.5f}, {"beta", 0.6f}})));
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, -5.0, 5.0}}), Unary(OpKind::kHardSwish));
+}
+
+// d sum(op(x)) / dx at the given float64 points (BuildBackward, reference kernels).
+std::vector<double> GradAt(OpKind op, const Attributes& a, const std::vector<double>& xs) {
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {static_cast<int64_t>(xs.size())}));
+  Value loss = Op(*g, OpKind::kReduceSum, {Op(*g, op, {x}, a)}, A({{"keepdims", int64_t{0}}}));
+  Value seed = DoublesConst(*g, {1.0}, {});
+  EXPECT_TRUE(g->InferShapes().ok());
+  auto r = BuildBackward(*g, loss, seed, BackwardOptions{{"x"}, {}});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return {};
+  size_t index = std::find(g->outputs().begin(), g->outputs().end(), r->grads["x"]) - g->outputs().begin();
+  EXPECT_LT(index, g->outputs().size());
+  executor::SessionOptions o;
+  o.kernel_impl = "reference";
+  o.training = true;
+  auto session = executor::InferenceSession::Create(std::move(g), o);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return {};
+  ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kFloat64, {static_cast<int64_t>(xs.size())});
+  std::copy(xs.begin(), xs.end(), t.data<double>());
+  auto out = (*session)->Run({{"x", t}});
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok() || index >= out->size()) return {};
+  const ir::Tensor& dx = (*out)[index];
+  return std::vector<double>(dx.data<double>(), dx.data<double>() + dx.num_elements());
+}
+
+// At the kinks the gradient takes PyTorch's choice (torch 2.x
+// hardswish_backward / hardsigmoid_backward): HardSwish 0 at x = -3 and dy at
+// x = 3; HardSigmoid 0 at both ends, alpha strictly inside.
+TEST(GradCheck, HardActivationKinksFollowPyTorch) {
+  EXPECT_EQ(GradAt(OpKind::kHardSwish, {}, {-4, -3, -1.5, 0, 1.5, 3, 4}),
+            (std::vector<double>{0, 0, 0, 0.5, 1, 1, 1}));
+  const double alpha = 0.2f;
+  EXPECT_EQ(GradAt(OpKind::kHardSigmoid, {}, {-3, -2.5, -1, 2.4, 2.5, 3}),
+            (std::vector<double>{0, 0, alpha, alpha, 0, 0}));
+  // PyTorch's own hardsigmoid (alpha 1/6): zero at x = -3 and 3 as there.
+  const Attributes torch_like = A({{"alpha", static_cast<float>(1.0 / 6.0)}});
+  const double sixth = static_cast<float>(1.0 / 6.0);
+  EXPECT_EQ(GradAt(OpKind::kHardSigmoid, torch_like, {-3, -2.9, 2.9, 3}),
+            (std::vector<double>{0, sixth, sixth, 0}));
 }
 
 TEST(GradCheck, MaxMinVariadic) {

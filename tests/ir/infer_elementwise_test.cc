@@ -77,6 +77,78 @@ TEST(InferElementwise, CastAndGeluAttributes) {
   EXPECT_FALSE(g.InferNode(gelu).ok());
 }
 
+TEST(InferElementwise, HardSigmoidAndHardSwishTakeFloats) {
+  Graph g;
+  Value x = g.AddInput("x", TensorType::Of(DType::kBFloat16, Dims({Sym("n"), S(3)})));
+  for (OpKind op : {OpKind::kHardSigmoid, OpKind::kHardSwish}) {
+    Node* n = g.AddNode(op, {x});
+    ASSERT_TRUE(g.InferNode(n).ok()) << Schema(op).name;
+    EXPECT_EQ(g.type(n->output(0)).ToString(), g.type(x).ToString()) << Schema(op).name;
+  }
+  Value i = g.AddInput("i", TensorType::Of(DType::kInt32, {3}));
+  EXPECT_FALSE(g.InferNode(g.AddNode(OpKind::kHardSwish, {i}, 1, "hs_int")).ok());
+  Node* bad = g.AddNode(OpKind::kHardSigmoid, {x}, 1, "bad_alpha");
+  bad->attrs().Set("alpha", std::string("0.2"));
+  Status s = g.InferNode(bad);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("alpha"), std::string::npos) << s.message();
+}
+
+TEST(InferElementwise, ModBroadcastsAndNeedsFmodForFloats) {
+  Graph g;
+  Value a = g.AddInput("a", TensorType::Of(DType::kInt64, Dims({Sym("n"), S(1), S(3)})));
+  Value b = g.AddInput("b", TensorType::Of(DType::kInt64, Dims({S(4), S(1)})));
+  Node* mod = g.AddNode(OpKind::kMod, {a, b}, 1, "mod");
+  ASSERT_TRUE(g.InferNode(mod).ok());
+  EXPECT_EQ(g.type(mod->output(0)).ToString(), TensorType::Of(DType::kInt64, Dims({Sym("n"), S(4), S(3)})).ToString());
+
+  Value f = g.AddInput("f", TensorType::Of(DType::kFloat16, {3}));
+  Node* float_mod = g.AddNode(OpKind::kMod, {f, f}, 1, "float_mod");
+  Status s = g.InferNode(float_mod);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("Mod node 'float_mod': fmod=0 takes integer inputs"), std::string::npos) << s.message();
+  float_mod->attrs().Set("fmod", int64_t{1});
+  ASSERT_TRUE(g.InferNode(float_mod).ok());
+  EXPECT_EQ(g.type(float_mod->output(0)).dtype, DType::kFloat16);
+  float_mod->attrs().Set("fmod", int64_t{2});
+  EXPECT_FALSE(g.InferNode(float_mod).ok());
+  EXPECT_FALSE(g.InferNode(g.AddNode(OpKind::kMod, {a, f}, 1, "mixed")).ok());
+}
+
+// Mod propagates values (shape arithmetic): fmod=0 takes the divisor's sign
+// as Python's %, fmod=1 the dividend's as C's %; x mod 0 gives 0.
+TEST(InferElementwise, ModPropagatesPythonAndCRemainders) {
+  Graph g;
+  Value a = g.AddInitializer("a", Tensor::Int64s({7, -7, 7, -7, 6, 5}, {6}));
+  Value b = g.AddInitializer("b", Tensor::Int64s({3, 3, -3, -3, 3, 0}, {6}));
+  std::vector<Tensor> values;
+  Node* py = g.AddNode(OpKind::kMod, {a, b});
+  ASSERT_TRUE(g.InferNode(py, &values).ok());
+  EXPECT_EQ(values[0].ToInt64Vector(), (std::vector<int64_t>{1, 2, -2, -1, 0, 0}));
+  Node* c = g.AddNode(OpKind::kMod, {a, b});
+  c->attrs().Set("fmod", int64_t{1});
+  ASSERT_TRUE(g.InferNode(c, &values).ok());
+  EXPECT_EQ(values[0].ToInt64Vector(), (std::vector<int64_t>{1, -1, 1, -1, 0, 0}));
+}
+
+TEST(InferElementwise, CastLikeTakesTheDTypeOfLike) {
+  Graph g;
+  Value x = g.AddInput("x", TensorType::Of(DType::kFloat32, Dims({Sym("n"), S(2)})));
+  Value like = g.AddInput("like", TensorType::Of(DType::kFloat16, {5}));
+  Node* n = g.AddNode(OpKind::kCastLike, {x, like}, 1, "castlike");
+  ASSERT_TRUE(g.InferNode(n).ok());
+  EXPECT_EQ(g.type(n->output(0)).ToString(), TensorType::Of(DType::kFloat16, Dims({Sym("n"), S(2)})).ToString());
+  // Values propagate as through Cast: int64 -> like's float32.
+  Value ints = g.AddInitializer("ints", Tensor::Int64s({3, -1}, {2}));
+  Value f = g.AddInitializer("f", Tensor::Floats({0.5f}, {}));
+  std::vector<Tensor> values;
+  ASSERT_TRUE(g.InferNode(g.AddNode(OpKind::kCastLike, {ints, f}), &values).ok());
+  ASSERT_EQ(values[0].dtype(), DType::kFloat32);
+  EXPECT_EQ(values[0].data<float>()[1], -1.0f);
+  Value untyped = g.AddInput("untyped", TensorType{});
+  EXPECT_FALSE(g.InferNode(g.AddNode(OpKind::kCastLike, {x, untyped}, 1, "no_like")).ok());
+}
+
 TEST(InferElementwise, ClipBoundsMustBeScalarsOfTheInputDType) {
   Graph g;
   Value x = g.AddInput("x", TensorType::Of(DType::kFloat32, {2, 3}));

@@ -14,6 +14,7 @@ using ir::OpKind;
 using ir::Tensor;
 using testing::MakeTensor;
 using testing::Run1;
+using testing::RunReference;
 using testing::Values;
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -108,6 +109,41 @@ TEST(UnaryKernels, HalfAndBFloat16ComputeInFloat) {
   }
 }
 
+// MobileNetV3's activations. Kinks: HardSigmoid's alpha x + beta = 0 and 1
+// (x = -2.5 and 2.5 with the defaults), HardSwish's x = -3 and 3.
+TEST(UnaryKernels, HardSigmoidClampsAtBothEnds) {
+  Tensor x = F32({7}, {-3, -2.5, -1, 0, 1, 2.5, 3});
+  ExpectNear(Values(Run1(OpKind::kHardSigmoid, {x})), {0, 0, 0.3, 0.5, 0.7, 1, 1});
+  ir::Attributes a;
+  a.Set("alpha", 0.5f);
+  a.Set("beta", 0.6f);
+  ExpectNear(Values(Run1(OpKind::kHardSigmoid, {x}, a)), {0, 0, 0.1, 0.6, 1, 1, 1});
+  ExpectNear(Values(Run1(OpKind::kHardSigmoid, {F32({3}, {kNaN, -kInf, kInf})})), {kNaN, 0, 1});
+}
+
+TEST(UnaryKernels, HardSwishMatchesItsPieces) {
+  Tensor x = F32({9}, {-4, -3, -1.5, -0.5, 0, 0.5, 1.5, 3, 4});
+  // x * (x / 6 + 0.5) on [-3, 3]; 0 below, x above.
+  ExpectNear(Values(Run1(OpKind::kHardSwish, {x})), {0, 0, -0.375, -0.5 * 5 / 12, 0, 0.5 * 7 / 12, 1.125, 3, 4});
+  // -inf * 0 is NaN, as in numpy's formula and PyTorch.
+  ExpectNear(Values(Run1(OpKind::kHardSwish, {F32({3}, {kNaN, kInf, -kInf})})), {kNaN, kInf, kNaN});
+}
+
+TEST(UnaryKernels, HardActivationsInEveryFloatType) {
+  for (DType t : {DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+    Tensor x = MakeTensor(t, {4}, {-3.5, -1, 1, 3.5});
+    Tensor sig = Run1(OpKind::kHardSigmoid, {x});
+    Tensor swish = Run1(OpKind::kHardSwish, {x});
+    EXPECT_EQ(sig.dtype(), t);
+    EXPECT_EQ(swish.dtype(), t);
+    // Computed in float (double for fp64), rounded once to t; alpha is the float 0.2f.
+    const double alpha = 0.2f;
+    ExpectNear(Values(sig), Values(MakeTensor(t, {4}, {0, 0.5 - alpha, 0.5 + alpha, 1})), 0);
+    ExpectNear(Values(swish), Values(MakeTensor(t, {4}, {0, -(0.5 - 1 / 6.0), 0.5 + 1 / 6.0, 3.5})), 0);
+  }
+  EXPECT_FALSE(Registry::Global().Supports(OpKind::kHardSwish, Device::kCpu, DType::kInt32));
+}
+
 TEST(BinaryKernels, BroadcastShapes) {
   Tensor a = F32({2, 3}, {1, 2, 3, 4, 5, 6});
   ExpectNear(Values(Run1(OpKind::kAdd, {a, F32({3}, {10, 20, 30})})), {11, 22, 33, 14, 25, 36});
@@ -200,6 +236,59 @@ TEST(BinaryKernels, InplaceOnlyWithoutBroadcastOfInput0) {
   auto bcast = make({3}, {2, 3}, {2, 3});
   ASSERT_TRUE(bcast.ok());
   EXPECT_EQ((*bcast)->inplace_input(0), -1);
+}
+
+ir::Attributes Fmod(int64_t f) {
+  ir::Attributes a;
+  a.Set("fmod", f);
+  return a;
+}
+
+// fmod=0: the divisor's sign (numpy's mod, Python's %); fmod=1: the
+// dividend's (C's fmod and %). Integer x mod 0 is 0 (not UB), as x / 0.
+TEST(BinaryKernels, ModSignsFollowFmod) {
+  for (DType t : {DType::kInt64, DType::kInt32, DType::kInt8}) {
+    SCOPED_TRACE(ir::DTypeName(t));
+    Tensor a = MakeTensor(t, {7}, {7, -7, 7, -7, 6, 5, -128});
+    Tensor b = MakeTensor(t, {7}, {3, 3, -3, -3, -3, 0, -1});
+    Tensor py = Run1(OpKind::kMod, {a, b});
+    EXPECT_EQ(py.dtype(), t);
+    ExpectNear(Values(py), {1, 2, -2, -1, 0, 0, 0}, 0);
+    ExpectNear(Values(Run1(OpKind::kMod, {a, b}, Fmod(1))), {1, -1, 1, -1, 0, 0, 0}, 0);
+  }
+  Tensor u = MakeTensor(DType::kUInt8, {3}, {250, 7, 9});
+  ExpectNear(Values(Run1(OpKind::kMod, {u, MakeTensor(DType::kUInt8, {3}, {7, 250, 0})})), {5, 7, 0}, 0);
+}
+
+TEST(BinaryKernels, ModBroadcastsLikeTheOtherBinaryOps) {
+  Tensor a = MakeTensor(DType::kInt32, {2, 3}, {-4, -3, -2, 2, 3, 4});
+  Tensor z = Run1(OpKind::kMod, {a, MakeTensor(DType::kInt32, {2, 1}, {3, -3})});
+  EXPECT_EQ(z.dims(), (std::vector<int64_t>{2, 3}));
+  ExpectNear(Values(z), {2, 0, 1, -1, 0, -2}, 0);
+  ExpectNear(Values(Run1(OpKind::kMod, {MakeTensor(DType::kInt64, {}, {10}), MakeTensor(DType::kInt64, {3}, {3, -4, 7})})),
+             {1, -2, 3}, 0);
+}
+
+TEST(BinaryKernels, FloatModIsFmod) {
+  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kFloat16, DType::kBFloat16}) {
+    SCOPED_TRACE(ir::DTypeName(t));
+    Tensor a = MakeTensor(t, {6}, {5.5, -5.5, 5.5, -5.5, 1, 3});
+    Tensor b = MakeTensor(t, {6}, {2, 2, -2, -2, 0, kInf});
+    Tensor y = Run1(OpKind::kMod, {a, b}, Fmod(1));
+    EXPECT_EQ(y.dtype(), t);
+    ExpectNear(Values(y), {1.5, -1.5, 1.5, -1.5, kNaN, 3}, 0);  // exact: fmod never rounds
+  }
+  // The rule refuses fmod=0 for floats, so does the kernel.
+  EXPECT_FALSE(RunReference(OpKind::kMod, {F32({1}, {1}), F32({1}, {2})}).ok());
+  KernelInit init;
+  ir::Attributes none;
+  init.op = OpKind::kMod;
+  init.attrs = &none;
+  init.inputs = {{DType::kFloat32, {1}, nullptr}, {DType::kFloat32, {1}, nullptr}};
+  init.outputs = {{DType::kFloat32, {1}, nullptr}};
+  auto k = Registry::Global().Create(init, "reference");
+  ASSERT_FALSE(k.ok());
+  EXPECT_NE(k.status().message().find("fmod=0"), std::string::npos) << k.status().message();
 }
 
 ir::Attributes CastTo(DType t) {
