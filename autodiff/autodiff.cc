@@ -104,7 +104,29 @@ void RemoveUnusedBackward(Graph& g, NodeId first_backward) {
   }
 }
 
+// Why the initializer `v` (not differentiated) gets no gradient. `upstream`:
+// the nodes the loss depends on.
+NoGradient WhyNoGradient(const Graph& g, Value v, const BackwardOptions& opts, const std::set<NodeId>& upstream) {
+  if (!ir::IsFloat(g.type(v).dtype)) return NoGradient::kNotFloat;
+  if (opts.frozen.count(g.name(v))) return NoGradient::kFrozen;
+  if (!opts.wrt.empty() && std::find(opts.wrt.begin(), opts.wrt.end(), g.name(v)) == opts.wrt.end())
+    return NoGradient::kNotRequested;
+  return upstream.count(v.node) ? NoGradient::kNotDifferentiable : NoGradient::kUnused;
+}
+
 }  // namespace
+
+const char* NoGradientReason(NoGradient why) {
+  switch (why) {
+    case NoGradient::kFrozen: return "frozen";
+    case NoGradient::kNotRequested: return "not asked for";
+    case NoGradient::kNotFloat: return "not a float tensor";
+    case NoGradient::kUnused: return "the loss does not depend on it";
+    case NoGradient::kNotDifferentiable:
+      return "the loss depends on it only through inputs without a gradient, so its gradient is structurally zero";
+  }
+  return "?";
+}
 
 StatusOr<BackwardResult> BuildBackward(Graph& g, Value loss, Value seed, const BackwardOptions& opts) {
   if (!loss.valid() || !g.producer(loss)) return InvalidArgument("BuildBackward: invalid loss value");
@@ -117,6 +139,7 @@ StatusOr<BackwardResult> BuildBackward(Graph& g, Value loss, Value seed, const B
     return InvalidArgument("BuildBackward: seed '", g.name(seed), "' must be a scalar of the loss dtype ",
                            ir::DTypeName(lt.dtype), ", got ", st.ToString());
   AMP_ASSIGN_OR_RETURN(std::vector<Value> wrt, ResolveWrt(g, opts));
+  const std::vector<Value> initializers = g.initializers();
   AMP_ASSIGN_OR_RETURN(std::vector<Node*> order, g.TopologicalOrder());
 
   // Values that depend on a wrt value through differentiable float slots.
@@ -189,6 +212,8 @@ StatusOr<BackwardResult> BuildBackward(Graph& g, Value loss, Value seed, const B
     result.names.push_back(g.name(v));
     result.grads[g.name(v)] = grad;
   }
+  for (Value v : initializers)
+    if (!result.grads.count(g.name(v))) result.untrained.emplace_back(g.name(v), WhyNoGradient(g, v, opts, upstream));
   RemoveUnusedBackward(g, first_backward);
   return result;
 }

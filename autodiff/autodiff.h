@@ -14,7 +14,9 @@
 //     value are summed in one place (a chain of Add nodes, in a fixed order);
 //     each input slot gets at most one gradient per node;
 //  4. gives every differentiated value its own gradient value named
-//     "<name>_grad" (made unique) and appends it as a graph output, in `names` order.
+//     "<name>_grad" (made unique) and appends it as a graph output, in `names` order;
+//  5. lists every other initializer in `untrained` with the reason, so that
+//     a caller can say which parameters a step leaves alone, and why.
 // Backward nodes are named "grad/<forward node name>/<Op>_<k>". The result is
 // deterministic: the same graph gives the same backward graph.
 //
@@ -23,9 +25,11 @@
 // that cannot handle the node's attributes (names the node and op).
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -40,9 +44,23 @@ struct BackwardOptions {
   std::set<std::string> frozen;   // never differentiated (honoured even when listed in wrt)
 };
 
+// Why an initializer gets no gradient (BackwardResult::untrained).
+enum class NoGradient : uint8_t {
+  kFrozen,             // named in BackwardOptions::frozen
+  kNotRequested,       // BackwardOptions::wrt is given and does not name it
+  kNotFloat,           // an integer or bool initializer
+  kUnused,             // the loss does not depend on it
+  kNotDifferentiable,  // the loss depends on it only through inputs without a gradient
+                       // (indices, shapes, comparisons, Clip bounds): its gradient is structurally zero
+};
+// A phrase for logs: "the loss does not depend on it".
+const char* NoGradientReason(NoGradient why);
+
 struct BackwardResult {
   std::vector<std::string> names;              // differentiated values, in graph order (initializers, then inputs)
   std::map<std::string, ir::Value> grads;      // name -> gradient value (same dtype and shape as the value)
+  // Every initializer not in `names`, in graph order, with the reason.
+  std::vector<std::pair<std::string, NoGradient>> untrained;
 };
 
 // Appends to `graph` the backward of the scalar `loss`, seeded with `seed` (a scalar Value of the

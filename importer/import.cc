@@ -185,7 +185,8 @@ StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const
   AMP_RETURN_IF_ERROR(LowerCastLike(*graph).status());
   AMP_RETURN_IF_ERROR(CheckInferredRanks(*graph));
   MergeDeclaredSymbols(*graph, builder.declared());
-  if (opts.fold_constants) AMP_RETURN_IF_ERROR(ir::FoldConstants().Run(*graph).status());
+  if (opts.fold_constants)
+    AMP_RETURN_IF_ERROR(ir::FoldConstants({.keep_float_initializers = opts.keep_float_initializers}).Run(*graph).status());
   if (opts.remove_identity) AMP_RETURN_IF_ERROR(RemoveIdentityNodes(*graph).status());
   AMP_RETURN_IF_ERROR(ir::Verify(*graph));
   return graph;

@@ -16,7 +16,12 @@
 //      a "value" tensor attribute;
 //   4. rewrite older-opset encodings into the canonical form of
 //      ir/op_schema.h (importer/opset_adapters.h);
-//   5. InferShapes; optional constant folding and Identity removal;
+//   5. InferShapes; optional constant folding and Identity removal. Folding
+//      keeps every float initializer and the nodes that carry its data
+//      (ir::FoldOptions::keep_float_initializers) unless asked otherwise, so
+//      that any imported graph can be trained: Transpose(W) -> MatMul and
+//      Gather(table, constant indices) stay, and W and table remain
+//      parameters; shape arithmetic folds;
 //   6. ir::Verify.
 // graph.info() keeps ir_version, opset (the imported one), producer, model
 // version, doc, domain, metadata_props, the graph name and other opset imports.
@@ -32,6 +37,10 @@ namespace amptrain::importer {
 
 struct ImportOptions {
   bool fold_constants = true;    // ir::FoldConstants after shape inference
+  // false: folding may consume float initializers too (Transpose(W) becomes a
+  // constant W^T and W is gone), which freezes them in a graph that is then
+  // trained: for inference only (the executor folds such nodes per plan anyway).
+  bool keep_float_initializers = true;
   bool remove_identity = true;   // see RemoveIdentityNodes
 };
 

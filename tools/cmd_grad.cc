@@ -1,4 +1,4 @@
-// amptrain grad MODEL --input NAME=X.npy --labels Y.npy --output-dir DIR [--threads N] [--reference]
+// amptrain grad MODEL --input NAME=X.npy --labels Y.npy --output-dir DIR [--threads N] [--reference] [--freeze P,...]
 //
 // One forward + backward step of a classifier, for checking gradients
 // against another framework: imports the model, puts it in training mode
@@ -10,11 +10,15 @@
 // With --amp O1|O2 [--dtype ...] the step runs in mixed precision as `train`
 // would (executor/train/train_graph.h, ApplyTrainingPrecision), seeded by a
 // static --loss-scale that is divided out of the written gradients.
+// Every float initializer gets a gradient except BN running statistics and
+// those --freeze names (as `train`); the log names every initializer left
+// without one, with the reason.
 #include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include "autodiff/autodiff.h"
 #include "autodiff/loss.h"
@@ -42,6 +46,7 @@ struct GradArgs {
   bool reference = false;
   AmpFlags amp;
   std::string loss_scale = "auto";
+  std::vector<std::string> freeze;
 };
 
 StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const ir::Graph& g, const GradArgs& args,
@@ -69,7 +74,10 @@ Status Grad(const GradArgs& args) {
   ir::Graph& g = *graph;
   if (g.outputs().size() != 1)
     return InvalidArgument("grad: the model has ", g.outputs().size(), " outputs; it needs exactly one (the logits)");
-  AMP_RETURN_IF_ERROR(autodiff::ToTrainingMode(g, autodiff::TrainingGraphOptions{false}).status());
+  AMP_ASSIGN_OR_RETURN(autodiff::TrainingGraphInfo mode, autodiff::ToTrainingMode(g, autodiff::TrainingGraphOptions{false}));
+  std::set<std::string> stats;
+  for (const auto& [stat, update] : mode.bn_updates) stats.insert(stat);
+  AMP_ASSIGN_OR_RETURN(std::set<std::string> frozen, executor::train::ResolveFreeze(g, args.freeze, stats));
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) {
     AMP_ASSIGN_OR_RETURN(amp::Report report, executor::train::ApplyTrainingPrecision(g, policy, false));
@@ -95,8 +103,13 @@ Status Grad(const GradArgs& args) {
   ir::Node* seed = g.AddNode(ir::OpKind::kConstant, {}, 1, "loss/seed");
   seed->attrs().Set("value", one);
   AMP_RETURN_IF_ERROR(g.InferNode(seed));
-  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult grads, autodiff::BuildBackward(g, head.loss, seed->output(0)));
+  autodiff::BackwardOptions backward;
+  backward.frozen = frozen;
+  backward.frozen.insert(stats.begin(), stats.end());
+  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult grads, autodiff::BuildBackward(g, head.loss, seed->output(0), backward));
   spdlog::info("backward over {} initializers, {} nodes in all", grads.names.size(), g.num_nodes());
+  for (const std::string& line : executor::train::ReportParameters(g, grads, frozen, stats).Lines())
+    spdlog::info("{}", line);
   AMP_ASSIGN_OR_RETURN(auto feeds, ReadFeeds(g, args, head.target_input));
 
   executor::SessionOptions options;
@@ -154,6 +167,10 @@ void AddGradCommand(CLI::App& app, Status& result) {
   cmd->add_option("--loss-scale", args->loss_scale,
                   "Static backward seed, divided out of the written gradients (auto: 65536 for fp16, else 1)")
       ->capture_default_str();
+  cmd->add_option("--freeze", args->freeze,
+                  "Parameters that get no gradient: NAME or re:REGEX, ... (a pattern that matches no parameter is "
+                  "an error)")
+      ->delimiter(',');
   cmd->callback([args, &result] { result = Grad(*args); });
 }
 

@@ -4,7 +4,7 @@
 //   [--resume auto|PATH] [--export OUT.onnx] [--metrics FILE.jsonl] [--label-smoothing X] [--augment crop,flip]
 //   [--amp O0|O1|O2 [--dtype fp16|bf16] [--policy FILE] [--fp16-ops/--fp32-ops/--fp16-nodes/--fp32-nodes ...]]
 //   [--loss-scale auto|dynamic|none|N] [--debug-overflow] [--force] [--export-amp OUT.onnx] [--tensorboard DIR]
-//   [--profile]
+//   [--profile] [--freeze NAME|re:REGEX,...]
 //
 // fp32 or mixed-precision training of an ONNX classifier on a data set (executor/train/trainer.h,
 // train_loop.h). Defaults reproduce the PyTorch reference recipe for
@@ -23,6 +23,12 @@
 // after 2000 clean steps, x0.5 on overflow, floor 1, ceiling 2^24), none, or
 // a number (static). Steps whose gradients are inf/NaN are skipped and
 // counted. --force resumes a checkpoint written under another precision plan.
+//
+// Parameters: every float initializer of the model except BN running
+// statistics and those --freeze names (exact names or re:REGEX, repeatable or
+// comma-separated; a pattern that matches no parameter is an error). The log
+// gives the counts and names every initializer left untrained with the reason
+// (executor/train/train_graph.h, ParameterReport).
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -73,6 +79,7 @@ struct TrainArgs {
   bool debug_overflow = false;
   std::string tensorboard;
   std::string export_amp;
+  std::vector<std::string> freeze;
 };
 
 // --loss-scale for the policy's low type: nullopt = no scaling.
@@ -122,7 +129,8 @@ nlohmann::json ConfigJson(const TrainArgs& a) {
           {"nesterov", a.nesterov}, {"weight_decay", a.weight_decay}, {"schedule", a.schedule},
           {"warmup", a.warmup}, {"clip_grad_norm", a.clip_grad_norm}, {"seed", a.seed},
           {"label_smoothing", a.label_smoothing}, {"augment", a.augment}, {"amp", a.amp.level},
-          {"dtype", a.amp.dtype}, {"policy", a.amp.policy_file}, {"loss_scale", a.loss_scale}};
+          {"dtype", a.amp.dtype}, {"policy", a.amp.policy_file}, {"loss_scale", a.loss_scale},
+          {"freeze", a.freeze}};
 }
 
 // Progress output: lines, or a bar redrawn in place on a terminal; metrics as JSON lines.
@@ -295,6 +303,7 @@ Status Train(const TrainArgs& args) {
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;
   config.graph.amp_for_export = !args.export_amp.empty();
+  config.graph.freeze = args.freeze;
   if (!args.export_amp.empty() && policy.level == amp::Level::kO0)
     return InvalidArgument("--export-amp needs --amp O1, O2 or O3 (the mixed-precision level to export)");
   AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
@@ -327,6 +336,7 @@ Status Train(const TrainArgs& args) {
                  for (const auto& [name, t] : trainer->params()) n += t.num_elements();
                  return n;
                }(), trainer->params().size(), args.data, train_set.size(), test_set.size(), total, args.batch_size);
+  for (const std::string& line : trainer->parameter_report().Lines()) spdlog::info("{}", line);
 
   Reporter reporter(args, trainer->scaler() != nullptr);
   AMP_RETURN_IF_ERROR(reporter.OpenMetrics());
@@ -424,6 +434,10 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--debug-overflow", a->debug_overflow,
                 "Watch every step for the first node producing inf/NaN (otherwise only at the scale's floor)");
   cmd->add_flag("--profile", a->profile, "Print the time per op, implementation and node of the training steps");
+  cmd->add_option("--freeze", a->freeze,
+                  "Parameters to leave untrained (no gradient, no update): NAME or re:REGEX, ... (a pattern that "
+                  "matches no parameter is an error)")
+      ->delimiter(',');
   cmd->callback([a, &result] { result = Train(*a); });
 }
 

@@ -1,5 +1,6 @@
 // Gradient rules of the shape and data-movement ops and the reductions.
 #include <algorithm>
+#include <limits>
 #include <numeric>
 
 #include "autodiff/grad_context.h"
@@ -66,7 +67,28 @@ Status SplitGrad(GradContext& c) {
   return Status::Ok();
 }
 
-// dx = dy zero-padded back to x's shape (constant starts/ends/axes, steps 1).
+// Along a strided axis d (step s > 0, `count` picked elements from `start`),
+// dy spread out to every s-th position of a dense block of count*s elements:
+// Unsqueeze after d, zero-pad that axis to s, merge it into d. `dims`: g's
+// static dims, updated; returns the block, cropped to at most `limit` along d.
+Value SpreadStrided(GradContext& c, Value g, std::vector<int64_t>& dims, size_t d, int64_t step, int64_t limit) {
+  const int64_t rank = static_cast<int64_t>(dims.size()) + 1;
+  g = c.Emit1(OpKind::kUnsqueeze, {g, c.Ints({static_cast<int64_t>(d) + 1})});
+  std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+  pads[static_cast<size_t>(rank) + d + 1] = step - 1;
+  g = c.Emit1(OpKind::kPad, {g, c.Ints(pads)});
+  dims[d] *= step;
+  g = c.Emit1(OpKind::kReshape, {g, c.Ints(dims)});
+  if (dims[d] > limit) {
+    g = c.Emit1(OpKind::kSlice, {g, c.Ints({0}), c.Ints({limit}), c.Ints({static_cast<int64_t>(d)})});
+    dims[d] = limit;
+  }
+  return g;
+}
+
+// dx = dy zero-padded back to x's shape (constant starts/ends/axes/steps).
+// A strided axis first spreads dy to every step-th position (SpreadStrided);
+// a negative step reverses dy along that axis first.
 Status SliceGrad(GradContext& c) {
   Value x = c.input(0);
   std::vector<int64_t> vals[4];
@@ -81,16 +103,37 @@ Status SliceGrad(GradContext& c) {
   auto axes = ir::ResolveSlice(dims, vals[0], vals[1], vals[2], vals[3]);
   if (!axes.ok()) return c.Error(axes.status().message());
   size_t rank = dims.size();
-  std::vector<int64_t> pads(2 * rank, 0);
+  std::vector<int64_t> pads(2 * rank, 0), cur(rank);
+  for (size_t d = 0; d < rank; ++d) {
+    const ir::SliceAxis& s = (*axes)[d];
+    if (!s.identity && (dims[d] < 0 || s.count < 0)) return c.Unsupported("needs a static size of sliced axis ", d);
+    if (s.count == 0) {  // nothing picked: the gradient is zero
+      c.SetGrad(0, c.ZerosLike(x));
+      return Status::Ok();
+    }
+    cur[d] = s.identity ? dims[d] : s.count;
+  }
+  Value g = c.grad_output(0);
   for (size_t d = 0; d < rank; ++d) {
     const ir::SliceAxis& s = (*axes)[d];
     if (s.identity) continue;
-    if (s.step != 1) return c.Unsupported("steps other than 1 (axis ", d, " has step ", s.step, ")");
-    if (dims[d] < 0 || s.count < 0) return c.Unsupported("needs a static size of sliced axis ", d);
-    pads[d] = s.start;
-    pads[rank + d] = dims[d] - s.start - s.count;
+    int64_t start = s.start, step = s.step;
+    if (step < 0) {  // visit the picked elements in increasing order
+      const int64_t d64 = static_cast<int64_t>(d);
+      g = c.Emit1(OpKind::kSlice, {g, c.Ints({-1}), c.Ints({std::numeric_limits<int64_t>::min()}), c.Ints({d64}),
+                                   c.Ints({-1})});
+      start += (s.count - 1) * step;
+      step = -step;
+    }
+    if (step != 1) {
+      if (std::any_of(cur.begin(), cur.end(), [](int64_t v) { return v < 0; }))
+        return c.Unsupported("a strided slice needs static dims, got ", c.type(x).ToString());
+      g = SpreadStrided(c, g, cur, d, step, dims[d] - start);
+    }
+    pads[d] = start;
+    pads[rank + d] = dims[d] - start - cur[d];
   }
-  c.SetGrad(0, c.Emit1(OpKind::kPad, {c.grad_output(0), c.Ints(pads)}));
+  c.SetGrad(0, c.Emit1(OpKind::kPad, {g, c.Ints(pads)}));
   return Status::Ok();
 }
 

@@ -1,8 +1,10 @@
 #include "executor/train/train_graph.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
+#include "amp/name_pattern.h"
 #include "autodiff/autodiff.h"
 #include "autodiff/loss.h"
 #include "autodiff/training_graph.h"
@@ -74,7 +76,92 @@ Status ToEvalMode(Graph& g) {
   return Status::Ok();
 }
 
+int64_t Elements(const Graph& g, Value v) {
+  const ir::TensorType& t = g.type(v);
+  return t.has_shape && t.shape.is_static() ? t.shape.num_elements() : 0;
+}
+
+std::string ElementCount(const std::vector<ParameterReport::Entry>& entries, const char* what) {
+  int64_t n = 0;
+  for (const ParameterReport::Entry& e : entries) n += e.elements;
+  return StrCat(entries.size(), " ", what, " (", n, " elements)");
+}
+
 }  // namespace
+
+std::vector<std::string> ParameterReport::Lines() const {
+  std::vector<std::string> lines{StrCat("parameters: ", ElementCount(trained, "trained"), ", ",
+                                        ElementCount(frozen, "frozen"), ", ",
+                                        ElementCount(statistics, "BN running statistics"), ", ", untrained.size(),
+                                        " other initializers not trained")};
+  // One line per reason, in order of first appearance.
+  std::vector<std::pair<std::string, std::string>> by_reason;
+  for (const auto* list : {&frozen, &untrained})
+    for (const Entry& e : *list) {
+      auto it = std::find_if(by_reason.begin(), by_reason.end(), [&](const auto& r) { return r.first == e.reason; });
+      if (it == by_reason.end()) by_reason.emplace_back(e.reason, e.name);
+      else it->second += ", " + e.name;
+    }
+  for (const auto& [reason, names] : by_reason) lines.push_back(StrCat("not trained (", reason, "): ", names));
+  return lines;
+}
+
+ParameterReport ReportParameters(const Graph& g, const autodiff::BackwardResult& backward,
+                                 const std::set<std::string>& frozen, const std::set<std::string>& statistics) {
+  ParameterReport r;
+  for (const std::string& name : backward.names) {
+    Value v = g.FindValue(name);
+    if (g.producer(v)->op() == OpKind::kInitializer) r.trained.push_back({name, Elements(g, v), ""});
+  }
+  for (const auto& [name, why] : backward.untrained) {
+    ParameterReport::Entry e{name, Elements(g, g.FindValue(name)), ""};
+    if (statistics.count(name)) {
+      r.statistics.push_back(std::move(e));
+    } else if (frozen.count(name)) {
+      e.reason = "frozen by --freeze";
+      r.frozen.push_back(std::move(e));
+    } else {
+      e.reason = why == autodiff::NoGradient::kNotFloat ? "integer or bool initializers are not parameters"
+                                                        : autodiff::NoGradientReason(why);
+      r.untrained.push_back(std::move(e));
+    }
+  }
+  return r;
+}
+
+StatusOr<std::set<std::string>> ResolveFreeze(const Graph& g, const std::vector<std::string>& patterns,
+                                              const std::set<std::string>& statistics) {
+  std::set<std::string> frozen;
+  for (const std::string& p : patterns) {
+    const bool is_regex = p.rfind("re:", 0) == 0;
+    const std::string text = is_regex ? p.substr(3) : p;
+    AMP_ASSIGN_OR_RETURN(amp::internal::NamePattern pattern,
+                         amp::internal::NamePattern::Compile(text, is_regex, StrCat("freeze pattern '", p, "'")));
+    if (!is_regex) {
+      Value v = g.FindValue(text);
+      if (!v.valid() || g.producer(v)->op() != OpKind::kInitializer)
+        return InvalidArgument("freeze pattern '", p, "': the model has no initializer of that name");
+      if (statistics.count(text))
+        return InvalidArgument("freeze pattern '", p,
+                               "': a BatchNormalization running statistic, updated from batch statistics and "
+                               "never trained; freezing applies to parameters");
+      if (!ir::IsFloat(g.type(v).dtype))
+        return InvalidArgument("freeze pattern '", p, "': an ", ir::DTypeName(g.type(v).dtype),
+                               " initializer; only float initializers are parameters");
+    }
+    size_t matched = 0;
+    for (Value v : g.initializers()) {
+      const std::string& name = g.name(v);
+      if (!ir::IsFloat(g.type(v).dtype) || statistics.count(name) || !pattern.Matches(name)) continue;
+      frozen.insert(name);
+      ++matched;
+    }
+    if (matched == 0)
+      return InvalidArgument("freeze pattern '", p, "' matches no parameter (float initializer, BN running "
+                             "statistics excluded) of the model");
+  }
+  return frozen;
+}
 
 Status ToInferenceMode(Graph& g) {
   AMP_RETURN_IF_ERROR(ToEvalMode(g));
@@ -137,8 +224,11 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
       return true;
     }));
   };
+  std::set<std::string> frozen, stats;
   step("training-mode", [&](Graph& graph) -> Status {
     AMP_ASSIGN_OR_RETURN(mode, autodiff::ToTrainingMode(graph));
+    for (const auto& [stat, update] : mode.bn_updates) stats.insert(stat);
+    AMP_ASSIGN_OR_RETURN(frozen, ResolveFreeze(graph, opts.freeze, stats));
     return Status::Ok();
   });
   if (opts.amp && opts.amp->level != amp::Level::kO0) {
@@ -163,14 +253,17 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   });
   step("backward", [&](Graph& graph) -> Status {
     autodiff::BackwardOptions options;
+    options.frozen = frozen;
     for (const auto& [stat, update] : mode.bn_updates) {
       options.frozen.insert(stat);
       t.running_stats.push_back(stat);
       t.stat_updates[stat] = update;
     }
     AMP_ASSIGN_OR_RETURN(backward, autodiff::BuildBackward(graph, head.loss, seed, options));
+    t.parameters = ReportParameters(graph, backward, frozen, stats);
     if (backward.names.empty())
-      return InvalidArgument("the model has no trainable (float) initializer that reaches the loss");
+      return InvalidArgument("the model has no trainable (float) initializer that reaches the loss",
+                             frozen.empty() ? "" : StrCat(" besides the ", frozen.size(), " frozen ones"));
     return Status::Ok();
   });
   step("state-inputs", [&](Graph& graph) -> Status {

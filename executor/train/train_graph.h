@@ -18,7 +18,9 @@
 //   loss-scale-input  `loss_scale` (f32 scalar), the backward seed
 //   backward          over the trainable initializers (float initializers
 //                     that reach the loss through differentiable slots; BN
-//                     running statistics are frozen)
+//                     running statistics and the initializers that
+//                     TrainGraphOptions::freeze names are frozen); every
+//                     initializer is accounted for in TrainGraph::parameters
 //   state-inputs      every trainable initializer and every BN running
 //                     statistic becomes a graph input of the same name, since
 //                     they change every step and must not be baked into a
@@ -37,16 +39,23 @@
 // Checks before anything is built: one image input (besides initializers),
 // a float first output of rank 2 [N, K] for cross-entropy with K ==
 // num_classes when the class count is known.
+//
+// The model must come from an import that kept its float initializers
+// (importer::ImportOptions::keep_float_initializers, the default): one folded
+// for inference may have turned parameters into constants (Transpose(W) into
+// W^T), which then cannot be trained.
 #pragma once
 
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "amp/passes.h"
 #include "amp/policy.h"
+#include "autodiff/autodiff.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 
@@ -61,7 +70,43 @@ struct TrainGraphOptions {
   // The trained model will also be exported in mixed precision: the plan is
   // then the intersection of the kernels' and the opset's capabilities.
   bool amp_for_export = false;
+  // Initializers that get no gradient and no update: names or "re:REGEX" (ResolveFreeze).
+  std::vector<std::string> freeze;
 };
+
+// What a training step does with each initializer of the model: the
+// parameters it trains, those the user froze, the BN running statistics, and
+// every other initializer with the reason it gets no gradient. `train` and
+// `grad` log Lines(), so no parameter goes untrained without a line naming it.
+struct ParameterReport {
+  struct Entry {
+    std::string name;
+    int64_t elements = 0;
+    std::string reason;  // why it is not trained (frozen and untrained entries)
+  };
+  std::vector<Entry> trained, frozen, statistics, untrained;  // graph order each
+
+  // "parameters: 4 trained (1230 elements), 1 frozen (8 elements), 0 BN running
+  // statistics (0 elements), 2 other initializers not trained", then one line
+  // per reason naming its initializers: "not trained (frozen by --freeze): b".
+  std::vector<std::string> Lines() const;
+};
+
+// The report of a backward built over `g` (before its initializers became
+// inputs): `frozen` are the user's (ResolveFreeze), `statistics` the BN
+// running statistics; both were BackwardOptions::frozen.
+ParameterReport ReportParameters(const ir::Graph& g, const autodiff::BackwardResult& backward,
+                                 const std::set<std::string>& frozen, const std::set<std::string>& statistics);
+
+// The initializers that `patterns` freeze. A pattern is an initializer name
+// or "re:REGEX" (RE2, matching the whole name: amp/name_pattern.h), matched
+// against the parameters: the float initializers of `g` other than
+// `statistics` (BN running statistics, which are not trained anyway). A
+// pattern that matches no parameter is an error naming it, and so is an
+// exact name of a running statistic or of an integer initializer: a typo
+// must not leave training a parameter the user meant to freeze.
+StatusOr<std::set<std::string>> ResolveFreeze(const ir::Graph& g, const std::vector<std::string>& patterns,
+                                              const std::set<std::string>& statistics);
 
 struct TrainGraph {
   std::unique_ptr<ir::Graph> graph;
@@ -76,6 +121,7 @@ struct TrainGraph {
   std::vector<std::string> running_stats;           // BN running mean/var initializers
   std::map<std::string, std::string> stat_updates;  // running stat -> "<stat>.update" output
                                                     // (empty in the eval graph)
+  ParameterReport parameters;                       // every initializer (training graph only)
 };
 
 StatusOr<TrainGraph> BuildTrainGraph(const ir::Graph& model, const TrainGraphOptions& opts);

@@ -131,6 +131,8 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   const std::vector<std::string>& param_names() const { return train_.params; }
+  // Every initializer: trained, frozen, BN statistic, or untrained and why (train_graph.h).
+  const ParameterReport& parameter_report() const { return train_.parameters; }
   const std::map<std::string, ir::Tensor>& params() const { return params_; }
   // Parameters and BN running statistics by initializer name (shared buffers).
   std::map<std::string, ir::Tensor> ModelState() const;

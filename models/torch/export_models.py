@@ -43,6 +43,11 @@ Models (module attribute names, i.e. state_dict prefixes):
                layers.{0,1} (TransformerEncoderLayer d=64, 4 heads, ff=128, gelu,
                batch_first, dropout 0.1), norm (LayerNorm), head (Linear 64->10).
                Input int64 token ids [batch, 16], mean-pool over the sequence.
+  causal_transformer: transformer with a causal attention mask and pos_table
+               (Embedding 16x64) gathered with constant indices instead of pos_emb:
+               the export whose attention output projections (Transpose(weight) ->
+               MatMul) and position table amptrain's import once folded into
+               constants (issue 10, item 2).
 """
 import argparse
 import copy
@@ -107,6 +112,22 @@ class SmallTransformer(nn.Module):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class CausalTransformer(SmallTransformer):
+    def __init__(self, vocab=VOCAB, d=64, seq=SEQ_LEN, num_classes=10):
+        super().__init__(vocab, d, seq, num_classes)
+        del self.pos_emb
+        self.pos_table = nn.Embedding(seq, d)
+        self.register_buffer("positions", torch.arange(seq), persistent=False)
+        # A plain tensor, not a buffer: exported as a Constant, not as a (float) initializer.
+        self.mask = torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1)
+
+    def forward(self, tokens):
+        x = self.tok_emb(tokens) + self.pos_table(self.positions)
+        for layer in self.layers:
+            x = layer(x, src_mask=self.mask)
+        return self.head(self.norm(x).mean(dim=1))
+
+
 def randomize_norm_affine(model, gen):
     """Non-trivial BN/LN scale and shift (default init is 1/0, which hides kernel bugs)."""
     with torch.no_grad():
@@ -137,8 +158,8 @@ def build_model(name, args):
             model.maxpool = nn.Identity()
         elif ch != 3:
             model.conv1 = nn.Conv2d(ch, 64, 7, 2, 3, bias=False)
-    elif name == "transformer":
-        model = SmallTransformer(num_classes=args.num_classes or 10)
+    elif name in ("transformer", "causal_transformer"):
+        model = (SmallTransformer if name == "transformer" else CausalTransformer)(num_classes=args.num_classes or 10)
         randomize_norm_affine(model, gen)
         x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
         return model, x

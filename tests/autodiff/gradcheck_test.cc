@@ -231,10 +231,33 @@ TEST(GradCheck, Slice) {
   });
 }
 
+// Strided and reversed slices of a weight (w[:, ::2], w[::-1], w[5:0:-2]).
+TEST(GradCheck, SliceWithSteps) {
+  struct Case { std::vector<int64_t> starts, ends, axes, steps; };
+  for (const Case& k : {Case{{0}, {100}, {1}, {2}}, Case{{1, 0}, {6, 7}, {0, 1}, {3, 2}}, Case{{-1}, {-100}, {0}, {-1}},
+                        Case{{5, 6}, {0, 0}, {0, 1}, {-2, -3}}}) {
+    SCOPED_TRACE(StrCat("steps ", k.steps[0]));
+    GRADCHECK((std::vector<GradInput>{{"x", {6, 7}}}), [k](Graph& g, const V& x) {
+      return Op(g, OpKind::kSlice, {x[0], IntsConst(g, k.starts), IntsConst(g, k.ends), IntsConst(g, k.axes),
+                                    IntsConst(g, k.steps)});
+    });
+  }
+}
+
 TEST(GradCheck, GatherRepeatedIndices) {
   for (int64_t axis : {0, 1}) {
     GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [axis](Graph& g, const V& x) {
       Value idx = g.AddInitializer(g.UniqueName("idx"), ir::Tensor::Int64s({2, 0, 2, -1}, {2, 2}));
+      return Op(g, OpKind::kGather, {x[0], idx}, A({{"axis", axis}}));
+    });
+  }
+}
+
+// A scalar index drops the axis (w[2], a row of an embedding table).
+TEST(GradCheck, GatherScalarIndex) {
+  for (int64_t axis : {0, 1}) {
+    GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [axis](Graph& g, const V& x) {
+      Value idx = g.AddInitializer(g.UniqueName("idx"), ir::Tensor::Int64s({-1}, {}));
       return Op(g, OpKind::kGather, {x[0], idx}, A({{"axis", axis}}));
     });
   }
@@ -364,6 +387,32 @@ TEST(Driver, DefaultWrtIsFloatInitializersReachingTheLossAndFrozenAreSkipped) {
   EXPECT_FALSE(rf->grads.count("w"));
   for (const ir::Node* n : std::as_const(f.g).nodes())
     for (size_t i = 0; i < n->num_outputs(); ++i) EXPECT_NE(f.g.name(n->output(i)), "w_grad");
+}
+
+// Every initializer without a gradient comes back with the reason.
+TEST(Driver, UntrainedInitializersComeWithTheirReason) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {2, 3}));
+  Value w = g.AddInitializer("w", RandomTensor({3, 2}, -1, 1, 3));
+  Value frozen = g.AddInitializer("frozen", RandomTensor({2}, -1, 1, 4));
+  Value hi = g.AddInitializer("hi", RandomTensor({}, 0.5, 1, 5));
+  Value idx = g.AddInitializer("idx", ir::Tensor::Int64s({1, 0}, {2}));
+  g.AddInitializer("unused", RandomTensor({2}, -1, 1, 6));
+  Value y = Op(g, OpKind::kAdd, {Op(g, OpKind::kGather, {Op(g, OpKind::kMatMul, {x, w}), idx}), frozen});
+  Value loss = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kClip, {y, Value{}, hi})}, A({{"keepdims", int64_t{0}}}));
+  ir::Tensor one = *ir::Tensor::Zeros(ir::DType::kFloat64, {});
+  one.data<double>()[0] = 1.0;
+  Value seed = Op(g, OpKind::kConstant, {}, A({{"value", one}}));
+  ASSERT_TRUE(g.InferShapes().ok()) << g.InferShapes().ToString();
+  auto r = BuildBackward(g, loss, seed, BackwardOptions{{}, {"frozen"}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->names, (std::vector<std::string>{"w"}));
+  using U = std::vector<std::pair<std::string, NoGradient>>;
+  EXPECT_EQ(r->untrained, (U{{"frozen", NoGradient::kFrozen},
+                             {"hi", NoGradient::kNotDifferentiable},
+                             {"idx", NoGradient::kNotFloat},
+                             {"unused", NoGradient::kUnused}}));
+  EXPECT_STREQ(NoGradientReason(NoGradient::kUnused), "the loss does not depend on it");
 }
 
 TEST(Driver, SameGraphGivesTheSameBackward) {

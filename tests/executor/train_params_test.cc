@@ -1,0 +1,137 @@
+// Which initializers a training graph trains (issue 10, item 2): every float
+// initializer of an imported model, whatever route it takes to the loss
+// (tests/common/param_routes.h), unless frozen (TrainGraphOptions::freeze,
+// ResolveFreeze); BN running statistics are statistics; the report names
+// everything else with the reason. A frozen parameter stays bitwise
+// unchanged through training while the others move.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "importer/onnx_export.h"
+#include "importer/onnx_import.h"
+#include "tests/common/param_routes.h"
+#include "tests/executor/trainer_test_util.h"
+
+namespace amptrain::executor::train {
+namespace {
+
+using testing::SmallCnn;
+
+std::unique_ptr<ir::Graph> Imported(const ir::Graph& g, const importer::ImportOptions& opts = {}) {
+  auto bytes = importer::ExportModelBytes(g);
+  EXPECT_TRUE(bytes.ok()) << bytes.status().ToString();
+  auto imported = importer::ImportModelBytes(*bytes, "", opts);
+  EXPECT_TRUE(imported.ok()) << imported.status().ToString();
+  return imported.ok() ? std::move(*imported) : nullptr;
+}
+
+std::set<std::string> FloatInitializers(const ir::Graph& g) {
+  std::set<std::string> names;
+  for (ir::Value v : g.initializers())
+    if (ir::IsFloat(g.type(v).dtype)) names.insert(g.name(v));
+  return names;
+}
+
+std::set<std::string> Names(const std::vector<ParameterReport::Entry>& entries) {
+  std::set<std::string> names;
+  for (const auto& e : entries) names.insert(e.name);
+  return names;
+}
+
+TEST(TrainGraph, EveryFloatInitializerOfAnImportedModelIsAParameter) {
+  for (const std::string& route : amptrain::testing::ParamRoutes()) {
+    SCOPED_TRACE(route);
+    std::unique_ptr<ir::Graph> model = Imported(*amptrain::testing::BuildRoute(route, ir::DType::kFloat32));
+    ASSERT_TRUE(model);
+    auto t = BuildTrainGraph(*model, {});
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    EXPECT_EQ(std::set<std::string>(t->params.begin(), t->params.end()), FloatInitializers(*model));
+    EXPECT_EQ(Names(t->parameters.trained), FloatInitializers(*model));
+    EXPECT_TRUE(t->parameters.frozen.empty());
+    for (const auto& e : t->parameters.untrained)
+      EXPECT_EQ(e.reason, "integer or bool initializers are not parameters") << e.name;
+  }
+}
+
+// What the default import prevents: folding for inference consumes the weight.
+TEST(TrainGraph, AnInferenceFoldedImportHasLostTheTransposedWeight) {
+  importer::ImportOptions inference;
+  inference.keep_float_initializers = false;
+  std::unique_ptr<ir::Graph> model =
+      Imported(*amptrain::testing::BuildRoute("transpose", ir::DType::kFloat32), inference);
+  ASSERT_TRUE(model);
+  EXPECT_FALSE(model->FindValue("w").valid());
+  auto t = BuildTrainGraph(*model, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->params, (std::vector<std::string>{"b"}));
+}
+
+std::set<std::string> Statistics(const ir::Graph& g) {
+  std::set<std::string> stats;
+  for (ir::Value v : g.initializers())
+    if (g.name(v).find("running_") != std::string::npos) stats.insert(g.name(v));
+  return stats;
+}
+
+TEST(Freeze, PatternsResolveToParametersOnly) {
+  std::unique_ptr<ir::Graph> g = SmallCnn(4);
+  const std::set<std::string> stats = Statistics(*g);
+  ASSERT_EQ(stats.size(), 4u);
+  auto frozen = ResolveFreeze(*g, {"re:features\\.[01]\\..*", "classifier.4.bias"}, stats);
+  ASSERT_TRUE(frozen.ok()) << frozen.status().ToString();
+  EXPECT_EQ(*frozen, (std::set<std::string>{"features.0.weight", "features.0.bias", "features.1.weight",
+                                            "features.1.bias", "classifier.4.bias"}));  // no running statistic
+  struct Bad {
+    std::string pattern, fragment;
+  };
+  for (const Bad& b : {Bad{"classifier.9.weight", "no initializer of that name"},
+                       Bad{"re:classifier\\.9\\..*", "matches no parameter"},
+                       Bad{"features.1.running_mean", "running statistic"}, Bad{"re:(", "freeze pattern 're:('"},
+                       Bad{"", "freeze pattern ''"}}) {
+    auto r = ResolveFreeze(*g, {b.pattern}, stats);
+    ASSERT_FALSE(r.ok()) << b.pattern;
+    EXPECT_NE(r.status().message().find(b.fragment), std::string::npos) << r.status().message();
+  }
+  std::unique_ptr<ir::Graph> gather = amptrain::testing::BuildRoute("gather", ir::DType::kFloat32);
+  auto r = ResolveFreeze(*gather, {"positions"}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("an int64 initializer"), std::string::npos) << r.status().message();
+}
+
+TEST(Freeze, FrozenParametersStayBitwiseWhileTheOthersTrain) {
+  std::unique_ptr<ir::Graph> model = SmallCnn(4);
+  TrainConfig config;
+  config.graph.num_classes = 4;
+  config.graph.freeze = {"re:features\\.0\\..*"};
+  config.optimizer.kind = "sgd";
+  config.optimizer.lr = 0.1f;
+  config.threads = 1;
+  auto trainer = Trainer::Create(*model, config);
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  const ParameterReport& report = (*trainer)->parameter_report();
+  EXPECT_EQ(Names(report.frozen), (std::set<std::string>{"features.0.weight", "features.0.bias"}));
+  EXPECT_EQ(Names(report.statistics), Statistics(*model));
+  EXPECT_TRUE(report.untrained.empty());
+  EXPECT_EQ(report.trained.size() + report.frozen.size() + report.statistics.size(), model->initializers().size());
+  EXPECT_EQ(report.Lines()[1], "not trained (frozen by --freeze): features.0.weight, features.0.bias");
+
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  ir::Tensor images = *ir::Tensor::Zeros(ir::DType::kFloat32, {8, 1, 8, 8});
+  for (int64_t i = 0; i < images.num_elements(); ++i) images.data<float>()[i] = normal(rng);
+  ir::Tensor labels = ir::Tensor::Int64s({0, 1, 2, 3, 3, 2, 1, 0}, {8});
+  for (int step = 0; step < 3; ++step) ASSERT_TRUE((*trainer)->Step(images, labels).ok());
+  auto trained = (*trainer)->TrainedModel();
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  for (ir::Value v : model->initializers()) {
+    const std::string& name = model->name(v);
+    const bool same = *(*trained)->ConstantValue((*trained)->FindValue(name)) == *model->ConstantValue(v);
+    if (name.rfind("features.0.", 0) == 0) EXPECT_TRUE(same) << name << " is frozen but changed";
+    else if (name.find("weight") != std::string::npos) EXPECT_FALSE(same) << name << " did not train";
+  }
+}
+
+}  // namespace
+}  // namespace amptrain::executor::train
