@@ -119,13 +119,13 @@ void Affine(const float* x, const float* z, int64_t len, float a, float b, float
 float VecAt(const ir::TensorView& v, int64_t c) {
   if (v.dtype == DType::kFloat32) return v.as<const float>()[c];
   float f;
-  WidenSpan(v.dtype, static_cast<const std::byte*>(v.data) + c * 2, &f, 1);
+  WidenSpan(v.dtype, static_cast<const std::byte*>(v.data) + c * DTypeSize(v.dtype), &f, 1);
   return f;
 }
 void SetVec(const ir::TensorView& v, int64_t c, double value) {
   const float f = static_cast<float>(value);
   if (v.dtype == DType::kFloat32) v.as<float>()[c] = f;
-  else NarrowSpan(v.dtype, &f, static_cast<std::byte*>(v.data) + c * 2, 1);
+  else NarrowSpan(v.dtype, &f, static_cast<std::byte*>(v.data) + c * DTypeSize(v.dtype), 1);
 }
 
 template <class T>

@@ -3,16 +3,8 @@
 // fp32, native bf16 (skipped, naming the ISA, where oneDNN has no bf16
 // kernels), bf16 and fp16 widened to fp32.
 //
-// Error = max |onednn - reference| / max |reference| per output. Tolerances:
-//   fp32 1e-5: the reference sums in double, oneDNN in fp32 in another
-//     order; with |values| < 1 and a few hundred terms per sum (dW sums over
-//     N*H*W, BN over N*H*W) the fp32 rounding stays at a few 1e-7 of the scale.
-//   bf16 2e-2: both read the same bf16 inputs and round to bf16 (relative step
-//     2^-8 = 3.9e-3), but oneDNN accumulates and rounds intermediate results
-//     (the bf16 dW/dB of a long sum) in its own order; a few bf16 steps.
-//   fp16 4e-3: the same with 11 significant bits (step 4.9e-4); widened
-//     kernels round once at the end, the reference per output element.
-#include "tests/kernels/grad_test_util.h"
+// Tolerances: tests/kernels/onednn_match.h.
+#include "tests/kernels/onednn_match.h"
 #include "tests/kernels/kernel_paths.h"
 
 namespace amptrain::kernels::gradtest {
@@ -24,25 +16,6 @@ using ir::Tensor;
 using I = std::vector<int64_t>;
 
 using testing::KernelPath;
-
-double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : t == DType::kFloat16 ? 4e-3 : 2e-2; }
-
-// Runs `op` with oneDNN (which must accept it) and the reference; expects
-// every output within the dtype's tolerance.
-void ExpectMatch(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
-                 size_t outputs, std::vector<bool> unused = {}, const char* impl = "onednn") {
-  Options dnn, ref;
-  dnn.impl = impl;
-  dnn.num_outputs = ref.num_outputs = outputs;
-  dnn.unused = ref.unused = std::move(unused);
-  auto got = RunKernel(op, a, in, dnn);
-  ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-  auto want = RunKernel(op, a, in, ref);
-  ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
-  for (size_t o = 0; o < outputs; ++o)
-    EXPECT_LT(NormalizedError((*got)[o], (*want)[o]), Tolerance(in[0].dtype()))
-        << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
-}
 
 Attributes ConvAttrs(int64_t group, I strides, I pads, I dilations = {}) {
   Attributes a;
@@ -74,9 +47,9 @@ TEST_P(OneDnnGradPath, ConvGradMatchesReference) {
     auto y = RunKernel(OpKind::kConv, c.a, {x, w});
     ASSERT_TRUE(y.ok()) << y.status().ToString();
     Tensor dy = Random((*y)[0].dims(), 3, t);
-    ExpectMatch(c.name, OpKind::kConvGrad, c.a, {dy, x, w}, 3, {}, impl);
-    ExpectMatch(std::string(c.name) + " dW unused", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {false, true, false}, impl);
-    ExpectMatch(std::string(c.name) + " dX only", OpKind::kConvGrad, c.a, {dy, x, w}, 1, {}, impl);
+    ExpectMatchesReference(c.name, OpKind::kConvGrad, c.a, {dy, x, w}, 3, {}, impl);
+    ExpectMatchesReference(std::string(c.name) + " dW unused", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {false, true, false}, impl);
+    ExpectMatchesReference(std::string(c.name) + " dX only", OpKind::kConvGrad, c.a, {dy, x, w}, 1, {}, impl);
   }
 }
 
@@ -102,13 +75,13 @@ TEST_P(OneDnnGradPath, MaxPoolGradMatchesReference) {
     Tensor x = Random(c.x, 4, t);
     auto y = RunKernel(OpKind::kMaxPool, c.a, {x});
     ASSERT_TRUE(y.ok()) << y.status().ToString();
-    ExpectMatch(c.name, OpKind::kMaxPoolGrad, c.a, {Random((*y)[0].dims(), 5, t), x}, 1, {}, impl);
+    ExpectMatchesReference(c.name, OpKind::kMaxPoolGrad, c.a, {Random((*y)[0].dims(), 5, t), x}, 1, {}, impl);
   }
   // Ties (ReLU zeros before the pool): both send the gradient to the first
   // maximum of each window.
   Attributes a = pool({3, 3}, {2, 2}, {1, 1, 1, 1}, false);
   Tensor zeros = *Tensor::Zeros(t, {1, 2, 8, 8});
-  ExpectMatch("ties", OpKind::kMaxPoolGrad, a, {Random({1, 2, 4, 4}, 6, t), zeros}, 1, {}, impl);
+  ExpectMatchesReference("ties", OpKind::kMaxPoolGrad, a, {Random({1, 2, 4, 4}, 6, t), zeros}, 1, {}, impl);
 }
 
 TEST(OneDnnGrad, BatchNormalizationGradMatchesReference) {
@@ -117,8 +90,8 @@ TEST(OneDnnGrad, BatchNormalizationGradMatchesReference) {
     a.Set("epsilon", 1e-5f);
     Tensor x = Random(dims, 1, DType::kFloat32), dy = Random(dims, 2, DType::kFloat32);
     Tensor scale = Random({dims[1]}, 3, DType::kFloat32);
-    ExpectMatch("BN " + ir::Shape::FromStatic(dims).ToString(), OpKind::kBatchNormalizationGrad, a, {dy, x, scale}, 3);
-    ExpectMatch("BN dScale unused", OpKind::kBatchNormalizationGrad, a, {dy, x, scale}, 3, {false, true, false});
+    ExpectMatchesReference("BN " + ir::Shape::FromStatic(dims).ToString(), OpKind::kBatchNormalizationGrad, a, {dy, x, scale}, 3);
+    ExpectMatchesReference("BN dScale unused", OpKind::kBatchNormalizationGrad, a, {dy, x, scale}, 3, {false, true, false});
   }
 }
 

@@ -5,11 +5,11 @@
 // and a shorter last slice), so each role is
 // exercised: rows split, whole tensors, and weight gradients summed over
 // slices. Each output is checked against the reference kernel with the
-// tolerances of tests/kernels/onednn_grad_test.cc, on the bf16 and fp16
+// tolerances of tests/kernels/onednn_match.h, on the bf16 and fp16
 // widened paths (every CPU). A summed output that is larger than the saving
 // keeps the whole batch; the scratch sizes show which path was taken.
 #include "kernels/cpu/onednn_common.h"
-#include "tests/kernels/grad_test_util.h"
+#include "tests/kernels/onednn_match.h"
 
 namespace amptrain::kernels::gradtest {
 namespace {
@@ -19,29 +19,15 @@ using ir::DType;
 using ir::Tensor;
 using I = std::vector<int64_t>;
 
-double Tolerance(DType t) { return t == DType::kFloat16 ? 4e-3 : 2e-2; }
-
 class WidenedSlices : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override { cpu::onednn::SetWidenedSliceBytes(1); }
   void TearDown() override { cpu::onednn::SetWidenedSliceBytes(saved_); }
 
   // The widened kernel against the reference, every output.
-  void ExpectMatch(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
-                   size_t outputs, std::vector<bool> unused = {}) {
-    Options wide, ref;
-    wide.impl = "onednn-widened";
-    wide.num_outputs = ref.num_outputs = outputs;
-    wide.unused = ref.unused = std::move(unused);
-    auto got = RunKernel(op, a, in, wide);
-    ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-    auto want = RunKernel(op, a, in, ref);
-    ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
-    for (size_t o = 0; o < outputs; ++o) {
-      if (o < wide.unused.size() && wide.unused[o]) continue;
-      EXPECT_LT(NormalizedError((*got)[o], (*want)[o]), Tolerance(GetParam()))
-          << what << " output " << o << " " << ir::DTypeName(GetParam());
-    }
+  static void ExpectMatch(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
+                          size_t outputs, std::vector<bool> unused = {}) {
+    ExpectMatchesReference(what, op, a, in, outputs, std::move(unused), "onednn-widened");
   }
 
  private:
