@@ -161,8 +161,15 @@ StatusOr<Slot> MakeSlot(const Graph& graph, Value v, const TensorType& type, Sto
   if (storage == Storage::kAbsent) return slot;
   slot.dims = type.shape.static_dims();
   int64_t n = 0;
-  if (!ir::CheckedNumElements(slot.dims, &n) || n > (int64_t{1} << 46) / 8)
-    return InvalidArgument("value '", slot.name, "' of shape ", type.shape.ToString(), " is too large");
+  constexpr int64_t kMaxElements = (int64_t{1} << 46) / 8;
+  const bool overflows = !ir::CheckedNumElements(slot.dims, &n);
+  if (overflows || n > kMaxElements) {
+    const Node* producer = graph.producer(v);
+    return InvalidArgument("value '", slot.name, "'", producer ? " (output of " + producer->Describe() + ")" : "",
+                           " of shape ", type.shape.ToString(), " is too large: ",
+                           overflows ? std::string("its element count overflows int64")
+                                     : StrCat(n, " elements, more than the limit of 2^43"));
+  }
   slot.bytes = static_cast<size_t>(n) * ir::DTypeSize(type.dtype);
   return slot;
 }
@@ -238,10 +245,13 @@ Status CreateKernels(Plan& plan, const PlanOptions& options) {
     init.training = options.training;
     init.seed = options.seed + step.node->id();
     init.threads = options.threads;
-    AMP_ASSIGN_OR_RETURN(const kernels::KernelEntry* entry, kernels::Registry::Global().Select(init, options.kernel_impl));
-    AMP_ASSIGN_OR_RETURN(step.kernel, entry->factory(init));
-    step.impl = entry->impl;
-    spdlog::debug("kernel {} -> {}", init.Describe(), entry->impl);
+    StatusOr<const kernels::KernelEntry*> entry = kernels::Registry::Global().Select(init, options.kernel_impl);
+    if (!entry.ok()) return step.node->Annotate(entry.status());
+    StatusOr<std::unique_ptr<kernels::Kernel>> kernel = (*entry)->factory(init);
+    if (!kernel.ok()) return step.node->Annotate(kernel.status());
+    step.kernel = std::move(*kernel);
+    step.impl = (*entry)->impl;
+    spdlog::debug("kernel {} -> {}", init.Describe(), step.impl);
   }
   return Status::Ok();
 }

@@ -18,6 +18,9 @@ inline constexpr int kMaxListLength = 1 << 20;      // elements of an ints/float
 inline constexpr size_t kMaxNameLength = 4096;      // value, node, attribute names, dim_params
 inline constexpr size_t kMaxStringLength = 1 << 16; // string attribute values
 inline constexpr int kMaxRank = 64;
+// Nodes, and initializers, of one graph: 16x the largest models of the
+// torchvision and Hugging Face exports seen so far; autodiff then triples it.
+inline constexpr int kMaxNodes = 1 << 20;
 
 // The bytes of a file of at most 2 GiB; `what` ("model") names it in errors.
 StatusOr<std::string> ReadWholeFile(const std::string& path, const char* what);

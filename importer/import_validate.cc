@@ -192,6 +192,10 @@ Status ReadModelInfo(const onnx::ModelProto& model, ir::ModelInfo* info) {
 StatusOr<GraphPlan> ValidateGraph(const onnx::GraphProto& g, const ir::ModelInfo& info) {
   GraphPlan plan;
   if (g.sparse_initializer_size() > 0) return Unimplemented("sparse initializers are not supported");
+  if (g.node_size() > kMaxNodes)
+    return InvalidArgument("the graph has ", g.node_size(), " nodes, more than the limit of ", kMaxNodes);
+  if (g.initializer_size() > kMaxNodes)
+    return InvalidArgument("the graph has ", g.initializer_size(), " initializers, more than the limit of ", kMaxNodes);
   auto define = [&](const std::string& name, const std::string& what) -> Status {
     AMP_RETURN_IF_ERROR(CheckName(name, what));
     if (name.empty()) return InvalidArgument("a ", what, " has an empty name");

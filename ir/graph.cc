@@ -7,6 +7,13 @@ namespace amptrain::ir {
 
 std::string Node::Describe() const { return StrCat(schema().name, " node '", name_, "'"); }
 
+Status Node::Annotate(const Status& s) const {
+  if (s.ok()) return s;
+  const std::string who = Describe();
+  if (s.message().find(who) != std::string::npos) return s;
+  return s.WithContext(who);
+}
+
 std::unique_ptr<Graph> Graph::Clone() const {
   auto g = std::make_unique<Graph>();
   g->info_ = info_;
@@ -244,7 +251,7 @@ Status Graph::InferNode(Node* node, std::vector<Tensor>* values) {
   ctx.outputs.resize(node->num_outputs());
   ctx.output_values.resize(node->num_outputs());
   for (size_t i = 0; i < node->num_outputs(); ++i) ctx.outputs[i] = node->outputs_[i].info.type;
-  AMP_RETURN_IF_ERROR(node->schema().infer(ctx));
+  AMP_RETURN_IF_ERROR(node->Annotate(node->schema().infer(ctx)));
   for (size_t i = 0; i < node->num_outputs(); ++i) node->outputs_[i].info.type = std::move(ctx.outputs[i]);
   if (values) *values = std::move(ctx.output_values);
   return Status::Ok();

@@ -87,6 +87,9 @@ class Node {
 
   // "Conv node 'conv1'"
   std::string Describe() const;
+  // `s` with Describe() in front, unless its message already names this node
+  // (helpers such as attribute getters report without knowing the node).
+  Status Annotate(const Status& s) const;
 
  private:
   friend class Graph;

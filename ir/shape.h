@@ -62,5 +62,20 @@ struct TensorType {
 // Element count of static dims with overflow checking: false on overflow or
 // a negative dim. Used wherever untrusted sizes are multiplied.
 bool CheckedNumElements(const std::vector<int64_t>& dims, int64_t* out);
+// a + b and a * b into *out; false (and *out untouched) when int64 overflows.
+// Shape arithmetic on untrusted dims (Concat sums, pads, Tile repeats) uses
+// these, so that an overflow is an error saying so, not a negative dim.
+inline bool CheckedAdd(int64_t a, int64_t b, int64_t* out) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return false;
+  *out = r;
+  return true;
+}
+inline bool CheckedMul(int64_t a, int64_t b, int64_t* out) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) return false;
+  *out = r;
+  return true;
+}
 
 }  // namespace amptrain::ir

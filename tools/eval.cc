@@ -31,6 +31,7 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   train::TrainGraphOptions opts;
   opts.num_classes = test_set.num_classes;
+  opts.classes_at_least = test_set.classes_from_labels;
   AMP_ASSIGN_OR_RETURN(auto evaluator,
                        train::Evaluator::Create(*model, opts, args.threads, args.reference ? "reference" : ""));
   data::BatchIterator batches(test_set, args.batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {});

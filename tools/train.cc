@@ -285,6 +285,7 @@ Status Train(const TrainArgs& args) {
   config.graph.loss = train_set.num_classes > 0 ? "cross_entropy" : "mse";
   config.graph.label_smoothing = args.label_smoothing;
   config.graph.num_classes = train_set.num_classes;
+  config.graph.classes_at_least = train_set.classes_from_labels;
   config.optimizer.kind = args.optimizer;
   config.optimizer.lr = args.lr;
   config.optimizer.momentum = args.momentum;

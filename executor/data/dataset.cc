@@ -127,6 +127,7 @@ StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split) {
   Dataset out;
   out.sample_dims = all.sample_dims;
   out.num_classes = all.num_classes;
+  out.classes_from_labels = all.classes_from_labels;
   AMP_RETURN_IF_ERROR(take(all.samples, &out.samples));
   AMP_RETURN_IF_ERROR(take(all.labels, &out.labels));
   return out;

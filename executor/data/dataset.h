@@ -23,6 +23,10 @@ namespace amptrain::executor::data {
 struct Dataset {
   std::vector<int64_t> sample_dims;  // {C, H, W} for image sets, {D} or any rank for features
   int64_t num_classes = 0;           // 0 for regression (labels are float32)
+  // True when num_classes is only the largest label + 1 (npy): the data set
+  // fixes no class count, so a model with more classes fits it too (a small
+  // set need not hold every class).
+  bool classes_from_labels = false;
   // uint8 [N, sample_dims...] for image sets (normalized at batch time) or
   // float32 [N, sample_dims...] for features.
   ir::Tensor samples;

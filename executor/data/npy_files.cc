@@ -91,6 +91,7 @@ StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std:
       max = std::max(max, other_max);
     }
     ds.num_classes = max + 1;
+    ds.classes_from_labels = true;
   }
   if (given_split) return ds;
   return TakeSplit(ds, split);

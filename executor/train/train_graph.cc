@@ -36,7 +36,10 @@ Status CheckModel(const Graph& g, const TrainGraphOptions& opts) {
       return InvalidArgument("the model's output '", name, "' has shape ", out.ToString(),
                              "; cross-entropy training needs logits [batch, classes]");
     const ir::Dim& k = out.shape.dims()[1];
-    if (opts.num_classes > 0 && k.is_static() && k.value != opts.num_classes)
+    if (opts.num_classes > 0 && k.is_static() && opts.classes_at_least && k.value < opts.num_classes)
+      return InvalidArgument("the model's output '", name, "' has ", k.value, " classes ", out.ToString(),
+                             " but the labels go up to ", opts.num_classes - 1);
+    if (opts.num_classes > 0 && k.is_static() && !opts.classes_at_least && k.value != opts.num_classes)
       return InvalidArgument("the model's output '", name, "' has ", k.value, " classes ", out.ToString(),
                              " but the dataset has ", opts.num_classes, " classes");
     if (!k.is_static()) return InvalidArgument("the model's output '", name, "' has no static class dimension");

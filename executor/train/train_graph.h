@@ -65,6 +65,7 @@ struct TrainGraphOptions {
   std::string loss = "cross_entropy";  // cross_entropy | mse
   float label_smoothing = 0.0f;        // cross_entropy only, in [0, 1)
   int64_t num_classes = 0;             // > 0: the model's output must be [N, num_classes]
+  bool classes_at_least = false;       // then [N, K] with K >= num_classes will do (npy labels)
   // Mixed precision: the forward graph runs under this policy (O0 or unset: fp32).
   std::optional<amp::Policy> amp;
   // The trained model will also be exported in mixed precision: the plan is

@@ -28,12 +28,14 @@ Status InferPad(InferContext& ctx) {
   Status s = ResolvePads(static_cast<int64_t>(in.rank()), *pads, *axes, &begin, &end);
   if (!s.ok()) return ctx.Error(s.message());
   for (size_t d = 0; d < in.rank(); ++d) {
-    int64_t grow = begin[d] + end[d];
+    int64_t grow = 0, padded = 0;
+    if (!CheckedAdd(begin[d], end[d], &grow) || (in[d].is_static() && !CheckedAdd(in[d].value, grow, &padded)))
+      return ctx.Error("pads ", begin[d], " and ", end[d], " on dim ", d, " overflow int64");
     if (in[d].is_static()) {
-      if (in[d].value + grow < 0) return ctx.Error("pads shrink dim ", d, " of size ", in[d].value, " below 0");
+      if (padded < 0) return ctx.Error("pads shrink dim ", d, " of size ", in[d].value, " below 0");
       if (*pm != PadMode::kConstant && in[d].value == 0 && grow > 0)
         return ctx.Error("mode '", mode, "' cannot pad the empty dim ", d);
-      out[d] = Dim::Static(in[d].value + grow);
+      out[d] = Dim::Static(padded);
     } else if (grow != 0) {
       out[d] = UnknownDim();
     }

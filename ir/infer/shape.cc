@@ -78,14 +78,20 @@ Status InferReshape(InferContext& ctx) {
     std::vector<std::string> symbols;
     bool unnamed = false;
     for (const Dim& d : in.dims()) {
-      if (d.is_static()) in_static *= d.value;
-      else if (d.symbol.empty()) unnamed = true;
+      if (d.is_static()) {
+        if (!CheckedMul(in_static, d.value, &in_static))
+          return ctx.Error("input shape ", in.ToString(), " has more elements than int64 can count");
+      } else if (d.symbol.empty()) unnamed = true;
       else symbols.push_back(d.symbol);
     }
     for (size_t i = 0; i < out.size(); ++i) {
       if (static_cast<int64_t>(i) == infer_at) continue;
       const Dim& d = out[i];
-      if (d.is_static()) { out_static *= d.value; continue; }
+      if (d.is_static()) {
+        if (!CheckedMul(out_static, d.value, &out_static))
+          return ctx.Error("shape ", Shape(out).ToString(), " has more elements than int64 can count");
+        continue;
+      }
       auto it = std::find(symbols.begin(), symbols.end(), d.symbol);
       if (d.symbol.empty() || it == symbols.end()) unnamed = true;
       else symbols.erase(it);
@@ -161,8 +167,9 @@ Status InferConcat(InferContext& ctx) {
   int64_t sum = 0;
   bool all_static = true;
   for (const Dim& d : along) {
-    if (d.is_static()) sum += d.value;
-    else all_static = false;
+    if (!d.is_static()) all_static = false;
+    else if (!CheckedAdd(sum, d.value, &sum))
+      return ctx.Error("the inputs' dims along axis ", axis, " add up to more than int64 can hold");
   }
   out[axis] = all_static ? Dim::Static(sum) : along.size() == 1 ? along[0] : UnknownDim();
   ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(out)));
@@ -210,7 +217,7 @@ Status InferSplit(InferContext& ctx) {
       int64_t total = 0;
       for (int64_t s : *split) {
         if (s < 0) return ctx.Error("split has a negative size ", s);
-        total += s;
+        if (!CheckedAdd(total, s, &total)) return ctx.Error("split sizes add up to more than int64 can hold");
       }
       if (in[axis].is_static() && total != in[axis].value)
         return ctx.Error("split sizes sum to ", total, ", dim ", axis, " is ", in[axis].value);
@@ -437,7 +444,10 @@ Status InferTile(InferContext& ctx) {
     for (size_t d = 0; d < in.rank(); ++d) {
       int64_t k = (*reps)[d];
       if (k < 0) return ctx.Error("repeats has a negative value ", k);
-      if (in[d].is_static()) out[d] = Dim::Static(in[d].value * k);
+      int64_t n = 0;
+      if (in[d].is_static() && !CheckedMul(in[d].value, k, &n))
+        return ctx.Error("dim ", d, " of size ", in[d].value, " repeated ", k, " times overflows int64");
+      if (in[d].is_static()) out[d] = Dim::Static(n);
       else if (k == 0) out[d] = Dim::Static(0);
       else if (k != 1) out[d] = UnknownDim();
     }

@@ -7,6 +7,10 @@
 //   ReluGrad(dY, Y) (fp32, fp16, bf16): dY where Y > 0, else +0; a 2-byte
 //                            NaN dY is quieted as by the reference.
 //   Cast fp32 <-> fp16/bf16: the vectorized conversions of float_convert.h.
+//   Add (fp32, fp16, bf16) of two inputs of the output's dims (no
+//                            broadcast: ResNet's residual sums): float(a) +
+//                            float(b), rounded once, as the reference; 2-byte
+//                            values are widened in blocks on each thread.
 // Same bits as the reference kernels (unary.cc, grad_misc.cc, cast.cc) for
 // every input. Output 0 may overwrite input 0. SSE2 and AVX intrinsics: the
 // build's baseline (-mf16c implies AVX).
@@ -139,6 +143,49 @@ class ReluGradKernel final : public Kernel {
   int threads_;
 };
 
+class AddKernel final : public Kernel {
+ public:
+  AddKernel(DType t, int threads) : dtype_(t), threads_(threads) {}
+  Status Run(KernelContext& ctx) override {
+    const int64_t n = ctx.outputs[0].num_elements();
+    if (dtype_ == DType::kFloat32) {
+      const float* a = ctx.inputs[0].as<const float>();
+      const float* b = ctx.inputs[1].as<const float>();
+      float* y = ctx.outputs[0].as<float>();
+      ForRange(n, threads_, [a, b, y](int64_t lo, int64_t hi) {
+        int64_t i = lo;
+        for (; i + 8 <= hi; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+        for (; i < hi; ++i) y[i] = a[i] + b[i];
+      });
+      return Status::Ok();
+    }
+    const auto* a = static_cast<const uint16_t*>(ctx.inputs[0].data);
+    const auto* b = static_cast<const uint16_t*>(ctx.inputs[1].data);
+    auto* y = static_cast<uint16_t*>(ctx.outputs[0].data);
+    const DType t = dtype_;
+    ForRange(n, threads_, [a, b, y, t](int64_t lo, int64_t hi) {
+      constexpr int64_t kBlock = 512;
+      alignas(32) float fa[kBlock], fb[kBlock];
+      for (int64_t i = lo; i < hi; i += kBlock) {
+        const int64_t m = std::min(kBlock, hi - i);
+        WidenSpan(t, a + i, fa, m);
+        WidenSpan(t, b + i, fb, m);
+        int64_t j = 0;
+        for (; j + 8 <= m; j += 8) _mm256_store_ps(fa + j, _mm256_add_ps(_mm256_load_ps(fa + j), _mm256_load_ps(fb + j)));
+        for (; j < m; ++j) fa[j] = fa[j] + fb[j];
+        NarrowSpan(t, fa, y + i, m);
+      }
+    });
+    return Status::Ok();
+  }
+  // Each block is read before it is written: the output may be either input.
+  int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+
+ private:
+  DType dtype_;
+  int threads_;
+};
+
 class CastKernel final : public Kernel {
  public:
   CastKernel(DType from, DType to, int threads) : from_(from), to_(to), threads_(threads) {}
@@ -174,6 +221,11 @@ StatusOr<std::unique_ptr<Kernel>> MakeReluGrad(const KernelInit& init) {
   return std::unique_ptr<Kernel>(new ReluGradKernel(init.inputs[0].dtype, Threads(init)));
 }
 
+StatusOr<std::unique_ptr<Kernel>> MakeAdd(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(SameTypes(init, 2));  // declines broadcasting Adds: the reference runs them
+  return std::unique_ptr<Kernel>(new AddKernel(init.inputs[0].dtype, Threads(init)));
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   const DType from = init.inputs[0].dtype, to = init.outputs[0].dtype;
@@ -189,6 +241,7 @@ void RegisterDirectElementwise(Registry& r) {
   r.Add(DirectEntry(OpKind::kRelu, MakeRelu, {DType::kFloat16, DType::kBFloat16}));
   r.Add(DirectEntry(OpKind::kReluGrad, MakeReluGrad));
   r.Add(DirectEntry(OpKind::kCast, MakeCast));
+  r.Add(DirectEntry(OpKind::kAdd, MakeAdd));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

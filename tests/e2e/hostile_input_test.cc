@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -468,6 +469,107 @@ TEST_F(HostileInput, ResumeOnASmallerDataSetSaysSo) {
                                   "--batch-size 32 --threads 1 --steps 8 --resume auto --checkpoint-dir " + ckpt,
                               "at sample 192: the data set has only 58 samples");
   EXPECT_EQ(r.err.find("cursor"), std::string::npos) << r.err;
+}
+
+// A class count inferred from the largest npy label (labels 0..1 make "2
+// classes") refused a 4-class model: a small data set need not hold every
+// class. Labels beyond the model's classes are still refused, in words.
+TEST_F(HostileInput, NpyLabelsNeedNotUseEveryClassOfTheModel) {
+  const std::string xs = Npy("x.npy", *Tensor::Zeros(DType::kFloat32, {20, 1, 8, 8}));
+  std::vector<int64_t> few(20), many(20);
+  for (int i = 0; i < 20; ++i) few[i] = i % 2, many[i] = i % 7;
+  const std::string ys = Npy("y.npy", Tensor::Int64s(few, {20}));
+  CliResult r = Cli("train " + model_ + " --data npy:" + xs + "," + ys + " --steps 2 --threads 1 --batch-size 8");
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Cli("eval " + model_ + " --data npy:" + xs + "," + ys + " --threads 1");
+  EXPECT_EQ(r.code, 0) << r.err;
+  const std::string ys7 = Npy("y7.npy", Tensor::Int64s(many, {20}));
+  ExpectRefused("train " + model_ + " --data npy:" + xs + "," + ys7 + " --steps 2 --threads 1",
+                "has 4 classes float32[batch,4] but the labels go up to 6");
+}
+
+// Errors found inside one node named no node: a bad attribute type ("attribute
+// 'perm' has type floats, expected ints"), an out-of-range Transpose perm
+// ("axis 5 is out of range for rank 2"), and a shape too large to allocate
+// ("value 'y' of shape [...] is too large", with no word on which node made it
+// or whether the count overflowed).
+TEST_F(HostileInput, NodeErrorsNameTheNode) {
+  const std::string xs = Npy("x.npy", Tensor::Floats({1, 2, 3, 4, 5, 6}, {2, 3}));
+  const std::string one = Npy("one.npy", Tensor::Floats({1}, {1}));
+  // x [2, 3] (or [1]) -> OP -> y; `shape`, when given, is an int64 initializer input.
+  auto model = [&](const std::string& name, const std::string& op, std::vector<int64_t> x_dims,
+                   const std::function<void(onnx::NodeProto*)>& set, std::vector<int64_t> shape = {}) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    onnx::GraphProto* g = m.mutable_graph();
+    g->set_name(name);
+    onnx::ValueInfoProto* x = g->add_input();
+    x->set_name("x");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : x_dims) x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(d);
+    onnx::NodeProto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(name);
+    n->add_input("x");
+    if (!shape.empty()) {
+      onnx::TensorProto* t = g->add_initializer();
+      t->set_name("s");
+      t->set_data_type(onnx::TensorProto::INT64);
+      t->add_dims(static_cast<int64_t>(shape.size()));
+      for (int64_t d : shape) t->add_int64_data(d);
+      n->add_input("s");
+    }
+    n->add_output("y");
+    set(n);
+    g->add_output()->set_name("y");
+    g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    std::ofstream(Path(name + ".onnx"), std::ios::binary) << m.SerializeAsString();
+    return Path(name + ".onnx");
+  };
+  auto ints = [](const char* key, std::vector<int64_t> v) {
+    return [key, v](onnx::NodeProto* n) {
+      onnx::AttributeProto* a = n->add_attribute();
+      a->set_name(key);
+      a->set_type(onnx::AttributeProto::INTS);
+      for (int64_t i : v) a->add_ints(i);
+    };
+  };
+  ExpectRefused("run " + model("tp", "Transpose", {2, 3}, ints("perm", {0, 5})) + " -i " + xs + " -o " + Path("o"),
+                "Transpose node 'tp': axis 5 is out of range for rank 2");
+  auto floats = [](onnx::NodeProto* n) {
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("perm");
+    a->set_type(onnx::AttributeProto::FLOATS);
+    a->add_floats(1);
+    a->add_floats(0);
+  };
+  ExpectRefused("run " + model("tpf", "Transpose", {2, 3}, floats) + " -i " + xs + " -o " + Path("o"),
+                "Transpose node 'tpf': attribute 'perm' has type floats, expected ints");
+  auto none = [](onnx::NodeProto*) {};
+  ExpectRefused("run " + model("ex", "Expand", {1}, none, {int64_t{1} << 31, int64_t{1} << 31}) + " -i " + one +
+                    " -o " + Path("o"),
+                "value 'y' (output of Expand node 'ex') of shape [2147483648,2147483648] is too large: "
+                "4611686018427387904 elements, more than the limit of 2^43");
+  const int64_t big = int64_t{1} << 40;
+  ExpectRefused("run " + model("ex4", "Expand", {1}, none, {big, big, big, big}) + " -i " + one + " -o " + Path("o"),
+                "(output of Expand node 'ex4') of shape [1099511627776,1099511627776,1099511627776,1099511627776] is "
+                "too large: its element count overflows int64");
+  // Shape arithmetic that overflows said "0 elements" or gave negative dims.
+  const int64_t half = int64_t{1} << 62;
+  auto concat = [](onnx::NodeProto* n) {
+    *n->add_input() = n->input(0);
+    onnx::AttributeProto* a = n->add_attribute();
+    a->set_name("axis");
+    a->set_type(onnx::AttributeProto::INT);
+    a->set_i(0);
+  };
+  ExpectRefused("run " + model("cat", "Concat", {half}, concat) + " -i " + one + " -o " + Path("o"),
+                "Concat node 'cat': the inputs' dims along axis 0 add up to more than int64 can hold");
+  ExpectRefused("run " + model("pad", "Pad", {2}, none, {half, half}) + " -i " + one + " -o " + Path("o"),
+                "Pad node 'pad': pads 4611686018427387904 and 4611686018427387904 on dim 0 overflow int64");
+  ExpectRefused("run " + model("tl", "Tile", {4}, none, {half}) + " -i " + one + " -o " + Path("o"),
+                "Tile node 'tl': dim 0 of size 4 repeated 4611686018427387904 times overflows int64");
 }
 
 }  // namespace

@@ -302,6 +302,22 @@ TEST_F(ExternalData, HugeDimsRefusedBeforeAllocating) {
 // Found by fuzz_onnx_model: Expand to a shape input of 101 entries gave a
 // rank-101 value, more than a declared type may have (64); the exported model
 // then failed to import.
+// The node-count bound (docs/limits.md): one node over it is refused
+// before any node is read.
+TEST(Malformed, NodeCountOverTheLimit) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2});
+  const int n = (1 << 20) + 1;
+  std::string prev = "x";
+  for (int i = 0; i < n; ++i) {
+    std::string out = "v" + std::to_string(i);
+    AddNode(m, "Relu", {prev}, {out}, "");
+    prev = out;
+  }
+  AddOutput(m, prev);
+  ExpectError(m, {"the graph has 1048577 nodes, more than the limit of 1048576"});
+}
+
 TEST(Malformed, InferredRankOverTheLimit) {
   onnx::ModelProto m = NewModel(17);
   AddInput(m, "x", {3});

@@ -7,6 +7,7 @@
 // sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
 // windows. Also: the registry picks "direct" for these ops, and what the
 // direct kernels decline (MaxPool's Indices, 1-D pools) still runs.
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -218,6 +219,27 @@ TEST_P(DirectPath, ReluGradMatchesReferenceBitwise) {
   for (uint32_t i = 0; i < 65536; ++i) dy.data<uint16_t>()[i] = static_cast<uint16_t>(i * 40503u + 17u);
   ExpectSameAsReference("every pattern", OpKind::kReluGrad, Attributes{}, {dy, y});
   ExpectSameAsReference("every dY where Y > 0", OpKind::kReluGrad, Attributes{}, {y, Values({256, 256}, 5, t, false)});
+}
+
+TEST_P(DirectPath, AddMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  // Every pattern against every pattern in another order (2-byte types), the
+  // specials against random values, sizes off the vector and block widths.
+  if (t != DType::kFloat32) {
+    Tensor a = AllPatterns(t), b = AllPatterns(t);
+    for (uint32_t i = 0; i < 65536; ++i) b.data<uint16_t>()[i] = static_cast<uint16_t>(i * 40503u + 17u);
+    ExpectSameAsReference("every pattern", OpKind::kAdd, Attributes{}, {a, b});
+  } else {
+    Tensor a = FloatPatterns(), b = FloatPatterns();
+    std::reverse(b.data<uint32_t>(), b.data<uint32_t>() + b.num_elements());
+    ExpectSameAsReference("fp32 patterns", OpKind::kAdd, Attributes{}, {a, b});
+  }
+  ExpectSameAsReference("odd size", OpKind::kAdd, Attributes{}, {Values({3, 37, 41}, 6, t), Values({3, 37, 41}, 7, t)});
+  ExpectSameAsReference("one block and a bit", OpKind::kAdd, Attributes{}, {Values({513}, 8, t), Values({513}, 9, t)});
+  // A broadcasting Add is the reference's.
+  EXPECT_FALSE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)},
+                         Options{.impl = "direct"}).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)}, Options{.impl = ""}).ok());
 }
 
 TEST_P(DirectPath, CastMatchesReferenceBitwise) {
