@@ -8,21 +8,26 @@
 # an allocation or RSS over 2 GiB, a leak.
 #   bash scripts/fuzz.sh [SECONDS [TARGET...]]
 # The inputs of past findings (tests/fuzz/regressions/<target>/) run first.
-# New inputs go to a scratch folder, not into tests/fuzz/corpus; the input of a
+# New inputs go to a scratch folder, not into tests/fuzz/corpus (FUZZ_CORPUS_DIR:
+# keep them in FUZZ_CORPUS_DIR/<target> instead, so that long runs split
+# over several sessions go on from where they stopped); the input of a
 # finding is written to $BUILD_DIR/findings/<target>-crash-<sha1> (reproduce:
 # $BUILD_DIR/tests/fuzz/<target> FILE). FUZZ_JOBS: build parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
-ALL=(fuzz_onnx_model fuzz_policy fuzz_npy fuzz_safetensors fuzz_checkpoint)
+ALL=(fuzz_onnx_model fuzz_policy fuzz_npy fuzz_safetensors fuzz_checkpoint fuzz_external_data fuzz_data)
 TARGETS=("${ALL[@]}")
 (($#)) && TARGETS=("$@")
 BUILD_DIR=${BUILD_DIR:-build-fuzz}
 
-cmake -S . -B "$BUILD_DIR" -DAMPTRAIN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DAMPTRAIN_CUDA=OFF \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
-cmake --build "$BUILD_DIR" -j "${FUZZ_JOBS:-$(nproc)}" --target "${TARGETS[@]}"
+# FUZZ_NO_BUILD=1: use the targets already built (several runs side by side).
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+  cmake -S . -B "$BUILD_DIR" -DAMPTRAIN_FUZZ=ON -DCMAKE_CXX_COMPILER=clang++ -DAMPTRAIN_CUDA=OFF \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" >/dev/null
+  cmake --build "$BUILD_DIR" -j "${FUZZ_JOBS:-$(nproc)}" --target "${TARGETS[@]}"
+fi
 
 mkdir -p "$BUILD_DIR/findings"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
@@ -37,13 +42,18 @@ for t in "${TARGETS[@]}"; do
     "$bin" "${LIMITS[@]}" "${regressions[@]}" >"$BUILD_DIR/$t.regressions.log" 2>&1 ||
       { tail -n 60 "$BUILD_DIR/$t.regressions.log"; echo "fuzz: $t fails on a past finding" >&2; exit 1; }
   fi
-  scratch=$(mktemp -d)
+  if [ -n "${FUZZ_CORPUS_DIR:-}" ]; then
+    scratch=$FUZZ_CORPUS_DIR/$t
+    mkdir -p "$scratch"
+  else
+    scratch=$(mktemp -d)
+  fi
   echo "== fuzz $t for ${SECS}s (seeds: tests/fuzz/corpus/$t)"
   status=0
   "$bin" "$scratch" "tests/fuzz/corpus/$t" "${LIMITS[@]}" -max_total_time="$SECS" -print_final_stats=1 \
     -artifact_prefix="$BUILD_DIR/findings/$t-" 2>"$BUILD_DIR/$t.log" || status=$?
   grep -E '^#[0-9]+ +DONE|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)' "$BUILD_DIR/$t.log" || true
-  rm -rf "$scratch"
+  [ -n "${FUZZ_CORPUS_DIR:-}" ] || rm -rf "$scratch"
   if [ "$status" -ne 0 ]; then
     tail -n 60 "$BUILD_DIR/$t.log"
     echo "fuzz: $t found a problem (exit $status); log $BUILD_DIR/$t.log, input in $BUILD_DIR/findings/" >&2

@@ -10,7 +10,11 @@
 #   EPOCHS=N     epochs per run (default 3)
 #
 # Resumable across sessions: a finished run leaves RUN_DIR/NAME.jsonl and is
-# not run again; an unfinished one starts over. The binary is copied once
+# not run again; an unfinished one resumes from its newest checkpoint
+# (RUN_DIR/NAME.ckpt, every 100 steps; resume is bitwise, see the trainer's
+# resume tests), appending to NAME.partial.jsonl and NAME.log. wall_s adds up
+# the pieces that ended by themselves; a piece killed from outside is not
+# counted. The binary is copied once
 # into RUN_DIR (with the commit it was built from), so a rebuild of build/
 # while the runs go on changes nothing. The table comes from
 # tools/bench/amp_parity_table.py RUN_DIR.
@@ -43,15 +47,23 @@ run_one() {  # name seed flags...
   [ -f "$RUN_DIR/$name.jsonl" ] && return 0
   local model=$RUN_DIR/simplecnn-seed$seed.onnx
   [ -f "$model" ] || "$AMP" models write simplecnn --seed "$seed" -o "$model" > /dev/null
-  rm -f "$RUN_DIR/$name.partial.jsonl"
+  local ckpt=$RUN_DIR/$name.ckpt
+  # A partial metrics file without checkpoints is from a run that cannot resume.
+  [ -d "$ckpt" ] || { rm -f "$RUN_DIR/$name.partial.jsonl" "$RUN_DIR/$name.wall"; : > "$RUN_DIR/$name.log"; }
   local t0; t0=$(date +%s)
+  local before; before=$(cat "$RUN_DIR/$name.wall" 2>/dev/null || echo 0)
   if "$AMP" train "$model" --data fashion-mnist --epochs "$EPOCHS" --seed "$seed" --threads "$THREADS" \
-       --log-every 100 --metrics "$RUN_DIR/$name.partial.jsonl" "$@" > "$RUN_DIR/$name.log" 2>&1; then
-    echo "{\"event\": \"run\", \"name\": \"$name\", \"wall_s\": $(( $(date +%s) - t0 )), \"flags\": \"$*\"}" \
+       --log-every 100 --metrics "$RUN_DIR/$name.partial.jsonl" \
+       --checkpoint-dir "$ckpt" --checkpoint-every 100 --keep-last 2 --resume auto-or-fresh \
+       "$@" >> "$RUN_DIR/$name.log" 2>&1; then
+    local wall=$(( before + $(date +%s) - t0 ))
+    echo "{\"event\": \"run\", \"name\": \"$name\", \"wall_s\": $wall, \"flags\": \"$*\"}" \
       >> "$RUN_DIR/$name.partial.jsonl"
     mv "$RUN_DIR/$name.partial.jsonl" "$RUN_DIR/$name.jsonl"
-    echo "amp_parity: $name done in $(( $(date +%s) - t0 )) s"
+    rm -rf "$ckpt" "$RUN_DIR/$name.wall"
+    echo "amp_parity: $name done in $wall s"
   else
+    echo $(( before + $(date +%s) - t0 )) > "$RUN_DIR/$name.wall"
     echo "amp_parity: $name FAILED (see $RUN_DIR/$name.log)" >&2
   fi
 }
