@@ -471,6 +471,23 @@ TEST_F(HostileInput, ResumeOnASmallerDataSetSaysSo) {
   EXPECT_EQ(r.err.find("cursor"), std::string::npos) << r.err;
 }
 
+// A pin or override naming a node that does not exist had no effect and
+// drew no word; convert, grad and train now warn, naming the entry.
+TEST_F(HostileInput, PolicyEntriesThatMatchNoNodeAreNamed) {
+  const std::string policy = Text("p.json", R"({"level": "O1", "pins": [{"node": "nosuchpin", "input": 0, "dtype": "fp32"}]})");
+  CliResult r = Cli("convert " + model_ + " -o " + Path("o.onnx") + " --amp O1 --fp32-nodes nosuchnode --policy " + policy);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("the policy's node entry 'nosuchnode' matches no node of the model: it has no effect"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_NE((r.out + r.err).find("node entry 'pin nosuchpin input 0' matches no node"), std::string::npos)
+      << r.out << r.err;
+  r = Cli(SmallTrain(model_, "--steps 1 --amp O1 --fp32-nodes 're:^zz'"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("the policy's node entry 're:^zz' matches no node"), std::string::npos)
+      << r.out << r.err;
+}
+
 // A class count inferred from the largest npy label (labels 0..1 make "2
 // classes") refused a 4-class model: a small data set need not hold every
 // class. Labels beyond the model's classes are still refused, in words.
