@@ -253,6 +253,24 @@ Status CheckOutputs(const TrainArgs& args) {
   return Status::Ok();
 }
 
+// A model with Conv layers and no BatchNormalization may be an export whose
+// BN was folded into the Convs (TorchScript in eval mode or with constant
+// folding, dynamo's default optimizer): its BN then trains as a plain bias.
+// A warning, not an error: many models have no BN at all.
+void WarnIfBatchNormMayBeFolded(const ir::Graph& model) {
+  int64_t convs = 0;
+  for (const ir::Node* n : model.nodes()) {
+    if (n->op() == ir::OpKind::kBatchNormalization) return;
+    if (n->op() == ir::OpKind::kConv || n->op() == ir::OpKind::kConvTranspose) ++convs;
+  }
+  if (convs == 0) return;
+  spdlog::warn("the model has {} Conv layer(s) and no BatchNormalization: if the PyTorch module has BatchNorm layers, "
+               "the export folded them into the Convs and they cannot train as BatchNorm. Export with "
+               "training=TrainingMode.TRAINING and do_constant_folding=False, or dynamo=True with optimize=False "
+               "(docs/BRING_YOUR_OWN_MODEL.md)",
+               convs);
+}
+
 Status Train(const TrainArgs& args) {
   namespace data = executor::data;
   namespace train = executor::train;
@@ -261,6 +279,7 @@ Status Train(const TrainArgs& args) {
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  WarnIfBatchNormMayBeFolded(*model);
 
   train::LoopConfig loop;
   loop.epochs = args.epochs;

@@ -14,7 +14,9 @@
 #include <sstream>
 
 #include "executor/npy.h"
+#include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
+#include "ir/graph.h"
 #include "tests/e2e/cli_fixture.h"
 
 namespace amptrain {
@@ -86,6 +88,37 @@ TEST_F(TrainCliTest, ModelThatDoesNotFitTheClasses) {
   ASSERT_TRUE(executor::WriteNpy(Path("y.npy"), ir::Tensor::Int64s(labels, {20})).ok());
   ExpectOneLineError("train " + model_ + " --data npy:" + Path("x.npy") + "," + Path("y.npy") + " --threads 1",
                      "classes");
+}
+
+// Conv layers and no BatchNormalization: the export may have folded BN into
+// the Convs (issue 10). `train` warns and trains; SimpleCNN (with BN) draws
+// no warning.
+TEST_F(TrainCliTest, WarnsWhenConvLayersComeWithoutBatchNorm) {
+  ir::Graph g;
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32,
+                                                    ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(1),
+                                                               ir::Dim::Static(8), ir::Dim::Static(8)})));
+  std::vector<float> w(2 * 9, 0.1f), fc(4 * 72, 0.01f);
+  ir::Value conv = g.AddNode(ir::OpKind::kConv, {x, g.AddInitializer("w", ir::Tensor::Floats(w, {2, 1, 3, 3}))}, 1,
+                             "conv")->output(0);
+  ir::Node* flat = g.AddNode(ir::OpKind::kFlatten, {conv}, 1, "flatten");
+  flat->attrs().Set("axis", int64_t{1});
+  ir::Node* gemm = g.AddNode(ir::OpKind::kGemm,
+                             {flat->output(0), g.AddInitializer("fc.w", ir::Tensor::Floats(fc, {4, 72})),
+                              g.AddInitializer("fc.b", ir::Tensor::Floats({0, 0, 0, 0}, {4}))},
+                             1, "fc");
+  gemm->attrs().Set("transB", int64_t{1});
+  g.AddOutput(gemm->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  const std::string folded = Path("folded.onnx");
+  ASSERT_TRUE(importer::ExportModelFile(g, folded).ok());
+  const std::string warning = "Conv layer(s) and no BatchNormalization";
+  CliResult r = Cli(SmallTrain(folded, "--steps 1"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("the model has 1 " + warning), std::string::npos) << r.out << r.err;
+  r = Cli(SmallTrain(model_, "--steps 1"));
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ((r.out + r.err).find(warning), std::string::npos) << r.out << r.err;
 }
 
 TEST_F(TrainCliTest, CorruptOrMismatchedCheckpoint) {
