@@ -121,6 +121,19 @@ TEST_F(TrainCliTest, WarnsWhenConvLayersComeWithoutBatchNorm) {
   EXPECT_EQ((r.out + r.err).find(warning), std::string::npos) << r.out << r.err;
 }
 
+// A resume under another --freeze said "checkpoint tensor 'features.0.weight'
+// is not in the model" (it is; it is frozen now). Both directions are refused
+// naming the parameter and the fix, and nothing is written.
+TEST_F(TrainCliTest, ResumeUnderAnotherFreezeIsRefusedByName) {
+  const std::string trained_all = Path("ckpt_all"), frozen_one = Path("ckpt_frozen");
+  ASSERT_EQ(Cli(SmallTrain(model_, "--steps 2 --checkpoint-dir " + trained_all)).code, 0);
+  ASSERT_EQ(Cli(SmallTrain(model_, "--steps 2 --freeze features.0.weight --checkpoint-dir " + frozen_one)).code, 0);
+  ExpectRefused(SmallTrain(model_, "--steps 4 --resume auto --freeze features.0.weight --checkpoint-dir " + trained_all),
+                "trained 'features.0.weight', which this run freezes (frozen by --freeze); resume with the --freeze");
+  ExpectRefused(SmallTrain(model_, "--steps 4 --resume auto --checkpoint-dir " + frozen_one),
+                "has no 'features.0.weight', which this run trains: it was frozen in the run that wrote it");
+}
+
 TEST_F(TrainCliTest, CorruptOrMismatchedCheckpoint) {
   const std::string ckpt = Path("ckpt");
   ASSERT_EQ(Cli(SmallTrain(model_, "--steps 2 --checkpoint-dir " + ckpt)).code, 0);
