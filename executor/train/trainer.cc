@@ -335,14 +335,13 @@ namespace {
 // refused by name: a parameter trained there and frozen here would lose its
 // trained value, one frozen there has no optimizer state.
 Status CheckSameTrainedSet(const LoadedCheckpoint& ckpt, const ParameterReport& report,
-                           const std::map<std::string, Tensor>& state) {
+                           const std::map<std::string, Tensor>& params) {
   for (const ParameterReport::Entry& e : report.frozen)
     if (ckpt.model.count(e.name))
       return FailedPrecondition("checkpoint '", ckpt.path, "' trained '", e.name, "', which this run freezes (",
                                 e.reason, "); resume with the --freeze of the run that wrote it");
-  for (const auto& [name, t] : state)
-    if (!ckpt.model.count(name) && std::any_of(report.trained.begin(), report.trained.end(),
-                                               [&](const ParameterReport::Entry& e) { return e.name == name; }))
+  for (const auto& [name, t] : params)
+    if (!ckpt.model.count(name))
       return FailedPrecondition("checkpoint '", ckpt.path, "' has no '", name,
                                 "', which this run trains: it was frozen in the run that wrote it; resume with "
                                 "that run's --freeze");
@@ -352,7 +351,7 @@ Status CheckSameTrainedSet(const LoadedCheckpoint& ckpt, const ParameterReport& 
 }  // namespace
 
 Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
-  AMP_RETURN_IF_ERROR(CheckSameTrainedSet(ckpt, train_.parameters, ModelState()));
+  AMP_RETURN_IF_ERROR(CheckSameTrainedSet(ckpt, train_.parameters, params_));
   AMP_RETURN_IF_ERROR(CheckCompatible(ckpt.model, ModelState())
                           .WithContext(StrCat("checkpoint '", ckpt.path, "' does not fit the model")));
   if (ckpt.state.step < 0 || ckpt.state.lr_step < 0 || ckpt.state.optimizer_step < 0)
