@@ -222,41 +222,49 @@ Status BuildSlots(const Graph& graph, const Specialized& s, Plan& plan) {
   return Status::Ok();
 }
 
-kernels::TensorSpec SpecOf(const Plan& plan, int slot) {
+kernels::TensorSpec SpecOf(const Plan& plan, int slot, bool widened) {
   kernels::TensorSpec spec;
   if (slot < 0) return spec;
   const Slot& s = plan.slots[slot];
   if (s.storage == Storage::kAbsent) return spec;
   spec.dtype = s.dtype;
   spec.dims = s.dims;
+  if (widened) spec.holds = s.holds;
   if (s.storage == Storage::kConstant) spec.value = &s.constant;
   return spec;
 }
 
 Status CreateKernels(Plan& plan, const PlanOptions& options) {
   for (Step& step : plan.steps) {
-    kernels::KernelInit init;
-    init.op = step.node->op();
-    init.attrs = &step.node->attrs();
-    for (int i : step.inputs) init.inputs.push_back(SpecOf(plan, i));
-    for (int o : step.outputs) init.outputs.push_back(SpecOf(plan, o));
-    init.node_name = step.node->name();
-    init.device = options.device;
-    init.training = options.training;
-    init.seed = options.seed + step.node->id();
-    init.threads = options.threads;
+    const kernels::KernelInit init = KernelInitOf(plan, step, options);
     StatusOr<const kernels::KernelEntry*> entry = kernels::Registry::Global().Select(init, options.kernel_impl);
     if (!entry.ok()) return step.node->Annotate(entry.status());
     StatusOr<std::unique_ptr<kernels::Kernel>> kernel = (*entry)->factory(init);
     if (!kernel.ok()) return step.node->Annotate(kernel.status());
     step.kernel = std::move(*kernel);
     step.impl = (*entry)->impl;
+    step.entry = *entry;
     spdlog::debug("kernel {} -> {}", init.Describe(), step.impl);
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanOptions& options) {
+  const bool widened = step.entry && step.entry->takes_widened;
+  kernels::KernelInit init;
+  init.op = step.node->op();
+  init.attrs = &step.node->attrs();
+  for (int i : step.inputs) init.inputs.push_back(SpecOf(plan, i, widened));
+  for (int o : step.outputs) init.outputs.push_back(SpecOf(plan, o, widened));
+  init.node_name = step.node->name();
+  init.device = options.device;
+  init.training = options.training;
+  init.seed = options.seed + step.node->id();
+  init.threads = options.threads;
+  return init;
+}
 
 std::vector<std::string> ShapeInputs(const Graph& graph) {
   std::unordered_set<ir::NodeId> seen;
@@ -287,6 +295,7 @@ StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorT
   plan.folded_nodes = s.folded;
   AMP_RETURN_IF_ERROR(BuildSlots(graph, s, plan));
   AMP_RETURN_IF_ERROR(CreateKernels(plan, options));
+  if (options.fuse_widened_casts) FuseWidenedCasts(plan, options);
   PlanMemory(plan, options.inplace);
   spdlog::debug("plan: {} kernels, {} folded nodes, arena {} bytes (most live at one step {}, without reuse {})",
                 plan.steps.size(), plan.folded_nodes, plan.peak_bytes, plan.live_bytes, plan.naive_bytes);

@@ -14,7 +14,10 @@
 //  3. Kernels: one per remaining node, created through kernels::Registry with
 //     TensorSpec::value set for inputs known at plan time. Unsupported
 //     op/dtype/attribute combinations fail here, naming the node.
-//  4. Memory: intermediates live in one 64-byte aligned arena. Every value
+//  4. Cast fusion (FuseWidenedCasts below): a storage-only kernel, which
+//     computes a fp16/bf16 node in fp32 anyway, reads and writes fp32 values
+//     that hold the low type instead of paying for a Cast beside it.
+//  5. Memory: intermediates live in one 64-byte aligned arena. Every value
 //     (and every kernel's scratch) has a liveness interval [first, last] in
 //     schedule steps; buffers are packed greedily, largest first, each into
 //     the best-fitting gap among the buffers that are live at the same time.
@@ -51,6 +54,7 @@ struct PlanOptions {
   int threads = 1;          // passed to kernels
   bool inplace = true;      // allow output-over-input aliasing
   uint64_t seed = 0;        // base seed of random kernels (training Dropout)
+  bool fuse_widened_casts = true;  // step 4 (off only to compare against it)
 };
 
 enum class Storage {
@@ -70,6 +74,9 @@ struct Slot {
   size_t bytes = 0;
   Storage storage = Storage::kArena;
   ir::Tensor constant;  // kConstant only
+  // kFloat16/kBFloat16 for a kFloat32 slot whose values are exact in that
+  // type: a low-precision value stored widened by cast fusion.
+  ir::DType holds = ir::DType::kUndefined;
   int buffer = -1;      // kArena only: index into Plan::buffers
   // Schedule steps of the definition and the last use (kArena only).
   int first = 0, last = 0;
@@ -89,6 +96,7 @@ struct Step {
   std::vector<int> outputs;  // slot index per output
   int scratch_buffer = -1;   // index into Plan::buffers, -1 without scratch
   std::string impl;          // the kernel's implementation ("onednn", "reference", ...)
+  const kernels::KernelEntry* entry = nullptr;  // the registry entry that made `kernel`
 };
 
 struct Plan {
@@ -122,6 +130,31 @@ StatusOr<Plan> BuildPlan(const ir::Graph& graph, const std::map<std::string, ir:
 // (ir::OpSchema::value_inputs: Reshape's shape, Slice's starts, ...) through
 // any chain of nodes. A plan is specialized on their values.
 std::vector<std::string> ShapeInputs(const ir::Graph& graph);
+
+// The KernelInit of a step from its slots (TensorSpec::holds only for a step
+// whose entry takes widened tensors).
+kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanOptions& options);
+
+// Cast fusion, on a plan whose kernels are created (executor/widened_casts.cc).
+// Storage-only kernels (KernelEntry::takes_widened: the oneDNN kernels that
+// widen fp16/bf16 to fp32 on a CPU without native low precision) convert
+// their 2-byte tensors on every call. Where a Cast sits beside them, the
+// value is stored as fp32 holding the low type instead (Slot::holds), which
+// gives the same bits with fewer conversions:
+//  - output: a widened kernel whose low output is read only by a Cast to
+//    fp32 writes the Cast's output, rounded to the low type; the Cast goes.
+//      before: Conv[bf16] ─▶ y:bf16 ─▶ Cast(fp32) ─▶ z:fp32
+//      after:  Conv[bf16] ─▶ z:fp32 holding bf16
+//  - input: a Cast to the low type read only by widened kernels (of a master
+//    weight, the batch, or O1's fp32 activations before a low Conv) rounds
+//    in fp32 instead, once per run; its readers use the result in place
+//    instead of widening it each. The value then takes 4 bytes per element
+//    instead of 2, while the readers' fp32 copies go from their scratch.
+//      before: w:fp32 ─▶ Cast(bf16) ─▶ w':bf16 ─▶ Gemm, Gemm (each widens w')
+//      after:  w:fp32 ─▶ Cast(bf16) ─▶ w':fp32 holding bf16 ─▶ Gemm, Gemm
+// Every step keeps its node, so errors and the overflow observer still name
+// the graph's nodes. A rewrite the kernels decline is not made.
+void FuseWidenedCasts(Plan& plan, const PlanOptions& options);
 
 // Memory plan of a plan whose steps, slots and kernels are set: liveness of
 // the arena slots, in-place aliasing (when `inplace`), scratch buffers, then

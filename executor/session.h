@@ -38,6 +38,9 @@ struct SessionOptions {
   // Runs the inference graph optimizations (executor/optimize.h) on a clone of
   // the graph; graph() stays the caller's. Ignored (off) when `training`.
   bool optimize = true;
+  // Cast fusion for storage-only kernels (executor/plan.h); off only to
+  // compare against it.
+  bool fuse_widened_casts = true;
 };
 
 // Called after each executed node with its output views (absent optional

@@ -34,6 +34,11 @@ struct TensorSpec {
   DType dtype = DType::kUndefined;   // kUndefined: optional input absent
   std::vector<int64_t> dims;
   const ir::Tensor* value = nullptr; // set when the value is known at plan time
+  // kFloat16 or kBFloat16 for a kFloat32 tensor that holds low-precision
+  // values stored widened: an input whose every value is exact in `holds`, or
+  // an output the kernel must round to `holds`. Given only to kernels whose
+  // entry sets KernelEntry::takes_widened (the executor's cast fusion).
+  DType holds = DType::kUndefined;
 
   bool present() const { return dtype != DType::kUndefined; }
   int64_t num_elements() const {
@@ -98,6 +103,11 @@ struct KernelEntry {
   KernelFactory factory;
   // Optional finer check (rank, attributes); nullptr = accepts all.
   std::function<bool(const KernelInit&)> accepts;
+  // The factory also takes fp32 specs with TensorSpec::holds in place of
+  // fp16/bf16 ones (storage-only kernels that compute in fp32 anyway, and
+  // Cast): the executor then stores such a value widened instead of paying a
+  // Cast plus a conversion inside the kernel (executor/plan.h, cast fusion).
+  bool takes_widened = false;
 };
 
 class Registry {

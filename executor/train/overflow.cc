@@ -53,7 +53,9 @@ StepObserver FirstNonFiniteObserver(const ir::Graph& graph, std::optional<Overfl
       if (s.nonfinite == 0) continue;
       s.node = node.name();
       s.op = std::string(node.schema().name);
-      s.dtype = std::string(ir::DTypeName(v.dtype));
+      // The graph's dtype: cast fusion may store a low value widened (executor/plan.h).
+      const ir::DType graph_dtype = graph.type(node.output(k)).dtype;
+      s.dtype = std::string(ir::DTypeName(graph_dtype != ir::DType::kUndefined ? graph_dtype : v.dtype));
       s.output = graph.name(node.output(k));
       s.backward = s.node.rfind("grad/", 0) == 0;
       *site = std::move(s);

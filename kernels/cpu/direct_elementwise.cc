@@ -188,16 +188,20 @@ class AddKernel final : public Kernel {
 
 class CastKernel final : public Kernel {
  public:
-  CastKernel(DType from, DType to, int threads) : from_(from), to_(to), threads_(threads) {}
+  // `widened`: the output is fp32 holding `to` values (TensorSpec::holds).
+  CastKernel(DType from, DType to, bool widened, int threads)
+      : from_(from), to_(to), widened_(widened), threads_(threads) {}
   Status Run(KernelContext& ctx) override {
     const int64_t n = ctx.outputs[0].num_elements();
-    if (from_ == DType::kFloat32) NarrowFromFloat(to_, ctx.inputs[0].as<const float>(), ctx.outputs[0].data, n, threads_);
+    if (widened_) RoundToFloat(to_, ctx.inputs[0].as<const float>(), ctx.outputs[0].as<float>(), n, threads_);
+    else if (from_ == DType::kFloat32) NarrowFromFloat(to_, ctx.inputs[0].as<const float>(), ctx.outputs[0].data, n, threads_);
     else WidenToFloat(from_, ctx.inputs[0].data, ctx.outputs[0].as<float>(), n, threads_);
     return Status::Ok();
   }
 
  private:
   DType from_, to_;
+  bool widened_;
   int threads_;
 };
 
@@ -228,11 +232,15 @@ StatusOr<std::unique_ptr<Kernel>> MakeAdd(const KernelInit& init) {
 
 StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
-  const DType from = init.inputs[0].dtype, to = init.outputs[0].dtype;
-  if (init.inputs[0].dims != init.outputs[0].dims) return init.Error("output dims differ from the input's");
+  const DType from = init.inputs[0].dtype;
+  const TensorSpec& out = init.outputs[0];
+  if (init.inputs[0].dims != out.dims) return init.Error("output dims differ from the input's");
+  // fp32 -> fp32 holding fp16/bf16: rounds, as narrowing then widening would.
+  const bool widened = from == DType::kFloat32 && out.dtype == DType::kFloat32 && IsTwoByteFloat(out.holds);
+  const DType to = widened ? out.holds : out.dtype;
   const bool narrow = from == DType::kFloat32 && IsTwoByteFloat(to), widen = IsTwoByteFloat(from) && to == DType::kFloat32;
   if (!narrow && !widen) return init.Error("the direct Cast converts between fp32 and fp16/bf16 only");
-  return std::unique_ptr<Kernel>(new CastKernel(from, to, Threads(init)));
+  return std::unique_ptr<Kernel>(new CastKernel(from, to, widened, Threads(init)));
 }
 
 }  // namespace
@@ -240,7 +248,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
 void RegisterDirectElementwise(Registry& r) {
   r.Add(DirectEntry(OpKind::kRelu, MakeRelu, {DType::kFloat16, DType::kBFloat16}));
   r.Add(DirectEntry(OpKind::kReluGrad, MakeReluGrad));
-  r.Add(DirectEntry(OpKind::kCast, MakeCast));
+  KernelEntry cast = DirectEntry(OpKind::kCast, MakeCast);
+  cast.takes_widened = true;
+  r.Add(std::move(cast));
   r.Add(DirectEntry(OpKind::kAdd, MakeAdd));
 }
 

@@ -60,6 +60,24 @@ __attribute__((target("avx2"))) int64_t NarrowBf16Avx2(const float* in, uint16_t
   }
   return i;
 }
+
+// NarrowBf16Avx2 then the widening shift, in registers: the rounded (or, for
+// a NaN, quieted) upper 16 bits over zeros.
+__attribute__((target("avx2"))) int64_t RoundBf16Avx2(const float* in, float* out, int64_t n) {
+  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), abs_mask = _mm256_set1_epi32(0x7fffffff),
+                inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x400000),
+                high = _mm256_set1_epi32(static_cast<int>(0xffff0000u));
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
+    const __m256i rounded = _mm256_and_si256(_mm256_add_epi32(x, _mm256_add_epi32(bias, lsb)), high);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
+    const __m256i quieted = _mm256_and_si256(_mm256_or_si256(x, quiet), high);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_blendv_epi8(rounded, quieted, nan));
+  }
+  return i;
+}
 #endif
 
 void WidenBf16(const uint16_t* in, float* out, int64_t b, int64_t e) {
@@ -136,6 +154,33 @@ void NarrowSpan(ir::DType dst, const float* in, void* out, int64_t n) {
   auto* p = static_cast<uint16_t*>(out);
   if (dst == ir::DType::kBFloat16) NarrowBf16(in, p, 0, n);
   else NarrowHalf(in, p, 0, n);
+}
+
+void RoundSpan(ir::DType dst, const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+#if defined(__x86_64__)
+  if (dst == ir::DType::kBFloat16 && Cpu().avx2) i = RoundBf16Avx2(in, out, n);
+#endif
+#ifdef __F16C__
+  // F16C both ways in registers: the bits of NarrowHalf then WidenHalf (the
+  // narrowed NaNs are quiet, so WidenHalf's software path never applies).
+  if (dst == ir::DType::kFloat16)
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_loadu_ps(in + i),
+                                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+#endif
+  // The rest through a block small enough to stay in L1: narrow, then widen back.
+  constexpr int64_t kBlock = 512;
+  uint16_t low[kBlock];
+  for (; i < n; i += kBlock) {
+    const int64_t m = std::min(kBlock, n - i);
+    NarrowSpan(dst, in + i, low, m);
+    WidenSpan(dst, low, out + i, m);
+  }
+}
+
+void RoundToFloat(ir::DType dst, const float* in, float* out, int64_t n, int threads) {
+  Chunked(n, threads, [&](int64_t b, int64_t e) { RoundSpan(dst, in + b, out + b, e - b); });
 }
 
 }  // namespace amptrain::kernels::cpu

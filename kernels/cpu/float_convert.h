@@ -24,4 +24,11 @@ void NarrowFromFloat(ir::DType dst, const float* in, void* out, int64_t n, int t
 void WidenSpan(ir::DType src, const void* in, float* out, int64_t n);
 void NarrowSpan(ir::DType dst, const float* in, void* out, int64_t n);
 
+// out[i] = float(dst(in[i])): fp32 values rounded to a kFloat16 or kBFloat16
+// `dst` and kept in fp32, the bits of narrowing then widening (NaN and
+// overflow included). `out` may be `in`. For low-precision tensors stored
+// widened (kernels::TensorSpec::holds).
+void RoundToFloat(ir::DType dst, const float* in, float* out, int64_t n, int threads);
+void RoundSpan(ir::DType dst, const float* in, float* out, int64_t n);
+
 }  // namespace amptrain::kernels::cpu

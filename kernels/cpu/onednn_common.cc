@@ -187,6 +187,7 @@ class WidenedKernel : public Kernel {
     Role role = Role::kWhole;
     DType dtype = DType::kUndefined;
     bool widened = false;      // a 2-byte float (copied to fp32), else used in place
+    DType round_to = DType::kUndefined;  // an fp32 output holding this 2-byte type: rounded in place
     int64_t row_elements = 0;  // kSplit: elements per row; else all elements
     size_t offset = 0;         // of the fp32 copy (or the slice's result of a kSum) in scratch
     size_t sum_offset = 0;     // kSum: of the fp32 sum in scratch
@@ -255,6 +256,9 @@ class WidenedKernel : public Kernel {
           NarrowFromFloat(p.dtype, reinterpret_cast<const float*>(base + p.offset),
                           static_cast<std::byte*>(ctx.outputs[o].data) + RowBytes(p, r0), nr * p.row_elements,
                           s_.threads);
+        } else if (p.role == Role::kSplit && IsTwoByteFloat(p.round_to)) {
+          auto* rows = reinterpret_cast<float*>(static_cast<std::byte*>(ctx.outputs[o].data) + RowBytes(p, r0));
+          RoundToFloat(p.round_to, rows, rows, nr * p.row_elements, s_.threads);
         } else if (p.role == Role::kSum && !first) {
           auto* sum = reinterpret_cast<float*>(base + p.sum_offset);
           const auto* part = reinterpret_cast<const float*>(base + p.offset);
@@ -266,8 +270,12 @@ class WidenedKernel : public Kernel {
       const Part& p = s_.outputs[o];
       if (!ctx.outputs[o].data || p.role == Role::kSplit) continue;
       const auto* f = reinterpret_cast<const float*>(base + (p.role == Role::kSum ? p.sum_offset : p.offset));
-      if (p.widened) NarrowFromFloat(p.dtype, f, ctx.outputs[o].data, p.row_elements, s_.threads);
-      else if (p.role == Role::kSum) std::memcpy(ctx.outputs[o].data, f, p.row_elements * sizeof(float));
+      auto* out = static_cast<float*>(ctx.outputs[o].data);
+      const bool round = IsTwoByteFloat(p.round_to);
+      if (p.widened) NarrowFromFloat(p.dtype, f, out, p.row_elements, s_.threads);
+      else if (p.role == Role::kSum && round) RoundToFloat(p.round_to, f, out, p.row_elements, s_.threads);
+      else if (p.role == Role::kSum) std::memcpy(out, f, p.row_elements * sizeof(float));
+      else if (round) RoundToFloat(p.round_to, out, out, p.row_elements, s_.threads);
     }
     return Status::Ok();
   }
@@ -279,13 +287,24 @@ class WidenedKernel : public Kernel {
   Setup s_;
 };
 
+// The low type of a widened kernel: its key dtype, or (after the executor's
+// cast fusion) the type an fp32 tensor of it holds (TensorSpec::holds).
+DType LowDType(const KernelInit& init) {
+  if (IsTwoByteFloat(KeyDType(init))) return KeyDType(init);
+  for (const auto* specs : {&init.inputs, &init.outputs})
+    for (const TensorSpec& t : *specs)
+      if (t.dtype == DType::kFloat32 && IsTwoByteFloat(t.holds)) return t.holds;
+  return DType::kUndefined;
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeWidened(const KernelFactory& factory, const KernelInit& init) {
-  if (!IsTwoByteFloat(KeyDType(init))) return init.Error("the widened oneDNN kernels take bf16 and fp16 only");
+  if (!IsTwoByteFloat(LowDType(init))) return init.Error("the widened oneDNN kernels take bf16 and fp16 only");
   WidenedKernel::Setup s;
   s.threads = init.threads;
   KernelInit wide = init;
   s.constants.reserve(init.inputs.size());
   for (TensorSpec& t : wide.inputs) {
+    t.holds = DType::kUndefined;  // exact fp32 values: the fp32 kernel reads them in place
     if (!t.present() || !IsTwoByteFloat(t.dtype)) continue;
     if (t.value) {
       AMP_ASSIGN_OR_RETURN(ir::Tensor f, ir::Tensor::Zeros(DType::kFloat32, t.value->dims()));
@@ -295,8 +314,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeWidened(const KernelFactory& factory, cons
     }
     t.dtype = DType::kFloat32;
   }
-  for (TensorSpec& t : wide.outputs)
+  for (TensorSpec& t : wide.outputs) {
+    t.holds = DType::kUndefined;
     if (t.present() && IsTwoByteFloat(t.dtype)) t.dtype = DType::kFloat32;
+  }
 
   // Rows per slice: as many as fit WidenedSliceBytes() of fp32 copies; no slicing
   // when that would not shrink the scratch (a summed output needs a second
@@ -308,7 +329,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeWidened(const KernelFactory& factory, cons
       if (!t.present()) return;
       const size_t bytes = static_cast<size_t>(t.num_elements()) * sizeof(float);
       if (r == Role::kSum) sum_bytes += bytes;
-      if (!IsTwoByteFloat(t.dtype)) return;
+      // A tensor stored widened counts as the copy it would be otherwise, so
+      // that cast fusion never changes the slicing, and so the bits of a sum.
+      if (!IsTwoByteFloat(t.dtype) && !IsTwoByteFloat(t.holds)) return;
       whole_bytes += bytes;
       if (r == Role::kSplit) row_bytes += bytes / static_cast<size_t>(slicing->rows);
     };
@@ -352,6 +375,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeWidened(const KernelFactory& factory, cons
       p.role = roles[i];
       p.dtype = t.dtype;
       p.widened = t.present() && IsTwoByteFloat(t.dtype);
+      if (&specs == &init.outputs && t.dtype == DType::kFloat32 && IsTwoByteFloat(t.holds)) p.round_to = t.holds;
       p.row_elements = p.role == Role::kSplit ? t.num_elements() / s.rows : t.num_elements();
       const int64_t copy = p.role == Role::kSplit ? s.rows_per_slice * p.row_elements : p.row_elements;
       if (p.widened || p.role == Role::kSum) {
@@ -380,6 +404,7 @@ KernelEntry WidenedEntry(OpKind op, KernelFactory factory) {
   KernelFactory widened = [factory](const KernelInit& init) { return MakeWidened(factory, init); };
   KernelEntry e{op, Device::kCpu, "onednn-widened", 5, {DType::kBFloat16, DType::kFloat16}, widened, nullptr};
   e.accepts = [widened](const KernelInit& init) { return !HasEmptyTensor(init) && widened(init).ok(); };
+  e.takes_widened = true;
   return e;
 }
 

@@ -1,7 +1,8 @@
 // The bulk fp32 <-> fp16/bf16 conversions (kernels/cpu/float_convert.h) give
 // ir/dtype.h's bits for every value: every 2-byte pattern widened, and
 // narrowing of every rounding boundary, tie, subnormal, inf and NaN, at
-// lengths that exercise the vector loops and their scalar tails.
+// lengths that exercise the vector loops and their scalar tails. Rounding in
+// fp32 (RoundToFloat) gives the bits of narrowing then widening.
 #include "kernels/cpu/float_convert.h"
 
 #include <gtest/gtest.h>
@@ -53,6 +54,33 @@ TEST(FloatConvert, NarrowsLikeTheScalarRounding) {
           continue;
         }
         ASSERT_EQ(out[i], want) << ir::DTypeName(t) << " of bits " << std::hex << ir::FloatBits(in[i]);
+      }
+    }
+  }
+}
+
+TEST(FloatConvert, RoundingInFp32IsNarrowingThenWidening) {
+  std::vector<float> in;
+  for (uint32_t hi = 0; hi < 65536; hi += 5)
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xffffu, 0x1000u}) in.push_back(ir::BitsFloat((hi << 16) | lo));
+  for (float f : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::signaling_NaN(), std::numeric_limits<float>::max(), 65504.0f, 65520.0f,
+                  -65520.0f, 5.96e-8f, 2.98e-8f, -0.0f})
+    in.push_back(f);
+  std::mt19937 rng(7);
+  for (int i = 0; i < 100000; ++i) in.push_back(ir::BitsFloat(rng()));
+  for (size_t n : {in.size(), size_t{5}, size_t{8}, size_t{23}, size_t{1000}}) {
+    for (DType t : {DType::kBFloat16, DType::kFloat16}) {
+      std::vector<uint16_t> low(n);
+      std::vector<float> want(n), got(n), inplace(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+      NarrowFromFloat(t, in.data(), low.data(), static_cast<int64_t>(n), 2);
+      WidenToFloat(t, low.data(), want.data(), static_cast<int64_t>(n), 2);
+      RoundToFloat(t, in.data(), got.data(), static_cast<int64_t>(n), 2);
+      RoundToFloat(t, inplace.data(), inplace.data(), static_cast<int64_t>(n), 2);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(ir::FloatBits(got[i]), ir::FloatBits(want[i]))
+            << ir::DTypeName(t) << " of bits " << std::hex << ir::FloatBits(in[i]) << " at " << std::dec << i;
+        ASSERT_EQ(ir::FloatBits(inplace[i]), ir::FloatBits(want[i])) << "in place, " << ir::DTypeName(t) << " at " << i;
       }
     }
   }

@@ -1,0 +1,134 @@
+// Cast fusion for storage-only kernels (executor/plan.h, FuseWidenedCasts):
+// on the training step of a small SimpleCNN under each AMP level, a plan with
+// the fusion gives every output (loss, logits, gradients, BN statistics) with
+// the bits of a plan without it, in fewer Cast steps. Where the CPU computes
+// fp16/bf16 natively (oneDNN's bf16 kernels on AVX512_BF16), the low Convs
+// and Gemms are not storage-only and there is nothing to fuse for bf16.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "executor/session.h"
+#include "executor/train/train_graph.h"
+#include "kernels/cpu/cpu_info.h"
+#include "kernels/cpu/float_convert.h"
+#include "kernels/cpu/onednn_common.h"
+#include "trainer_test_util.h"
+
+namespace amptrain::executor {
+namespace {
+
+using ir::DType;
+using ir::Tensor;
+
+struct Case {
+  amp::Level level;
+  DType low;
+  size_t slice_bytes;  // of the widened kernels: 1 forces slices of the batch
+  const char* name;
+};
+
+class WidenedCasts : public ::testing::TestWithParam<Case> {
+ protected:
+  void SetUp() override { saved_ = kernels::cpu::onednn::WidenedSliceBytes(); }
+  void TearDown() override { kernels::cpu::onednn::SetWidenedSliceBytes(saved_); }
+  size_t saved_ = 0;
+};
+
+// The training step's inputs: the model's initializers (parameters and BN
+// statistics), a random batch of 40 (two slices and a tail when sliced),
+// labels and a loss scale of 1024.
+void StepInputs(const ir::Graph& model, const train::TrainGraph& tg, std::map<std::string, Tensor>& in) {
+  for (ir::Value v : model.initializers()) {
+    const std::string& name = model.name(v);
+    for (ir::Value g : tg.graph->inputs()) {
+      if (tg.graph->name(g) != name) continue;
+      const Tensor& value = *model.ConstantValue(v);
+      const DType want = tg.graph->type(g).dtype;  // O3 stores the weights low
+      if (want == value.dtype()) {
+        in[name] = value;
+        continue;
+      }
+      auto low = Tensor::Zeros(want, value.dims());
+      ASSERT_TRUE(low.ok());
+      kernels::cpu::NarrowFromFloat(want, value.data<float>(), low->raw(), value.num_elements(), 1);
+      in[name] = std::move(*low);
+    }
+  }
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(40 * 8 * 8);
+  for (float& f : x) f = normal(rng);
+  in[tg.image_input] = Tensor::Floats(x, {40, 1, 8, 8});
+  std::vector<int64_t> labels(40);
+  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>(i % 4);
+  in[tg.target_input] = Tensor::Int64s(labels, {40});
+  in[tg.loss_scale] = Tensor::Scalar(1024.0f);
+}
+
+size_t CastSteps(const Plan& plan) {
+  size_t n = 0;
+  for (const Step& s : plan.steps) n += s.node->op() == ir::OpKind::kCast;
+  return n;
+}
+
+TEST_P(WidenedCasts, SameBitsInFewerCasts) {
+  const Case& c = GetParam();
+  kernels::cpu::onednn::SetWidenedSliceBytes(c.slice_bytes);
+  std::unique_ptr<ir::Graph> model = train::testing::SmallCnn(4);
+  train::TrainGraphOptions opts;
+  opts.num_classes = 4;
+  amp::Policy policy;
+  policy.level = c.level;
+  policy.low = c.low;
+  opts.amp = policy;
+  auto tg = train::BuildTrainGraph(*model, opts);
+  ASSERT_TRUE(tg.ok()) << tg.status().ToString();
+  std::map<std::string, Tensor> inputs;
+  StepInputs(*model, *tg, inputs);
+  if (HasFatalFailure()) return;
+
+  std::vector<Tensor> outs[2];
+  size_t casts[2] = {0, 0};
+  for (int fused = 0; fused < 2; ++fused) {
+    SessionOptions so;
+    so.training = true;
+    so.threads = 2;
+    so.fuse_widened_casts = fused == 1;
+    auto session = InferenceSession::Create(tg->graph->Clone(), so);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    RunOptions run;
+    run.seed = 9;
+    auto out = (*session)->Run(inputs, run);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    outs[fused] = std::move(*out);
+    casts[fused] = CastSteps(*(*session)->last_plan());
+  }
+  const ir::Graph& g = *tg->graph;
+  ASSERT_EQ(outs[0].size(), outs[1].size());
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    const std::string& name = g.name(g.outputs()[i]);
+    ASSERT_EQ(outs[0][i].dtype(), outs[1][i].dtype()) << name;
+    ASSERT_EQ(outs[0][i].dims(), outs[1][i].dims()) << name;
+    EXPECT_EQ(std::memcmp(outs[0][i].raw(), outs[1][i].raw(), outs[0][i].nbytes()), 0)
+        << "output '" << name << "' differs with cast fusion";
+  }
+  // Widened kernels run the low Convs and Gemms unless oneDNN computes the type natively.
+  const bool native = c.low == DType::kBFloat16 && kernels::cpu::Cpu().native_bf16();
+  if (!native) EXPECT_LT(casts[1], casts[0]) << "no Cast was fused";
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, WidenedCasts,
+                         ::testing::Values(Case{amp::Level::kO1, DType::kBFloat16, size_t{8} << 20, "O1_bf16"},
+                                           Case{amp::Level::kO1, DType::kFloat16, 1, "O1_fp16_sliced"},
+                                           Case{amp::Level::kO2, DType::kFloat16, size_t{8} << 20, "O2_fp16"},
+                                           Case{amp::Level::kO2, DType::kBFloat16, 1, "O2_bf16_sliced"},
+                                           Case{amp::Level::kO3, DType::kFloat16, 1, "O3_fp16_sliced"}),
+                         [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+}  // namespace
+}  // namespace amptrain::executor
