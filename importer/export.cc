@@ -26,6 +26,10 @@ namespace {
 
 // The lowest IR version whose readers accept `opset` (onnx/helper.py's table).
 int64_t MinIrVersion(int64_t opset) {
+  if (opset >= 28) return 14;
+  if (opset >= 25) return 13;
+  if (opset >= 24) return 12;
+  if (opset >= 23) return 11;
   if (opset >= 21) return 10;
   if (opset >= 19) return 9;
   if (opset >= 15) return 8;

@@ -12,8 +12,11 @@
 
 namespace amptrain::importer::detail {
 
-inline constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 10;
-inline constexpr int64_t kMinOpset = 11, kMaxOpset = 21;
+// The newest IR version and default-domain opset that onnx 1.23 defines (IR
+// 11-14 add element types only, which the importer names when it refuses
+// them, and multi-device hints, which a single-device runtime ignores).
+inline constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 14;
+inline constexpr int64_t kMinOpset = 11, kMaxOpset = 28;
 inline constexpr int kMaxListLength = 1 << 20;      // elements of an ints/floats/strings attribute
 inline constexpr size_t kMaxNameLength = 4096;      // value, node, attribute names, dim_params
 inline constexpr size_t kMaxStringLength = 1 << 16; // string attribute values

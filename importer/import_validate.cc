@@ -246,7 +246,7 @@ StatusOr<ir::TensorType> TypeFromProto(const onnx::TypeProto& type, const std::s
   ir::TensorType out;
   out.dtype = ir::DTypeFromOnnx(tt.elem_type());
   if (out.dtype == ir::DType::kUndefined)
-    return Unimplemented(what, ": ONNX element type ", tt.elem_type(), " is not supported");
+    return Unimplemented(what, ": ONNX element type ", ir::OnnxTypeName(tt.elem_type()), " is not supported");
   if (!tt.has_shape()) return out;
   if (tt.shape().dim_size() > kMaxRank)
     return InvalidArgument(what, ": rank ", tt.shape().dim_size(), " exceeds ", kMaxRank);

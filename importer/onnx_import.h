@@ -6,7 +6,7 @@
 //
 // What import does, in order:
 //   1. parse (protobuf, total-bytes limit raised to 2 GiB);
-//   2. validate: IR version 3..10, default-domain opset 11..21, every node's
+//   2. validate: IR version 3..14, default-domain opset 11..28, every node's
 //      op supported (`unsupported op 'Foo' (domain '', opset 17) in node
 //      'foo_1'`), names unique and resolvable, no cycle (nodes may come in
 //      any order), bounded attribute lists, sane strings;

@@ -74,7 +74,7 @@ bool HasAnyTypedData(const onnx::TensorProto& proto) {
 StatusOr<ir::Tensor> TensorFromProto(const onnx::TensorProto& proto, const std::string& model_dir) {
   ir::DType dtype = ir::DTypeFromOnnx(proto.data_type());
   if (dtype == ir::DType::kUndefined)
-    return Unimplemented(Label(proto), ": ONNX element type ", proto.data_type(), " is not supported");
+    return Unimplemented(Label(proto), ": ONNX element type ", ir::OnnxTypeName(proto.data_type()), " is not supported");
   if (proto.has_segment()) return Unimplemented(Label(proto), ": segmented tensors are not supported");
   if (proto.dims_size() > kMaxTensorRank)
     return InvalidArgument(Label(proto), ": rank ", proto.dims_size(), " exceeds ", kMaxTensorRank);

@@ -33,4 +33,16 @@ int32_t OnnxFromDType(DType t) {
   return 0;
 }
 
+std::string OnnxTypeName(int64_t onnx_code) {
+  static constexpr const char* kNames[] = {
+      "UNDEFINED", "FLOAT",          "UINT8",        "INT8",           "UINT16",        "INT16",      "INT32",
+      "INT64",     "STRING",         "BOOL",         "FLOAT16",        "DOUBLE",        "UINT32",     "UINT64",
+      "COMPLEX64", "COMPLEX128",     "BFLOAT16",     "FLOAT8E4M3FN",   "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ",
+      "UINT4",     "INT4",           "FLOAT4E2M1",   "FLOAT8E8M0",     "UINT2",         "INT2",       "FLOAT6E2M3",
+      "FLOAT6E3M2"};
+  constexpr int64_t kCount = static_cast<int64_t>(sizeof(kNames) / sizeof(kNames[0]));
+  if (onnx_code < 0 || onnx_code >= kCount) return "code " + std::to_string(onnx_code);
+  return std::string(kNames[onnx_code]) + " (" + std::to_string(onnx_code) + ")";
+}
+
 }  // namespace amptrain::ir

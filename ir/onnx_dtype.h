@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "ir/dtype.h"
 
@@ -16,5 +17,9 @@ namespace amptrain::ir {
 DType DTypeFromOnnx(int64_t onnx_code);
 // The TensorProto.DataType code of `t`; 0 (UNDEFINED) for kUndefined.
 int32_t OnnxFromDType(DType t);
+// "FLOAT4E2M1 (23)": the name of a TensorProto.DataType code as onnx.proto
+// spells it (codes up to IR version 14), with the code; "code 99" for others.
+// For errors about element types amptrain has no DType for.
+std::string OnnxTypeName(int64_t onnx_code);
 
 }  // namespace amptrain::ir

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ir/float_mod.h"
 #include "ir/infer/infer_util.h"
 
 namespace amptrain::ir {
@@ -105,17 +106,19 @@ Status InferDiv(InferContext& ctx) {
                     [](const double* a) { return a[0] / a[1]; });
 }
 
-// Mod(A, B), attr fmod: 0 (default) = remainder with the divisor's sign,
-// integers only (ONNX); 1 = C fmod, the dividend's sign, floats and integers.
+// Mod(A, B), attr fmod: 0 (default) = A - floor(A / B) * B, the divisor's
+// sign (Python's %), integers, and from opset 28 floats too (a zero result
+// takes B's sign); 1 = C fmod, the dividend's sign, floats and integers.
 Status InferMod(InferContext& ctx) {
   AMP_ASSIGN_OR_RETURN(int64_t fmod, ctx.attrs->GetInt("fmod", 0));
   if (fmod != 0 && fmod != 1) return ctx.Error("attribute fmod is ", fmod, ", expected 0 or 1");
   AMP_RETURN_IF_ERROR(SameNumericInputs(ctx));
-  if (fmod == 0 && IsFloat(ctx.inputs[0].dtype))
-    return ctx.Error("fmod=0 takes integer inputs; ", DTypeName(ctx.inputs[0].dtype), " inputs need fmod=1");
+  if (fmod == 0 && IsFloat(ctx.inputs[0].dtype) && ctx.opset < 28)
+    return ctx.Error("fmod=0 takes integer inputs before opset 28 (this model's opset is ", ctx.opset, "); ",
+                     DTypeName(ctx.inputs[0].dtype), " inputs need fmod=1");
   const bool floor_mod = fmod == 0;
   return Arithmetic(ctx, [floor_mod](const int64_t* a) { return IntMod(a[0], a[1], floor_mod); },
-                    [](const double* a) { return std::fmod(a[0], a[1]); });
+                    [floor_mod](const double* a) { return floor_mod ? FloorMod(a[0], a[1]) : std::fmod(a[0], a[1]); });
 }
 
 // Pow(base, exponent): any numeric pair; the output has the base's dtype.

@@ -502,6 +502,10 @@ Status InferConstantOfShape(InferContext& ctx) {
   return Status::Ok();
 }
 
+// Range(start, limit, delta): start + i * delta for i < ceil((limit - start)
+// / delta), each computed in double and rounded once to T. Range-27's
+// stash_type (fp32 or double intermediates for fp16/bf16) is accepted:
+// double is at least as wide as either.
 Status InferRange(InferContext& ctx) {
   const DType dt = ctx.inputs[0].dtype;
   for (size_t i = 0; i < 3; ++i) {

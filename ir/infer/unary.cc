@@ -109,7 +109,7 @@ Status InferCast(InferContext& ctx) {
   AMP_ASSIGN_OR_RETURN(int64_t to, ctx.attrs->GetInt("to", 0));
   DType target = DTypeFromOnnx(to);
   if (target == DType::kUndefined)
-    return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("Cast node"), ": cast to ONNX data type ", to,
+    return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("Cast node"), ": cast to ONNX data type ", OnnxTypeName(to),
                          " is not supported");
   return CastOutput(ctx, target);
 }

@@ -2,7 +2,7 @@
 //   Add Sub Mul Div Max Min: floats (fp16/bf16 computed in fp32) and
 //   int64/int32/int8/uint8; integer math wraps, integer Div truncates toward
 //   zero like C and ONNX (x / 0 gives 0 instead of UB). Max/Min propagate NaN.
-//   Mod: fmod=0 (integers) takes the divisor's sign like Python's %, fmod=1
+//   Mod: fmod=0 takes the divisor's sign like Python's % (floats: ir/float_mod.h), fmod=1
 //   is C's fmod / % (the dividend's sign); integer x mod 0 gives 0.
 //   Pow: base and exponent of any numeric dtype; output has the base's dtype.
 //   Equal (also bool), Less, Greater: bool output. Where(cond, X, Y).
@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "ir/float_mod.h"
 #include "kernels/cpu/broadcast.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/register.h"
@@ -114,7 +115,7 @@ A Remainder(A a, A b, bool floor_mod) {
     }
     return static_cast<A>(a % b);
   } else {
-    return std::fmod(a, b);
+    return floor_mod ? ir::FloorMod(a, b) : std::fmod(a, b);
   }
 }
 
@@ -134,8 +135,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeArith(const KernelInit& init) {
     case OpKind::kDiv: return MakeBinary<T, T>(init, [](A a, A b) { return Divide(a, b); });
     case OpKind::kMod: {
       AMP_ASSIGN_OR_RETURN(int64_t fmod, AttrsOf(init).GetInt("fmod", 0));
-      if (fmod != 1 && (fmod != 0 || !std::is_integral_v<A>))
-        return init.Error("fmod=", fmod, " is not supported for ", ir::DTypeName(init.inputs[0].dtype));
+      if (fmod != 0 && fmod != 1) return init.Error("attribute fmod is ", fmod, ", expected 0 or 1");
       return MakeBinary<T, T>(init, [floor_mod = fmod == 0](A a, A b) { return Remainder(a, b, floor_mod); });
     }
     case OpKind::kMax: return MakeBinary<T, T>(init, [](A a, A b) { return a != a || a > b ? a : b; });

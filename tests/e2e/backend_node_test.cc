@@ -1,14 +1,18 @@
 // The ONNX backend node tests (generated at test time by
-// tests/tools/gen_backend_tests.sh from the installed onnx package) run
-// through the importer and the CPU executor. Oracle: the outputs the ONNX
-// generators computed with numpy, compared as ONNX's runner does (rtol 1e-3,
-// atol 1e-7, exact dtypes and shapes).
+// tests/tools/gen_backend_tests.sh) run through the importer and the CPU
+// executor, in two suites: onnx 1.16's (opsets up to 21; the .cache/onnx-1.16
+// venv of scripts/setup.sh) and the project venv's current onnx (1.23: opsets
+// up to 28, IR 14). Oracle: the outputs the ONNX generators computed with
+// numpy, compared as ONNX's runner does (rtol 1e-3, atol 1e-7, exact dtypes
+// and shapes).
 //
 // A test counts for amptrain when every node of its model is an op of
-// ir/ops.def. Those must pass at >= 95%, except the listed skips in
-// backend_skips.txt (each with its reason). The per-op table is written to
-// <build>/backend_node_tests.md; docs/backend_node_tests.md is a copy:
-//   build/tests/e2e_tests --gtest_filter='OnnxBackend*' && cp build/backend_node_tests.md docs/
+// ir/ops.def at an opset amptrain imports. Those must pass at >= 95%,
+// except the listed skips (each with its reason): backend_skips.txt for both
+// suites, backend_skips_onnx116.txt and backend_skips_current.txt for one.
+// The per-op tables are written to <build>/backend_node_tests.md and
+// backend_node_tests_current.md; docs/ has copies:
+//   build/tests/e2e_tests --gtest_filter='OnnxBackend*' && cp build/backend_node_tests*.md docs/
 #include <gtest/gtest.h>
 
 #include <fnmatch.h>
@@ -24,6 +28,7 @@
 #include <sstream>
 
 #include "executor/session.h"
+#include "importer/import_internal.h"
 #include "importer/onnx_import.h"
 #include "importer/tensor_proto.h"
 #include "ir/op_schema.h"
@@ -37,17 +42,34 @@ struct Outcome {
   std::string test, op, status, detail;  // status: pass | fail | skip
 };
 
-std::string SuiteDir() { return std::string(AMPTRAIN_BINARY_DIR) + "/onnx_backend_data"; }
+struct Suite {
+  std::string dir;                  // under the build folder
+  std::string python;               // the generator's interpreter; "" = the script's choice (onnx 1.16)
+  std::vector<std::string> skips;   // files in tests/e2e
+  std::string table;                // written to the build folder
+  std::string log;
+};
 
-bool GenerateSuite() {
-  std::string cmd = std::string("bash ") + AMPTRAIN_SOURCE_DIR + "/tests/tools/gen_backend_tests.sh " + SuiteDir() +
-                    " > " + AMPTRAIN_BINARY_DIR + "/onnx_backend_gen.log 2>&1";
-  return std::system(cmd.c_str()) == 0 && fs::exists(SuiteDir() + "/node");
+const Suite kOnnx116{"onnx_backend_data", "", {"backend_skips.txt", "backend_skips_onnx116.txt"},
+                     "backend_node_tests.md", "onnx_backend_gen.log"};
+const Suite kCurrentOnnx{"onnx_backend_data_current", std::string(AMPTRAIN_SOURCE_DIR) + "/.venv/bin/python",
+                         {"backend_skips.txt", "backend_skips_current.txt"}, "backend_node_tests_current.md",
+                         "onnx_backend_gen_current.log"};
+
+std::string SuiteDir(const Suite& suite) { return std::string(AMPTRAIN_BINARY_DIR) + "/" + suite.dir; }
+
+bool GenerateSuite(const Suite& suite) {
+  if (!suite.python.empty() && !fs::exists(suite.python)) return false;
+  std::string cmd = (suite.python.empty() ? std::string() : "PYTHON='" + suite.python + "' ") + "bash " +
+                    AMPTRAIN_SOURCE_DIR + "/tests/tools/gen_backend_tests.sh " + SuiteDir(suite) + " > " +
+                    AMPTRAIN_BINARY_DIR + "/" + suite.log + " 2>&1";
+  return std::system(cmd.c_str()) == 0 && fs::exists(SuiteDir(suite) + "/node");
 }
 
-std::vector<std::pair<std::string, std::string>> LoadSkips() {
+std::vector<std::pair<std::string, std::string>> LoadSkips(const Suite& suite) {
   std::vector<std::pair<std::string, std::string>> skips;
-  std::ifstream in(std::string(AMPTRAIN_SOURCE_DIR) + "/tests/e2e/backend_skips.txt");
+  for (const std::string& file : suite.skips) {
+  std::ifstream in(std::string(AMPTRAIN_SOURCE_DIR) + "/tests/e2e/" + file);
   std::string line;
   while (std::getline(in, line)) {
     if (line.empty() || line[0] == '#') continue;
@@ -60,6 +82,7 @@ std::vector<std::pair<std::string, std::string>> LoadSkips() {
     };
     skips.emplace_back(trim(line.substr(0, bar)), trim(line.substr(bar + 1)));
   }
+  }
   return skips;
 }
 
@@ -69,11 +92,15 @@ const std::string* SkipReason(const std::vector<std::pair<std::string, std::stri
   return nullptr;
 }
 
-// Reads the op types of a model file; false when it does not parse.
-bool ModelOps(const std::string& path, std::vector<std::string>* ops) {
+// Reads the op types of a model file, and whether amptrain imports its IR
+// version and default-domain opset; false when it does not parse.
+bool ModelOps(const std::string& path, std::vector<std::string>* ops, bool* versions_supported) {
   std::ifstream in(path, std::ios::binary);
   onnx::ModelProto m;
   if (!m.ParseFromIstream(&in)) return false;
+  *versions_supported = m.ir_version() <= importer::detail::kMaxIrVersion;
+  for (const auto& o : m.opset_import())
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && o.version() > importer::detail::kMaxOpset) *versions_supported = false;
   for (const auto& n : m.graph().node()) ops->push_back(n.domain().empty() || n.domain() == "ai.onnx" ? n.op_type() : n.domain() + "." + n.op_type());
   return true;
 }
@@ -149,20 +176,21 @@ Outcome RunOne(const fs::path& dir, const std::string& op) {
   return o;
 }
 
-TEST(OnnxBackendNodeTests, SupportedOpsPass) {
-  if (!GenerateSuite()) GTEST_SKIP() << "could not generate the ONNX backend tests (needs the onnx-1.16 venv of scripts/setup.sh); see onnx_backend_gen.log";
-  auto skips = LoadSkips();
+void RunSuite(const Suite& suite) {
+  auto skips = LoadSkips(suite);
   std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(SuiteDir() + "/node")) dirs.push_back(e.path());
+  for (const auto& e : fs::directory_iterator(SuiteDir(suite) + "/node")) dirs.push_back(e.path());
   std::sort(dirs.begin(), dirs.end());
 
   std::vector<Outcome> outcomes;
-  size_t unsupported = 0;
+  size_t unsupported = 0, newer = 0;
   for (const fs::path& dir : dirs) {
     std::vector<std::string> ops;
-    if (!ModelOps((dir / "model.onnx").string(), &ops) || ops.empty()) continue;
+    bool versions_supported = true;
+    if (!ModelOps((dir / "model.onnx").string(), &ops, &versions_supported) || ops.empty()) continue;
     bool all_supported = std::all_of(ops.begin(), ops.end(), [](const std::string& t) { return ir::FindOnnxOp(t).has_value(); });
     if (!all_supported) { ++unsupported; continue; }
+    if (!versions_supported) { ++newer; continue; }
     // The op a test is about: a single-node model's op, else the op named by the test.
     std::string op = ops.size() == 1 ? ops[0] : "";
     if (op.empty()) {
@@ -189,13 +217,15 @@ TEST(OnnxBackendNodeTests, SupportedOpsPass) {
     else if (o.status == "fail") { ++row[1]; ++fail; }
     else { ++row[2]; ++skip; }
   }
-  std::ofstream md(std::string(AMPTRAIN_BINARY_DIR) + "/backend_node_tests.md");
+  std::ofstream md(std::string(AMPTRAIN_BINARY_DIR) + "/" + suite.table);
   std::string stamp;
-  std::getline(std::ifstream(SuiteDir() + "/.onnx_backend_stamp"), stamp);
+  std::getline(std::ifstream(SuiteDir(suite) + "/.onnx_backend_stamp"), stamp);
   md << "# ONNX backend node tests on amptrain (CPU)\n\n"
      << "Generated by tests/e2e/backend_node_test.cc from the node test cases of " << stamp
      << " (tests/tools/gen_backend_tests.sh), compared with rtol 1e-3, atol 1e-7 and exact dtypes.\n"
-     << "Tests whose model uses an op outside ir/ops.def are not counted (" << unsupported << " of them).\n\n"
+     << "Tests whose model uses an op outside ir/ops.def are not counted (" << unsupported << " of them), nor those "
+     << "written at an IR version or opset newer than amptrain imports (IR " << importer::detail::kMaxIrVersion << ", opset "
+     << importer::detail::kMaxOpset << "; " << newer << " of them).\n\n"
      << "Total: " << pass << " pass, " << fail << " fail, " << skip << " skip of " << outcomes.size()
      << " (pass rate " << (outcomes.empty() ? 0.0 : 100.0 * pass / (pass + fail)) << "% of those run)\n\n"
      << "| op | pass | fail | skip |\n|---|---|---|---|\n";
@@ -208,11 +238,25 @@ TEST(OnnxBackendNodeTests, SupportedOpsPass) {
     if (o.status == "skip") md << "- `" << o.test << "` (" << o.op << "): " << o.detail << "\n";
   md.close();
 
-  std::cout << "backend node tests: " << pass << " pass, " << fail << " fail, " << skip << " skip; table in "
-            << AMPTRAIN_BINARY_DIR << "/backend_node_tests.md\n";
+  std::cout << stamp << " backend node tests: " << pass << " pass, " << fail << " fail, " << skip << " skip; table in "
+            << AMPTRAIN_BINARY_DIR << "/" << suite.table << "\n";
   ASSERT_GT(pass + fail, 100u) << "suspiciously few backend tests ran";
   double rate = static_cast<double>(pass) / static_cast<double>(pass + fail);
-  EXPECT_GE(rate, 0.95) << "pass rate " << rate * 100 << "%; failures listed in backend_node_tests.md";
+  EXPECT_GE(rate, 0.95) << "pass rate " << rate * 100 << "%; failures listed in " << suite.table;
+}
+
+TEST(OnnxBackendNodeTests, SupportedOpsPass) {
+  if (!GenerateSuite(kOnnx116))
+    GTEST_SKIP() << "could not generate the ONNX backend tests (needs the onnx-1.16 venv of scripts/setup.sh); see "
+                 << kOnnx116.log;
+  RunSuite(kOnnx116);
+}
+
+TEST(OnnxBackendNodeTests, SupportedOpsPassWithTheCurrentOnnx) {
+  if (!GenerateSuite(kCurrentOnnx))
+    GTEST_SKIP() << "could not generate the current onnx's backend tests (needs the .venv of scripts/setup.sh); see "
+                 << kCurrentOnnx.log;
+  RunSuite(kCurrentOnnx);
 }
 
 }  // namespace

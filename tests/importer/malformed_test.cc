@@ -151,6 +151,23 @@ TEST(Malformed, OpsetAndIrVersionBounds) {
   ExpectError(none, {"no default-domain"});
 }
 
+// The newest versions that onnx 1.23 writes import (opset 28, IR 14); the
+// element types they add are refused by name.
+TEST(Malformed, NewestOpsetAndIrImportAndNewTypesAreNamed) {
+  onnx::ModelProto m = Small();
+  m.set_ir_version(14);
+  m.mutable_opset_import(0)->set_version(28);
+  EXPECT_TRUE(ImportModelBytes(Bytes(m), "").ok());
+  ExpectError(NewModel(29), {"opset 29", "11..28"});
+  ExpectError(NewModel(17, 15), {"IR version 15", "3..14"});
+  for (auto [code, name] : {std::pair{23, "FLOAT4E2M1 (23)"}, {24, "FLOAT8E8M0 (24)"}, {26, "INT2 (26)"}}) {
+    onnx::ModelProto t = Small();
+    t.set_ir_version(14);
+    t.mutable_graph()->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(code);
+    ExpectError(t, {"input 'x'", name, "not supported"});
+  }
+}
+
 TEST(Malformed, UnknownInputName) {
   onnx::ModelProto m = Small();
   m.mutable_graph()->mutable_node(1)->set_input(0, "nowhere");

@@ -2,6 +2,9 @@
 // normalization ops, on small graphs with symbolic dims.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "ir/graph.h"
 #include "ir/onnx_dtype.h"
 
@@ -106,13 +109,33 @@ TEST(InferElementwise, ModBroadcastsAndNeedsFmodForFloats) {
   Node* float_mod = g.AddNode(OpKind::kMod, {f, f}, 1, "float_mod");
   Status s = g.InferNode(float_mod);
   EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(s.message().find("Mod node 'float_mod': fmod=0 takes integer inputs"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("Mod node 'float_mod': fmod=0 takes integer inputs before opset 28"), std::string::npos)
+      << s.message();
   float_mod->attrs().Set("fmod", int64_t{1});
   ASSERT_TRUE(g.InferNode(float_mod).ok());
   EXPECT_EQ(g.type(float_mod->output(0)).dtype, DType::kFloat16);
   float_mod->attrs().Set("fmod", int64_t{2});
   EXPECT_FALSE(g.InferNode(float_mod).ok());
   EXPECT_FALSE(g.InferNode(g.AddNode(OpKind::kMod, {a, f}, 1, "mixed")).ok());
+}
+
+// From opset 28, fmod=0 takes floats too: a - floor(a / b) * b, the divisor's
+// sign, a zero with b's sign, NaN for a zero divisor or an infinite dividend.
+TEST(InferElementwise, ModOfFloatsWithFmod0FromOpset28) {
+  Graph g;
+  g.info().opset = 28;
+  const float inf = std::numeric_limits<float>::infinity();
+  Value a = g.AddInitializer("a", Tensor::Floats({7.5f, -7.5f, 7.5f, 0.0f, -0.0f, 2.0f, -2.0f, inf, 1.0f}, {9}));
+  Value b = g.AddInitializer("b", Tensor::Floats({2.0f, 2.0f, -2.0f, -3.0f, 3.0f, inf, inf, 1.0f, 0.0f}, {9}));
+  std::vector<Tensor> values;
+  ASSERT_TRUE(g.InferNode(g.AddNode(OpKind::kMod, {a, b}), &values).ok());
+  const std::vector<float> want = {1.5f, 0.5f, -0.5f, -0.0f, 0.0f, 2.0f, inf};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(values[0].data<float>()[i], want[i]) << i;
+    EXPECT_EQ(std::signbit(values[0].data<float>()[i]), std::signbit(want[i])) << i;
+  }
+  EXPECT_TRUE(std::isnan(values[0].data<float>()[7]));
+  EXPECT_TRUE(std::isnan(values[0].data<float>()[8]));
 }
 
 // Mod propagates values (shape arithmetic): fmod=0 takes the divisor's sign

@@ -16,9 +16,10 @@
 # Idempotent: skipped when DIR/.onnx_backend_stamp names the installed onnx version.
 set -euo pipefail
 DIR=${1:?usage: $0 OUTPUT_DIR}
-# amptrain supports opsets 11..21 (IR <= 10): the generators of onnx 1.16, the
-# last release whose node tests target opset 21, are the oracle. scripts/setup.sh
-# installs it in .cache/onnx-1.16 (a venv); without it the installed onnx is used.
+# Two suites are run (tests/e2e/backend_node_test.cc): onnx 1.16's (opsets up to
+# 21; scripts/setup.sh installs it in .cache/onnx-1.16, the default here) and
+# the project venv's current onnx (PYTHON=.venv/bin/python; 1.23: opsets up to
+# 28). Without either venv the installed onnx is used.
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 DEFAULT_PY=python3
 [[ -x "$ROOT/.venv/bin/python" ]] && DEFAULT_PY="$ROOT/.venv/bin/python"
