@@ -78,7 +78,10 @@ int Bf16MinOpset(OpKind op) {
     case OpKind::kAveragePool:
     case OpKind::kGlobalAveragePool:
     case OpKind::kHardSigmoid:
-    case OpKind::kHardSwish: return 22;
+    case OpKind::kHardSwish:
+    case OpKind::kRNN:
+    case OpKind::kGRU:
+    case OpKind::kLSTM: return 22;
     case OpKind::kGelu: return 20;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kLeakyRelu:

@@ -103,7 +103,10 @@ Status CheckNode(const onnx::NodeProto& node, int index, const ir::ModelInfo& in
   if (nout < s.min_outputs || (s.max_outputs >= 0 && nout > s.max_outputs))
     return InvalidArgument(where, " has ", nout, " outputs, expected ", s.min_outputs, "..", s.max_outputs);
   if (nin > 0 && node.input(0).empty()) return InvalidArgument(where, ": input 0 is empty");
-  if (node.output(0).empty()) return InvalidArgument(where, ": output 0 is empty");
+  // Output 0 may be left out (empty name) only where it is optional (the
+  // recurrent layers' Y); some output must be named.
+  if (nout == 0) return InvalidArgument(where, " has no named outputs");
+  if (node.output(0).empty() && s.min_outputs > 0) return InvalidArgument(where, ": output 0 is empty");
   std::unordered_set<std::string> attr_names;
   for (const auto& a : node.attribute()) {
     Status st = CheckAttribute(a, node.op_type());

@@ -92,6 +92,25 @@ Status LayerNormalizationGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// RNN, GRU, LSTM: one backward op runs the forward again and goes back
+// through time (kernels/cpu/rnn.cc); its inputs are the forward's, absent
+// ones kept absent, then the gradients of Y, Y_h (and Y_c).
+Status RecurrentGrad(GradContext& c) {
+  const OpKind op = c.node().op();
+  const OpKind grad = op == OpKind::kLSTM ? OpKind::kLSTMGrad : op == OpKind::kGRU ? OpKind::kGRUGrad : OpKind::kRNNGrad;
+  const size_t inputs = op == OpKind::kLSTM ? 8 : 6, outputs = op == OpKind::kLSTM ? 3 : 2;
+  std::vector<Value> in;
+  for (size_t i = 0; i < inputs; ++i) in.push_back(c.has_input(i) ? c.input(i) : Value{});
+  for (size_t o = 0; o < outputs; ++o) in.push_back(c.grad_output(o));
+  // dX, dW, dR, dB, dinitial_h (, dinitial_c, dP): the gradients of inputs 0-3, 5 (, 6, 7).
+  const std::vector<size_t> of = op == OpKind::kLSTM ? std::vector<size_t>{0, 1, 2, 3, 5, 6, 7}
+                                                       : std::vector<size_t>{0, 1, 2, 3, 5};
+  auto d = c.Emit(grad, std::move(in), c.attrs(), of.size());
+  for (size_t k = 0; k < of.size(); ++k)
+    if (c.needs_grad(of[k])) c.SetGrad(of[k], d[k]);
+  return Status::Ok();
+}
+
 // The mask output carries what the executor dropped (training or not).
 Status DropoutGrad(GradContext& c) {
   if (c.node().num_outputs() < 2)
@@ -166,6 +185,7 @@ void RegisterNNRules(RuleTable& t) {
   SetRule(t, OpKind::kGlobalAveragePool, GlobalAveragePoolGrad);
   SetRule(t, OpKind::kBatchNormalization, BatchNormalizationGrad);
   SetRule(t, OpKind::kLayerNormalization, LayerNormalizationGrad);
+  for (OpKind op : {OpKind::kRNN, OpKind::kGRU, OpKind::kLSTM}) SetRule(t, op, RecurrentGrad);
   SetRule(t, OpKind::kDropout, DropoutGrad);
   SetRule(t, OpKind::kSoftmax, SoftmaxGrad);
   SetRule(t, OpKind::kLogSoftmax, SoftmaxGrad);

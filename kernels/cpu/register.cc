@@ -10,6 +10,7 @@ void RegisterCpuReferenceKernels(Registry& r) {
   cpu::RegisterReferenceReduce(r);
   cpu::RegisterReferenceShape(r);
   cpu::RegisterReferenceNN(r);
+  cpu::RegisterReferenceRnn(r);
   cpu::RegisterReferenceTraining(r);
   cpu::RegisterStepKernels(r);
 }

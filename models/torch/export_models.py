@@ -128,6 +128,21 @@ class CausalTransformer(SmallTransformer):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class RecurrentClassifier(nn.Module):
+    """Token ids -> Embedding -> 2-layer bidirectional LSTM or GRU (batch first) -> last step -> Linear."""
+
+    def __init__(self, cell, vocab=VOCAB, d=32, hidden=24, num_classes=10):
+        super().__init__()
+        self.tok_emb = nn.Embedding(vocab, d)
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(d, hidden, num_layers=2, batch_first=True,
+                                                            bidirectional=True)
+        self.head = nn.Linear(2 * hidden, num_classes)
+
+    def forward(self, tokens):
+        y, _ = self.rnn(self.tok_emb(tokens))
+        return self.head(y[:, -1])
+
+
 def randomize_norm_affine(model, gen):
     """Non-trivial BN/LN scale and shift (default init is 1/0, which hides kernel bugs)."""
     with torch.no_grad():
@@ -158,6 +173,10 @@ def build_model(name, args):
             model.maxpool = nn.Identity()
         elif ch != 3:
             model.conv1 = nn.Conv2d(ch, 64, 7, 2, 3, bias=False)
+    elif name in ("lstm", "gru"):
+        model = RecurrentClassifier(name, num_classes=args.num_classes or 10)
+        x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
+        return model, x
     elif name in ("transformer", "causal_transformer"):
         model = (SmallTransformer if name == "transformer" else CausalTransformer)(num_classes=args.num_classes or 10)
         randomize_norm_affine(model, gen)

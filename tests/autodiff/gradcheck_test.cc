@@ -455,5 +455,88 @@ TEST(Driver, NonScalarLossIsAnError) {
   EXPECT_NE(r.status().message().find("must be a float scalar"), std::string::npos) << r.status().message();
 }
 
+// ---- recurrent layers (RNN, GRU, LSTM: one backward op through time) ----
+
+struct RecurrentCase {
+  const char* name;
+  OpKind op;
+  int64_t dirs, layout;
+  bool bias, initial, peepholes, lens;
+  Attributes attrs;
+};
+
+// seq 3, batch 2, input 3, hidden 2; every output (Y, Y_h, Y_c) flattened
+// into one loss; sequence_lens {3, 2} when `lens`.
+void RecurrentCheck(const RecurrentCase& c) {
+  SCOPED_TRACE(c.name);
+  const int64_t seq = 3, batch = 2, input = 3, hidden = 2;
+  const int64_t gates = c.op == OpKind::kLSTM ? 4 : c.op == OpKind::kGRU ? 3 : 1;
+  const bool lstm = c.op == OpKind::kLSTM;
+  std::vector<GradInput> in = {
+      {"x", c.layout == 0 ? std::vector<int64_t>{seq, batch, input} : std::vector<int64_t>{batch, seq, input}},
+      {"w", {c.dirs, gates * hidden, input}},
+      {"r", {c.dirs, gates * hidden, hidden}}};
+  const std::vector<int64_t> state =
+      c.layout == 0 ? std::vector<int64_t>{c.dirs, batch, hidden} : std::vector<int64_t>{batch, c.dirs, hidden};
+  if (c.bias) in.push_back({"b", {c.dirs, 2 * gates * hidden}});
+  if (c.initial) in.push_back({"h0", state});
+  if (c.initial && lstm) in.push_back({"c0", state});
+  if (c.peepholes) in.push_back({"p", {c.dirs, 3 * hidden}});
+  GRADCHECK(in, [&c, lstm](Graph& g, const V& x) {
+    size_t k = 3;
+    std::vector<Value> args = {x[0], x[1], x[2], c.bias ? x[k++] : Value{}, Value{}, Value{}};
+    if (c.lens) {
+      ir::Tensor lens = *ir::Tensor::Zeros(ir::DType::kInt32, {2});
+      lens.data<int32_t>()[0] = 3;
+      lens.data<int32_t>()[1] = 2;
+      args[4] = g.AddInitializer("lens", lens);
+    }
+    if (c.initial) args[5] = x[k++];
+    if (lstm) {
+      args.push_back(c.initial ? x[k++] : Value{});
+      args.push_back(c.peepholes ? x[k++] : Value{});
+    }
+    ir::Node* n = g.AddNode(c.op, args, lstm ? 3 : 2, "rnn");
+    n->attrs() = c.attrs;
+    std::vector<Value> flat;
+    for (size_t o = 0; o < n->num_outputs(); ++o) flat.push_back(Op(g, OpKind::kReshape, {n->output(o), IntsConst(g, {-1})}));
+    return Op(g, OpKind::kConcat, flat, A({{"axis", int64_t{0}}}));
+  });
+}
+
+TEST(GradCheck, LSTM) {
+  for (const RecurrentCase& c : {
+           RecurrentCase{"forward, no optional input", OpKind::kLSTM, 1, 0, false, false, false, false, {}},
+           RecurrentCase{"bidirectional, everything", OpKind::kLSTM, 2, 0, true, true, true, true,
+                         A({{"direction", std::string("bidirectional")}})},
+           RecurrentCase{"reverse, batch-first, clipped", OpKind::kLSTM, 1, 1, true, true, false, true,
+                         A({{"direction", std::string("reverse")}, {"layout", int64_t{1}}, {"clip", 0.7f}})},
+       })
+    RecurrentCheck(c);
+}
+
+TEST(GradCheck, GRU) {
+  for (const RecurrentCase& c : {
+           RecurrentCase{"linear_before_reset 0", OpKind::kGRU, 1, 0, true, true, false, false, {}},
+           RecurrentCase{"linear_before_reset 1 (PyTorch), bidirectional, lengths", OpKind::kGRU, 2, 0, true, true,
+                         false, true,
+                         A({{"direction", std::string("bidirectional")}, {"linear_before_reset", int64_t{1}}})},
+           RecurrentCase{"batch-first, reverse", OpKind::kGRU, 1, 1, true, false, false, false,
+                         A({{"direction", std::string("reverse")}, {"layout", int64_t{1}},
+                            {"linear_before_reset", int64_t{1}}})},
+       })
+    RecurrentCheck(c);
+}
+
+TEST(GradCheck, RNN) {
+  for (const RecurrentCase& c : {
+           RecurrentCase{"tanh", OpKind::kRNN, 1, 0, true, true, false, false, {}},
+           RecurrentCase{"relu, bidirectional, lengths", OpKind::kRNN, 2, 0, true, true, false, true,
+                         A({{"direction", std::string("bidirectional")},
+                            {"activations", std::vector<std::string>{"Relu", "Relu"}}})},
+       })
+    RecurrentCheck(c);
+}
+
 }  // namespace
 }  // namespace amptrain::autodiff::testing

@@ -85,7 +85,10 @@ INSTANTIATE_TEST_SUITE_P(Models, GradVsTorch,
                                            // out_proj and (causal) a position table gathered with
                                            // constant indices were folded into constants: no gradient.
                                            Case{"transformer", "--opset 17 --batch 4"},
-                                           Case{"causal_transformer", "--opset 17 --batch 4"}),
+                                           Case{"causal_transformer", "--opset 17 --batch 4"},
+                                           // Token ids through 2-layer bidirectional recurrent layers.
+                                           Case{"lstm", "--opset 17 --batch 4"},
+                                           Case{"gru", "--opset 14 --batch 4"}),
                          [](const auto& info) { return info.param.model; });
 
 }  // namespace

@@ -1,0 +1,53 @@
+// The attributes of the ONNX recurrent layers (RNN, GRU, LSTM) and of their
+// backward ops, parsed once for the shape rules (ir/infer/rnn.cc) and the
+// kernels (kernels/cpu/rnn.cc).
+//
+// Supported: direction forward/reverse/bidirectional, hidden_size, layout 0
+// ([seq, batch, ...]) and 1 ([batch, seq, ...]), clip, GRU's
+// linear_before_reset, and the activations Sigmoid, Tanh and Relu in any
+// slot (PyTorch exports the defaults: RNN Tanh or Relu, GRU Sigmoid/Tanh,
+// LSTM Sigmoid/Tanh/Tanh). Not supported, refused by name: other
+// activations (those with alpha/beta), LSTM input_forget=1.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/attribute.h"
+#include "ir/op_schema.h"
+
+namespace amptrain::ir {
+
+enum class RnnActivation { kSigmoid, kTanh, kRelu };
+
+struct RnnConfig {
+  OpKind cell = OpKind::kRNN;  // kRNN, kGRU or kLSTM (also for the backward ops)
+  int64_t gates = 1;           // rows of W per hidden unit: RNN 1, GRU 3 (z r h), LSTM 4 (i o f c)
+  int64_t directions = 1;      // 2 when bidirectional
+  bool reverse = false;        // direction "reverse" (one direction, run backward in time)
+  int64_t hidden_size = 0;     // 0: not given (W's rows decide)
+  int64_t layout = 0;          // 0: X [seq, batch, input]; 1: X [batch, seq, input]
+  float clip = 0;              // > 0: gate pre-activations clamped to [-clip, clip]
+  bool linear_before_reset = false;  // GRU
+  // Per direction, the cell's activation slots: RNN f; GRU f (gates), g
+  // (candidate); LSTM f (gates), g (cell input), h (cell output).
+  std::vector<std::vector<RnnActivation>> activations;
+
+  // Input slots of the forward op.
+  static constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6, kP = 7;
+  // Inputs of the forward op (6 or 8); the backward op appends dY, dY_h (and dY_c).
+  size_t forward_inputs() const { return cell == OpKind::kLSTM ? 8 : 6; }
+  size_t state_outputs() const { return cell == OpKind::kLSTM ? 2 : 1; }
+};
+
+// The cell of a forward or backward recurrent op (kRNN for kRNNGrad, ...).
+OpKind RnnCellOf(OpKind op);
+bool IsRnnOp(OpKind op);
+
+// Parses and checks the attributes of `op` (forward or backward).
+StatusOr<RnnConfig> ParseRnnConfig(OpKind op, const Attributes& attrs);
+
+const char* RnnActivationName(RnnActivation a);
+
+}  // namespace amptrain::ir
