@@ -137,6 +137,20 @@ Status SliceGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// ScatterND: the scattered slices of dY go to updates; the rest (all of it
+// with reduction add) to data. mul/max/min have no rule.
+Status ScatterNDGrad(GradContext& c) {
+  const std::string reduction = c.attrs().Str("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return c.Unsupported("reduction '", reduction, "' (gradients exist for none and add)");
+  ir::Attributes a;
+  a.Set("reduction", reduction);
+  auto d = c.Emit(OpKind::kScatterNDGrad, {c.grad_output(0), c.input(1)}, std::move(a), 2);
+  if (c.needs_grad(0)) c.SetGrad(0, d[0]);
+  if (c.needs_grad(2)) c.SetGrad(2, d[1]);
+  return Status::Ok();
+}
+
 Status GatherGrad(GradContext& c) {
   ir::Attributes a;
   a.Set("axis", c.attrs().Int("axis", 0));
@@ -252,6 +266,7 @@ void RegisterShapeRules(RuleTable& t) {
   SetRule(t, OpKind::kSplit, SplitGrad);
   SetRule(t, OpKind::kSlice, SliceGrad);
   SetRule(t, OpKind::kGather, GatherGrad);
+  SetRule(t, OpKind::kScatterND, ScatterNDGrad);
   SetRule(t, OpKind::kExpand, ExpandGrad);
   SetRule(t, OpKind::kTile, TileGrad);
   SetRule(t, OpKind::kReduceSum, ReduceSumMeanGrad);

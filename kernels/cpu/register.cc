@@ -11,6 +11,7 @@ void RegisterCpuReferenceKernels(Registry& r) {
   cpu::RegisterReferenceShape(r);
   cpu::RegisterReferenceNN(r);
   cpu::RegisterReferenceRnn(r);
+  cpu::RegisterReferenceScatterND(r);
   cpu::RegisterReferenceTraining(r);
   cpu::RegisterStepKernels(r);
 }

@@ -244,6 +244,19 @@ TEST(GradCheck, SliceWithSteps) {
   }
 }
 
+// ScatterND: data keeps dY outside the scattered slices (all of it with
+// reduction add); updates get the slices. Indices with a negative one.
+TEST(GradCheck, ScatterND) {
+  for (const char* reduction : {"none", "add"}) {
+    SCOPED_TRACE(reduction);
+    GRADCHECK((std::vector<GradInput>{{"data", {4, 3, 2}}, {"updates", {2, 2}}}), [reduction](Graph& g, const V& x) {
+      ir::Tensor idx = ir::Tensor::Int64s({0, 1, -1, 2}, {2, 2});  // slices data[0, 1, :] and data[3, 2, :]
+      return Op(g, OpKind::kScatterND, {x[0], g.AddInitializer("idx", idx), x[1]},
+                A({{"reduction", std::string(reduction)}}));
+    });
+  }
+}
+
 TEST(GradCheck, GatherRepeatedIndices) {
   for (int64_t axis : {0, 1}) {
     GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [axis](Graph& g, const V& x) {

@@ -300,6 +300,27 @@ TEST(BinaryKernels, FloatModIsFmodOrTheFloorRemainder) {
   }
 }
 
+// ScatterND: replace (negative indices wrap), add (repeated indices add up),
+// and an index out of range named in the error.
+TEST(ScatterNDKernel, ReplacesAddsAndNamesABadIndex) {
+  const Tensor data = F32({3, 2}, {1, 2, 3, 4, 5, 6});
+  ir::Attributes none, add;
+  add.Set("reduction", std::string("add"));
+  auto y = RunReference(OpKind::kScatterND, {data, Tensor::Int64s({-1, 0}, {2, 1}), F32({2, 2}, {10, 20, 30, 40})}, none);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ExpectNear(Values((*y)[0]), {30, 40, 3, 4, 10, 20}, 0);
+  y = RunReference(OpKind::kScatterND, {data, Tensor::Int64s({2, 2}, {2, 1}), F32({2, 2}, {10, 20, 30, 40})}, add);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ExpectNear(Values((*y)[0]), {1, 2, 3, 4, 45, 66}, 0);  // row 2 gets both updates
+  y = RunReference(OpKind::kScatterND, {data, Tensor::Int64s({1, 1, 2, 0}, {2, 2}), F32({2}, {10, 100})}, none);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ExpectNear(Values((*y)[0]), {1, 2, 3, 10, 100, 6}, 0);  // elements (1, 1) and (2, 0)
+  y = RunReference(OpKind::kScatterND, {data, Tensor::Int64s({3}, {1, 1}), F32({1, 2}, {0, 0})}, none);
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("index 3 (tuple 0, coordinate 0) is outside [-3, 3)"), std::string::npos)
+      << y.status().message();
+}
+
 ir::Attributes CastTo(DType t) {
   ir::Attributes a;
   a.Set("to", static_cast<int64_t>(ir::OnnxFromDType(t)));

@@ -1,0 +1,166 @@
+// Reference ScatterND (ONNX) and ScatterNDGrad (autodiff/grad_ops.md).
+//   ScatterND(data, indices, updates), attr reduction: out = data, then for
+//     each index tuple j in order, the slice out[idx_j] (idx_j: the first k
+//     coordinates, negative ones wrap) is replaced by updates[j] (none) or
+//     combined with it elementwise (add, mul, max, min). An index outside
+//     [-dim, dim) is an OutOfRange error naming it. Any dtype for none;
+//     floats (computed in Acc<T>), int32 and int64 for the others.
+//   ScatterNDGrad(dY, indices), attr reduction none|add: ddata = dY with
+//     every scattered slice zeroed (none; add: dY itself), dupdates[j] =
+//     dY[idx_j].
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/element.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/register.h"
+
+namespace amptrain::kernels::cpu {
+
+namespace {
+
+enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
+
+StatusOr<Reduction> ParseReduction(const KernelInit& init) {
+  AMP_ASSIGN_OR_RETURN(std::string r, init.attrs->GetString("reduction", "none"));
+  if (r == "none") return Reduction::kNone;
+  if (r == "add") return Reduction::kAdd;
+  if (r == "mul") return Reduction::kMul;
+  if (r == "max") return Reduction::kMax;
+  if (r == "min") return Reduction::kMin;
+  return init.Error("reduction '", r, "' is not one of none, add, mul, max, min");
+}
+
+// Where each index tuple's slice starts in `dims` (in elements), and its size.
+struct Slices {
+  std::vector<int64_t> starts;
+  int64_t size = 1;
+};
+
+StatusOr<Slices> Locate(const std::string& describe, const std::vector<int64_t>& dims, const ir::TensorView& indices) {
+  const int64_t k = indices.dims.back();
+  Slices s;
+  for (size_t d = static_cast<size_t>(k); d < dims.size(); ++d) s.size *= dims[d];
+  std::vector<int64_t> stride(static_cast<size_t>(k), s.size);
+  for (int64_t d = k - 2; d >= 0; --d) stride[d] = stride[d + 1] * dims[d + 1];
+  const int64_t count = k == 0 ? 0 : indices.num_elements() / k;
+  const auto* idx = indices.as<const int64_t>();
+  s.starts.resize(static_cast<size_t>(count));
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t start = 0;
+    for (int64_t d = 0; d < k; ++d) {
+      int64_t i = idx[j * k + d];
+      if (i < -dims[d] || i >= dims[d])
+        return Status(StatusCode::kOutOfRange, StrCat(describe, ": index ", i, " (tuple ", j, ", coordinate ", d,
+                                                      ") is outside [-", dims[d], ", ", dims[d], ")"));
+      if (i < 0) i += dims[d];
+      start += i * stride[d];
+    }
+    s.starts[j] = start;
+  }
+  return s;
+}
+
+template <class T>
+void Combine(Reduction r, T* dst, const T* src, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const Acc<T> a = dst[i], b = src[i];
+    switch (r) {
+      case Reduction::kNone: dst[i] = src[i]; break;
+      case Reduction::kAdd: dst[i] = T(a + b); break;
+      case Reduction::kMul: dst[i] = T(a * b); break;
+      case Reduction::kMax: dst[i] = T(a != a || a > b ? a : b); break;
+      case Reduction::kMin: dst[i] = T(a != a || a < b ? a : b); break;
+    }
+  }
+}
+
+template <class Fn>
+Status DispatchReducible(DType t, Fn&& fn) {
+  if (t == DType::kInt64) return fn(Tag<int64_t>{});
+  if (t == DType::kInt32) return fn(Tag<int32_t>{});
+  return DispatchFloat(t, fn);
+}
+
+class ScatterNDKernel final : public Kernel {
+ public:
+  ScatterNDKernel(std::string describe, Reduction r) : describe_(std::move(describe)), r_(r) {}
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView& data = ctx.inputs[0];
+    const ir::TensorView& updates = ctx.inputs[2];
+    ir::TensorView& out = ctx.outputs[0];
+    AMP_ASSIGN_OR_RETURN(Slices s, Locate(describe_, data.dims, ctx.inputs[1]));
+    const size_t elem = ir::DTypeSize(data.dtype);
+    if (out.data != data.data) std::memcpy(out.data, data.data, static_cast<size_t>(data.num_elements()) * elem);
+    auto* dst = static_cast<std::byte*>(out.data);
+    const auto* src = static_cast<const std::byte*>(updates.data);
+    if (r_ == Reduction::kNone) {
+      for (size_t j = 0; j < s.starts.size(); ++j)
+        std::memcpy(dst + s.starts[j] * elem, src + j * s.size * elem, static_cast<size_t>(s.size) * elem);
+      return Status::Ok();
+    }
+    return DispatchReducible(data.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (size_t j = 0; j < s.starts.size(); ++j)
+        Combine(r_, reinterpret_cast<T*>(dst) + s.starts[j], reinterpret_cast<const T*>(src) + j * s.size, s.size);
+      return Status::Ok();
+    });
+  }
+  int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+
+ private:
+  std::string describe_;
+  Reduction r_;
+};
+
+class ScatterNDGradKernel final : public Kernel {
+ public:
+  ScatterNDGradKernel(std::string describe, Reduction r) : describe_(std::move(describe)), r_(r) {}
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView& dy = ctx.inputs[0];
+    AMP_ASSIGN_OR_RETURN(Slices s, Locate(describe_, dy.dims, ctx.inputs[1]));
+    const size_t elem = ir::DTypeSize(dy.dtype), slice = static_cast<size_t>(s.size) * elem;
+    const auto* src = static_cast<const std::byte*>(dy.data);
+    if (auto* du = static_cast<std::byte*>(ctx.outputs[1].data))
+      for (size_t j = 0; j < s.starts.size(); ++j) std::memcpy(du + j * slice, src + s.starts[j] * elem, slice);
+    if (auto* dd = static_cast<std::byte*>(ctx.outputs[0].data)) {
+      std::memcpy(dd, src, static_cast<size_t>(dy.num_elements()) * elem);
+      if (r_ == Reduction::kNone)
+        for (int64_t start : s.starts) std::memset(dd + start * elem, 0, slice);  // all-zero bits: +0 in every float type
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string describe_;
+  Reduction r_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
+  AMP_ASSIGN_OR_RETURN(Reduction r, ParseReduction(init));
+  const DType t = init.inputs[0].dtype;
+  if (r != Reduction::kNone && !ir::IsFloat(t) && t != DType::kInt64 && t != DType::kInt32)
+    return init.Error("reduction other than none needs a float, int32 or int64 tensor, got ", ir::DTypeName(t));
+  if (init.inputs[1].dtype != DType::kInt64 || init.inputs[1].dims.empty()) return init.Error("indices must be int64 of rank >= 1");
+  return std::unique_ptr<Kernel>(new ScatterNDKernel(init.Describe(), r));
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeScatterNDGrad(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 2, 2));
+  AMP_ASSIGN_OR_RETURN(Reduction r, ParseReduction(init));
+  if (r != Reduction::kNone && r != Reduction::kAdd) return init.Error("the gradient takes reduction none or add only");
+  if (init.inputs[1].dtype != DType::kInt64 || init.inputs[1].dims.empty()) return init.Error("indices must be int64 of rank >= 1");
+  return std::unique_ptr<Kernel>(new ScatterNDGradKernel(init.Describe(), r));
+}
+
+}  // namespace
+
+void RegisterReferenceScatterND(Registry& r) {
+  r.Add(ReferenceEntry(OpKind::kScatterND, {}, MakeScatterND));
+  r.Add(ReferenceEntry(OpKind::kScatterNDGrad, FloatDTypes(), MakeScatterNDGrad));
+}
+
+}  // namespace amptrain::kernels::cpu
