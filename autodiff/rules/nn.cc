@@ -92,6 +92,14 @@ Status LayerNormalizationGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// Resize: the adjoint of the resampling, by the same taps (ResizeGrad).
+Status ResizeGrad(GradContext& c) {
+  std::vector<Value> in{c.grad_output(0), c.ShapeOf(c.input(0))};
+  for (size_t i = 1; i < 4; ++i) in.push_back(c.has_input(i) ? c.input(i) : Value{});
+  c.SetGrad(0, c.Emit1(OpKind::kResizeGrad, std::move(in), c.attrs()));
+  return Status::Ok();
+}
+
 // RNN, GRU, LSTM: one backward op runs the forward again and goes back
 // through time (kernels/cpu/rnn.cc); its inputs are the forward's, absent
 // ones kept absent, then the gradients of Y, Y_h (and Y_c).
@@ -186,6 +194,7 @@ void RegisterNNRules(RuleTable& t) {
   SetRule(t, OpKind::kBatchNormalization, BatchNormalizationGrad);
   SetRule(t, OpKind::kLayerNormalization, LayerNormalizationGrad);
   for (OpKind op : {OpKind::kRNN, OpKind::kGRU, OpKind::kLSTM}) SetRule(t, op, RecurrentGrad);
+  SetRule(t, OpKind::kResize, ResizeGrad);
   SetRule(t, OpKind::kDropout, DropoutGrad);
   SetRule(t, OpKind::kSoftmax, SoftmaxGrad);
   SetRule(t, OpKind::kLogSoftmax, SoftmaxGrad);

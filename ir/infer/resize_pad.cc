@@ -64,6 +64,25 @@ std::vector<double> Doubles(const Tensor* t) {
 
 }  // namespace
 
+// ResizeGrad(dY, x_shape, roi?, scales?, sizes?) -> dX: dY's dtype, x_shape's
+// value as dims (unknown dims of that rank while it is not known).
+Status InferResizeGrad(InferContext& ctx) {
+  auto attrs = ParseResizeAttrs(*ctx.attrs);
+  if (!attrs.ok()) return ctx.Error(attrs.status().message());
+  if (!IsFloat(ctx.inputs[0].dtype)) return ctx.Error("dY has dtype ", DTypeName(ctx.inputs[0].dtype), ", expected a float type");
+  if (ctx.inputs[1].dtype != DType::kInt64) return ctx.Error("x_shape must be int64");
+  if (const Tensor* shape = ctx.value(1)) {
+    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, shape->ToInt64Vector());
+    return Status::Ok();
+  }
+  ctx.outputs[0] = TensorType{ctx.inputs[0].dtype, Shape(), false};
+  if (ctx.inputs[0].has_shape) {
+    std::vector<Dim> dims(ctx.inputs[0].shape.rank(), UnknownDim());
+    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(dims));
+  }
+  return Status::Ok();
+}
+
 Status InferResize(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
   auto attrs = ParseResizeAttrs(*ctx.attrs);

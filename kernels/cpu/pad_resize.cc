@@ -193,6 +193,76 @@ std::vector<double> ResampleAxis(const ir::ResizeAttrs& a, const ir::ResizeGeome
   return dst;
 }
 
+// The adjoint of ResampleAxis: `dst` (the gradient at `out` positions of
+// `axis`) spread back over the `in` source positions by the same taps.
+std::vector<double> ResampleAxisAdjoint(const ir::ResizeAttrs& a, const ir::ResizeGeometry& g,
+                                        const std::vector<double>& dst, std::vector<int64_t>& dims, size_t axis,
+                                        int64_t in) {
+  const int64_t out = dims[axis];
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  std::vector<Taps> taps;
+  for (int64_t x = 0; x < out; ++x)
+    taps.push_back(ComputeTaps(a, x, in, out, g.scales[axis], g.roi_start[axis], g.roi_end[axis]));
+  std::vector<double> src(static_cast<size_t>(outer * in * inner), 0.0);
+  // Each outer row is one work item, summing its positions in order: the
+  // bits do not depend on the thread count.
+#pragma omp parallel for if (outer * out * inner >= kParallelElements)
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t x = 0; x < out; ++x) {
+      const Taps& t = taps[static_cast<size_t>(x)];
+      const double* d = dst.data() + (o * out + x) * inner;
+      for (size_t j = 0; j < t.index.size(); ++j) {
+        double* s = src.data() + (o * in + t.index[j]) * inner;
+        for (int64_t i = 0; i < inner; ++i) s[i] += t.weight[j] * d[i];
+      }
+    }
+  dims[axis] = in;
+  return src;
+}
+
+// ResizeGrad(dY, x_shape, roi?, scales?, sizes?): the forward's passes undone
+// in reverse axis order (extrapolated positions take no gradient).
+class ResizeGradKernel : public Kernel {
+ public:
+  static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
+    AMP_RETURN_IF_ERROR(CheckArity(init, 2, 5, 1));
+    auto attrs = ir::ParseResizeAttrs(init.attrs ? *init.attrs : ir::Attributes());
+    if (!attrs.ok()) return Status(attrs.status().code(), StrCat(init.Describe(), ": ", attrs.status().message()));
+    return std::unique_ptr<Kernel>(new ResizeGradKernel(init, *attrs));
+  }
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView &dy = ctx.inputs[0], &dx = ctx.outputs[0];
+    std::vector<double> scales = scales_.Doubles(ctx);
+    std::vector<int64_t> sizes = sizes_.Ints(ctx);
+    std::vector<double> roi = attrs_.coord == ir::CoordMode::kTfCropAndResize ? roi_.Doubles(ctx) : std::vector<double>{};
+    auto g = ir::ResolveResize(attrs_, dx.dims, roi, sizes.empty() ? scales : std::vector<double>{}, sizes);
+    if (!g.ok()) return InvalidArgument(describe_, ": ", g.status().message());
+    if (g->out_dims != dy.dims) return InvalidArgument(describe_, ": dY's dims do not match the forward's output");
+    return DispatchFloat(dy.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      std::vector<double> buf(static_cast<size_t>(dy.num_elements()));
+      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(static_cast<Acc<T>>(dy.as<const T>()[i]));
+      std::vector<int64_t> dims = dy.dims;
+      for (size_t d = dims.size(); d-- > 0;) {
+        bool identity = g->out_dims[d] == dx.dims[d] && g->scales[d] == 1.0 &&
+                        (attrs_.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1));
+        if (!identity) buf = ResampleAxisAdjoint(attrs_, *g, buf, dims, d, dx.dims[d]);
+      }
+      for (size_t i = 0; i < buf.size(); ++i) dx.as<T>()[i] = T(static_cast<Acc<T>>(buf[i]));
+      return Status::Ok();
+    });
+  }
+
+ private:
+  ResizeGradKernel(const KernelInit& init, ir::ResizeAttrs attrs)
+      : attrs_(std::move(attrs)), roi_(init, 2), scales_(init, 3), sizes_(init, 4), describe_(init.Describe()) {}
+  ir::ResizeAttrs attrs_;
+  ParamInput roi_, scales_, sizes_;
+  std::string describe_;
+};
+
 class ResizeKernel : public Kernel {
  public:
   static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
@@ -237,6 +307,8 @@ class ResizeKernel : public Kernel {
 void RegisterReferencePadResize(Registry& r) {
   r.Add(ReferenceEntry<PadKernel>(OpKind::kPad));
   r.Add(ReferenceEntry<ResizeKernel>(OpKind::kResize, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
+  r.Add(ReferenceEntry<ResizeGradKernel>(OpKind::kResizeGrad,
+                                         {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -257,6 +257,31 @@ TEST(GradCheck, ScatterND) {
   }
 }
 
+// Resize: nearest (PyTorch's default export), bilinear half_pixel and
+// align_corners, cubic; up- and downsampling.
+TEST(GradCheck, Resize) {
+  struct ResizeCase { const char* name; Attributes attrs; std::vector<double> scales; };
+  for (const ResizeCase& c : {
+           ResizeCase{"nearest x2", A({{"mode", std::string("nearest")}, {"coordinate_transformation_mode", std::string("asymmetric")},
+                                        {"nearest_mode", std::string("floor")}}), {1, 1, 2, 2}},
+           ResizeCase{"linear half_pixel x2", A({{"mode", std::string("linear")}}), {1, 1, 2, 2}},
+           ResizeCase{"linear align_corners x1.5", A({{"mode", std::string("linear")},
+                                                      {"coordinate_transformation_mode", std::string("align_corners")}}),
+                      {1, 1, 1.5, 1.5}},
+           ResizeCase{"cubic down x0.5", A({{"mode", std::string("cubic")}}), {1, 1, 0.5, 0.5}},
+       }) {
+    SCOPED_TRACE(c.name);
+    GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 4, 4}}}), [&c](Graph& g, const V& x) {
+      Value scales = g.AddInitializer(g.UniqueName("scales"), [&] {
+        ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kFloat32, {4});
+        for (size_t i = 0; i < 4; ++i) t.data<float>()[i] = static_cast<float>(c.scales[i]);
+        return t;
+      }());
+      return Op(g, OpKind::kResize, {x[0], Value{}, scales}, c.attrs);
+    });
+  }
+}
+
 TEST(GradCheck, GatherRepeatedIndices) {
   for (int64_t axis : {0, 1}) {
     GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [axis](Graph& g, const V& x) {
