@@ -1,6 +1,7 @@
 // Reference Pad (constant/reflect/edge/wrap, negative pads crop, optional
-// axes) and Resize (nearest/linear/cubic, separable: one 1-D pass per
-// resized axis in double, as the ONNX reference does). Geometry comes from
+// axes), Resize (nearest/linear/cubic, separable: one 1-D pass per
+// resized axis in double, as the ONNX reference does) and its gradient
+// ResizeGrad (the passes' adjoints). Geometry comes from
 // ir/infer/shape_params.h, shared with the shape rules.
 #include <cmath>
 
@@ -222,72 +223,44 @@ std::vector<double> ResampleAxisAdjoint(const ir::ResizeAttrs& a, const ir::Resi
   return src;
 }
 
-// ResizeGrad(dY, x_shape, roi?, scales?, sizes?): the forward's passes undone
-// in reverse axis order (extrapolated positions take no gradient).
-class ResizeGradKernel : public Kernel {
- public:
-  static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
-    AMP_RETURN_IF_ERROR(CheckArity(init, 2, 5, 1));
-    auto attrs = ir::ParseResizeAttrs(init.attrs ? *init.attrs : ir::Attributes());
-    if (!attrs.ok()) return Status(attrs.status().code(), StrCat(init.Describe(), ": ", attrs.status().message()));
-    return std::unique_ptr<Kernel>(new ResizeGradKernel(init, *attrs));
-  }
-  Status Run(KernelContext& ctx) override {
-    const ir::TensorView &dy = ctx.inputs[0], &dx = ctx.outputs[0];
-    std::vector<double> scales = scales_.Doubles(ctx);
-    std::vector<int64_t> sizes = sizes_.Ints(ctx);
-    std::vector<double> roi = attrs_.coord == ir::CoordMode::kTfCropAndResize ? roi_.Doubles(ctx) : std::vector<double>{};
-    auto g = ir::ResolveResize(attrs_, dx.dims, roi, sizes.empty() ? scales : std::vector<double>{}, sizes);
-    if (!g.ok()) return InvalidArgument(describe_, ": ", g.status().message());
-    if (g->out_dims != dy.dims) return InvalidArgument(describe_, ": dY's dims do not match the forward's output");
-    return DispatchFloat(dy.dtype, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      std::vector<double> buf(static_cast<size_t>(dy.num_elements()));
-      for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(static_cast<Acc<T>>(dy.as<const T>()[i]));
-      std::vector<int64_t> dims = dy.dims;
-      for (size_t d = dims.size(); d-- > 0;) {
-        bool identity = g->out_dims[d] == dx.dims[d] && g->scales[d] == 1.0 &&
-                        (attrs_.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1));
-        if (!identity) buf = ResampleAxisAdjoint(attrs_, *g, buf, dims, d, dx.dims[d]);
-      }
-      for (size_t i = 0; i < buf.size(); ++i) dx.as<T>()[i] = T(static_cast<Acc<T>>(buf[i]));
-      return Status::Ok();
-    });
-  }
-
- private:
-  ResizeGradKernel(const KernelInit& init, ir::ResizeAttrs attrs)
-      : attrs_(std::move(attrs)), roi_(init, 2), scales_(init, 3), sizes_(init, 4), describe_(init.Describe()) {}
-  ir::ResizeAttrs attrs_;
-  ParamInput roi_, scales_, sizes_;
-  std::string describe_;
-};
-
+// Resize and ResizeGrad: one kernel. The forward resamples axis by axis; the
+// backward (ResizeGrad(dY, x_shape, roi?, scales?, sizes?)) applies each
+// axis's adjoint, in reverse order (extrapolated positions take no gradient).
+// Both run in double and round once.
 class ResizeKernel : public Kernel {
  public:
   static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
-    AMP_RETURN_IF_ERROR(CheckArity(init, 1, 4, 1));
+    const bool backward = init.op == OpKind::kResizeGrad;
+    AMP_RETURN_IF_ERROR(backward ? CheckArity(init, 2, 5, 1) : CheckArity(init, 1, 4, 1));
     auto attrs = ir::ParseResizeAttrs(init.attrs ? *init.attrs : ir::Attributes());
     if (!attrs.ok()) return Status(attrs.status().code(), StrCat(init.Describe(), ": ", attrs.status().message()));
-    return std::unique_ptr<Kernel>(new ResizeKernel(init, *attrs));
+    return std::unique_ptr<Kernel>(new ResizeKernel(init, *attrs, backward));
   }
   Status Run(KernelContext& ctx) override {
     const ir::TensorView &in = ctx.inputs[0], &out = ctx.outputs[0];
+    // The forward's input dims: ours, or (backward) those of the output dX.
+    const std::vector<int64_t>& x_dims = backward_ ? out.dims : in.dims;
+    const std::vector<int64_t>& y_dims = backward_ ? in.dims : out.dims;
     std::vector<double> scales = scales_.Doubles(ctx);
     std::vector<int64_t> sizes = sizes_.Ints(ctx);
     std::vector<double> roi = attrs_.coord == ir::CoordMode::kTfCropAndResize ? roi_.Doubles(ctx) : std::vector<double>{};
-    auto g = ir::ResolveResize(attrs_, in.dims, roi, sizes.empty() ? scales : std::vector<double>{}, sizes);
+    auto g = ir::ResolveResize(attrs_, x_dims, roi, sizes.empty() ? scales : std::vector<double>{}, sizes);
     if (!g.ok()) return InvalidArgument(describe_, ": ", g.status().message());
-    if (g->out_dims != out.dims) return InvalidArgument(describe_, ": scales/sizes do not match the output dims");
+    if (g->out_dims != y_dims) return InvalidArgument(describe_, ": scales/sizes do not match the resized dims");
+    auto identity = [&](size_t d) {
+      return g->out_dims[d] == x_dims[d] && g->scales[d] == 1.0 &&
+             (attrs_.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1));
+    };
     return DispatchFloat(in.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::vector<double> buf(static_cast<size_t>(in.num_elements()));
       for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<double>(static_cast<Acc<T>>(in.as<const T>()[i]));
       std::vector<int64_t> dims = in.dims;
-      for (size_t d = 0; d < dims.size(); ++d) {
-        bool identity = g->out_dims[d] == dims[d] && g->scales[d] == 1.0 &&
-                        (attrs_.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1));
-        if (!identity) buf = ResampleAxis(attrs_, *g, buf, dims, d);
+      const size_t rank = dims.size();
+      for (size_t k = 0; k < rank; ++k) {
+        const size_t d = backward_ ? rank - 1 - k : k;
+        if (identity(d)) continue;
+        buf = backward_ ? ResampleAxisAdjoint(attrs_, *g, buf, dims, d, x_dims[d]) : ResampleAxis(attrs_, *g, buf, dims, d);
       }
       for (size_t i = 0; i < buf.size(); ++i) out.as<T>()[i] = T(static_cast<Acc<T>>(buf[i]));
       return Status::Ok();
@@ -295,9 +268,16 @@ class ResizeKernel : public Kernel {
   }
 
  private:
-  ResizeKernel(const KernelInit& init, ir::ResizeAttrs attrs)
-      : attrs_(std::move(attrs)), roi_(init, 1), scales_(init, 2), sizes_(init, 3), describe_(init.Describe()) {}
+  // roi, scales and sizes are inputs 1-3 of Resize, 2-4 of ResizeGrad.
+  ResizeKernel(const KernelInit& init, ir::ResizeAttrs attrs, bool backward)
+      : attrs_(std::move(attrs)),
+        backward_(backward),
+        roi_(init, backward ? 2 : 1),
+        scales_(init, backward ? 3 : 2),
+        sizes_(init, backward ? 4 : 3),
+        describe_(init.Describe()) {}
   ir::ResizeAttrs attrs_;
+  bool backward_;
   ParamInput roi_, scales_, sizes_;
   std::string describe_;
 };
@@ -307,7 +287,7 @@ class ResizeKernel : public Kernel {
 void RegisterReferencePadResize(Registry& r) {
   r.Add(ReferenceEntry<PadKernel>(OpKind::kPad));
   r.Add(ReferenceEntry<ResizeKernel>(OpKind::kResize, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
-  r.Add(ReferenceEntry<ResizeGradKernel>(OpKind::kResizeGrad,
+  r.Add(ReferenceEntry<ResizeKernel>(OpKind::kResizeGrad,
                                          {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
 }
 
