@@ -117,7 +117,7 @@ class RnnKernel final : public Kernel {
       const auto* l = static_cast<const int32_t*>(ctx.inputs[RnnConfig::kSequenceLens].data);
       for (int64_t b = 0; b < g_.batch; ++b) {
         if (l[b] < 0 || l[b] > g_.seq)
-          return Internal("sequence_lens[", b, "] is ", l[b], ", outside 0..", g_.seq, " (the sequence length)");
+          return InvalidArgument("sequence_lens[", b, "] is ", l[b], ", outside 0..", g_.seq, " (the sequence length)");
         lens_[b] = l[b];
       }
     }
