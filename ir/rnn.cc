@@ -14,27 +14,6 @@ OpKind RnnCellOf(OpKind op) {
   }
 }
 
-bool IsRnnOp(OpKind op) {
-  switch (op) {
-    case OpKind::kRNN:
-    case OpKind::kGRU:
-    case OpKind::kLSTM:
-    case OpKind::kRNNGrad:
-    case OpKind::kGRUGrad:
-    case OpKind::kLSTMGrad: return true;
-    default: return false;
-  }
-}
-
-const char* RnnActivationName(RnnActivation a) {
-  switch (a) {
-    case RnnActivation::kSigmoid: return "Sigmoid";
-    case RnnActivation::kTanh: return "Tanh";
-    case RnnActivation::kRelu: return "Relu";
-  }
-  return "?";
-}
-
 StatusOr<RnnConfig> ParseRnnConfig(OpKind op, const Attributes& attrs) {
   RnnConfig c;
   c.cell = RnnCellOf(op);

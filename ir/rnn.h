@@ -38,16 +38,12 @@ struct RnnConfig {
   static constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6, kP = 7;
   // Inputs of the forward op (6 or 8); the backward op appends dY, dY_h (and dY_c).
   size_t forward_inputs() const { return cell == OpKind::kLSTM ? 8 : 6; }
-  size_t state_outputs() const { return cell == OpKind::kLSTM ? 2 : 1; }
 };
 
 // The cell of a forward or backward recurrent op (kRNN for kRNNGrad, ...).
 OpKind RnnCellOf(OpKind op);
-bool IsRnnOp(OpKind op);
 
 // Parses and checks the attributes of `op` (forward or backward).
 StatusOr<RnnConfig> ParseRnnConfig(OpKind op, const Attributes& attrs);
-
-const char* RnnActivationName(RnnActivation a);
 
 }  // namespace amptrain::ir

@@ -168,16 +168,32 @@ Taps ComputeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, int64_t out, d
   return t;
 }
 
+// One axis of a resample: the elements before and after it, and the taps of
+// each of its `out` positions over `in` sources. `dims` holds the axis's
+// current size (in for the forward, out for the adjoint); only the others
+// are read.
+struct AxisTaps {
+  int64_t outer = 1, inner = 1;
+  std::vector<Taps> taps;
+};
+
+AxisTaps TapsOfAxis(const ir::ResizeAttrs& a, const ir::ResizeGeometry& g, const std::vector<int64_t>& dims,
+                    size_t axis, int64_t in, int64_t out) {
+  AxisTaps t;
+  for (size_t d = 0; d < axis; ++d) t.outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) t.inner *= dims[d];
+  for (int64_t x = 0; x < out; ++x)
+    t.taps.push_back(ComputeTaps(a, x, in, out, g.scales[axis], g.roi_start[axis], g.roi_end[axis]));
+  return t;
+}
+
 // Resamples `axis` of `src` (dims) to `out` positions.
 std::vector<double> ResampleAxis(const ir::ResizeAttrs& a, const ir::ResizeGeometry& g, const std::vector<double>& src,
                                  std::vector<int64_t>& dims, size_t axis) {
   const int64_t in = dims[axis], out = g.out_dims[axis];
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
-  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
-  std::vector<Taps> taps;
-  for (int64_t x = 0; x < out; ++x)
-    taps.push_back(ComputeTaps(a, x, in, out, g.scales[axis], g.roi_start[axis], g.roi_end[axis]));
+  const AxisTaps at = TapsOfAxis(a, g, dims, axis, in, out);
+  const int64_t outer = at.outer, inner = at.inner;
+  const std::vector<Taps>& taps = at.taps;
   std::vector<double> dst(static_cast<size_t>(outer * out * inner));
 #pragma omp parallel for if (outer * out * inner >= kParallelElements)
   for (int64_t k = 0; k < outer * out; ++k) {
@@ -200,12 +216,9 @@ std::vector<double> ResampleAxisAdjoint(const ir::ResizeAttrs& a, const ir::Resi
                                         const std::vector<double>& dst, std::vector<int64_t>& dims, size_t axis,
                                         int64_t in) {
   const int64_t out = dims[axis];
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= dims[d];
-  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
-  std::vector<Taps> taps;
-  for (int64_t x = 0; x < out; ++x)
-    taps.push_back(ComputeTaps(a, x, in, out, g.scales[axis], g.roi_start[axis], g.roi_end[axis]));
+  const AxisTaps at = TapsOfAxis(a, g, dims, axis, in, out);
+  const int64_t outer = at.outer, inner = at.inner;
+  const std::vector<Taps>& taps = at.taps;
   std::vector<double> src(static_cast<size_t>(outer * in * inner), 0.0);
   // Each outer row is one work item, summing its positions in order: the
   // bits do not depend on the thread count.

@@ -28,6 +28,7 @@
 #include "kernels/cpu/element.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/register.h"
+#include "kernels/cpu/shape_kernels.h"
 
 namespace amptrain::kernels::cpu {
 
@@ -54,18 +55,6 @@ double Derivative(RnnActivation a, double y) {
     case RnnActivation::kRelu: return y > 0 ? 1.0 : 0.0;
   }
   return 1.0;
-}
-
-Vec Read(const ir::TensorView& v) {
-  Vec out(v.data ? static_cast<size_t>(v.num_elements()) : 0);
-  if (!v.data) return out;
-  (void)DispatchFloat(v.dtype, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = static_cast<const T*>(v.data);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<double>(static_cast<Acc<T>>(p[i]));
-    return Status::Ok();
-  });
-  return out;
 }
 
 void Write(const Vec& values, ir::TensorView& v) {
@@ -106,7 +95,7 @@ class RnnKernel final : public Kernel {
 
   Status Run(KernelContext& ctx) override {
     const size_t n = c_.forward_inputs();
-    auto in = [&](size_t i) { return i < ctx.inputs.size() ? Read(ctx.inputs[i]) : Vec(); };
+    auto in = [&](size_t i) { return i < ctx.inputs.size() ? ViewDoubles(ctx.inputs[i]) : Vec(); };
     x_ = in(RnnConfig::kX), w_ = in(RnnConfig::kW), r_ = in(RnnConfig::kR), b_ = in(RnnConfig::kB);
     h0_ = in(RnnConfig::kInitialH);
     c0_ = c_.cell == ir::OpKind::kLSTM ? in(RnnConfig::kInitialC) : Vec();

@@ -67,21 +67,21 @@ bool GenerateSuite(const Suite& suite) {
 }
 
 std::vector<std::pair<std::string, std::string>> LoadSkips(const Suite& suite) {
+  auto trim = [](std::string s) {
+    s.erase(0, s.find_first_not_of(" \t"));
+    s.erase(s.find_last_not_of(" \t") + 1);
+    return s;
+  };
   std::vector<std::pair<std::string, std::string>> skips;
   for (const std::string& file : suite.skips) {
-  std::ifstream in(std::string(AMPTRAIN_SOURCE_DIR) + "/tests/e2e/" + file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    auto bar = line.find('|');
-    if (bar == std::string::npos) continue;
-    auto trim = [](std::string s) {
-      s.erase(0, s.find_first_not_of(" \t"));
-      s.erase(s.find_last_not_of(" \t") + 1);
-      return s;
-    };
-    skips.emplace_back(trim(line.substr(0, bar)), trim(line.substr(bar + 1)));
-  }
+    std::ifstream in(std::string(AMPTRAIN_SOURCE_DIR) + "/tests/e2e/" + file);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.empty() || line[0] == '#') continue;
+      auto bar = line.find('|');
+      if (bar == std::string::npos) continue;
+      skips.emplace_back(trim(line.substr(0, bar)), trim(line.substr(bar + 1)));
+    }
   }
   return skips;
 }
