@@ -1,4 +1,4 @@
-// amptrain eval MODEL [--data SPEC] [--batch-size B] [--threads N] [--reference]
+// amptrain eval MODEL [--data SPEC] [--batch-size B] [--threads N] [--reference] [--output NAME]
 //
 // Loss (mean softmax cross-entropy) and top-1 accuracy of an ONNX classifier
 // on the test split of a data set, in inference mode (BN running statistics,
@@ -20,6 +20,7 @@ struct EvalArgs {
   int64_t batch_size = 128;
   int threads = 0;
   bool reference = false;
+  std::string output;
 };
 
 Status Eval(const EvalArgs& args) {
@@ -32,6 +33,7 @@ Status Eval(const EvalArgs& args) {
   train::TrainGraphOptions opts;
   opts.num_classes = test_set.num_classes;
   opts.classes_at_least = test_set.classes_from_labels;
+  opts.output = args.output;
   AMP_ASSIGN_OR_RETURN(auto evaluator,
                        train::Evaluator::Create(*model, opts, args.threads, args.reference ? "reference" : ""));
   data::BatchIterator batches(test_set, args.batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {});
@@ -46,7 +48,8 @@ Status Eval(const EvalArgs& args) {
 void AddEvalCommand(CLI::App& app, Status& result) {
   auto a = std::make_shared<EvalArgs>();
   CLI::App* cmd = app.add_subcommand("eval", "Loss and top-1 accuracy of an ONNX classifier on a test set");
-  cmd->add_option("MODEL", a->model, "The .onnx model (logits [batch, classes] first output)")->required();
+  cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] output)")->required();
+  cmd->add_option("--output", a->output, "The logits output (default: the only output, or the only logits-shaped one)");
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
   cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));

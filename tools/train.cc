@@ -4,10 +4,12 @@
 //   [--resume auto|PATH] [--export OUT.onnx] [--metrics FILE.jsonl] [--label-smoothing X] [--augment crop,flip]
 //   [--amp O0|O1|O2 [--dtype fp16|bf16] [--policy FILE] [--fp16-ops/--fp32-ops/--fp16-nodes/--fp32-nodes ...]]
 //   [--loss-scale auto|dynamic|none|N] [--debug-overflow] [--force] [--export-amp OUT.onnx] [--tensorboard DIR]
-//   [--profile] [--freeze NAME|re:REGEX,...]
+//   [--profile] [--freeze NAME|re:REGEX,...] [--output NAME]
 //
 // fp32 or mixed-precision training of an ONNX classifier on a data set (executor/train/trainer.h,
-// train_loop.h). Defaults reproduce the PyTorch reference recipe for
+// train_loop.h). The model may have several data inputs of any dtype (token
+// ids, masks): `npy:NAME=FILE,...,labels=FILE` feeds each by name. The loss
+// reads --output, or the only output, or the only logits-shaped one. Defaults reproduce the PyTorch reference recipe for
 // SimpleCNN on Fashion-MNIST: Adam 1e-3, batch 128, 5 epochs, no
 // augmentation. Progress: one line per --log-every steps (epoch, step, mean
 // loss, accuracy, lr, images/s, ETA), or a bar when stdout is a terminal; the
@@ -80,6 +82,7 @@ struct TrainArgs {
   std::string tensorboard;
   std::string export_amp;
   std::vector<std::string> freeze;
+  std::string output;
 };
 
 // --loss-scale for the policy's low type: nullopt = no scaling.
@@ -324,6 +327,7 @@ Status Train(const TrainArgs& args) {
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;
   config.graph.amp_for_export = !args.export_amp.empty();
   config.graph.freeze = args.freeze;
+  config.graph.output = args.output;
   if (!args.export_amp.empty() && policy.level == amp::Level::kO0)
     return InvalidArgument("--export-amp needs --amp O1, O2 or O3 (the mixed-precision level to export)");
   AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
@@ -357,6 +361,12 @@ Status Train(const TrainArgs& args) {
                  return n;
                }(), trainer->params().size(), args.data, train_set.size(), test_set.size(), total, args.batch_size);
   for (const std::string& line : trainer->parameter_report().Lines()) spdlog::info("{}", line);
+  {  // Data that does not fit the model's inputs fails now, before any file is written.
+    data::BatchIterator first(train_set, 1, /*shuffle=*/false, 0, loop.normalization, {});
+    data::Batch batch;
+    AMP_ASSIGN_OR_RETURN(bool any, first.Next(&batch));
+    if (any) AMP_RETURN_IF_ERROR(trainer->CheckInputs(batch));
+  }
 
   Reporter reporter(args, trainer->scaler() != nullptr);
   AMP_RETURN_IF_ERROR(reporter.OpenMetrics());
@@ -402,10 +412,12 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train an ONNX classifier (fp32 or AMP, CPU): progress, evaluation, "
                                               "checkpoints, resume, export");
-  cmd->add_option("MODEL", a->model, "The .onnx model (one image input, logits [batch, classes] first output)")
+  cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] or regression output)")
       ->required();
   cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, npy:X,Y[,Xt,Yt], "
+                                     "npy:INPUT=X,...,labels=Y[,test.INPUT=Xt,...,test.labels=Yt] (named model inputs), "
                                      "synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..]")->capture_default_str();
+  cmd->add_option("--output", a->output, "The model output to train (default: the only output, or the only logits-shaped one)");
   auto* epochs = cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--steps", a->steps, "Training steps in all (instead of --epochs)")
       ->check(IntAtLeast(1))->excludes(epochs);

@@ -31,8 +31,9 @@ BatchIterator::BatchIterator(const Dataset& ds, int64_t batch_size, bool shuffle
 Status BatchIterator::Configure() {
   if (batch_size_ < 1) return InvalidArgument("batch iterator: batch size must be >= 1, got ", batch_size_);
   const DType st = ds_.samples.dtype();
-  if (st != DType::kUInt8 && st != DType::kFloat32)
-    return InvalidArgument("batch iterator: samples must be uint8 or float32, got ", ir::DTypeName(st));
+  raw_ = st == DType::kInt64 || st == DType::kBool;
+  if (st != DType::kUInt8 && st != DType::kFloat32 && !raw_)
+    return InvalidArgument("batch iterator: samples must be uint8, float32, int64 or bool, got ", ir::DTypeName(st));
   const int64_t n = ds_.size();
   int64_t sample = 1;
   for (int64_t d : ds_.sample_dims) sample *= d;
@@ -42,6 +43,21 @@ Status BatchIterator::Configure() {
   const DType lt = ds_.labels.dtype();
   if ((lt != DType::kInt64 && lt != DType::kFloat32) || ds_.labels.rank() < 1 || ds_.labels.dims()[0] != n)
     return InvalidArgument("batch iterator: labels must be int64 or float32 [N=", n, ", ...]");
+  for (const InputColumn& c : ds_.more_inputs)
+    if (c.values.rank() < 1 || c.values.dims()[0] != n)
+      return InvalidArgument("batch iterator: input '", c.name, "' has ", c.values.rank() ? c.values.dims()[0] : 0,
+                             " rows, not N=", n);
+  if (raw_) {
+    if (!norm_.mean.empty() || !norm_.std.empty())
+      return InvalidArgument("batch iterator: normalization applies to uint8 or float samples, not ",
+                             ir::DTypeName(st));
+    if (aug_.random_crop_padding > 0 || aug_.horizontal_flip)
+      return InvalidArgument("batch iterator: crop/flip augmentation applies to images, not ", ir::DTypeName(st),
+                             " samples");
+    channels_ = 1;
+    plane_ = sample;
+    return Status::Ok();
+  }
 
   const bool image = ds_.sample_dims.size() == 3;
   channels_ = image ? ds_.sample_dims[0] : 1;
@@ -148,7 +164,24 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
   }
 }
 
-StatusOr<bool> BatchIterator::Next(Tensor* images, Tensor* labels) {
+namespace {
+
+// Rows `perm[0..b)` of `src` [N, ...] into a fresh [b, ...] tensor.
+StatusOr<Tensor> GatherRows(const Tensor& src, const int64_t* perm, int64_t b) {
+  std::vector<int64_t> dims = src.dims();
+  const int64_t n = dims[0];
+  dims[0] = b;
+  AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(src.dtype(), dims));
+  const size_t row = n ? src.nbytes() / static_cast<size_t>(n) : 0;
+  const auto* from = static_cast<const std::byte*>(src.raw());
+  auto* to = static_cast<std::byte*>(out.raw());
+  for (int64_t i = 0; i < b; ++i) std::memcpy(to + i * row, from + perm[i] * row, row);
+  return out;
+}
+
+}  // namespace
+
+StatusOr<bool> BatchIterator::Next(Batch* batch) {
   AMP_RETURN_IF_ERROR(config_);
   const int64_t n = ds_.size();
   // Only Seek() (a resumed checkpoint's data cursor) puts index_ out of range.
@@ -158,26 +191,40 @@ StatusOr<bool> BatchIterator::Next(Tensor* images, Tensor* labels) {
   const int64_t remaining = n - index_;
   if (remaining == 0 || (drop_last_ && remaining < batch_size_)) return false;
   const int64_t b = std::min(batch_size_, remaining);
+  const int64_t* rows = perm_.data() + index_;
 
-  std::vector<int64_t> image_dims = {b};
-  image_dims.insert(image_dims.end(), ds_.sample_dims.begin(), ds_.sample_dims.end());
-  std::vector<int64_t> label_dims = ds_.labels.dims();
-  label_dims[0] = b;
-  AMP_ASSIGN_OR_RETURN(Tensor out_images, Tensor::Zeros(DType::kFloat32, image_dims));
-  AMP_ASSIGN_OR_RETURN(Tensor out_labels, Tensor::Zeros(ds_.labels.dtype(), label_dims));
-  const int64_t sample_size = channels_ * plane_;
-  const size_t label_bytes = n ? ds_.labels.nbytes() / static_cast<size_t>(n) : 0;
-  const auto* label_src = static_cast<const std::byte*>(ds_.labels.raw());
-  auto* label_dst = static_cast<std::byte*>(out_labels.raw());
-  float* image_dst = out_images.data<float>();
-  for (int64_t i = 0; i < b; ++i) {
-    const int64_t sample = perm_[index_ + i];
-    FillSample(sample, index_ + i, image_dst + i * sample_size);
-    std::memcpy(label_dst + i * label_bytes, label_src + sample * label_bytes, label_bytes);
+  Batch out;
+  if (raw_) {
+    AMP_ASSIGN_OR_RETURN(Tensor samples, GatherRows(ds_.samples, rows, b));
+    out.inputs.emplace_back(ds_.sample_input, std::move(samples));
+  } else {
+    std::vector<int64_t> dims = {b};
+    dims.insert(dims.end(), ds_.sample_dims.begin(), ds_.sample_dims.end());
+    AMP_ASSIGN_OR_RETURN(Tensor samples, Tensor::Zeros(DType::kFloat32, dims));
+    const int64_t sample_size = channels_ * plane_;
+    float* dst = samples.data<float>();
+    for (int64_t i = 0; i < b; ++i) FillSample(rows[i], index_ + i, dst + i * sample_size);
+    out.inputs.emplace_back(ds_.sample_input, std::move(samples));
   }
+  for (const InputColumn& c : ds_.more_inputs) {
+    AMP_ASSIGN_OR_RETURN(Tensor values, GatherRows(c.values, rows, b));
+    out.inputs.emplace_back(c.name, std::move(values));
+  }
+  AMP_ASSIGN_OR_RETURN(out.labels, GatherRows(ds_.labels, rows, b));
   index_ += b;
-  *images = std::move(out_images);
-  *labels = std::move(out_labels);
+  *batch = std::move(out);
+  return true;
+}
+
+StatusOr<bool> BatchIterator::Next(Tensor* images, Tensor* labels) {
+  if (!ds_.more_inputs.empty())
+    return InvalidArgument("batch iterator: the data set has ", ds_.more_inputs.size() + 1,
+                           " inputs; read its batches whole");
+  Batch batch;
+  AMP_ASSIGN_OR_RETURN(bool more, Next(&batch));
+  if (!more) return false;
+  *images = std::move(batch.inputs[0].second);
+  *labels = std::move(batch.labels);
   return true;
 }
 

@@ -128,8 +128,13 @@ StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split) {
   out.sample_dims = all.sample_dims;
   out.num_classes = all.num_classes;
   out.classes_from_labels = all.classes_from_labels;
+  out.sample_input = all.sample_input;
   AMP_RETURN_IF_ERROR(take(all.samples, &out.samples));
   AMP_RETURN_IF_ERROR(take(all.labels, &out.labels));
+  for (const InputColumn& c : all.more_inputs) {
+    out.more_inputs.push_back({c.name, {}});
+    AMP_RETURN_IF_ERROR(take(c.values, &out.more_inputs.back().values));
+  }
   return out;
 }
 

@@ -19,6 +19,12 @@
 
 namespace amptrain::executor::data {
 
+// A further model input of a multi-input set: [N, ...] rows batched with the samples.
+struct InputColumn {
+  std::string name;  // the model input it feeds
+  ir::Tensor values;  // float32, int64 or bool [N, ...]
+};
+
 // A labelled image/feature dataset held in memory.
 struct Dataset {
   std::vector<int64_t> sample_dims;  // {C, H, W} for image sets, {D} or any rank for features
@@ -27,9 +33,15 @@ struct Dataset {
   // fixes no class count, so a model with more classes fits it too (a small
   // set need not hold every class).
   bool classes_from_labels = false;
-  // uint8 [N, sample_dims...] for image sets (normalized at batch time) or
-  // float32 [N, sample_dims...] for features.
+  // uint8 [N, sample_dims...] for image sets (normalized at batch time),
+  // float32 [N, sample_dims...] for features, or int64/bool (token ids,
+  // masks: batched as they are, never normalized).
   ir::Tensor samples;
+  // The model input the samples feed; "" for the model's only data input
+  // (every kind but npy with named files).
+  std::string sample_input;
+  // The other model inputs (npy with named files), batched as they are.
+  std::vector<InputColumn> more_inputs;
   // int64 [N] with values in [0, num_classes) (classification), or
   // float32 [N, ...] (regression).
   ir::Tensor labels;
@@ -44,6 +56,10 @@ struct Dataset {
 //                                in /dir/cifar-10-batches-bin)
 //   "npy:X.npy,Y.npy"            one pair, split 90/10 deterministically
 //   "npy:X.npy,Y.npy,Xt.npy,Yt.npy"  train pair and test pair
+//   "npy:ids=X.npy,mask=M.npy,labels=Y.npy[,test.ids=Xt.npy,test.mask=Mt.npy,test.labels=Yt.npy]"
+//       named model inputs (any number, any dtype: float -> float32, integers
+//       -> int64, bool), the labels, and optionally the test files of each
+//       (else the 90/10 split); the first input is the samples
 //   "synthetic" or "synthetic:N=1024,C=1,H=28,W=28,classes=10,seed=0"
 // For synthetic, `params` holds the given keys (unknown keys and non-integer
 // values are errors); for the other kinds `path` holds the rest of the string.
@@ -78,6 +94,14 @@ struct Augmentation {
   bool horizontal_flip = false;
 };
 
+// One batch: the tensors of the model's data inputs, by input name ("" for
+// the model's only data input), and the labels.
+struct Batch {
+  std::vector<std::pair<std::string, ir::Tensor>> inputs;
+  ir::Tensor labels;
+  int64_t size() const { return labels.dims().empty() ? 0 : labels.dims()[0]; }
+};
+
 // Shuffling, batching, normalization and augmentation, deterministic given
 // (seed, epoch, cursor): the permutation of an epoch is derived from
 // (seed, epoch) alone and the augmentation of a sample from (seed, epoch,
@@ -100,10 +124,14 @@ class BatchIterator {
   Cursor cursor() const { return {epoch_, index_}; }
   void Seek(Cursor c);
 
-  // Fills images float32 [B, sample_dims...] and labels (int64 [B], or
-  // float32 [B, ...] for regression) with fresh tensors; B is batch_size
-  // except for a last partial batch (never with drop_last). Returns false,
-  // leaving both untouched, at the end of the epoch (then call NextEpoch()).
+  // Fills the batch with fresh tensors: the samples (float32 [B,
+  // sample_dims...] normalized from uint8/float32; int64/bool as they are)
+  // under Dataset::sample_input, the other inputs, and the labels (int64
+  // [B], or float32 [B, ...] for regression); B is batch_size except for a
+  // last partial batch (never with drop_last). Returns false, leaving the
+  // batch untouched, at the end of the epoch (then call NextEpoch()).
+  StatusOr<bool> Next(Batch* batch);
+  // The same for a single-input set (no more_inputs): the samples and labels.
   StatusOr<bool> Next(ir::Tensor* images, ir::Tensor* labels);
   void NextEpoch();
   int64_t batches_per_epoch() const;
@@ -121,6 +149,7 @@ class BatchIterator {
   Augmentation aug_;
   bool drop_last_;
   Status config_;                     // the constructor's verdict, returned by Next()
+  bool raw_ = false;                  // int64/bool samples: copied as they are
   int64_t channels_ = 1, plane_ = 1;  // sample = channels_ x plane_ values
   std::vector<float> lut_;            // uint8 -> float per channel: [channels_][256]
   std::vector<float> scale_, shift_;  // float samples: x * scale + shift per channel

@@ -33,16 +33,111 @@ StatusOr<int64_t> MaxLabel(const Tensor& labels, const std::string& file) {
 
 bool IsClassLabel(DType t) { return ir::IsInteger(t); }
 
+// Labels as the trainer takes them: integers of any width -> int64 [N]
+// (classes), floats -> float32 [N, ...] (regression targets).
+StatusOr<Tensor> LabelTensor(const Tensor& y, const std::string& y_path) {
+  if (IsClassLabel(y.dtype())) {
+    if (y.rank() != 1)
+      return InvalidArgument("npy: integer labels '", y_path, "' have rank ", y.rank(), ", expected [N]");
+    AMP_ASSIGN_OR_RETURN(Tensor labels, Tensor::Zeros(DType::kInt64, y.dims()));
+    int64_t* dst = labels.data<int64_t>();
+    for (int64_t i = 0; i < y.num_elements(); ++i) dst[i] = y.GetAsInt64(i);
+    return labels;
+  }
+  if (ir::IsFloat(y.dtype())) return ToFloat32(y);
+  return Unimplemented("npy: labels '", y_path, "' are ", ir::DTypeName(y.dtype()),
+                       "; expected int64/int32 (classes) or float (regression)");
+}
+
+// A named input's values: floats -> float32, integers of any width -> int64
+// (token ids; the trainer converts them to the model input's integer type),
+// bool as it is.
+StatusOr<Tensor> InputValues(const Tensor& x, const std::string& path) {
+  if (ir::IsFloat(x.dtype())) return ToFloat32(x);
+  if (x.dtype() == DType::kBool) return x;
+  if (ir::IsInteger(x.dtype())) {
+    if (x.dtype() == DType::kInt64) return x;
+    AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(DType::kInt64, x.dims()));
+    int64_t* dst = out.data<int64_t>();
+    for (int64_t i = 0; i < x.num_elements(); ++i) dst[i] = x.GetAsInt64(i);
+    return out;
+  }
+  return Unimplemented("npy: '", path, "' holds ", ir::DTypeName(x.dtype()), "; inputs are float, integer or bool");
+}
+
+// The files of a named spec: `name=FILE` per model input, `labels=FILE`, and
+// the same with a `test.` prefix for a given test split.
+struct NamedFiles {
+  std::vector<std::pair<std::string, std::string>> inputs, test_inputs;  // model input -> file
+  std::string labels, test_labels;
+};
+
+StatusOr<NamedFiles> ParseNamedFiles(const std::vector<std::string>& items) {
+  NamedFiles f;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
+      return InvalidArgument("npy: '", item, "' is not NAME=FILE (with named inputs every item names its input: "
+                             "ids=X.npy,labels=Y.npy[,test.ids=Xt.npy,test.labels=Yt.npy])");
+    std::string key = item.substr(0, eq);
+    const std::string path = item.substr(eq + 1);
+    const bool test = key.rfind("test.", 0) == 0;
+    if (test) key = key.substr(5);
+    if (key.empty()) return InvalidArgument("npy: '", item, "' names no input after 'test.'");
+    auto& inputs = test ? f.test_inputs : f.inputs;
+    std::string& labels = test ? f.test_labels : f.labels;
+    const bool seen = key == "labels" ? !labels.empty()
+                                      : std::any_of(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == key; });
+    if (seen) return InvalidArgument("npy: '", test ? "test." : "", key, "' is given twice");
+    if (key == "labels") labels = path;
+    else inputs.emplace_back(key, path);
+  }
+  if (f.labels.empty()) return InvalidArgument("npy: named inputs need a labels=FILE item");
+  if (f.inputs.empty()) return InvalidArgument("npy: no input file besides the labels");
+  const bool any_test = !f.test_labels.empty() || !f.test_inputs.empty();
+  if (any_test) {
+    if (f.test_labels.empty()) return InvalidArgument("npy: test inputs are given but no test.labels=FILE");
+    for (const auto& [name, path] : f.inputs)
+      if (std::none_of(f.test_inputs.begin(), f.test_inputs.end(), [&](const auto& p) { return p.first == name; }))
+        return InvalidArgument("npy: input '", name, "' has no test file (test.", name, "=FILE)");
+    for (const auto& [name, path] : f.test_inputs)
+      if (std::none_of(f.inputs.begin(), f.inputs.end(), [&](const auto& p) { return p.first == name; }))
+        return InvalidArgument("npy: test.", name, " names no training input '", name, "'");
+  }
+  return f;
+}
+
+// The named inputs and labels of one split, validated; the first input is the samples.
+StatusOr<Dataset> LoadNamedSet(const std::vector<std::pair<std::string, std::string>>& inputs,
+                               const std::string& labels_path) {
+  Dataset ds;
+  AMP_ASSIGN_OR_RETURN(Tensor y, ReadNpy(labels_path));
+  if (y.rank() < 1) return InvalidArgument("npy: labels '", labels_path, "' are a scalar, expected [N] or [N, ...]");
+  AMP_ASSIGN_OR_RETURN(ds.labels, LabelTensor(y, labels_path));
+  for (const auto& [name, path] : inputs) {
+    AMP_ASSIGN_OR_RETURN(Tensor raw, ReadNpy(path));
+    if (raw.rank() < 1) return InvalidArgument("npy: input '", name, "' ('", path, "') is a scalar, expected [N, ...]");
+    if (raw.dims()[0] != y.dims()[0])
+      return InvalidArgument("npy: '", path, "' (input '", name, "') holds ", raw.dims()[0], " rows but '",
+                             labels_path, "' holds ", y.dims()[0], " labels");
+    AMP_ASSIGN_OR_RETURN(Tensor values, InputValues(raw, path));
+    if (ds.sample_input.empty()) {
+      ds.sample_input = name;
+      ds.sample_dims.assign(values.dims().begin() + 1, values.dims().end());
+      ds.samples = std::move(values);
+    } else {
+      ds.more_inputs.push_back({name, std::move(values)});
+    }
+  }
+  return ds;
+}
+
 // One X/Y pair, validated; num_classes is left to the caller (0 = regression).
 StatusOr<Dataset> LoadPair(const std::string& x_path, const std::string& y_path) {
   AMP_ASSIGN_OR_RETURN(Tensor x, ReadNpy(x_path));
   AMP_ASSIGN_OR_RETURN(Tensor y, ReadNpy(y_path));
   if (x.rank() < 2)
     return InvalidArgument("npy: features '", x_path, "' have rank ", x.rank(), ", expected [N, ...] with rank >= 2");
-  if (x.dtype() != DType::kFloat32 && x.dtype() != DType::kUInt8 && x.dtype() != DType::kFloat64 &&
-      x.dtype() != DType::kFloat16)
-    return Unimplemented("npy: features '", x_path, "' are ", ir::DTypeName(x.dtype()),
-                         "; expected float32, float64, float16 or uint8");
   if (y.rank() < 1) return InvalidArgument("npy: labels '", y_path, "' are a scalar, expected [N] or [N, ...]");
   if (y.dims()[0] != x.dims()[0])
     return InvalidArgument("npy: '", x_path, "' holds ", x.dims()[0], " samples but '", y_path, "' holds ",
@@ -50,49 +145,62 @@ StatusOr<Dataset> LoadPair(const std::string& x_path, const std::string& y_path)
   Dataset ds;
   ds.sample_dims.assign(x.dims().begin() + 1, x.dims().end());
   if (x.dtype() == DType::kUInt8) {
-    ds.samples = x;
+    ds.samples = x;  // images, normalized at batch time
   } else {
-    AMP_ASSIGN_OR_RETURN(ds.samples, ToFloat32(x));
+    AMP_ASSIGN_OR_RETURN(ds.samples, InputValues(x, x_path));  // float features, or integer token ids
   }
-  if (IsClassLabel(y.dtype())) {
-    if (y.rank() != 1)
-      return InvalidArgument("npy: integer labels '", y_path, "' have rank ", y.rank(), ", expected [N]");
-    AMP_ASSIGN_OR_RETURN(ds.labels, Tensor::Zeros(DType::kInt64, y.dims()));
-    int64_t* dst = ds.labels.data<int64_t>();
-    for (int64_t i = 0; i < y.num_elements(); ++i) dst[i] = y.GetAsInt64(i);
-  } else if (ir::IsFloat(y.dtype())) {
-    AMP_ASSIGN_OR_RETURN(ds.labels, ToFloat32(y));
-  } else {
-    return Unimplemented("npy: labels '", y_path, "' are ", ir::DTypeName(y.dtype()),
-                         "; expected int64/int32 (classes) or float (regression)");
-  }
+  AMP_ASSIGN_OR_RETURN(ds.labels, LabelTensor(y, y_path));
   return ds;
 }
 
 }  // namespace
 
+namespace {
+
+// The class count covers every label file, so train and test agree on it.
+Status CountClasses(Dataset& ds, const std::string& labels_path, const std::string& other_labels_path) {
+  if (ds.labels.dtype() != DType::kInt64) return Status::Ok();
+  AMP_ASSIGN_OR_RETURN(int64_t max, MaxLabel(ds.labels, labels_path));
+  if (!other_labels_path.empty()) {
+    AMP_ASSIGN_OR_RETURN(Tensor other_labels, ReadNpy(other_labels_path));
+    if (!IsClassLabel(other_labels.dtype()))
+      return InvalidArgument("npy: '", labels_path, "' holds class labels but '", other_labels_path, "' holds ",
+                             ir::DTypeName(other_labels.dtype()));
+    AMP_ASSIGN_OR_RETURN(int64_t other_max, MaxLabel(other_labels, other_labels_path));
+    max = std::max(max, other_max);
+  }
+  ds.num_classes = max + 1;
+  ds.classes_from_labels = true;
+  return Status::Ok();
+}
+
+StatusOr<Dataset> LoadNamedNpy(const std::vector<std::string>& items, const std::string& split) {
+  AMP_ASSIGN_OR_RETURN(NamedFiles f, ParseNamedFiles(items));
+  const bool given_split = !f.test_labels.empty();
+  const bool test = given_split && split == "test";
+  std::vector<std::pair<std::string, std::string>> inputs = f.inputs;
+  if (test)  // the training inputs' order, the test files
+    for (auto& [name, path] : inputs)
+      path = std::find_if(f.test_inputs.begin(), f.test_inputs.end(), [&](const auto& p) { return p.first == name; })->second;
+  AMP_ASSIGN_OR_RETURN(Dataset ds, LoadNamedSet(inputs, test ? f.test_labels : f.labels));
+  AMP_RETURN_IF_ERROR(CountClasses(ds, test ? f.test_labels : f.labels,
+                                   given_split ? (test ? f.labels : f.test_labels) : std::string()));
+  if (given_split) return ds;
+  return TakeSplit(ds, split);
+}
+
+}  // namespace
+
 StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split) {
+  if (std::any_of(files.begin(), files.end(), [](const std::string& f) { return f.find('=') != std::string::npos; }))
+    return LoadNamedNpy(files, split);
   if (files.size() != 2 && files.size() != 4)
     return InvalidArgument("npy: expected 'X.npy,Y.npy' or 'X.npy,Y.npy,X_test.npy,Y_test.npy', got ", files.size(),
                            " file(s)");
   const bool given_split = files.size() == 4;
   const size_t at = given_split && split == "test" ? 2 : 0;
   AMP_ASSIGN_OR_RETURN(Dataset ds, LoadPair(files[at], files[at + 1]));
-  if (ds.labels.dtype() == DType::kInt64) {
-    // The class count covers every label file, so train and test agree on it.
-    AMP_ASSIGN_OR_RETURN(int64_t max, MaxLabel(ds.labels, files[at + 1]));
-    if (given_split) {
-      const std::string& other = files[at == 0 ? 3 : 1];
-      AMP_ASSIGN_OR_RETURN(Tensor other_labels, ReadNpy(other));
-      if (!IsClassLabel(other_labels.dtype()))
-        return InvalidArgument("npy: '", files[at + 1], "' holds class labels but '", other, "' holds ",
-                               ir::DTypeName(other_labels.dtype()));
-      AMP_ASSIGN_OR_RETURN(int64_t other_max, MaxLabel(other_labels, other));
-      max = std::max(max, other_max);
-    }
-    ds.num_classes = max + 1;
-    ds.classes_from_labels = true;
-  }
+  AMP_RETURN_IF_ERROR(CountClasses(ds, files[at + 1], given_split ? files[at == 0 ? 3 : 1] : std::string()));
   if (given_split) return ds;
   return TakeSplit(ds, split);
 }

@@ -22,13 +22,39 @@ using ir::Value;
 
 namespace {
 
-// The model's data input and its (logits) output, checked against the loss.
-Status CheckModel(const Graph& g, const TrainGraphOptions& opts) {
-  if (g.inputs().size() != 1)
-    return InvalidArgument("the model has ", g.inputs().size(), " data inputs; training needs exactly one (the images)");
+// The output the loss reads: `opts.output` when given, else the model's only
+// output, else its only float output of the loss's rank (2 for
+// cross-entropy: logits [batch, classes]). Several candidates are an error
+// naming them.
+StatusOr<Value> LossOutput(const Graph& g, const TrainGraphOptions& opts) {
   if (g.outputs().empty()) return InvalidArgument("the model has no output");
-  const ir::TensorType& out = g.type(g.outputs()[0]);
-  const std::string& name = g.name(g.outputs()[0]);
+  std::string names;
+  for (Value v : g.outputs()) names += StrCat(names.empty() ? "" : ", ", "'", g.name(v), "' ", g.type(v).ToString());
+  if (!opts.output.empty()) {
+    for (Value v : g.outputs())
+      if (g.name(v) == opts.output) return v;
+    return InvalidArgument("--output '", opts.output, "' is not an output of the model; its outputs are ", names);
+  }
+  if (g.outputs().size() == 1) return g.outputs()[0];
+  std::vector<Value> candidates;
+  for (Value v : g.outputs()) {
+    const ir::TensorType& t = g.type(v);
+    if (ir::IsFloat(t.dtype) && (opts.loss != "cross_entropy" || (t.has_shape && t.shape.rank() == 2)))
+      candidates.push_back(v);
+  }
+  if (candidates.size() == 1) return candidates[0];
+  return InvalidArgument("the model has ", g.outputs().size(), " outputs (", names, ") and ",
+                         candidates.size() == 0 ? "none" : StrCat(candidates.size()), " of them ",
+                         opts.loss == "cross_entropy" ? "look like logits [batch, classes]" : "are float tensors",
+                         "; name the one to train with --output NAME");
+}
+
+// The model's data inputs and the output the loss reads, checked against the loss.
+StatusOr<Value> CheckModel(const Graph& g, const TrainGraphOptions& opts) {
+  if (g.inputs().empty()) return InvalidArgument("the model has no data input (every input has an initializer)");
+  AMP_ASSIGN_OR_RETURN(Value output, LossOutput(g, opts));
+  const ir::TensorType& out = g.type(output);
+  const std::string& name = g.name(output);
   if (!ir::IsFloat(out.dtype))
     return InvalidArgument("the model's output '", name, "' is ", ir::DTypeName(out.dtype), ", not a float tensor");
   if (opts.loss == "cross_entropy") {
@@ -48,7 +74,13 @@ Status CheckModel(const Graph& g, const TrainGraphOptions& opts) {
   }
   if (!(opts.label_smoothing >= 0.0f && opts.label_smoothing < 1.0f))
     return InvalidArgument("label smoothing must be in [0, 1), got ", opts.label_smoothing);
-  return Status::Ok();
+  return output;
+}
+
+std::vector<std::string> InputNames(const Graph& g) {
+  std::vector<std::string> names;
+  for (Value v : g.inputs()) names.push_back(g.name(v));
+  return names;
 }
 
 StatusOr<autodiff::LossHead> AttachLoss(Graph& g, Value logits, const TrainGraphOptions& opts) {
@@ -207,12 +239,12 @@ StatusOr<amp::Report> ApplyTrainingPrecision(Graph& g, const amp::Policy& policy
 }
 
 StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions& opts) {
-  AMP_RETURN_IF_ERROR(CheckModel(model, opts));
+  AMP_ASSIGN_OR_RETURN(Value output, CheckModel(model, opts));
   TrainGraph t;
   t.graph = model.Clone();
   Graph& g = *t.graph;
-  t.image_input = g.name(g.inputs()[0]);
-  t.logits = g.name(g.outputs()[0]);
+  t.data_inputs = InputNames(g);
+  t.logits = g.name(output);
 
   // One pipeline, the verifier after each step (ir::PassManager).
   autodiff::TrainingGraphInfo mode;
@@ -285,12 +317,12 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
 
 StatusOr<TrainGraph> BuildEvalGraph(const Graph& model, const TrainGraphOptions& opts,
                                     const std::vector<std::string>& state_names) {
-  AMP_RETURN_IF_ERROR(CheckModel(model, opts));
+  AMP_ASSIGN_OR_RETURN(Value output, CheckModel(model, opts));
   TrainGraph t;
   t.graph = model.Clone();
   Graph& g = *t.graph;
-  t.image_input = g.name(g.inputs()[0]);
-  t.logits = g.name(g.outputs()[0]);
+  t.data_inputs = InputNames(g);
+  t.logits = g.name(output);
   AMP_RETURN_IF_ERROR(ToEvalMode(g));
   Value logits = g.FindValue(t.logits);
   if (g.type(logits).dtype != ir::DType::kFloat32) {

@@ -13,7 +13,7 @@
 //                     the logits are fp32. O3 stores every weight (BN's
 //                     parameters and statistics too) in the low type: no
 //                     master copy, the gradients come out low
-//   loss-head         on the model's first output, in fp32: cross-entropy
+//   loss-head         on the model's logits output (TrainGraphOptions::output), in fp32: cross-entropy
 //                     with labels int64 [N], or MSE with float targets
 //   loss-scale-input  `loss_scale` (f32 scalar), the backward seed
 //   backward          over the trainable initializers (float initializers
@@ -26,7 +26,7 @@
 //                     they change every step and must not be baked into a
 //                     plan as constants.
 //
-//   inputs:  <image input>, labels|targets, loss_scale (f32 scalar: the
+//   inputs:  <data inputs...>, labels|targets, loss_scale (f32 scalar: the
 //            backward seed, 1 without loss scaling), <params...>, <running stats...>
 //   outputs: <model outputs...>, <stat>.update..., loss, <param>_grad...
 //
@@ -36,9 +36,11 @@
 // turned into inputs, so it is planned once and fed the current parameters.
 //   outputs: <model outputs...>, loss
 //
-// Checks before anything is built: one image input (besides initializers),
-// a float first output of rank 2 [N, K] for cross-entropy with K ==
-// num_classes when the class count is known.
+// Checks before anything is built: at least one data input (besides
+// initializers; any dtype: images, token ids, masks), a float output for the
+// loss (TrainGraphOptions::output, or found when there is one candidate),
+// of rank 2 [N, K] for cross-entropy with K == num_classes when the class
+// count is known.
 //
 // The model must come from an import that kept its float initializers
 // (importer::ImportOptions::keep_float_initializers, the default): one folded
@@ -64,6 +66,9 @@ namespace amptrain::executor::train {
 struct TrainGraphOptions {
   std::string loss = "cross_entropy";  // cross_entropy | mse
   float label_smoothing = 0.0f;        // cross_entropy only, in [0, 1)
+  // The output the loss reads; "" = the only output, or the only float one
+  // of the loss's rank (logits [N, K] for cross-entropy); several are an error.
+  std::string output;
   int64_t num_classes = 0;             // > 0: the model's output must be [N, num_classes]
   bool classes_at_least = false;       // then [N, K] with K >= num_classes will do (npy labels)
   // Mixed precision: the forward graph runs under this policy (O0 or unset: fp32).
@@ -111,9 +116,9 @@ StatusOr<std::set<std::string>> ResolveFreeze(const ir::Graph& g, const std::vec
 
 struct TrainGraph {
   std::unique_ptr<ir::Graph> graph;
-  std::string image_input;   // the model's data input
+  std::vector<std::string> data_inputs;  // the model's data inputs, in order
   std::string target_input;  // "labels" (int64 [N]) or "targets"
-  std::string logits;        // the model's first output
+  std::string logits;        // the output the loss reads (LossOutput)
   std::string loss;          // scalar loss output
   std::string loss_scale;    // the backward seed input (training graph only)
   std::optional<amp::Report> amp_report;            // what the AMP passes did (training graph under a policy)

@@ -127,15 +127,15 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     return Status::Ok();
   };
 
-  ir::Tensor x, y;
+  data::Batch batch;
   while (trainer.step() < total) {
-    AMP_ASSIGN_OR_RETURN(bool more, batches.Next(&x, &y));
+    AMP_ASSIGN_OR_RETURN(bool more, batches.Next(&batch));
     if (!more) {
       AMP_RETURN_IF_ERROR(end_epoch());
       continue;
     }
     const Clock::time_point t0 = Clock::now();
-    AMP_ASSIGN_OR_RETURN(StepResult r, trainer.Step(x, y));
+    AMP_ASSIGN_OR_RETURN(StepResult r, trainer.Step(batch));
     const double dt = Seconds(t0, Clock::now());
     train_s += dt;
     images += r.count;

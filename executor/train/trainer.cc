@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <type_traits>
 
 #include "kernels/cpu/float_convert.h"
 #include "executor/train/clip.h"
@@ -13,6 +14,7 @@
 namespace amptrain::executor::train {
 
 using ir::Tensor;
+using FeedMap = std::map<std::string, Tensor>;
 
 uint64_t StepSeed(uint64_t seed, int64_t step) {
   uint64_t z = seed + (static_cast<uint64_t>(step) + 1) * 0x9e3779b97f4a7c15ull;
@@ -53,6 +55,95 @@ StatusOr<Tensor> InDType(const Tensor& t, ir::DType dtype) {
   AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(dtype, t.dims()));
   kernels::cpu::NarrowFromFloat(dtype, t.data<float>(), out.raw(), t.num_elements(), 1);
   return out;
+}
+
+// A batch tensor as the model input `name` of type `want` takes it: as it
+// is when the dtypes agree; float32 rounded to fp16/bf16 (a model converted
+// without keep_io_types) or widened to float64; int64 (how the data sets
+// hold integers) converted to the input's integer type, or to float32/64 (an
+// integer attention mask for a float input), when every value is exact there.
+StatusOr<Tensor> AsInputType(const Tensor& t, ir::DType want, const std::string& name) {
+  if (t.dtype() == want) return t;
+  if (t.dtype() == ir::DType::kFloat32 && kernels::cpu::IsTwoByteFloat(want)) return InDType(t, want);
+  if (t.dtype() == ir::DType::kFloat32 && want == ir::DType::kFloat64) {
+    AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(want, t.dims()));
+    const float* src = t.data<float>();
+    double* dst = out.data<double>();
+    for (int64_t i = 0; i < t.num_elements(); ++i) dst[i] = src[i];
+    return out;
+  }
+  if (t.dtype() == ir::DType::kInt64 &&
+      (ir::IsInteger(want) || want == ir::DType::kFloat32 || want == ir::DType::kFloat64)) {
+    AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(want, t.dims()));
+    auto narrow = [&](auto* dst) -> Status {
+      using T = std::remove_pointer_t<decltype(dst)>;
+      const int64_t* src = t.data<int64_t>();
+      for (int64_t i = 0; i < t.num_elements(); ++i) {
+        dst[i] = static_cast<T>(src[i]);
+        if (static_cast<int64_t>(dst[i]) != src[i])
+          return InvalidArgument("input '", name, "': value ", src[i], " (element ", i, ") does not fit the model's ",
+                                 ir::DTypeName(want));
+      }
+      return Status::Ok();
+    };
+    switch (want) {
+      case ir::DType::kFloat32: AMP_RETURN_IF_ERROR(narrow(out.data<float>())); break;
+      case ir::DType::kFloat64: AMP_RETURN_IF_ERROR(narrow(out.data<double>())); break;
+      case ir::DType::kInt32: AMP_RETURN_IF_ERROR(narrow(out.data<int32_t>())); break;
+      case ir::DType::kInt8: AMP_RETURN_IF_ERROR(narrow(out.data<int8_t>())); break;
+      case ir::DType::kUInt8: AMP_RETURN_IF_ERROR(narrow(out.data<uint8_t>())); break;
+      default: return Internal("no conversion of int64 to ", ir::DTypeName(want));
+    }
+    return out;
+  }
+  return InvalidArgument("input '", name, "': the data holds ", ir::DTypeName(t.dtype()), " but the model takes ",
+                         ir::DTypeName(want));
+}
+
+std::string Joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const std::string& n : names) s += StrCat(s.empty() ? "'" : ", '", n, "'");
+  return s;
+}
+
+// The batch's inputs by model input name, each in the input's dtype. An
+// unnamed input ("") feeds the model's only data input; every data input
+// must be fed exactly once, and no other.
+StatusOr<std::map<std::string, Tensor>> BatchFeeds(const std::vector<std::string>& inputs,
+                                                   const std::map<std::string, ir::DType>& dtypes,
+                                                   const data::Batch& batch) {
+  std::map<std::string, Tensor> feeds;
+  for (const auto& [name, t] : batch.inputs) {
+    std::string target = name;
+    if (target.empty()) {
+      if (inputs.size() != 1)
+        return InvalidArgument("the model has ", inputs.size(), " data inputs (", Joined(inputs),
+                               ") but the data set has one unnamed input; name each (npy:NAME=FILE,...,labels=FILE)");
+      target = inputs[0];
+    } else if (std::find(inputs.begin(), inputs.end(), target) == inputs.end()) {
+      return InvalidArgument("the data set has an input '", target, "' but the model's data inputs are ",
+                             Joined(inputs));
+    }
+    AMP_ASSIGN_OR_RETURN(Tensor value, AsInputType(t, dtypes.at(target), target));
+    if (!feeds.emplace(target, std::move(value)).second)
+      return InvalidArgument("the data set feeds the model's input '", target, "' twice");
+  }
+  for (const std::string& name : inputs)
+    if (!feeds.count(name))
+      return InvalidArgument("the model's input '", name, "' gets no data; the data set feeds ",
+                             feeds.empty() ? std::string("none") : Joined([&] {
+                               std::vector<std::string> fed;
+                               for (const auto& [n, t] : feeds) fed.push_back(n);
+                               return fed;
+                             }()),
+                             " (npy:NAME=FILE,...,labels=FILE names each input)");
+  return feeds;
+}
+
+std::map<std::string, ir::DType> InputDTypes(const ir::Graph& g, const std::vector<std::string>& inputs) {
+  std::map<std::string, ir::DType> dtypes;
+  for (const std::string& name : inputs) dtypes[name] = g.type(g.FindValue(name)).dtype;
+  return dtypes;
 }
 
 StatusOr<Tensor> InitializerValue(const ir::Graph& model, const std::string& name) {
@@ -97,6 +188,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   if (!(config.clip_grad_norm >= 0.0 && std::isfinite(config.clip_grad_norm)))
     return InvalidArgument("the gradient-norm clip must be finite and >= 0, got ", config.clip_grad_norm);
 
+  t->input_dtypes_ = InputDTypes(tg, t->train_.data_inputs);
   SessionOptions options;
   options.threads = config.threads;
   options.training = true;
@@ -109,9 +201,10 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   return t;
 }
 
-std::map<std::string, Tensor> Trainer::Feeds(const TrainGraph& g, const Tensor& images, const Tensor& labels,
-                                             float loss_scale) const {
-  std::map<std::string, Tensor> feeds = {{g.image_input, images}, {g.target_input, labels}};
+StatusOr<std::map<std::string, Tensor>> Trainer::Feeds(const TrainGraph& g, const data::Batch& batch,
+                                                        float loss_scale) const {
+  AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(g.data_inputs, input_dtypes_, batch));
+  feeds.emplace(g.target_input, batch.labels);
   if (!g.loss_scale.empty()) feeds.emplace(g.loss_scale, Tensor::Scalar(loss_scale));
   for (const auto& [name, t] : params_) feeds.emplace(name, t);
   for (const auto& [name, t] : stats_) feeds.emplace(name, t);
@@ -129,16 +222,28 @@ StatusOr<std::optional<OverflowSite>> Trainer::Diagnose(const std::map<std::stri
 }
 
 StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
+  data::Batch batch;
+  batch.inputs.emplace_back("", images);
+  batch.labels = labels;
+  return Step(batch);
+}
+
+Status Trainer::CheckInputs(const data::Batch& batch) const {
+  return BatchFeeds(train_.data_inputs, input_dtypes_, batch).status();
+}
+
+StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
+  const Tensor& labels = batch.labels;
   RunOptions run;
   run.seed = StepSeed(config_.seed, step_);
   StepResult r;
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0f;
-  const std::map<std::string, Tensor> feeds = Feeds(train_, images, labels, r.loss_scale);
+  AMP_ASSIGN_OR_RETURN(const FeedMap feeds, Feeds(train_, batch, r.loss_scale));
   if (config_.debug_overflow) run.observer = FirstNonFiniteObserver(session_->run_graph(), &r.site);
   AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session_->Run(feeds, run));
   if (r.site) AttributeToModelNode(session_->graph(), *r.site);
   r.loss = outs[out_index_.at(train_.loss)].GetAsDouble(0);
-  r.count = images.dims().empty() ? 0 : images.dims()[0];
+  r.count = batch.size();
   const bool loss_finite = std::isfinite(r.loss);
   if (!loss_finite && !scaler_)
     return Status(StatusCode::kOutOfRange, StrCat("the loss is ", r.loss, " at step ", step_,
@@ -229,18 +334,19 @@ namespace {
 // rest of the epoch of `batches`; `feeds` supplies the state inputs.
 StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& g,
                                    const std::map<std::string, int>& out_index, data::BatchIterator& batches,
-                                   const std::function<std::map<std::string, Tensor>(const Tensor&, const Tensor&)>& feeds) {
+                                   const std::function<StatusOr<std::map<std::string, Tensor>>(const data::Batch&)>& feeds) {
   EvalResult r;
   double loss_sum = 0.0;
   int64_t correct = 0;
-  Tensor images, labels;
+  data::Batch batch;
   while (true) {
-    AMP_ASSIGN_OR_RETURN(bool more, batches.Next(&images, &labels));
+    AMP_ASSIGN_OR_RETURN(bool more, batches.Next(&batch));
     if (!more) break;
-    AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session.Run(feeds(images, labels)));
-    const int64_t n = images.dims()[0];
+    AMP_ASSIGN_OR_RETURN(FeedMap in, feeds(batch));
+    AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session.Run(in));
+    const int64_t n = batch.size();
     loss_sum += outs[out_index.at(g.loss)].GetAsDouble(0) * static_cast<double>(n);
-    correct += CountCorrect(outs[out_index.at(g.logits)], labels);
+    correct += CountCorrect(outs[out_index.at(g.logits)], batch.labels);
     r.count += n;
   }
   if (r.count == 0) return InvalidArgument("evaluation: the data set has no samples left in this epoch");
@@ -259,11 +365,12 @@ StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
   // The eval graph computes in fp32: O3's low weights are fed widened.
   const std::map<std::string, Tensor> state = Fp32ModelState();
   StatusOr<EvalResult> r =
-      RunEvaluation(*eval_session_, eval_, eval_out_index_, batches, [this, &state](const Tensor& x, const Tensor& y) {
-        std::map<std::string, Tensor> feeds = Feeds(eval_, x, y);
-        for (const auto& [name, t] : state) feeds[name] = t;
-        return feeds;
-      });
+      RunEvaluation(*eval_session_, eval_, eval_out_index_, batches,
+                    [this, &state](const data::Batch& b) -> StatusOr<std::map<std::string, Tensor>> {
+                      AMP_ASSIGN_OR_RETURN(FeedMap feeds, Feeds(eval_, b));
+                      for (const auto& [name, t] : state) feeds[name] = t;
+                      return feeds;
+                    });
   eval_session_->ReleaseMemory();
   return r;
 }
@@ -274,10 +381,7 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, c
   TrainGraphOptions o = opts;
   o.label_smoothing = 0.0f;
   AMP_ASSIGN_OR_RETURN(e->eval_, BuildEvalGraph(model, o, {}));
-  e->input_dtype_ = e->eval_.graph->type(e->eval_.graph->FindValue(e->eval_.image_input)).dtype;
-  if (e->input_dtype_ != ir::DType::kFloat32 && !kernels::cpu::IsTwoByteFloat(e->input_dtype_))
-    return InvalidArgument("the model's input '", e->eval_.image_input, "' is ", ir::DTypeName(e->input_dtype_),
-                           "; evaluation feeds float32, float16 or bfloat16 images");
+  e->input_dtypes_ = InputDTypes(*e->eval_.graph, e->eval_.data_inputs);
   SessionOptions options;
   options.threads = threads;
   options.kernel_impl = kernel_impl;
@@ -287,17 +391,13 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, c
 }
 
 StatusOr<EvalResult> Evaluator::Evaluate(data::BatchIterator& batches) {
-  return RunEvaluation(*session_, eval_, out_index_, batches, [this](const Tensor& x, const Tensor& y) {
-    std::map<std::string, Tensor> feeds = {{eval_.target_input, y}};
-    if (input_dtype_ == ir::DType::kFloat32) {
-      feeds.emplace(eval_.image_input, x);
-    } else {  // a model converted without keep_io_types: its images are fp16/bf16
-      Tensor low = *Tensor::Zeros(input_dtype_, x.dims());
-      kernels::cpu::NarrowFromFloat(input_dtype_, x.data<float>(), low.raw(), x.num_elements(), 1);
-      feeds.emplace(eval_.image_input, std::move(low));
-    }
-    return feeds;
-  });
+  return RunEvaluation(*session_, eval_, out_index_, batches,
+                       [this](const data::Batch& b) -> StatusOr<std::map<std::string, Tensor>> {
+                         AMP_ASSIGN_OR_RETURN(FeedMap feeds,
+                                              BatchFeeds(eval_.data_inputs, input_dtypes_, b));
+                         feeds.emplace(eval_.target_input, b.labels);
+                         return feeds;
+                       });
 }
 
 std::map<std::string, Tensor> Trainer::ModelState() const {

@@ -112,9 +112,17 @@ class Trainer {
  public:
   static StatusOr<std::unique_ptr<Trainer>> Create(const ir::Graph& model, const TrainConfig& config);
 
-  // One training step on a batch: images float32 [B, ...] as the model's
-  // input, labels int64 [B] (cross-entropy) or float targets (mse).
+  // One training step on a batch: a tensor per data input of the model (by
+  // name; "" for the only one), each converted to the input's dtype
+  // (float32 -> fp16/bf16, int64 -> int32, ...), labels int64 [B]
+  // (cross-entropy) or float targets (mse). A batch that does not feed
+  // every data input exactly once is an error naming the inputs.
+  StatusOr<StepResult> Step(const data::Batch& batch);
+  // The same for a model with one data input: images float32 [B, ...].
   StatusOr<StepResult> Step(const ir::Tensor& images, const ir::Tensor& labels);
+  // Whether Step would take a batch like this one (its inputs' names and
+  // dtypes): the error Step would give, before any step runs.
+  Status CheckInputs(const data::Batch& batch) const;
 
   // Loss and top-1 accuracy over the rest of the current epoch of `batches`
   // (BN uses running statistics, Dropout is off), with the current state.
@@ -158,8 +166,8 @@ class Trainer {
 
  private:
   Trainer() = default;
-  std::map<std::string, ir::Tensor> Feeds(const TrainGraph& g, const ir::Tensor& images, const ir::Tensor& labels,
-                                          float loss_scale = 1.0f) const;
+  StatusOr<std::map<std::string, ir::Tensor>> Feeds(const TrainGraph& g, const data::Batch& batch,
+                                                    float loss_scale = 1.0f) const;
   Status CreateEvalSession();
   // Re-runs the step's forward and backward with an observer: where inf/NaN first appeared.
   StatusOr<std::optional<OverflowSite>> Diagnose(const std::map<std::string, ir::Tensor>& feeds, uint64_t seed);
@@ -168,6 +176,7 @@ class Trainer {
   std::unique_ptr<ir::Graph> model_;            // the imported model, for export and evaluation
   TrainGraph train_, eval_;                     // names (their graphs moved into the sessions)
   std::unique_ptr<InferenceSession> session_, eval_session_;
+  std::map<std::string, ir::DType> input_dtypes_;  // data input -> dtype (the same in both graphs)
   std::map<std::string, int> out_index_;        // training graph output name -> index
   std::map<std::string, int> eval_out_index_;
   std::map<std::string, ir::Tensor> params_;    // fp32 masters
@@ -185,7 +194,8 @@ class Trainer {
 // Loss and top-1 accuracy of a model as it is, whatever its float types (an
 // fp16/bf16 export included): inference mode and the loss head
 // (BuildEvalGraph), the model's initializers as constants. Images come as
-// float32 and are rounded to the model's input type when that is fp16/bf16;
+// float32 and are rounded to the model's input type when that is fp16/bf16
+// (integer inputs are converted as Trainer::Step does);
 // low-precision logits are read through an fp32 Cast.
 class Evaluator {
  public:
@@ -198,7 +208,7 @@ class Evaluator {
   TrainGraph eval_;
   std::unique_ptr<InferenceSession> session_;
   std::map<std::string, int> out_index_;
-  ir::DType input_dtype_ = ir::DType::kFloat32;
+  std::map<std::string, ir::DType> input_dtypes_;
 };
 
 // Top-1 hits of logits [B, K] against int64 labels [B].

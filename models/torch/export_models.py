@@ -11,12 +11,12 @@ all weights come from seeded random init):
 
 For each (model, opset, mode) it writes
   DIR/<model>_<mode>_op<opset>.onnx
-  DIR/<model>_<mode>_op<opset>.data/{input_0.npy, output_0.npy, meta.json}
+  DIR/<model>_<mode>_op<opset>.data/{input_0.npy[, input_1.npy], output_0.npy, meta.json}
 and, for resnet18 with eval mode, DIR/resnet18_evalfold_op<opset>.onnx (+ .data/):
 the same model exported with TrainingMode.EVAL + do_constant_folding=True
 (Conv+BN fused, initializers renamed by the exporter).
 
-Graph I/O names: input "input_0" (batch dim symbolic, "batch"), output "output_0".
+Graph I/O names: inputs "input_0", "input_1", ... (batch dim symbolic, "batch"), output "output_0".
 Initializers of the train/eval exports keep their state_dict names (printed).
 
 Modes:
@@ -43,6 +43,8 @@ Models (module attribute names, i.e. state_dict prefixes):
                layers.{0,1} (TransformerEncoderLayer d=64, 4 heads, ff=128, gelu,
                batch_first, dropout 0.1), norm (LayerNorm), head (Linear 64->10).
                Input int64 token ids [batch, 16], mean-pool over the sequence.
+  masked_transformer: transformer with a second input, mask float32 [batch, 16], that
+               weights the mean pool (inputs input_0: token ids, input_1: mask).
   causal_transformer: transformer with a causal attention mask and pos_table
                (Embedding 16x64) gathered with constant indices instead of pos_emb:
                the export whose attention output projections (Transpose(weight) ->
@@ -128,6 +130,18 @@ class CausalTransformer(SmallTransformer):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class MaskedPoolTransformer(SmallTransformer):
+    """transformer whose mean pool is weighted by a float mask [batch, seq] (1 keeps a position, 0 drops it):
+    a model with two data inputs of different dtypes."""
+
+    def forward(self, tokens, mask):
+        x = self.tok_emb(tokens) + self.pos_emb[:, :tokens.shape[1]]
+        for layer in self.layers:
+            x = layer(x)
+        w = mask.unsqueeze(-1)
+        return self.head((self.norm(x) * w).sum(dim=1) / w.sum(dim=1).clamp(min=1.0))
+
+
 class RecurrentClassifier(nn.Module):
     """Token ids -> Embedding -> 2-layer bidirectional LSTM or GRU (batch first) -> last step -> Linear."""
 
@@ -177,10 +191,15 @@ def build_model(name, args):
         model = RecurrentClassifier(name, num_classes=args.num_classes or 10)
         x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
         return model, x
-    elif name in ("transformer", "causal_transformer"):
-        model = (SmallTransformer if name == "transformer" else CausalTransformer)(num_classes=args.num_classes or 10)
+    elif name in ("transformer", "causal_transformer", "masked_transformer"):
+        cls = {"transformer": SmallTransformer, "causal_transformer": CausalTransformer,
+               "masked_transformer": MaskedPoolTransformer}[name]
+        model = cls(num_classes=args.num_classes or 10)
         randomize_norm_affine(model, gen)
         x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
+        if name == "masked_transformer":
+            mask = (torch.arange(SEQ_LEN)[None, :] < torch.randint(4, SEQ_LEN + 1, (args.batch, 1), generator=gen))
+            return model, (x, mask.float())
         return model, x
     else:
         raise SystemExit(f"unknown model {name}")
@@ -218,9 +237,11 @@ def export(model, x, path, opset, mode, fold=False):
         model.training = True
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, (x,), path, opset_version=opset, training=training,
-                          do_constant_folding=fold, input_names=["input_0"], output_names=["output_0"],
-                          dynamic_axes={"input_0": {0: "batch"}, "output_0": {0: "batch"}})
+        xs = x if isinstance(x, tuple) else (x,)
+        names = [f"input_{i}" for i in range(len(xs))]
+        axes = {n: {0: "batch"} for n in names + ["output_0"]}
+        torch.onnx.export(model, xs, path, opset_version=opset, training=training, do_constant_folding=fold,
+                          input_names=names, output_names=["output_0"], dynamic_axes=axes)
 
 
 def reference_output(model, x, mode):
@@ -230,7 +251,7 @@ def reference_output(model, x, mode):
     else:
         model.eval()
     # grad enabled on purpose: keeps nn.TransformerEncoderLayer off its fused fast path.
-    y = model(x).detach().numpy()
+    y = model(*(x if isinstance(x, tuple) else (x,))).detach().numpy()
     model.load_state_dict(state)
     return y
 
@@ -243,7 +264,8 @@ def write_case(model, x, out, stem, opset, mode):
     dt = time.time() - t0
     data = os.path.join(out, stem + ".data")
     os.makedirs(data, exist_ok=True)
-    np.save(os.path.join(data, "input_0.npy"), x.numpy())
+    for i, xi in enumerate(x if isinstance(x, tuple) else (x,)):
+        np.save(os.path.join(data, f"input_{i}.npy"), xi.numpy())
     np.save(os.path.join(data, "output_0.npy"), reference_output(model, x, mode))
     meta = {"mode": "train", "dropout": "identity_in_reference", "batchnorm": "batch_statistics"} \
         if mode == "train" else {"mode": "eval", "dropout": "identity", "batchnorm": "running_statistics"}

@@ -378,6 +378,82 @@ TEST_F(DataTest, NpyGivenFilesRegressionAndErrors) {
             StatusCode::kNotFound);
 }
 
+// Named inputs (issue 10, item 4): token ids of any integer width as int64,
+// a float mask, rows kept together through the split and the batches.
+TEST_F(DataTest, NpyNamedInputsSplitAndBatchTogether) {
+  Tensor ids = *Tensor::Zeros(DType::kInt32, {20, 3});
+  Tensor mask = *Tensor::Zeros(DType::kFloat32, {20, 3});
+  std::vector<int64_t> y(20);
+  for (int i = 0; i < 20; ++i) {
+    for (int j = 0; j < 3; ++j) ids.data<int32_t>()[i * 3 + j] = 100 * i + j;
+    mask.data<float>()[i * 3] = static_cast<float>(i);
+    y[i] = i % 3;
+  }
+  ASSERT_TRUE(WriteNpy(Path("ids.npy"), ids).ok());
+  ASSERT_TRUE(WriteNpy(Path("mask.npy"), mask).ok());
+  ASSERT_TRUE(WriteNpy(Path("y.npy"), Tensor::Int64s(y, {20})).ok());
+  const std::string named = "npy:ids=" + Path("ids.npy") + ",mask=" + Path("mask.npy") + ",labels=" + Path("y.npy");
+  auto train = LoadDataset(*ParseDataSpec(named), "train");
+  auto test = LoadDataset(*ParseDataSpec(named), "test");
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  ASSERT_TRUE(test.ok()) << test.status().ToString();
+  EXPECT_EQ(train->size(), 18);
+  EXPECT_EQ(test->size(), 2);
+  EXPECT_EQ(train->num_classes, 3);
+  EXPECT_EQ(train->sample_input, "ids");
+  EXPECT_EQ(train->samples.dtype(), DType::kInt64);
+  ASSERT_EQ(train->more_inputs.size(), 1u);
+  EXPECT_EQ(train->more_inputs[0].name, "mask");
+
+  BatchIterator it(*train, 8, /*shuffle=*/true, 3, {}, {});
+  Batch batch;
+  int64_t seen = 0;
+  while (*it.Next(&batch)) {
+    ASSERT_EQ(batch.inputs.size(), 2u);
+    const Tensor& b_ids = batch.inputs[0].second;
+    const Tensor& b_mask = batch.inputs[1].second;
+    EXPECT_EQ(b_ids.dtype(), DType::kInt64);
+    EXPECT_EQ(b_ids.dims()[1], 3);
+    for (int64_t r = 0; r < batch.size(); ++r) {
+      const int64_t row = b_ids.data<int64_t>()[r * 3] / 100;
+      EXPECT_EQ(b_ids.data<int64_t>()[r * 3 + 2], 100 * row + 2);
+      EXPECT_EQ(b_mask.data<float>()[r * 3], static_cast<float>(row));  // the rows stay paired
+      EXPECT_EQ(batch.labels.data<int64_t>()[r], row % 3);
+    }
+    seen += batch.size();
+  }
+  EXPECT_EQ(seen, 18);
+  // Normalization and augmentation are for images, not token ids.
+  BatchIterator normalized(*train, 8, false, 0, {{0.5f}, {0.2f}}, {});
+  EXPECT_FALSE(normalized.Next(&batch).ok());
+
+  // Given test files, in any order of the items.
+  const std::string given = "npy:test.labels=" + Path("y.npy") + ",ids=" + Path("ids.npy") + ",mask=" +
+                            Path("mask.npy") + ",labels=" + Path("y.npy") + ",test.mask=" + Path("mask.npy") +
+                            ",test.ids=" + Path("ids.npy");
+  auto given_test = LoadDataset(*ParseDataSpec(given), "test");
+  ASSERT_TRUE(given_test.ok()) << given_test.status().ToString();
+  EXPECT_EQ(given_test->size(), 20);
+  EXPECT_EQ(given_test->sample_input, "ids");
+
+  auto expect_error = [&](const std::string& spec, const std::string& needle) {
+    auto ds = LoadDataset(*ParseDataSpec(spec), "train");
+    ASSERT_FALSE(ds.ok()) << spec;
+    EXPECT_NE(ds.status().message().find(needle), std::string::npos) << ds.status().message();
+  };
+  expect_error("npy:ids=" + Path("ids.npy"), "need a labels=FILE");
+  expect_error("npy:labels=" + Path("y.npy"), "no input file besides the labels");
+  expect_error("npy:ids=" + Path("ids.npy") + ",ids=" + Path("mask.npy") + ",labels=" + Path("y.npy"),
+               "'ids' is given twice");
+  expect_error("npy:ids=" + Path("ids.npy") + "," + Path("y.npy"), "is not NAME=FILE");
+  expect_error(named + ",test.ids=" + Path("ids.npy"), "test inputs are given but no test.labels=FILE");
+  expect_error(named + ",test.labels=" + Path("y.npy") + ",test.ids=" + Path("ids.npy"),
+               "input 'mask' has no test file");
+  ASSERT_TRUE(WriteNpy(Path("short.npy"), Tensor::Floats(std::vector<float>(6, 0.0f), {2, 3})).ok());
+  expect_error("npy:ids=" + Path("ids.npy") + ",mask=" + Path("short.npy") + ",labels=" + Path("y.npy"),
+               "(input 'mask') holds 2 rows but");
+}
+
 // ---- synthetic ----------------------------------------------------------------------
 
 TEST(SyntheticTest, DeterministicAndSplit) {

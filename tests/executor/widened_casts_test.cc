@@ -63,7 +63,7 @@ void StepInputs(const ir::Graph& model, const train::TrainGraph& tg, std::map<st
   std::normal_distribution<float> normal;
   std::vector<float> x(40 * 8 * 8);
   for (float& f : x) f = normal(rng);
-  in[tg.image_input] = Tensor::Floats(x, {40, 1, 8, 8});
+  in[tg.data_inputs[0]] = Tensor::Floats(x, {40, 1, 8, 8});
   std::vector<int64_t> labels(40);
   for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>(i % 4);
   in[tg.target_input] = Tensor::Int64s(labels, {40});
