@@ -249,6 +249,19 @@ Status CreateKernels(Plan& plan, const PlanOptions& options) {
   return Status::Ok();
 }
 
+// Outputs no node reads and that are no graph output, of kernels that skip
+// such outputs (KernelEntry::skips_unused_outputs): absent, so the kernel
+// gets data == nullptr and the arena holds nothing for them.
+void DropUnusedOutputs(const Graph& graph, Plan& plan) {
+  for (const Step& step : plan.steps) {
+    if (!step.entry || !step.entry->skips_unused_outputs) continue;
+    for (int o : step.outputs) {
+      Slot& slot = plan.slots[o];
+      if (slot.storage == Storage::kArena && graph.uses(slot.value).empty()) slot.storage = Storage::kAbsent;
+    }
+  }
+}
+
 }  // namespace
 
 kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanOptions& options) {
@@ -295,6 +308,7 @@ StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorT
   plan.folded_nodes = s.folded;
   AMP_RETURN_IF_ERROR(BuildSlots(graph, s, plan));
   AMP_RETURN_IF_ERROR(CreateKernels(plan, options));
+  DropUnusedOutputs(graph, plan);
   if (options.fuse_widened_casts) FuseWidenedCasts(plan, options);
   PlanMemory(plan, options.inplace);
   spdlog::debug("plan: {} kernels, {} folded nodes, arena {} bytes (most live at one step {}, without reuse {})",

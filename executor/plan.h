@@ -13,7 +13,10 @@
 //     with a static shape, else an error names the node and the value.
 //  3. Kernels: one per remaining node, created through kernels::Registry with
 //     TensorSpec::value set for inputs known at plan time. Unsupported
-//     op/dtype/attribute combinations fail here, naming the node.
+//     op/dtype/attribute combinations fail here, naming the node. An output
+//     nothing reads, of a kernel that can skip it
+//     (KernelEntry::skips_unused_outputs), becomes absent: not computed,
+//     not allocated.
 //  4. Cast fusion (FuseWidenedCasts below): a storage-only kernel, which
 //     computes a fp16/bf16 node in fp32 anyway, reads and writes fp32 values
 //     that hold the low type instead of paying for a Cast beside it.

@@ -108,6 +108,10 @@ struct KernelEntry {
   // Cast): the executor then stores such a value widened instead of paying a
   // Cast plus a conversion inside the kernel (executor/plan.h, cast fusion).
   bool takes_widened = false;
+  // Run() takes outputs with data == nullptr and leaves them uncomputed: the
+  // executor passes that for an output the graph never reads (a ConvGrad's dX
+  // of the first convolution, whose input is data) and allocates nothing for it.
+  bool skips_unused_outputs = false;
 };
 
 class Registry {

@@ -68,6 +68,38 @@ bool IsReferenceImpl(const dnnl::primitive_desc_base& pd) {
   return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
 }
 
+bool IsGemmImpl(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).find("gemm") != std::string::npos;
+}
+
+LayoutArg::LayoutArg(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen, bool input,
+                     size_t* scratch_end)
+    : plain_(plain), chosen_(chosen) {
+  if (chosen_ == plain_) return;
+  reorder_ = input ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_, Engine(), chosen_))
+                   : dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), chosen_, Engine(), plain_));
+  offset_ = *scratch_end;
+  *scratch_end += (chosen_.get_size() + 63) / 64 * 64;
+}
+
+dnnl::memory LayoutArg::In(dnnl::stream& s, void* data, std::byte* scratch) const {
+  dnnl::memory plain(plain_, Engine(), data);
+  if (!reorder_) return plain;
+  dnnl::memory copy(chosen_, Engine(), scratch + offset_);
+  reorder_.execute(s, plain, copy);
+  return copy;
+}
+
+dnnl::memory LayoutArg::Target(void* data, std::byte* scratch) const {
+  return reorder_ ? dnnl::memory(chosen_, Engine(), scratch + offset_) : dnnl::memory(plain_, Engine(), data);
+}
+
+void LayoutArg::Out(dnnl::stream& s, dnnl::memory computed, void* data) const {
+  if (!reorder_) return;
+  dnnl::memory plain(plain_, Engine(), data);
+  reorder_.execute(s, computed, plain);
+}
+
 dnnl::memory ReorderConstant(const ir::Tensor& value, const dnnl::memory::desc& plain,
                              const dnnl::memory::desc& wanted) {
   dnnl::memory src(plain, Engine(), const_cast<void*>(value.raw()));

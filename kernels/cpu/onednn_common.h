@@ -57,6 +57,32 @@ class PrimitiveKernel : public Kernel {
 dnnl::memory ReorderConstant(const ir::Tensor& value, const dnnl::memory::desc& plain,
                              const dnnl::memory::desc& wanted);
 
+// A primitive argument in the layout oneDNN chose (format_tag::any) for a
+// tensor the executor holds plain: an input is reordered from the plain
+// buffer into scratch before the primitive runs, an output is computed in
+// scratch and reordered into the plain buffer after. When the chosen layout
+// is the plain one, the buffer is used as it is and takes no scratch.
+class LayoutArg {
+ public:
+  LayoutArg() = default;
+  // Places the scratch copy (if any) at *scratch_end, which it advances.
+  LayoutArg(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen, bool input, size_t* scratch_end);
+  // The memory the primitive reads: `data` itself, or its reordered copy.
+  dnnl::memory In(dnnl::stream& s, void* data, std::byte* scratch) const;
+  // The memory the primitive writes; Out() then reorders it into `data`.
+  dnnl::memory Target(void* data, std::byte* scratch) const;
+  void Out(dnnl::stream& s, dnnl::memory computed, void* data) const;
+  bool reordered() const { return static_cast<bool>(reorder_); }
+
+ private:
+  dnnl::memory::desc plain_, chosen_;
+  dnnl::reorder reorder_;  // empty when chosen == plain
+  size_t offset_ = 0;
+};
+
+// True when oneDNN picked a gemm-based implementation (im2col + gemm).
+bool IsGemmImpl(const dnnl::primitive_desc_base& pd);
+
 // True when oneDNN picked its portable reference implementation ("ref:any"):
 // the kernels then decline, so the project's own reference kernel (parallel,
 // double accumulation) runs instead.

@@ -11,7 +11,8 @@
 // dst for the sum post-op). When the blocked variant only gets a gemm or
 // reference implementation too, the plain one is used without reorders.
 // A constant weight is reordered once at creation into the layout oneDNN
-// picked; a computed weight forces plain layouts. Other ranks, and
+// picked; a computed weight (a parameter in training) is reordered into
+// scratch at every run (it is small beside the activations). Other ranks, and
 // configurations for which oneDNN only has its reference implementation,
 // fall back to the reference kernel.
 #include <cstring>
@@ -54,11 +55,12 @@ class ConvKernel : public Kernel {
       dst_out_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_, Engine(), dst_plain_));
       if (residual_) z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_plain_, Engine(), dst_));
     }
+    // A computed weight in the layout oneDNN picked: reordered every run, after the src and dst copies.
+    scratch_end_ = (src_in_ ? Align64(src_.get_size()) : 0) + (dst_out_ ? Align64(dst_.get_size()) : 0);
+    if (!weights_) w_arg_ = LayoutArg(w_plain_, s.pd.weights_desc(), /*input=*/true, &scratch_end_);
   }
 
-  size_t scratch_bytes() const override {
-    return (src_in_ ? Align64(src_.get_size()) : 0) + (dst_out_ ? Align64(dst_.get_size()) : 0);
-  }
+  size_t scratch_bytes() const override { return scratch_end_; }
 
   Status Run(KernelContext& ctx) override {
     try {
@@ -81,7 +83,8 @@ class ConvKernel : public Kernel {
         else if (z.data != ctx.outputs[0].data) std::memcpy(ctx.outputs[0].data, z.data, dst_plain_.get_size());
       }
       std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}};
-      args.emplace(DNNL_ARG_WEIGHTS, weights_ ? weights_ : dnnl::memory(w_plain_, Engine(), ctx.inputs[1].data));
+      args.emplace(DNNL_ARG_WEIGHTS,
+                   weights_ ? weights_ : w_arg_.In(stream_, ctx.inputs[1].data, static_cast<std::byte*>(ctx.scratch)));
       if (has_bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_, Engine(), ctx.inputs[2].data));
       conv_.execute(stream_, args);
       if (dst_out_) dst_out_.execute(stream_, y, y_plain);
@@ -98,13 +101,11 @@ class ConvKernel : public Kernel {
   desc src_plain_, dst_plain_, w_plain_, bias_, src_, dst_;
   dnnl::memory weights_;  // reordered constant weight; empty when W is computed
   dnnl::reorder src_in_, dst_out_, z_in_;  // empty when that layout is plain
+  LayoutArg w_arg_;                        // a computed weight (weights_ empty)
+  size_t scratch_end_ = 0;
   bool has_bias_, residual_;
   dnnl::stream stream_;
 };
-
-bool IsGemmImpl(const dnnl::primitive_desc_base& pd) {
-  return std::string(pd.impl_info_str()).find("gemm") != std::string::npos;
-}
 
 StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
   const bool fused = init.op == OpKind::kFusedConv;
@@ -143,7 +144,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
       auto any = [&](const desc& plain, const std::vector<int64_t>& dims) {
         return blocked ? desc(Dims(dims), DataType(t), tag::any) : plain;
       };
-      desc w_any = const_weights ? desc(Dims(wdims), DataType(t), tag::any) : s.w_plain;
+      desc w_any = any(s.w_plain, wdims);
       dnnl::memory::dims strides = Dims(g.strides), dil = {g.dilations[0] - 1, g.dilations[1] - 1};
       dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
       auto prop = dnnl::prop_kind::forward_inference;
@@ -153,8 +154,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
                           : dnnl::convolution_forward::desc(prop, alg, src, w_any, dst, strides, dil, pl, pr);
       return dnnl::convolution_forward::primitive_desc(d, attr, Engine());
     };
-    s.pd = make(const_weights);
-    if (const_weights && (IsGemmImpl(s.pd) || IsReferenceImpl(s.pd))) s.pd = make(false);
+    s.pd = make(true);
+    if (IsGemmImpl(s.pd) || IsReferenceImpl(s.pd)) s.pd = make(false);
     if (IsReferenceImpl(s.pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference convolution here");
     dnnl::memory weights;
     if (const_weights) weights = ReorderConstant(*wval, s.w_plain, s.pd.weights_desc());

@@ -1,9 +1,14 @@
 // oneDNN ConvGrad 2-D, fp32 and bf16: dX by convolution_backward_data, dW and
 // dB by one convolution_backward_weights (bias diff included when the node
 // has the dB output). Both primitive descriptors take the forward
-// (forward_training) primitive_desc as their hint, built at creation. All
-// tensors stay plain nchw/oihw (goihw with groups), so the executor's
-// buffers are used without reorders. Outputs with data == nullptr: dX's
+// (forward_training) primitive_desc as their hint, built at creation.
+// Layouts: oneDNN picks them (format_tag::any), since on plain nchw/oihw it
+// has only gemm-based (im2col) convolutions, which are slow in bf16 above
+// all; dY, X and W are reordered from the executor's plain buffers into
+// scratch (dY once when both primitives read it in one layout), dX and dW
+// computed in scratch and reordered back (LayoutArg). When the picked
+// layouts still get a gemm or reference implementation, everything stays
+// plain with no reorders. Outputs with data == nullptr: dX's
 // primitive is skipped; dW or dB alone still run the weights primitive,
 // writing the unused one into scratch. Other ranks, and configurations for
 // which oneDNN has only its reference implementation, fall back to the
@@ -25,30 +30,45 @@ class ConvGradKernel : public Kernel {
     dnnl::convolution_backward_data data;
     dnnl::convolution_backward_weights weights;
     bool has_weights = false, has_bias = false;
-    dnnl::memory::desc x, w, dy, b;
+    dnnl::memory::desc b;  // plain dB
+    // The primitives' arguments, each in the layout its primitive chose.
+    LayoutArg data_dy, data_w, data_dx, weights_x, weights_dy, weights_dw;
+    bool shared_dy = false;  // both primitives read dY in one layout: reordered once
+    size_t scratch = 0;      // the reordered copies, then dW/dB when the node lacks those outputs
+    size_t w_bytes = 0;      // plain dW
   };
   explicit ConvGradKernel(Parts p) : p_(std::move(p)), stream_(Engine()) {}
 
-  size_t scratch_bytes() const override { return WeightBytes() + (p_.has_bias ? p_.b.get_size() : 0); }
+  size_t scratch_bytes() const override { return p_.scratch + WeightBytes() + (p_.has_bias ? p_.b.get_size() : 0); }
 
   Status Run(KernelContext& ctx) override {
-    auto mem = [](const dnnl::memory::desc& d, void* data) { return dnnl::memory(d, Engine(), data); };
     auto* scratch = static_cast<std::byte*>(ctx.scratch);
+    auto* unused = scratch + p_.scratch;  // dW/dB outputs the node does not have
+    void* dy = ctx.inputs[0].data;
     void* dx = ctx.outputs[0].data;
     void* dw = ctx.outputs.size() > 1 ? ctx.outputs[1].data : nullptr;
     void* db = ctx.outputs.size() > 2 ? ctx.outputs[2].data : nullptr;
     try {
-      if (dx)
-        p_.data.execute(stream_, {{DNNL_ARG_DIFF_DST, mem(p_.dy, ctx.inputs[0].data)},
-                                  {DNNL_ARG_WEIGHTS, mem(p_.w, ctx.inputs[2].data)},
-                                  {DNNL_ARG_DIFF_SRC, mem(p_.x, dx)}});
+      dnnl::memory dy_for_data;
+      if (dx) {
+        dy_for_data = p_.data_dy.In(stream_, dy, scratch);
+        dnnl::memory dx_mem = p_.data_dx.Target(dx, scratch);
+        p_.data.execute(stream_, {{DNNL_ARG_DIFF_DST, dy_for_data},
+                                  {DNNL_ARG_WEIGHTS, p_.data_w.In(stream_, ctx.inputs[2].data, scratch)},
+                                  {DNNL_ARG_DIFF_SRC, dx_mem}});
+        p_.data_dx.Out(stream_, dx_mem, dx);
+      }
       if (p_.has_weights && (dw || db)) {
+        void* dw_plain = dw ? dw : unused;
+        dnnl::memory dw_mem = p_.weights_dw.Target(dw_plain, scratch);
         std::unordered_map<int, dnnl::memory> args = {
-            {DNNL_ARG_SRC, mem(p_.x, ctx.inputs[1].data)},
-            {DNNL_ARG_DIFF_DST, mem(p_.dy, ctx.inputs[0].data)},
-            {DNNL_ARG_DIFF_WEIGHTS, mem(p_.w, dw ? dw : scratch)}};
-        if (p_.has_bias) args.emplace(DNNL_ARG_DIFF_BIAS, mem(p_.b, db ? db : scratch + WeightBytes()));
+            {DNNL_ARG_SRC, p_.weights_x.In(stream_, ctx.inputs[1].data, scratch)},
+            {DNNL_ARG_DIFF_DST, dx && p_.shared_dy ? dy_for_data : p_.weights_dy.In(stream_, dy, scratch)},
+            {DNNL_ARG_DIFF_WEIGHTS, dw_mem}};
+        if (p_.has_bias)
+          args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(p_.b, Engine(), db ? db : unused + WeightBytes()));
         p_.weights.execute(stream_, args);
+        p_.weights_dw.Out(stream_, dw_mem, dw_plain);
       }
       stream_.wait();
     } catch (const dnnl::error& e) {
@@ -58,7 +78,7 @@ class ConvGradKernel : public Kernel {
   }
 
  private:
-  size_t WeightBytes() const { return p_.has_weights ? (p_.w.get_size() + 63) / 64 * 64 : 0; }
+  size_t WeightBytes() const { return p_.has_weights ? (p_.w_bytes + 63) / 64 * 64 : 0; }
 
   Parts p_;
   dnnl::stream stream_;
@@ -76,37 +96,78 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
   if (group < 1 || w[0] % group != 0 || x[1] != w[1] * group) return init.Error("channels do not match group");
   AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(grad::ForwardInit(init, 1), {w[2], w[3]}, false));
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
+    using desc = dnnl::memory::desc;
+    const std::vector<int64_t> wdims = group == 1 ? w : std::vector<int64_t>{group, w[0] / group, w[1], w[2], w[3]};
+    const desc x_plain = PlainDesc(x, t), dy_plain = PlainDesc(dy, t), w_plain = PlainDesc(wdims, t);
     ConvGradKernel::Parts p;
     p.describe = init.Describe();
-    p.x = PlainDesc(x, t), p.dy = PlainDesc(dy, t), p.b = PlainDesc({w[0]}, t);
-    p.w = PlainDesc(group == 1 ? w : std::vector<int64_t>{group, w[0] / group, w[1], w[2], w[3]}, t);
+    p.b = PlainDesc({w[0]}, t);
     p.has_weights = init.outputs.size() > 1;
     p.has_bias = init.outputs.size() > 2;
     const dnnl::memory::dims strides = Dims(g.strides), dil = {g.dilations[0] - 1, g.dilations[1] - 1};
     const dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
     const auto alg = dnnl::algorithm::convolution_direct;
-    dnnl::convolution_forward::desc fwd_desc(dnnl::prop_kind::forward_training, alg, p.x, p.w, p.b, p.dy, strides, dil,
-                                             pl, pr);
-    dnnl::convolution_forward::primitive_desc fwd(fwd_desc, Engine());
-    dnnl::convolution_backward_data::primitive_desc data_pd(
-        dnnl::convolution_backward_data::desc(alg, p.x, p.w, p.dy, strides, dil, pl, pr), Engine(), fwd);
-    if (IsReferenceImpl(data_pd)) return Unimplemented(p.describe, ": oneDNN has only its reference backward-data conv");
-    p.data = dnnl::convolution_backward_data(data_pd);
+    // blocked: oneDNN picks every layout (its direct convolutions need
+    // blocked or channels-last ones); otherwise all stay plain.
+    struct Pds {
+      dnnl::convolution_backward_data::primitive_desc data;
+      dnnl::convolution_backward_weights::primitive_desc weights;
+    };
+    auto make = [&](bool blocked) {
+      auto pick = [&](const desc& plain, const std::vector<int64_t>& dims) {
+        return blocked ? desc(Dims(dims), DataType(t), dnnl::memory::format_tag::any) : plain;
+      };
+      const desc xd = pick(x_plain, x), dyd = pick(dy_plain, dy), wd = pick(w_plain, wdims);
+      // bf16: dW accumulates in fp32 and is rounded once by the reorder to the plain buffer.
+      const desc dwd = blocked && t == DType::kBFloat16
+                           ? desc(Dims(wdims), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any)
+                           : wd;
+      dnnl::convolution_forward::primitive_desc fwd(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, alg, xd, wd, p.b, dyd, strides, dil, pl,
+                                          pr),
+          Engine());
+      Pds pds;
+      pds.data = dnnl::convolution_backward_data::primitive_desc(
+          dnnl::convolution_backward_data::desc(alg, xd, wd, dyd, strides, dil, pl, pr), Engine(), fwd);
+      if (p.has_weights) {
+        auto d = p.has_bias ? dnnl::convolution_backward_weights::desc(alg, xd, dwd, p.b, dyd, strides, dil, pl, pr)
+                            : dnnl::convolution_backward_weights::desc(alg, xd, dwd, dyd, strides, dil, pl, pr);
+        pds.weights = dnnl::convolution_backward_weights::primitive_desc(d, Engine(), fwd);
+      }
+      return pds;
+    };
+    auto slow = [&](const Pds& pds) {
+      return IsGemmImpl(pds.data) || IsReferenceImpl(pds.data) ||
+             (p.has_weights && (IsGemmImpl(pds.weights) || IsReferenceImpl(pds.weights)));
+    };
+    Pds pds = make(true);
+    if (slow(pds)) pds = make(false);
+    if (IsReferenceImpl(pds.data)) return Unimplemented(p.describe, ": oneDNN has only its reference backward-data conv");
+    if (p.has_weights && IsReferenceImpl(pds.weights))
+      return Unimplemented(p.describe, ": oneDNN has only its reference backward-weights conv");
+    p.data = dnnl::convolution_backward_data(pds.data);
+    p.data_dy = LayoutArg(dy_plain, pds.data.diff_dst_desc(), /*input=*/true, &p.scratch);
+    p.data_w = LayoutArg(w_plain, pds.data.weights_desc(), true, &p.scratch);
+    p.data_dx = LayoutArg(x_plain, pds.data.diff_src_desc(), /*input=*/false, &p.scratch);
     if (p.has_weights) {
-      auto desc = p.has_bias
-                      ? dnnl::convolution_backward_weights::desc(alg, p.x, p.w, p.b, p.dy, strides, dil, pl, pr)
-                      : dnnl::convolution_backward_weights::desc(alg, p.x, p.w, p.dy, strides, dil, pl, pr);
-      dnnl::convolution_backward_weights::primitive_desc weights_pd(desc, Engine(), fwd);
-      if (IsReferenceImpl(weights_pd))
-        return Unimplemented(p.describe, ": oneDNN has only its reference backward-weights conv");
-      p.weights = dnnl::convolution_backward_weights(weights_pd);
+      p.weights = dnnl::convolution_backward_weights(pds.weights);
+      p.weights_x = LayoutArg(x_plain, pds.weights.src_desc(), true, &p.scratch);
+      p.shared_dy = pds.weights.diff_dst_desc() == pds.data.diff_dst_desc();
+      p.weights_dy = p.shared_dy ? p.data_dy : LayoutArg(dy_plain, pds.weights.diff_dst_desc(), true, &p.scratch);
+      p.weights_dw = LayoutArg(w_plain, pds.weights.diff_weights_desc(), false, &p.scratch);
     }
+    p.w_bytes = w_plain.get_size();
     return std::unique_ptr<Kernel>(new ConvGradKernel(std::move(p)));
   });
 }
 
 }  // namespace
 
-void RegisterOneDnnConvGrad(Registry& r) { AddOneDnn(r, OpKind::kConvGrad, MakeConvGrad); }
+void RegisterOneDnnConvGrad(Registry& r) {
+  KernelEntry native = OneDnnEntry(OpKind::kConvGrad, MakeConvGrad);
+  native.skips_unused_outputs = true;  // an unused dX skips its primitive
+  r.Add(std::move(native));
+  r.Add(WidenedEntry(OpKind::kConvGrad, MakeConvGrad));
+}
 
 }  // namespace amptrain::kernels::cpu::onednn

@@ -46,8 +46,11 @@ void RegisterReferenceTraining(Registry& r) {
       {OpKind::kGatherGrad, grad::MakeGatherGrad},
       {OpKind::kReduceSumTo, grad::MakeReduceSumTo},
   };
-  for (const auto& [op, factory] : entries)
-    r.Add(KernelEntry{op, Device::kCpu, "reference", 0, floats, factory, nullptr});
+  for (const auto& [op, factory] : entries) {
+    KernelEntry e{op, Device::kCpu, "reference", 0, floats, factory, nullptr};
+    e.skips_unused_outputs = op == OpKind::kConvGrad;  // skips dX, and writes dW/dB only when asked
+    r.Add(std::move(e));
+  }
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -353,5 +353,53 @@ TEST(Session, RejectsNonCpuDevices) {
   EXPECT_EQ(session.status().code(), StatusCode::kUnimplemented);
 }
 
+// A ConvGrad whose dX nothing reads (the first convolution's, whose input is
+// data) gets no dX: the slot is absent, so neither the kernel nor the arena
+// spends anything on it, and dW is the same as when dX is computed.
+TEST(Plan, AnUnreadConvGradDxIsNotComputed) {
+  auto build = [](bool read_dx) {
+    auto g = std::make_unique<Graph>();
+    Value dy = g->AddInput("dy", TensorType::Of(DType::kFloat32, {2, 4, 6, 6}));
+    Value x = g->AddInput("x", TensorType::Of(DType::kFloat32, {2, 3, 8, 8}));
+    Value w = g->AddInput("w", TensorType::Of(DType::kFloat32, {4, 3, 3, 3}));
+    Node* grad = g->AddNode(OpKind::kConvGrad, {dy, x, w}, 2, "grad", {"dx", "dw"});
+    if (read_dx) g->AddOutput(grad->output(0));
+    g->AddOutput(grad->output(1));
+    EXPECT_TRUE(g->InferShapes().ok());
+    return g;
+  };
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  auto random = [&](std::vector<int64_t> dims) {
+    Tensor t = *Tensor::Zeros(DType::kFloat32, dims);
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = normal(rng);
+    return t;
+  };
+  const std::map<std::string, Tensor> in = {
+      {"dy", random({2, 4, 6, 6})}, {"x", random({2, 3, 8, 8})}, {"w", random({4, 3, 3, 3})}};
+  for (const char* impl : {"", "reference"}) {
+    SCOPED_TRACE(*impl ? impl : "best");
+    PlanOptions options;
+    options.kernel_impl = impl;
+    std::unique_ptr<Graph> unread = build(false), read = build(true);
+    std::map<std::string, TensorType> types;
+    for (const auto& [name, t] : in) types[name] = TensorType::Of(t.dtype(), t.dims());
+    auto plan = BuildPlan(*unread, types, options);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_EQ(plan->steps.size(), 1u);
+    EXPECT_EQ(plan->slots[plan->steps[0].outputs[0]].storage, Storage::kAbsent);
+    SessionOptions so;
+    so.kernel_impl = impl;
+    auto a = InferenceSession::Create(std::move(unread), so);
+    auto b = InferenceSession::Create(std::move(read), so);
+    ASSERT_TRUE(a.ok() && b.ok());
+    auto dw_only = (*a)->Run(in);
+    auto both = (*b)->Run(in);
+    ASSERT_TRUE(dw_only.ok()) << dw_only.status().ToString();
+    ASSERT_TRUE(both.ok()) << both.status().ToString();
+    EXPECT_TRUE((*dw_only)[0] == (*both)[1]) << "dW differs when dX is skipped";
+  }
+}
+
 }  // namespace
 }  // namespace amptrain::executor

@@ -41,6 +41,9 @@ TEST_P(OneDnnGradPath, ConvGradMatchesReference) {
       {"7x7 stride 2 pad 3", {1, 3, 20, 20}, {8, 3, 7, 7}, ConvAttrs(1, {2, 2}, {3, 3, 3, 3})},
       {"dilation 2", {1, 4, 11, 11}, {4, 4, 3, 3}, ConvAttrs(1, {}, {2, 2, 2, 2}, {2, 2})},
       {"groups 2 asymmetric pads", {2, 8, 9, 10}, {8, 4, 3, 3}, ConvAttrs(2, {2, 1}, {1, 0, 0, 1})},
+      // Enough channels for oneDNN's blocked layouts (reordered in and out of scratch).
+      {"32 channels 3x3", {2, 32, 8, 8}, {32, 32, 3, 3}, ConvAttrs(1, {}, {1, 1, 1, 1})},
+      {"depthwise 32 stride 2", {2, 32, 9, 9}, {32, 1, 3, 3}, ConvAttrs(32, {2, 2}, {1, 1, 1, 1})},
   };
   for (const Case& c : cases) {
     Tensor x = Random(c.x, 1, t), w = Random(c.w, 2, t);
