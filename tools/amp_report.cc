@@ -133,4 +133,21 @@ void PrintAmpSummary(const amp::Report& report, std::ostream& out) {
   if (std::string note = kernels::cpu::LowPrecisionNote(report.low); !note.empty()) out << "this cpu    " << note << "\n";
 }
 
+StatusOr<std::optional<executor::train::LossScalerConfig>> LossScaling(const std::string& flag,
+                                                                       const amp::Policy& policy) {
+  executor::train::LossScalerConfig c;
+  const bool low = policy.level != amp::Level::kO0;
+  if (flag == "auto") {  // PRECISION.md: O3 has no loss scale by default
+    if (low && policy.low == ir::DType::kFloat16 && policy.level != amp::Level::kO3) return std::optional(c);
+    return std::optional<executor::train::LossScalerConfig>();
+  }
+  if (flag == "dynamic") return std::optional(c);
+  if (flag == "none") return std::optional<executor::train::LossScalerConfig>();
+  std::optional<float> v = ParseStaticLossScale(flag);
+  if (!v) return InvalidArgument("--loss-scale must be auto, dynamic, none or a finite number > 0, got '", flag, "'");
+  c.dynamic = false;
+  c.init_scale = *v;
+  return std::optional(c);
+}
+
 }  // namespace amptrain::tools

@@ -28,6 +28,7 @@
 
 #include "amp/passes.h"
 #include "amp/policy.h"
+#include "executor/train/loss_scaler.h"
 
 namespace amptrain::tools {
 
@@ -48,6 +49,12 @@ void AddAmpFlags(CLI::App* cmd, AmpFlags& flags, const std::string& level_help);
 // The policy the flags describe (file first, flags on top), validated: an
 // unknown op, a bad regex, an unknown level or dtype is an error naming it.
 StatusOr<amp::Policy> BuildPolicy(const AmpFlags& flags, amp::Level default_level);
+
+// --loss-scale for the policy's low type: auto (dynamic for fp16 at O1/O2;
+// none for bf16, fp32 and O3), dynamic (PRECISION.md's defaults), none, or a
+// number (static); nullopt = no scaling.
+StatusOr<std::optional<executor::train::LossScalerConfig>> LossScaling(const std::string& flag,
+                                                                       const amp::Policy& policy);
 
 // JSON keys (stable): level, dtype, keep_io_types,
 //   nodes [{name, op, dtype, reason}], nodes_per_dtype {dtype: count},

@@ -85,24 +85,6 @@ struct TrainArgs {
   std::string output;
 };
 
-// --loss-scale for the policy's low type: nullopt = no scaling.
-StatusOr<std::optional<executor::train::LossScalerConfig>> LossScaling(const std::string& flag,
-                                                                       const amp::Policy& policy) {
-  executor::train::LossScalerConfig c;
-  const bool low = policy.level != amp::Level::kO0;
-  if (flag == "auto") {  // PRECISION.md: O3 has no loss scale by default
-    if (low && policy.low == ir::DType::kFloat16 && policy.level != amp::Level::kO3) return std::optional(c);
-    return std::optional<executor::train::LossScalerConfig>();
-  }
-  if (flag == "dynamic") return std::optional(c);
-  if (flag == "none") return std::optional<executor::train::LossScalerConfig>();
-  std::optional<float> v = ParseStaticLossScale(flag);
-  if (!v) return InvalidArgument("--loss-scale must be auto, dynamic, none or a finite number > 0, got '", flag, "'");
-  c.dynamic = false;
-  c.init_scale = *v;
-  return std::optional(c);
-}
-
 std::string Duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   int64_t t = static_cast<int64_t>(s + 0.5);

@@ -139,6 +139,9 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
   const Optimizer& optimizer() const { return *optimizer_; }
   const std::vector<std::string>& param_names() const { return train_.params; }
+  // The model output the loss reads, and the model's data inputs.
+  const std::string& logits_output() const { return train_.logits; }
+  const std::vector<std::string>& data_inputs() const { return train_.data_inputs; }
   // Every initializer: trained, frozen, BN statistic, or untrained and why (train_graph.h).
   const ParameterReport& parameter_report() const { return train_.parameters; }
   const std::map<std::string, ir::Tensor>& params() const { return params_; }
@@ -161,6 +164,7 @@ class Trainer {
   StatusOr<std::unique_ptr<ir::Graph>> TrainedModel(bool inference = false) const;
   // Kernel timings of the training steps (TrainConfig::profile).
   const Profile& profile() const { return session_->profile(); }
+  void ResetProfile() { session_->profile().Reset(); }
   // The training plan of the latest step (kernels and their implementations), nullptr before.
   const Plan* train_plan() const { return session_->last_plan(); }
 

@@ -208,5 +208,32 @@ TEST_F(TrainCliTest, AmpFlagsAreChecked) {
   EXPECT_TRUE(fs::exists(Path("o3.onnx")));
 }
 
+// `bench --train` (issue 12): step-time percentiles, images/s, peak RSS and,
+// with --profile, the step split into forward, backward and the rest; in
+// JSON for the benchmark scripts, under the AMP flags of `train`.
+TEST_F(TrainCliTest, BenchTrainReportsStepTimesPhasesAndMemory) {
+  CliResult r = Cli("bench " + model_ + " --train --batch 8 --warmup 1 --repeat 4 --threads 1 --json --profile");
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["mode"], "train");
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_EQ(j["batch"], 8);
+  EXPECT_EQ(j["steps"], 4);
+  EXPECT_LE(j["p10_ms"].get<double>(), j["median_ms"].get<double>());
+  EXPECT_LE(j["median_ms"].get<double>(), j["p90_ms"].get<double>());
+  EXPECT_NEAR(j["images_per_s"].get<double>(), 8000.0 / j["median_ms"].get<double>(), 1e-6);
+  EXPECT_GT(j["peak_rss_mib"].get<double>(), 1.0);
+  const auto& phases = j["phases_ms_per_step"];
+  EXPECT_GT(phases["forward"].get<double>(), 0.0);
+  EXPECT_GT(phases["backward"].get<double>(), 0.0);
+  EXPECT_GE(phases["optimizer_and_host"].get<double>(), 0.0);
+  EXPECT_NE(r.err.find("ConvGrad"), std::string::npos) << r.err;  // the kernel tables
+
+  r = Cli("bench " + model_ + " --train --batch 8 --warmup 1 --repeat 2 --threads 1 --amp O2 --dtype bf16");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("train O2 bfloat16, batch 8: step median"), std::string::npos) << r.out;
+  ExpectOneLineError("bench " + model_ + " --train --amp O9", "O9");
+}
+
 }  // namespace
 }  // namespace amptrain
