@@ -1,6 +1,8 @@
 // Shape/dtype rules of the unary elementwise ops: the output has the input's
 // type (Cast: the `to` dtype; CastLike: the dtype of its input 1). Cast,
-// CastLike, Neg, Not and Identity propagate values.
+// CastLike, Neg, Not, Identity, Floor and Ceil propagate values.
+#include <cmath>
+
 #include "ir/infer/infer_util.h"
 #include "ir/onnx_dtype.h"
 
@@ -34,6 +36,28 @@ Status InferSigmoid(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferTanh(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferErf(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferSqrt(InferContext& ctx) { return FloatUnary(ctx); }
+// Floor and Ceil propagate values: exporters use them in index arithmetic
+// (adaptive pooling's window bounds), which must fold to constants.
+Status InferFloor(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatUnary(ctx));
+  PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return std::floor(a[0]); });
+  return Status::Ok();
+}
+// Sign: -1, 0 or 1 in the input's type (NaN stays NaN), values propagated.
+Status InferSign(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  SameAs(ctx, 0, 0);
+  if (IsFloat(ctx.inputs[0].dtype))
+    PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return a[0] > 0 ? 1.0 : a[0] < 0 ? -1.0 : a[0]; });
+  else
+    PropagateElementwise<int64_t>(ctx, {0}, 0, [](const int64_t* a) { return int64_t{a[0] > 0} - int64_t{a[0] < 0}; });
+  return Status::Ok();
+}
+Status InferCeil(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatUnary(ctx));
+  PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return std::ceil(a[0]); });
+  return Status::Ok();
+}
 Status InferExp(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferLog(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferReciprocal(InferContext& ctx) { return FloatUnary(ctx); }

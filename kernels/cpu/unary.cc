@@ -64,6 +64,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeFloatMap(const KernelInit& init) {
     case OpKind::kTanh: return Map<T>([](A x) { return std::tanh(x); }, th);
     case OpKind::kErf: return Map<T>([](A x) { return std::erf(x); }, th);
     case OpKind::kSqrt: return Map<T>([](A x) { return std::sqrt(x); }, th);
+    case OpKind::kFloor: return Map<T>([](A x) { return std::floor(x); }, th);  // exact in every float type
+    case OpKind::kCeil: return Map<T>([](A x) { return std::ceil(x); }, th);
     case OpKind::kExp: return Map<T>([](A x) { return std::exp(x); }, th);
     case OpKind::kLog: return Map<T>([](A x) { return std::log(x); }, th);
     case OpKind::kReciprocal: return Map<T>([](A x) { return A(1) / x; }, th);
@@ -100,6 +102,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeArithMap(const KernelInit& init) {
     case OpKind::kRelu: return Map<T>([](A x) { return x < A(0) ? A(0) : x; }, th);  // NaN stays NaN
     case OpKind::kNeg: return Map<T>([](A x) { return Negate(x); }, th);
     case OpKind::kAbs: return Map<T>([](A x) { return x < A(0) ? Negate(x) : x; }, th);
+    // -1, 0 or 1; zero keeps its sign and NaN stays NaN (x itself is returned for both).
+    case OpKind::kSign: return Map<T>([](A x) { return x > A(0) ? A(1) : x < A(0) ? Negate(A(1)) : x; }, th);
     default: return Internal(init.Describe(), ": not an arithmetic unary op");
   }
 }
@@ -190,7 +194,8 @@ StatusOr<std::unique_ptr<Kernel>> CreateArith(const KernelInit& init) {
 }  // namespace
 
 void RegisterReferenceUnary(Registry& r) {
-  for (OpKind op : {OpKind::kSigmoid, OpKind::kTanh, OpKind::kErf, OpKind::kGelu, OpKind::kSqrt, OpKind::kExp,
+  for (OpKind op : {OpKind::kSigmoid, OpKind::kTanh, OpKind::kErf, OpKind::kGelu, OpKind::kSqrt, OpKind::kFloor,
+                    OpKind::kCeil, OpKind::kExp,
                     OpKind::kLog, OpKind::kReciprocal, OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish})
     r.Add(ReferenceEntry(op, FloatDTypes(), CreateFloat));
   std::vector<DType> signed_types = FloatDTypes();
@@ -198,6 +203,7 @@ void RegisterReferenceUnary(Registry& r) {
   r.Add(ReferenceEntry(OpKind::kRelu, signed_types, CreateArith));
   r.Add(ReferenceEntry(OpKind::kNeg, signed_types, CreateArith));
   r.Add(ReferenceEntry(OpKind::kAbs, ArithDTypes(), CreateArith));
+  r.Add(ReferenceEntry(OpKind::kSign, ArithDTypes(), CreateArith));
   r.Add(ReferenceEntry(OpKind::kClip, ArithDTypes(), CreateArith));
   r.Add(ReferenceEntry(OpKind::kNot, {DType::kBool}, [](const KernelInit& init) -> StatusOr<std::unique_ptr<Kernel>> {
     AMP_RETURN_IF_ERROR(CheckSameType(init));

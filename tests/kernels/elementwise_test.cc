@@ -48,6 +48,9 @@ TEST(UnaryKernels, FloatOpsMatchFormulas) {
   ExpectNear(Values(Run1(OpKind::kAbs, {x})), {2, 0.5, 0, 0.5, 3});
   ExpectNear(Values(Run1(OpKind::kReciprocal, {x})), {-0.5, -2, kInf, 2, 1.0 / 3});
   ExpectNear(Values(Run1(OpKind::kSqrt, {F32({3}, {4, 2, -1})})), {2, std::sqrt(2.0), kNaN});
+  ExpectNear(Values(Run1(OpKind::kFloor, {F32({4}, {-2.5, -0.5, 0.5, 3})})), {-3, -1, 0, 3});
+  ExpectNear(Values(Run1(OpKind::kCeil, {F32({4}, {-2.5, -0.5, 0.5, 3})})), {-2, -0.0, 1, 3});
+  ExpectNear(Values(Run1(OpKind::kSign, {F32({4}, {-2.5, 0, 0.5, kNaN})})), {-1, 0, 1, kNaN});
   ExpectNear(Values(Run1(OpKind::kLog, {F32({3}, {1, 0, std::exp(2.0)})})), {0, -kInf, 2});
   ir::Attributes leaky;
   leaky.Set("alpha", 0.1f);
@@ -91,6 +94,8 @@ TEST(UnaryKernels, IntegerAndBoolOps) {
   ExpectNear(Values(Run1(OpKind::kRelu, {i})), {0, 0, 7});
   ExpectNear(Values(Run1(OpKind::kNeg, {i})), {3, 0, -7});
   ExpectNear(Values(Run1(OpKind::kAbs, {MakeTensor(DType::kInt32, {2}, {-4, 4})})), {4, 4});
+  ExpectNear(Values(Run1(OpKind::kSign, {i})), {-1, 0, 1});
+  ExpectNear(Values(Run1(OpKind::kSign, {MakeTensor(DType::kUInt8, {2}, {0, 200})})), {0, 1});
   Tensor b = MakeTensor(DType::kBool, {3}, {1, 0, 1});
   Tensor n = Run1(OpKind::kNot, {b});
   EXPECT_EQ(n.dtype(), DType::kBool);
