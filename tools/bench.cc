@@ -208,8 +208,7 @@ Status Bench(const BenchArgs& args) {
   }
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());
-  double median = sorted.size() % 2 ? sorted[sorted.size() / 2]
-                                    : 0.5 * (sorted[sorted.size() / 2 - 1] + sorted[sorted.size() / 2]);
+  const double median = Percentile(ms, 0.5);
   const executor::Plan* plan = session->last_plan();
   if (args.profile) std::cerr << session->profile().Report(10);
   if (args.json) {

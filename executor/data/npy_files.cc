@@ -33,16 +33,22 @@ StatusOr<int64_t> MaxLabel(const Tensor& labels, const std::string& file) {
 
 bool IsClassLabel(DType t) { return ir::IsInteger(t); }
 
+// Integers of any width as int64.
+StatusOr<Tensor> ToInt64(const Tensor& t) {
+  if (t.dtype() == DType::kInt64) return t;
+  AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(DType::kInt64, t.dims()));
+  int64_t* dst = out.data<int64_t>();
+  for (int64_t i = 0; i < t.num_elements(); ++i) dst[i] = t.GetAsInt64(i);
+  return out;
+}
+
 // Labels as the trainer takes them: integers of any width -> int64 [N]
 // (classes), floats -> float32 [N, ...] (regression targets).
 StatusOr<Tensor> LabelTensor(const Tensor& y, const std::string& y_path) {
   if (IsClassLabel(y.dtype())) {
     if (y.rank() != 1)
       return InvalidArgument("npy: integer labels '", y_path, "' have rank ", y.rank(), ", expected [N]");
-    AMP_ASSIGN_OR_RETURN(Tensor labels, Tensor::Zeros(DType::kInt64, y.dims()));
-    int64_t* dst = labels.data<int64_t>();
-    for (int64_t i = 0; i < y.num_elements(); ++i) dst[i] = y.GetAsInt64(i);
-    return labels;
+    return ToInt64(y);
   }
   if (ir::IsFloat(y.dtype())) return ToFloat32(y);
   return Unimplemented("npy: labels '", y_path, "' are ", ir::DTypeName(y.dtype()),
@@ -55,13 +61,7 @@ StatusOr<Tensor> LabelTensor(const Tensor& y, const std::string& y_path) {
 StatusOr<Tensor> InputValues(const Tensor& x, const std::string& path) {
   if (ir::IsFloat(x.dtype())) return ToFloat32(x);
   if (x.dtype() == DType::kBool) return x;
-  if (ir::IsInteger(x.dtype())) {
-    if (x.dtype() == DType::kInt64) return x;
-    AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(DType::kInt64, x.dims()));
-    int64_t* dst = out.data<int64_t>();
-    for (int64_t i = 0; i < x.num_elements(); ++i) dst[i] = x.GetAsInt64(i);
-    return out;
-  }
+  if (ir::IsInteger(x.dtype())) return ToInt64(x);
   return Unimplemented("npy: '", path, "' holds ", ir::DTypeName(x.dtype()), "; inputs are float, integer or bool");
 }
 
@@ -152,10 +152,6 @@ StatusOr<Dataset> LoadPair(const std::string& x_path, const std::string& y_path)
   AMP_ASSIGN_OR_RETURN(ds.labels, LabelTensor(y, y_path));
   return ds;
 }
-
-}  // namespace
-
-namespace {
 
 // The class count covers every label file, so train and test agree on it.
 Status CountClasses(Dataset& ds, const std::string& labels_path, const std::string& other_labels_path) {

@@ -27,8 +27,6 @@ namespace {
 using desc = dnnl::memory::desc;
 using tag = dnnl::memory::format_tag;
 
-size_t Align64(size_t n) { return (n + 63) / 64 * 64; }
-
 struct ConvSetup {
   desc src_plain, dst_plain, w_plain, bias;
   dnnl::convolution_forward::primitive_desc pd;
@@ -37,27 +35,23 @@ struct ConvSetup {
 
 class ConvKernel : public Kernel {
  public:
+  // Scratch: the reordered src, the dst computed in oneDNN's layout, then a
+  // computed weight's reordered copy (each only when its layout is not plain).
   ConvKernel(std::string describe, const ConvSetup& s, dnnl::memory weights)
       : describe_(std::move(describe)),
         conv_(s.pd),
-        src_plain_(s.src_plain),
         dst_plain_(s.dst_plain),
-        w_plain_(s.w_plain),
         bias_(s.bias),
-        src_(s.pd.src_desc()),
-        dst_(s.pd.dst_desc()),
         weights_(std::move(weights)),
         has_bias_(s.has_bias),
         residual_(s.residual),
         stream_(Engine()) {
-    if (src_ != src_plain_) src_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), src_plain_, Engine(), src_));
-    if (dst_ != dst_plain_) {
-      dst_out_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_, Engine(), dst_plain_));
-      if (residual_) z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), dst_plain_, Engine(), dst_));
-    }
-    // A computed weight in the layout oneDNN picked: reordered every run, after the src and dst copies.
-    scratch_end_ = (src_in_ ? Align64(src_.get_size()) : 0) + (dst_out_ ? Align64(dst_.get_size()) : 0);
-    if (!weights_) w_arg_ = LayoutArg(w_plain_, s.pd.weights_desc(), /*input=*/true, &scratch_end_);
+    src_ = LayoutArg(s.src_plain, s.pd.src_desc(), /*input=*/true, &scratch_end_);
+    dst_ = LayoutArg(s.dst_plain, s.pd.dst_desc(), /*input=*/false, &scratch_end_);
+    // The residual Z goes into dst's buffer for the sum post-op, in dst's layout.
+    if (residual_ && dst_.reordered())
+      z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.dst_plain, Engine(), s.pd.dst_desc()));
+    if (!weights_) w_arg_ = LayoutArg(s.w_plain, s.pd.weights_desc(), /*input=*/true, &scratch_end_);
   }
 
   size_t scratch_bytes() const override { return scratch_end_; }
@@ -65,29 +59,23 @@ class ConvKernel : public Kernel {
   Status Run(KernelContext& ctx) override {
     try {
       auto* scratch = static_cast<std::byte*>(ctx.scratch);
-      dnnl::memory x_plain(src_plain_, Engine(), ctx.inputs[0].data);
-      dnnl::memory y_plain(dst_plain_, Engine(), ctx.outputs[0].data);
-      dnnl::memory x = x_plain, y = y_plain;
-      if (src_in_) {
-        x = dnnl::memory(src_, Engine(), scratch);
-        scratch += Align64(src_.get_size());
-        src_in_.execute(stream_, x_plain, x);
-      }
-      if (dst_out_) y = dnnl::memory(dst_, Engine(), scratch);
+      void* out = ctx.outputs[0].data;
+      dnnl::memory x = src_.In(stream_, ctx.inputs[0].data, scratch);
+      dnnl::memory y = dst_.Target(out, scratch);
       if (residual_) {
         const ir::TensorView& z = ctx.inputs[3];
-        if (dst_out_) {
+        if (dst_.reordered()) {
           dnnl::memory z_plain(dst_plain_, Engine(), z.data);
           z_in_.execute(stream_, z_plain, y);
+        } else if (z.data != out) {
+          std::memcpy(out, z.data, dst_plain_.get_size());
         }
-        else if (z.data != ctx.outputs[0].data) std::memcpy(ctx.outputs[0].data, z.data, dst_plain_.get_size());
       }
       std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}};
-      args.emplace(DNNL_ARG_WEIGHTS,
-                   weights_ ? weights_ : w_arg_.In(stream_, ctx.inputs[1].data, static_cast<std::byte*>(ctx.scratch)));
+      args.emplace(DNNL_ARG_WEIGHTS, weights_ ? weights_ : w_arg_.In(stream_, ctx.inputs[1].data, scratch));
       if (has_bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_, Engine(), ctx.inputs[2].data));
       conv_.execute(stream_, args);
-      if (dst_out_) dst_out_.execute(stream_, y, y_plain);
+      dst_.Out(stream_, y, out);
       stream_.wait();
     } catch (const dnnl::error& e) {
       return Internal(describe_, ": oneDNN execution failed: ", e.what());
@@ -98,10 +86,10 @@ class ConvKernel : public Kernel {
  private:
   std::string describe_;
   dnnl::convolution_forward conv_;
-  desc src_plain_, dst_plain_, w_plain_, bias_, src_, dst_;
-  dnnl::memory weights_;  // reordered constant weight; empty when W is computed
-  dnnl::reorder src_in_, dst_out_, z_in_;  // empty when that layout is plain
-  LayoutArg w_arg_;                        // a computed weight (weights_ empty)
+  desc dst_plain_, bias_;
+  dnnl::memory weights_;        // reordered constant weight; empty when W is computed
+  LayoutArg src_, dst_, w_arg_;  // w_arg_: a computed weight (weights_ empty)
+  dnnl::reorder z_in_;          // residual into dst's layout; empty when dst is plain
   size_t scratch_end_ = 0;
   bool has_bias_, residual_;
   dnnl::stream stream_;

@@ -32,12 +32,27 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
+
+from amp_training import cpu_description, run_measured  # tools/bench/amp_training.py, beside this script
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 CASES = [("simplecnn", 32, 32), ("simplecnn", 128, 32), ("resnet18", 32, 64)]  # (model, batch, image size)
 RUNTIMES = ["amptrain", "ort-training", "torch-eager", "torch-compile"]
+
+# The model of a case, prepended to the child scripts: SimpleCNN of models/torch/export_models.py or
+# torchvision's resnet18, 10 classes, seeded.
+MODEL = r'''
+import os, sys, torch, torch.nn as nn
+def build_model(model_name, size):
+    torch.manual_seed(0)
+    if model_name == "simplecnn":
+        sys.path.insert(0, os.path.join(os.environ["AMPTRAIN_ROOT"], "models", "torch"))
+        from export_models import SimpleCNN
+        return SimpleCNN(in_channels=3, image_size=size, num_classes=10)
+    import torchvision
+    return torchvision.models.resnet18(num_classes=10)
+'''
 
 # One measurement in a child process: prints {"images_per_s": ..., "steps": [...]} as its last line.
 CHILD = r'''
@@ -80,14 +95,7 @@ if runtime == "ort-training":
         opt.step()
         module.lazy_reset_grad()
 else:
-    import torch.nn as nn
-    if model_name == "simplecnn":
-        sys.path.insert(0, os.path.join(os.environ["AMPTRAIN_ROOT"], "models", "torch"))
-        from export_models import SimpleCNN
-        model = SimpleCNN(in_channels=3, image_size=size, num_classes=10)
-    else:
-        import torchvision
-        model = torchvision.models.resnet18(num_classes=10)
+    model = build_model(model_name, size)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
@@ -121,16 +129,9 @@ print(best)
 # The training-mode TorchScript export (BN with batch statistics, Dropout kept) that amptrain and ONNX
 # Runtime both train: the export docs/BRING_YOUR_OWN_MODEL.md recommends.
 EXPORT = r'''
-import os, sys, warnings, torch
+import warnings
 model_name, size, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-torch.manual_seed(0)
-if model_name == "simplecnn":
-    sys.path.insert(0, os.path.join(os.environ["AMPTRAIN_ROOT"], "models", "torch"))
-    from export_models import SimpleCNN
-    model = SimpleCNN(in_channels=3, image_size=size, num_classes=10)
-else:
-    import torchvision
-    model = torchvision.models.resnet18(num_classes=10)
+model = build_model(model_name, size)
 model.train()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -141,15 +142,8 @@ with warnings.catch_warnings():
 '''
 
 MACS = r'''
-import os, sys, torch, torch.nn as nn
 model_name, size = sys.argv[1], int(sys.argv[2])
-if model_name == "simplecnn":
-    sys.path.insert(0, os.path.join(os.environ["AMPTRAIN_ROOT"], "models", "torch"))
-    from export_models import SimpleCNN
-    model = SimpleCNN(in_channels=3, image_size=size, num_classes=10)
-else:
-    import torchvision
-    model = torchvision.models.resnet18(num_classes=10)
+model = build_model(model_name, size)
 macs = [0]
 def hook(m, inp, out):
     if isinstance(m, nn.Conv2d):
@@ -161,29 +155,6 @@ for m in model.modules():
 model(torch.randn(1, 3, size, size))
 print(macs[0])
 '''
-
-
-def run_measured(cmd, env):
-    """(stdout, stderr, exit code, peak RSS MiB) of one process; the RSS from os.wait4."""
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        pid = os.fork()
-        if pid == 0:
-            os.dup2(out.fileno(), 1)
-            os.dup2(err.fileno(), 2)
-            try:
-                os.execvpe(cmd[0], cmd, env)
-            finally:
-                os._exit(127)
-        _, status, usage = os.wait4(pid, 0)
-        out.seek(0)
-        err.seek(0)
-        return out.read(), err.read(), os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024.0
-
-
-def cpu_description():
-    model = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    flags = next((l.split(":", 1)[1].split() for l in open("/proc/cpuinfo") if l.startswith("flags")), [])
-    return model, [f for f in flags if f.startswith(("avx", "amx", "fma", "f16c"))]
 
 
 def main():
@@ -203,11 +174,11 @@ def main():
     models = {}
     for model, batch, size in CASES:
         path = os.path.join(work, f"{model}_{size}_torch_train.onnx")
-        subprocess.run([py, "-c", EXPORT, model, str(size), path], check=True, capture_output=True, env=env)
+        subprocess.run([py, "-c", MODEL + EXPORT, model, str(size), path], check=True, capture_output=True, env=env)
         models[(model, size)] = path
     peak = float(subprocess.run([py, "-c", PEAK, str(a.threads)], capture_output=True, text=True, env=env,
                                 check=True).stdout.strip())
-    macs = {(m, s): int(subprocess.run([py, "-c", MACS, m, str(s)], capture_output=True, text=True, env=env,
+    macs = {(m, s): int(subprocess.run([py, "-c", MODEL + MACS, m, str(s)], capture_output=True, text=True, env=env,
                                        check=True).stdout.strip()) for m, _, s in CASES}
     runtimes = a.runtimes.split(",")
     rows = []
@@ -221,10 +192,10 @@ def main():
                     cmd = [a.amptrain, "bench", models[(model, size)], "--train", "--batch", str(batch), "--threads",
                            str(a.threads), "--warmup", str(a.warmup), "--repeat", str(steps), "--json"]
                 else:
-                    cmd = [py, "-c", CHILD, runtime, model, str(batch), str(size), str(a.threads),
+                    cmd = [py, "-c", MODEL + CHILD, runtime, model, str(batch), str(size), str(a.threads),
                            str(a.warmup if runtime != "torch-compile" else a.warmup + 3), str(steps),
                            models[(model, size)], work]
-                out, err, rc, rss = run_measured(cmd, env)
+                out, err, rc, rss, _ = run_measured(cmd, env)
                 row = {"model": model, "batch": batch, "size": size, "runtime": runtime, "run": run, "rc": rc,
                        "peak_rss_mib": rss}
                 if rc == 0:
@@ -238,8 +209,8 @@ def main():
         for r in rows:
             f.write(json.dumps(r) + "\n")
 
-    cpu, flags = cpu_description()
-    version = subprocess.run([a.amptrain, "--version"], capture_output=True, text=True).stdout.strip().splitlines()[0]
+    cpu, flags, version_lines = cpu_description(a.amptrain)
+    version = version_lines[0]
     import torch
     import onnxruntime
     lines = ["# fp32 CPU training: amptrain against ONNX Runtime training and PyTorch", "",
