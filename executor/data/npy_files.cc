@@ -67,10 +67,19 @@ StatusOr<Tensor> InputValues(const Tensor& x, const std::string& path) {
 
 // The files of a named spec: `name=FILE` per model input, `labels=FILE`, and
 // the same with a `test.` prefix for a given test split.
+using NamedPaths = std::vector<std::pair<std::string, std::string>>;  // model input -> file
+
 struct NamedFiles {
-  std::vector<std::pair<std::string, std::string>> inputs, test_inputs;  // model input -> file
+  NamedPaths inputs, test_inputs;
   std::string labels, test_labels;
 };
+
+// The file named for `name`, or null.
+const std::string* FindPath(const NamedPaths& paths, const std::string& name) {
+  for (const auto& p : paths)
+    if (p.first == name) return &p.second;
+  return nullptr;
+}
 
 StatusOr<NamedFiles> ParseNamedFiles(const std::vector<std::string>& items) {
   NamedFiles f;
@@ -86,8 +95,7 @@ StatusOr<NamedFiles> ParseNamedFiles(const std::vector<std::string>& items) {
     if (key.empty()) return InvalidArgument("npy: '", item, "' names no input after 'test.'");
     auto& inputs = test ? f.test_inputs : f.inputs;
     std::string& labels = test ? f.test_labels : f.labels;
-    const bool seen = key == "labels" ? !labels.empty()
-                                      : std::any_of(inputs.begin(), inputs.end(), [&](const auto& p) { return p.first == key; });
+    const bool seen = key == "labels" ? !labels.empty() : FindPath(inputs, key) != nullptr;
     if (seen) return InvalidArgument("npy: '", test ? "test." : "", key, "' is given twice");
     if (key == "labels") labels = path;
     else inputs.emplace_back(key, path);
@@ -98,17 +106,17 @@ StatusOr<NamedFiles> ParseNamedFiles(const std::vector<std::string>& items) {
   if (any_test) {
     if (f.test_labels.empty()) return InvalidArgument("npy: test inputs are given but no test.labels=FILE");
     for (const auto& [name, path] : f.inputs)
-      if (std::none_of(f.test_inputs.begin(), f.test_inputs.end(), [&](const auto& p) { return p.first == name; }))
+      if (!FindPath(f.test_inputs, name))
         return InvalidArgument("npy: input '", name, "' has no test file (test.", name, "=FILE)");
     for (const auto& [name, path] : f.test_inputs)
-      if (std::none_of(f.inputs.begin(), f.inputs.end(), [&](const auto& p) { return p.first == name; }))
+      if (!FindPath(f.inputs, name))
         return InvalidArgument("npy: test.", name, " names no training input '", name, "'");
   }
   return f;
 }
 
 // The named inputs and labels of one split, validated; the first input is the samples.
-StatusOr<Dataset> LoadNamedSet(const std::vector<std::pair<std::string, std::string>>& inputs,
+StatusOr<Dataset> LoadNamedSet(const NamedPaths& inputs,
                                const std::string& labels_path) {
   Dataset ds;
   AMP_ASSIGN_OR_RETURN(Tensor y, ReadNpy(labels_path));
@@ -174,10 +182,9 @@ StatusOr<Dataset> LoadNamedNpy(const std::vector<std::string>& items, const std:
   AMP_ASSIGN_OR_RETURN(NamedFiles f, ParseNamedFiles(items));
   const bool given_split = !f.test_labels.empty();
   const bool test = given_split && split == "test";
-  std::vector<std::pair<std::string, std::string>> inputs = f.inputs;
-  if (test)  // the training inputs' order, the test files
-    for (auto& [name, path] : inputs)
-      path = std::find_if(f.test_inputs.begin(), f.test_inputs.end(), [&](const auto& p) { return p.first == name; })->second;
+  NamedPaths inputs = f.inputs;
+  if (test)  // the training inputs' order, the test files (ParseNamedFiles checked each has one)
+    for (auto& [name, path] : inputs) path = *FindPath(f.test_inputs, name);
   AMP_ASSIGN_OR_RETURN(Dataset ds, LoadNamedSet(inputs, test ? f.test_labels : f.labels));
   AMP_RETURN_IF_ERROR(CountClasses(ds, test ? f.test_labels : f.labels,
                                    given_split ? (test ? f.labels : f.test_labels) : std::string()));
