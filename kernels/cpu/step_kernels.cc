@@ -10,24 +10,86 @@
 // Parameters and gradients are float32 (fp32 masters), or float16/bfloat16
 // (O3: weights stored low), read into float, updated in float arithmetic and
 // rounded once when stored. Optimizer state is always float32.
+#include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/element.h"
+#include "kernels/cpu/float_convert.h"
 #include "kernels/cpu/register.h"
+#include "kernels/cpu/step_math.h"
 
 namespace amptrain::kernels::cpu {
 
 namespace {
 
-// Below this many elements a tensor is handled by one thread.
-constexpr int64_t kParallelMin = 1 << 14;
+// Spans of this many elements are the unit of work: the threads take whole
+// chunks, and GradCheck sums each chunk's squares alone and the chunks in
+// order, so the sums do not depend on the thread count.
+constexpr int64_t kChunk = 1 << 14;
 
-// The gradient as the update sees it: unscaled, then clipped (two roundings,
-// as unscale-then-clip on stored fp32 gradients gives).
-inline float Effective(float g, float inv_scale, float clip) {
-  if (inv_scale != 1.0f) g = g * inv_scale;
-  if (clip != 1.0f) g = g * clip;
-  return g;
+template <class Fn>
+void ForChunks(int64_t n, Fn&& fn) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) fn(c, c * kChunk, std::min(n, (c + 1) * kChunk));
+}
+
+// 2-byte parameters and gradients (O3) pass through fp32 blocks this long:
+// widened, updated by the fp32 span, and the parameters narrowed back (the
+// one rounding of the stored value).
+constexpr int64_t kBlock = 512;
+
+template <class T>
+constexpr bool kTwoByte = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+template <class T>
+constexpr DType kTwoByteDType = std::is_same_v<T, Half> ? DType::kFloat16 : DType::kBFloat16;
+
+// Runs update(p, g, first_state_offset, length) on fp32 views of p[b, e)
+// and g[b, e).
+template <class T, class Update>
+void UpdateRange(T* p, const T* g, int64_t b, int64_t e, Update&& update) {
+  if constexpr (std::is_same_v<T, float>) {
+    update(p + b, g + b, b, e - b);
+  } else {
+    float pf[kBlock], gf[kBlock];
+    for (int64_t i = b; i < e; i += kBlock) {
+      const int64_t len = std::min(kBlock, e - i);
+      WidenSpan(kTwoByteDType<T>, p + i, pf, len);
+      WidenSpan(kTwoByteDType<T>, g + i, gf, len);
+      update(pf, gf, i, len);
+      NarrowSpan(kTwoByteDType<T>, pf, p + i, len);
+    }
+  }
+}
+
+template <class T>
+GradStats Stats(const T* g, float inv, int64_t b, int64_t e) {
+  if constexpr (std::is_same_v<T, float>) {
+    return GradStatsSpan(g + b, inv, e - b);
+  } else if constexpr (std::is_same_v<T, double>) {
+    GradStats s;
+    for (int64_t j = b; j < e; ++j) {
+      const float v = static_cast<float>(g[j]);
+      const float r = inv == 1.0f ? v : v * inv;
+      s.nonfinite = s.nonfinite || !std::isfinite(v) || !std::isfinite(r);
+      s.sum_squares += static_cast<double>(r) * static_cast<double>(r);
+    }
+    return s;
+  } else {
+    GradStats s;
+    float gf[kBlock];
+    for (int64_t i = b; i < e; i += kBlock) {
+      const int64_t len = std::min(kBlock, e - i);
+      WidenSpan(kTwoByteDType<T>, g + i, gf, len);
+      const GradStats part = GradStatsSpan(gf, inv, len);
+      s.nonfinite = s.nonfinite || part.nonfinite;
+      s.sum_squares += part.sum_squares;
+    }
+    return s;
+  }
 }
 
 template <class T>
@@ -41,20 +103,21 @@ class GradCheckKernel : public Kernel {
     for (size_t i = 0; i < k; ++i) {
       const T* g = ctx.inputs[i].as<T>();
       const int64_t n = ctx.inputs[i].num_elements();
-      bool bad = false;
-      double sum = 0.0;
-#pragma omp parallel for reduction(|| : bad) reduction(+ : sum) schedule(static) if (n >= kParallelMin)
-      for (int64_t j = 0; j < n; ++j) {
-        const float v = static_cast<float>(g[j]);
-        const float r = inv == 1.0f ? v : v * inv;
-        bad = bad || !std::isfinite(v) || !std::isfinite(r);
-        sum += static_cast<double>(r) * static_cast<double>(r);
+      parts_.assign(static_cast<size_t>((n + kChunk - 1) / kChunk), GradStats{});
+      ForChunks(n, [&](int64_t c, int64_t b, int64_t e) { parts_[c] = Stats(g, inv, b, e); });
+      GradStats total;
+      for (const GradStats& part : parts_) {
+        total.nonfinite = total.nonfinite || part.nonfinite;
+        total.sum_squares += part.sum_squares;
       }
-      stats[2 * i] = bad ? 1.0 : 0.0;
-      stats[2 * i + 1] = sum;
+      stats[2 * i] = total.nonfinite ? 1.0 : 0.0;
+      stats[2 * i + 1] = total.sum_squares;
     }
     return Status::Ok();
   }
+
+ private:
+  std::vector<GradStats> parts_;  // one per chunk, kept to avoid reallocating
 };
 
 template <class T>
@@ -67,35 +130,23 @@ class SgdStepKernel : public Kernel {
 
   Status Run(KernelContext& ctx) override {
     const float* h = ctx.inputs.back().as<float>();
-    const float neg_lr = -h[0], inv = h[1], clip = h[2];
-    const bool first = h[3] != 0.0f;
-    const float wd = weight_decay_, mom = momentum_;
-    const bool nesterov = nesterov_;
+    SgdScalars s;
+    s.momentum = momentum_;
+    s.weight_decay = weight_decay_;
+    s.nesterov = nesterov_;
+    s.neg_lr = -h[0];
+    s.inv_scale = h[1];
+    s.clip = h[2];
+    s.first = h[3] != 0.0f;
     for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 3) {
       T* p = ctx.inputs[i].as<T>();
       const T* g = ctx.inputs[i + 1].as<T>();
-      float* buf = ctx.inputs[i + 2].as<float>();
-      const int64_t n = ctx.inputs[i].num_elements();
-      if (mom == 0.0f) {
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-        for (int64_t j = 0; j < n; ++j) {
-          const float pj = static_cast<float>(p[j]);
-          const float gj = Effective(static_cast<float>(g[j]), inv, clip);
-          const float d = wd != 0.0f ? gj + wd * pj : gj;
-          p[j] = static_cast<T>(pj + neg_lr * d);
-        }
-        continue;
-      }
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-      for (int64_t j = 0; j < n; ++j) {
-        const float pj = static_cast<float>(p[j]);
-        const float gj = Effective(static_cast<float>(g[j]), inv, clip);
-        float d = wd != 0.0f ? gj + wd * pj : gj;
-        const float b = first ? d : buf[j] * mom + d;
-        buf[j] = b;
-        d = nesterov ? d + mom * b : b;
-        p[j] = static_cast<T>(pj + neg_lr * d);
-      }
+      float* buf = s.momentum != 0.0f ? ctx.inputs[i + 2].as<float>() : nullptr;
+      ForChunks(ctx.inputs[i].num_elements(), [&](int64_t, int64_t b, int64_t e) {
+        UpdateRange(p, g, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
+          SgdSpan(s, pf, gf, buf ? buf + at : nullptr, len);
+        });
+      });
     }
     return Status::Ok();
   }
@@ -108,47 +159,40 @@ class SgdStepKernel : public Kernel {
 template <class T>
 class AdamStepKernel : public Kernel {
  public:
-  explicit AdamStepKernel(const ir::Attributes& a)
-      : b1_(a.Float("beta1", 0.9f)),
-        b2_(a.Float("beta2", 0.999f)),
-        eps_(a.Float("eps", 1e-8f)),
-        l2_(a.Int("decoupled", 0) != 0 ? 0.0f : a.Float("weight_decay", 0.0f)),
-        decoupled_(a.Int("decoupled", 0) != 0 && a.Float("weight_decay", 0.0f) != 0.0f) {
-    one_minus_b1_ = static_cast<float>(1.0 - static_cast<double>(b1_));
-    one_minus_b2_ = static_cast<float>(1.0 - static_cast<double>(b2_));
+  explicit AdamStepKernel(const ir::Attributes& a) {
+    s_.beta1 = a.Float("beta1", 0.9f);
+    s_.beta2 = a.Float("beta2", 0.999f);
+    s_.eps = a.Float("eps", 1e-8f);
+    s_.l2 = a.Int("decoupled", 0) != 0 ? 0.0f : a.Float("weight_decay", 0.0f);
+    s_.apply_decay = a.Int("decoupled", 0) != 0 && a.Float("weight_decay", 0.0f) != 0.0f;
+    s_.omb1 = static_cast<float>(1.0 - static_cast<double>(s_.beta1));
+    s_.omb2 = static_cast<float>(1.0 - static_cast<double>(s_.beta2));
   }
 
   Status Run(KernelContext& ctx) override {
     const float* h = ctx.inputs.back().as<float>();
-    const float neg_step_size = h[0], bc2_sqrt = h[1], decay = h[2], inv = h[3], clip = h[4];
-    const float b1 = b1_, b2 = b2_, eps = eps_, l2 = l2_, omb1 = one_minus_b1_, omb2 = one_minus_b2_;
-    const bool apply_decay = decoupled_;
+    AdamScalars s = s_;
+    s.neg_step = h[0];
+    s.bc2_sqrt = h[1];
+    s.decay = h[2];
+    s.inv_scale = h[3];
+    s.clip = h[4];
     for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 4) {
       T* p = ctx.inputs[i].as<T>();
       const T* g = ctx.inputs[i + 1].as<T>();
       float* m = ctx.inputs[i + 2].as<float>();
       float* v = ctx.inputs[i + 3].as<float>();
-      const int64_t n = ctx.inputs[i].num_elements();
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
-      for (int64_t j = 0; j < n; ++j) {
-        float pj = static_cast<float>(p[j]);
-        if (apply_decay) pj = pj * decay;
-        float gj = Effective(static_cast<float>(g[j]), inv, clip);
-        if (l2 != 0.0f) gj = gj + l2 * pj;
-        const float mj = m[j] * b1 + omb1 * gj;
-        const float vj = v[j] * b2 + omb2 * gj * gj;
-        m[j] = mj;
-        v[j] = vj;
-        const float denom = std::sqrt(vj) / bc2_sqrt + eps;
-        p[j] = static_cast<T>(pj + neg_step_size * mj / denom);
-      }
+      ForChunks(ctx.inputs[i].num_elements(), [&](int64_t, int64_t b, int64_t e) {
+        UpdateRange(p, g, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
+          AdamSpan(s, pf, gf, m + at, v + at, len);
+        });
+      });
     }
     return Status::Ok();
   }
 
  private:
-  float b1_, b2_, eps_, l2_, one_minus_b1_ = 0, one_minus_b2_ = 0;
-  bool decoupled_;
+  AdamScalars s_{};  // the attributes' part; Run adds the per-step scalars
 };
 
 // Every parameter of a group has the dims of its gradient and state.
