@@ -103,6 +103,10 @@ struct KernelEntry {
   KernelFactory factory;
   // Optional finer check (rank, attributes); nullptr = accepts all.
   std::function<bool(const KernelInit&)> accepts;
+  // Optional: where it returns false the entry is chosen only by name (an
+  // explicit impl), not by priority. oneDNN's bf16 kernels on a CPU where
+  // bf16 is not faster than fp32 (cpu::CpuInfo::bf16_faster) say so.
+  std::function<bool(const KernelInit&)> preferred;
   // The factory also takes fp32 specs with TensorSpec::holds in place of
   // fp16/bf16 ones (storage-only kernels that compute in fp32 anyway, and
   // Cast): the executor then stores such a value widened instead of paying a

@@ -70,6 +70,7 @@ StatusOr<const KernelEntry*> Registry::Select(const KernelInit& init, const std:
     any_for_op = true;
     if (!impl.empty() && e->impl != impl) continue;
     if (!AcceptsDType(*e, key)) continue;
+    if (impl.empty() && e->preferred && !e->preferred(init)) continue;
     if (e->accepts && !e->accepts(init)) continue;
     return e;
   }

@@ -2,12 +2,13 @@
 // OS's XCR0 consent for AVX / AVX-512 / AMX state), the ISA oneDNN will
 // dispatch to (which honours ONEDNN_MAX_CPU_ISA / DNNL_MAX_CPU_ISA), and what
 // follows for low precision:
-//   bf16 native  — AVX512_BF16 or AMX-BF16 and oneDNN allowed to use it:
-//                  bf16 computes in hardware, faster than fp32;
-//   bf16 oneDNN  — oneDNN's bf16 kernels run (avx512_core or better; without
-//                  AVX512_BF16 they emulate the bf16 dot products);
+//   bf16 faster  — AMX-BF16, or AVX512_BF16 whose dot products measure
+//                  faster than fp32 FMA, and oneDNN allowed to use it: bf16
+//                  ops run oneDNN's bf16 kernels (impl "onednn");
 //   otherwise    — bf16 and fp16 are storage only: 2 bytes in memory,
 //                  widened to fp32 to compute (kernels "onednn-widened").
+//                  oneDNN's own bf16 kernels (avx512_core or better, emulated
+//                  without AVX512_BF16) stay available by name.
 // `amptrain --version` prints Describe(); the AMP report and the trainer
 // print LowPrecisionNote() once.
 #pragma once
@@ -34,6 +35,17 @@ struct CpuInfo {
   bool onednn_bf16() const;
   // bf16 arithmetic in hardware, usable by oneDNN: AVX512_BF16 or AMX-BF16.
   bool native_bf16() const;
+  // Multiply-adds per second of VDPBF16PS over fp32 FMA on one core,
+  // measured at detection (a few ms) on CPUs with AVX512_BF16 but no AMX;
+  // 0 where not measured. About 2 on AMD Zen 4, about 1 on Intel cores whose
+  // one bf16 dot-product port matches their two FMA ports (AMX hidden).
+  double bf16_dot_speedup = 0.0;
+  // bf16 computes faster than fp32 here: AMX-BF16, or AVX512_BF16 measured at
+  // kBf16FasterThreshold or more. Only then do bf16 ops run oneDNN's own bf16
+  // kernels; elsewhere they take the widened fp32 kernels ("onednn-widened"),
+  // which are faster than oneDNN's bf16 kernels or their AVX-512 emulation.
+  bool bf16_faster() const;
+  static constexpr double kBf16FasterThreshold = 1.4;
   // amptrain's own vector loops (optimizer steps): 512-bit where the CPU
   // has AVX-512F, 256-bit where it has AVX2, each only while oneDNN's ISA
   // is at that level too, so ONEDNN_MAX_CPU_ISA=AVX2 caps these loops as

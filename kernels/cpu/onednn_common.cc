@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/float_convert.h"
 
 namespace amptrain::kernels::cpu::onednn {
@@ -126,6 +127,7 @@ bool HasEmptyTensor(const KernelInit& init) {
 KernelEntry OneDnnEntry(OpKind op, KernelFactory factory, std::vector<DType> dtypes) {
   KernelEntry e{op, Device::kCpu, "onednn", 10, std::move(dtypes), factory, nullptr};
   e.accepts = [factory](const KernelInit& init) { return !HasEmptyTensor(init) && factory(init).ok(); };
+  e.preferred = [](const KernelInit& init) { return KeyDType(init) != DType::kBFloat16 || Cpu().bf16_faster(); };
   return e;
 }
 
@@ -387,8 +389,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeWidened(const KernelFactory& factory, cons
     KernelInit k = wide;
     for (size_t i = 0; i < k.inputs.size(); ++i)
       if (slicing->inputs[i] == Role::kSplit) k.inputs[i].dims[0] = rows;
-    for (size_t o = 0; o < k.outputs.size(); ++o)
-      if (slicing->outputs[o] == Role::kSplit) k.outputs[o].dims[0] = rows;
+    for (size_t o = 0; o < k.outputs.size(); ++o)  // an absent output (skipped as unused) has no dims
+      if (slicing->outputs[o] == Role::kSplit && k.outputs[o].present()) k.outputs[o].dims[0] = rows;
     return factory(k);
   };
   AMP_ASSIGN_OR_RETURN(s.inner, make_inner(s.rows_per_slice));

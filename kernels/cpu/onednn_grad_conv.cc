@@ -164,10 +164,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnConvGrad(Registry& r) {
-  KernelEntry native = OneDnnEntry(OpKind::kConvGrad, MakeConvGrad);
-  native.skips_unused_outputs = true;  // an unused dX skips its primitive
-  r.Add(std::move(native));
-  r.Add(WidenedEntry(OpKind::kConvGrad, MakeConvGrad));
+  // An unused dX (the first convolution's) skips its primitive, widened too:
+  // the widened kernel passes the absent output on to the fp32 one.
+  for (KernelEntry e : {OneDnnEntry(OpKind::kConvGrad, MakeConvGrad), WidenedEntry(OpKind::kConvGrad, MakeConvGrad)}) {
+    e.skips_unused_outputs = true;
+    r.Add(std::move(e));
+  }
 }
 
 }  // namespace amptrain::kernels::cpu::onednn

@@ -52,6 +52,7 @@ TEST_P(OneDnnGradPath, ConvGradMatchesReference) {
     Tensor dy = Random((*y)[0].dims(), 3, t);
     ExpectMatchesReference(c.name, OpKind::kConvGrad, c.a, {dy, x, w}, 3, {}, impl);
     ExpectMatchesReference(std::string(c.name) + " dW unused", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {false, true, false}, impl);
+    ExpectMatchesReference(std::string(c.name) + " dX unused", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {true, false, false}, impl);
     ExpectMatchesReference(std::string(c.name) + " dX only", OpKind::kConvGrad, c.a, {dy, x, w}, 1, {}, impl);
   }
 }
