@@ -15,13 +15,21 @@
 //   MaxPoolGrad: dY[o] goes to the first maximum of window o, summed per input
 //            element in output order, in double where windows overlap (as the
 //            reference) and in fp32 where they cannot (one term: exact).
-// The Indices output of MaxPool and other ranks go to the reference kernel.
+// 2x2 windows at stride 2 without padding (the usual downsampling) take a
+// path with the same taps in the same order and none of the general
+// per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
+// the reference kernel.
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <vector>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/cpu/conv_geometry.h"
+#include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/direct_kernels.h"
 #include "kernels/cpu/float_convert.h"
 
@@ -141,6 +149,146 @@ void MaxPlane(const Geometry2d& p, const float* x, float* y, int32_t* arg) {
   }
 }
 
+// The common 2x2 window at stride 2, without padding or dilation, every
+// window inside the plane (ResNet's and VGG-style downsampling): the same
+// taps in the same order as MaxPlane, with no per-tap bookkeeping.
+bool IsPlain2x2(const Geometry2d& p) {
+  return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.dh == 1 && p.dw == 1 && p.ph == 0 && p.pw == 0 &&
+         2 * p.oh <= p.h && 2 * p.ow <= p.w;
+}
+
+// The running maximum after the four taps of a 2x2 window, and which tap
+// (0-3, row-major) holds it: a later tap replaces it only when it Wins, as
+// in MaxPlane (the first tap always stands, even -inf).
+inline float Max2x2(float a, float b, float c, float d, int* tap) {
+  float m = a;
+  int k = 0;
+  if (Wins(b, m)) m = b, k = 1;
+  if (Wins(c, m)) m = c, k = 2;
+  if (Wins(d, m)) m = d, k = 3;
+  *tap = k;
+  return m;
+}
+
+#if defined(__x86_64__)
+// Wins(v, m) for 16 lanes: v > m (ordered), or v is NaN and m is not.
+__attribute__((target("avx512f"))) inline __mmask16 Wins16(__m512 v, __m512 m) {
+  return _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) |
+         (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(m, m, _CMP_ORD_Q));
+}
+
+// Up to 16 windows (n) of an output row from 2n columns of input rows r0 and
+// r1 (de-interleaved into even and odd columns): their maxima and winning
+// taps. Lanes past n hold zeros' results and must not be stored.
+struct Windows16 {
+  __m512 max;
+  __m512i tap;
+};
+
+// The first `n` of 16 lanes (n in [0, 16]; more counts as 16).
+__attribute__((target("avx512f"))) inline __mmask16 FirstLanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
+}
+
+__attribute__((target("avx512f"))) inline Windows16 Max2x2x16(const float* r0, const float* r1, int64_t n) {
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  const __mmask16 m0 = FirstLanes(2 * n), m1 = FirstLanes(2 * n - 16);
+  const __m512 a0 = _mm512_maskz_loadu_ps(m0, r0), a1 = _mm512_maskz_loadu_ps(m1, r0 + 16);
+  const __m512 b0 = _mm512_maskz_loadu_ps(m0, r1), b1 = _mm512_maskz_loadu_ps(m1, r1 + 16);
+  const __m512 taps[4] = {_mm512_permutex2var_ps(a0, even, a1), _mm512_permutex2var_ps(a0, odd, a1),
+                          _mm512_permutex2var_ps(b0, even, b1), _mm512_permutex2var_ps(b0, odd, b1)};
+  Windows16 w{taps[0], _mm512_setzero_si512()};
+  for (int k = 1; k < 4; ++k) {
+    const __mmask16 win = Wins16(taps[k], w.max);
+    w.max = _mm512_mask_mov_ps(w.max, win, taps[k]);
+    w.tap = _mm512_mask_mov_epi32(w.tap, win, _mm512_set1_epi32(k));
+  }
+  return w;
+}
+
+__attribute__((target("avx512f"))) void Max2x2Rows16(const Geometry2d& p, const float* x, float* y) {
+  for (int64_t r = 0; r < p.oh; ++r)
+    for (int64_t c = 0; c < p.ow; c += 16) {
+      const int64_t n = std::min<int64_t>(16, p.ow - c);
+      const Windows16 w = Max2x2x16(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
+      _mm512_mask_storeu_ps(y + r * p.ow + c, FirstLanes(n), w.max);
+    }
+}
+
+__attribute__((target("avx512f"))) void Max2x2GradRows16(const Geometry2d& p, const float* x, const float* dy,
+                                                         float* dx) {
+  // Lanes of the even and odd column vectors, interleaved back.
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  for (int64_t r = 0; r < p.oh; ++r) {
+    for (int64_t c = 0; c < p.ow; c += 16) {
+      const int64_t n = std::min<int64_t>(16, p.ow - c);
+      const Windows16 w = Max2x2x16(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
+      const __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(FirstLanes(n), dy + r * p.ow + c));
+      for (int row = 0; row < 2; ++row) {
+        const __m512 even = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(w.tap, _mm512_set1_epi32(2 * row)), v);
+        const __m512 odd = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(w.tap, _mm512_set1_epi32(2 * row + 1)), v);
+        float* d = dx + (2 * r + row) * p.w + 2 * c;
+        _mm512_mask_storeu_ps(d, FirstLanes(2 * n), _mm512_permutex2var_ps(even, lo, odd));
+        _mm512_mask_storeu_ps(d + 16, FirstLanes(2 * n - 16), _mm512_permutex2var_ps(even, hi, odd));
+      }
+    }
+  }
+}
+#endif
+
+// 16 windows at a time where the CPU has AVX-512 (the same comparisons and
+// selects per lane; masked loads and stores for the last of a row), else
+// one window at a time.
+void Max2x2Plane(const Geometry2d& p, const float* x, float* y, bool vector) {
+  int64_t done = 0;
+#if defined(__x86_64__)
+  if (vector) {
+    Max2x2Rows16(p, x, y);
+    done = p.ow;
+  }
+#endif
+  for (int64_t r = 0; r < p.oh; ++r) {
+    const float* r0 = x + 2 * r * p.w;
+    const float* r1 = r0 + p.w;
+    for (int64_t c = done; c < p.ow; ++c) {
+      int tap;
+      y[r * p.ow + c] = Max2x2(r0[2 * c], r0[2 * c + 1], r1[2 * c], r1[2 * c + 1], &tap);
+    }
+  }
+}
+
+// dX of one such plane: 0 + dY[o] at the first maximum of window o (the sum
+// ScatterPlane forms from +0: a -0 gradient lands as +0), +0 elsewhere and
+// in the rows and columns no window covers.
+void Max2x2GradPlane(const Geometry2d& p, const float* x, const float* dy, float* dx, bool vector) {
+  int64_t done = 0;
+#if defined(__x86_64__)
+  if (vector) {
+    Max2x2GradRows16(p, x, dy, dx);
+    done = p.ow;
+  }
+#endif
+  for (int64_t r = 0; r < p.oh; ++r) {
+    const float* r0 = x + 2 * r * p.w;
+    const float* r1 = r0 + p.w;
+    float* d0 = dx + 2 * r * p.w;
+    float* d1 = d0 + p.w;
+    for (int64_t c = done; c < p.ow; ++c) {
+      int tap;
+      Max2x2(r0[2 * c], r0[2 * c + 1], r1[2 * c], r1[2 * c + 1], &tap);
+      const float v = 0.0f + dy[r * p.ow + c];
+      d0[2 * c] = tap == 0 ? v : 0.0f;
+      d0[2 * c + 1] = tap == 1 ? v : 0.0f;
+      d1[2 * c] = tap == 2 ? v : 0.0f;
+      d1[2 * c + 1] = tap == 3 ? v : 0.0f;
+    }
+    for (int64_t c = 2 * p.ow; c < p.w; ++c) d0[c] = d1[c] = 0.0f;
+  }
+  std::fill(dx + 2 * p.oh * p.w, dx + p.h * p.w, 0.0f);
+}
+
 void AveragePlane(const Geometry2d& p, const float* x, float* y, std::vector<double>& acc) {
   acc.resize(static_cast<size_t>(p.ow));
   for (int64_t r = 0; r < p.oh; ++r) {
@@ -160,6 +308,7 @@ class PoolKernel final : public Kernel {
   Status Run(KernelContext& ctx) override {
     const T* x = ctx.inputs[0].as<const T>();
     T* y = ctx.outputs[0].as<T>();
+    const bool plain_2x2 = IsPlain2x2(p_), vector = Cpu().vector512();
 #pragma omp parallel num_threads(threads_)
     {
       std::vector<float> in, out(static_cast<size_t>(p_.out_size()));
@@ -168,7 +317,8 @@ class PoolKernel final : public Kernel {
       for (int64_t plane = 0; plane < p_.planes; ++plane) {
         const float* xp = Widened(x + plane * p_.in_size(), p_.in_size(), in);
         float* yp = std::is_same_v<T, float> ? reinterpret_cast<float*>(y + plane * p_.out_size()) : out.data();
-        if (is_max_) MaxPlane(p_, xp, yp, nullptr);
+        if (is_max_ && plain_2x2) Max2x2Plane(p_, xp, yp, vector);
+        else if (is_max_) MaxPlane(p_, xp, yp, nullptr);
         else AveragePlane(p_, xp, yp, acc);
         Store(yp, y + plane * p_.out_size(), p_.out_size());
       }
@@ -201,6 +351,7 @@ class MaxPoolGradKernel final : public Kernel {
     const T* x = ctx.inputs[1].as<const T>();
     T* dx = ctx.outputs[0].as<T>();
     const int64_t in_size = p_.in_size(), out_size = p_.out_size();
+    const bool plain_2x2 = IsPlain2x2(p_), vector = Cpu().vector512();
 #pragma omp parallel num_threads(threads_)
     {
       std::vector<float> xbuf, dybuf, best(static_cast<size_t>(out_size)), sum(static_cast<size_t>(in_size));
@@ -208,9 +359,16 @@ class MaxPoolGradKernel final : public Kernel {
       std::vector<double> wide(p_.overlapping() ? static_cast<size_t>(in_size) : 0);
 #pragma omp for schedule(static)
       for (int64_t plane = 0; plane < p_.planes; ++plane) {
-        MaxPlane(p_, Widened(x + plane * in_size, in_size, xbuf), best.data(), arg.data());
+        const float* xp = Widened(x + plane * in_size, in_size, xbuf);
         const float* g = Widened(dy + plane * out_size, out_size, dybuf);
         T* out = dx + plane * in_size;
+        if (plain_2x2) {
+          float* d = std::is_same_v<T, float> ? reinterpret_cast<float*>(out) : sum.data();
+          Max2x2GradPlane(p_, xp, g, d, vector);
+          Store(d, out, in_size);
+          continue;
+        }
+        MaxPlane(p_, xp, best.data(), arg.data());
         if (!wide.empty()) {
           ScatterPlane(p_, g, arg.data(), wide.data());
           for (int64_t i = 0; i < in_size; ++i) sum[i] = static_cast<float>(wide[i]);

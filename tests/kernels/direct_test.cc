@@ -91,6 +91,7 @@ const std::vector<PoolCase>& PoolCases() {
       {"3x2 s3 ceil, pads", {1, 3, 11, 6}, {3, 2}, {3, 3}, {}, {1, 1, 0, 1}, 1},
       {"whole plane", {2, 3, 5, 6}, {5, 6}, {1, 1}, {}, {}},
       {"empty batch", {0, 3, 8, 8}, {2, 2}, {2, 2}, {}, {}},
+      {"2x2 s2 wide rows", {1, 3, 5, 71}, {2, 2}, {2, 2}, {}, {}},  // 16 windows at a time, then 3
   };
   return cases;
 }
@@ -133,12 +134,16 @@ TEST_P(DirectPath, MaxPoolGradMatchesReferenceBitwise) {
     ExpectSameAsReference(std::string(c.name) + ", finite dY", OpKind::kMaxPoolGrad, a,
                           {Values((*y)[0].dims(), 6, t, false), x});
   }
-  // Ties everywhere: the gradient goes to the first maximum of each window.
-  const PoolCase& c = PoolCases()[2];
-  Tensor zeros = *Tensor::Zeros(t, c.x);
-  auto y = RunKernel(OpKind::kMaxPool, PoolAttrs(c), {zeros});
-  ASSERT_TRUE(y.ok());
-  ExpectSameAsReference("ties", OpKind::kMaxPoolGrad, PoolAttrs(c), {Values((*y)[0].dims(), 7, t, false), zeros});
+  // Ties everywhere: the gradient goes to the first maximum of each window
+  // (the 2x2 stride-2 path, 16 windows at a time and one, and the general one).
+  for (size_t k : {size_t{0}, size_t{2}, PoolCases().size() - 1}) {
+    const PoolCase& c = PoolCases()[k];
+    Tensor zeros = *Tensor::Zeros(t, c.x);
+    auto y = RunKernel(OpKind::kMaxPool, PoolAttrs(c), {zeros});
+    ASSERT_TRUE(y.ok());
+    ExpectSameAsReference(std::string("ties, ") + c.name, OpKind::kMaxPoolGrad, PoolAttrs(c),
+                          {Values((*y)[0].dims(), 7, t, false), zeros});
+  }
 }
 
 // Unused dX (data == nullptr) is left alone.
