@@ -15,9 +15,9 @@
 //   MaxPoolGrad: dY[o] goes to the first maximum of window o, summed per input
 //            element in output order, in double where windows overlap (as the
 //            reference) and in fp32 where they cannot (one term: exact).
-// 2x2 windows at stride 2 without padding (the usual downsampling) take a
-// path with the same taps in the same order and none of the general
-// per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
+// On AVX-512 CPUs, 2x2 windows at stride 2 without padding (the usual
+// downsampling) take a path with the same taps in the same order, 16
+// windows at a time, and none of the general per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
 // the reference kernel.
 #include <algorithm>
 #include <cstring>
@@ -157,19 +157,6 @@ bool IsPlain2x2(const Geometry2d& p) {
          2 * p.oh <= p.h && 2 * p.ow <= p.w;
 }
 
-// The running maximum after the four taps of a 2x2 window, and which tap
-// (0-3, row-major) holds it: a later tap replaces it only when it Wins, as
-// in MaxPlane (the first tap always stands, even -inf).
-inline float Max2x2(float a, float b, float c, float d, int* tap) {
-  float m = a;
-  int k = 0;
-  if (Wins(b, m)) m = b, k = 1;
-  if (Wins(c, m)) m = c, k = 2;
-  if (Wins(d, m)) m = d, k = 3;
-  *tap = k;
-  return m;
-}
-
 #if defined(__x86_64__)
 // Wins(v, m) for 16 lanes: v > m (ordered), or v is NaN and m is not.
 __attribute__((target("avx512f"))) inline __mmask16 Wins16(__m512 v, __m512 m) {
@@ -207,7 +194,9 @@ __attribute__((target("avx512f"))) inline Windows16 Max2x2x16(const float* r0, c
   return w;
 }
 
-__attribute__((target("avx512f"))) void Max2x2Rows16(const Geometry2d& p, const float* x, float* y) {
+// The maxima of a plane, 16 windows at a time (the same comparisons and
+// selects per lane as MaxPlane; masked loads and stores at row ends).
+__attribute__((target("avx512f"))) void Max2x2Plane(const Geometry2d& p, const float* x, float* y) {
   for (int64_t r = 0; r < p.oh; ++r)
     for (int64_t c = 0; c < p.ow; c += 16) {
       const int64_t n = std::min<int64_t>(16, p.ow - c);
@@ -216,8 +205,11 @@ __attribute__((target("avx512f"))) void Max2x2Rows16(const Geometry2d& p, const 
     }
 }
 
-__attribute__((target("avx512f"))) void Max2x2GradRows16(const Geometry2d& p, const float* x, const float* dy,
-                                                         float* dx) {
+// dX of a plane: 0 + dY[o] at the first maximum of window o (the sum
+// ScatterPlane forms from +0: a -0 gradient lands as +0), +0 at the other
+// taps of each window.
+__attribute__((target("avx512f"))) void Max2x2GradPlane(const Geometry2d& p, const float* x, const float* dy,
+                                                        float* dx) {
   // Lanes of the even and odd column vectors, interleaved back.
   const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
@@ -236,57 +228,37 @@ __attribute__((target("avx512f"))) void Max2x2GradRows16(const Geometry2d& p, co
     }
   }
 }
+
+// dX of one such plane where no window covers: the last row or column of
+// an odd size, +0 (what ScatterPlane leaves there).
+void ZeroUncovered(const Geometry2d& p, float* dx) {
+  if (2 * p.ow < p.w)
+    for (int64_t r = 0; r < 2 * p.oh; ++r) std::fill(dx + r * p.w + 2 * p.ow, dx + (r + 1) * p.w, 0.0f);
+  std::fill(dx + 2 * p.oh * p.w, dx + p.h * p.w, 0.0f);
+}
 #endif
 
-// 16 windows at a time where the CPU has AVX-512 (the same comparisons and
-// selects per lane; masked loads and stores for the last of a row), else
-// one window at a time.
-void Max2x2Plane(const Geometry2d& p, const float* x, float* y, bool vector) {
-  int64_t done = 0;
+// The 2x2 path is AVX-512 code; other CPUs take MaxPlane's passes, which beat
+// one window at a time (whose branches mispredict on random data).
+bool Has2x2Path(const Geometry2d& p) {
 #if defined(__x86_64__)
-  if (vector) {
-    Max2x2Rows16(p, x, y);
-    done = p.ow;
-  }
+  return IsPlain2x2(p) && Cpu().vector512();
+#else
+  return false;
 #endif
-  for (int64_t r = 0; r < p.oh; ++r) {
-    const float* r0 = x + 2 * r * p.w;
-    const float* r1 = r0 + p.w;
-    for (int64_t c = done; c < p.ow; ++c) {
-      int tap;
-      y[r * p.ow + c] = Max2x2(r0[2 * c], r0[2 * c + 1], r1[2 * c], r1[2 * c + 1], &tap);
-    }
-  }
 }
 
-// dX of one such plane: 0 + dY[o] at the first maximum of window o (the sum
-// ScatterPlane forms from +0: a -0 gradient lands as +0), +0 elsewhere and
-// in the rows and columns no window covers.
-void Max2x2GradPlane(const Geometry2d& p, const float* x, const float* dy, float* dx, bool vector) {
-  int64_t done = 0;
+void Max2x2(const Geometry2d& p, const float* x, float* y) {
 #if defined(__x86_64__)
-  if (vector) {
-    Max2x2GradRows16(p, x, dy, dx);
-    done = p.ow;
-  }
+  Max2x2Plane(p, x, y);
 #endif
-  for (int64_t r = 0; r < p.oh; ++r) {
-    const float* r0 = x + 2 * r * p.w;
-    const float* r1 = r0 + p.w;
-    float* d0 = dx + 2 * r * p.w;
-    float* d1 = d0 + p.w;
-    for (int64_t c = done; c < p.ow; ++c) {
-      int tap;
-      Max2x2(r0[2 * c], r0[2 * c + 1], r1[2 * c], r1[2 * c + 1], &tap);
-      const float v = 0.0f + dy[r * p.ow + c];
-      d0[2 * c] = tap == 0 ? v : 0.0f;
-      d0[2 * c + 1] = tap == 1 ? v : 0.0f;
-      d1[2 * c] = tap == 2 ? v : 0.0f;
-      d1[2 * c + 1] = tap == 3 ? v : 0.0f;
-    }
-    for (int64_t c = 2 * p.ow; c < p.w; ++c) d0[c] = d1[c] = 0.0f;
-  }
-  std::fill(dx + 2 * p.oh * p.w, dx + p.h * p.w, 0.0f);
+}
+
+void Max2x2Grad(const Geometry2d& p, const float* x, const float* dy, float* dx) {
+#if defined(__x86_64__)
+  Max2x2GradPlane(p, x, dy, dx);
+  ZeroUncovered(p, dx);
+#endif
 }
 
 void AveragePlane(const Geometry2d& p, const float* x, float* y, std::vector<double>& acc) {
@@ -308,7 +280,7 @@ class PoolKernel final : public Kernel {
   Status Run(KernelContext& ctx) override {
     const T* x = ctx.inputs[0].as<const T>();
     T* y = ctx.outputs[0].as<T>();
-    const bool plain_2x2 = IsPlain2x2(p_), vector = Cpu().vector512();
+    const bool plain_2x2 = Has2x2Path(p_);
 #pragma omp parallel num_threads(threads_)
     {
       std::vector<float> in, out(static_cast<size_t>(p_.out_size()));
@@ -317,7 +289,7 @@ class PoolKernel final : public Kernel {
       for (int64_t plane = 0; plane < p_.planes; ++plane) {
         const float* xp = Widened(x + plane * p_.in_size(), p_.in_size(), in);
         float* yp = std::is_same_v<T, float> ? reinterpret_cast<float*>(y + plane * p_.out_size()) : out.data();
-        if (is_max_ && plain_2x2) Max2x2Plane(p_, xp, yp, vector);
+        if (is_max_ && plain_2x2) Max2x2(p_, xp, yp);
         else if (is_max_) MaxPlane(p_, xp, yp, nullptr);
         else AveragePlane(p_, xp, yp, acc);
         Store(yp, y + plane * p_.out_size(), p_.out_size());
@@ -351,7 +323,7 @@ class MaxPoolGradKernel final : public Kernel {
     const T* x = ctx.inputs[1].as<const T>();
     T* dx = ctx.outputs[0].as<T>();
     const int64_t in_size = p_.in_size(), out_size = p_.out_size();
-    const bool plain_2x2 = IsPlain2x2(p_), vector = Cpu().vector512();
+    const bool plain_2x2 = Has2x2Path(p_);
 #pragma omp parallel num_threads(threads_)
     {
       std::vector<float> xbuf, dybuf, best(static_cast<size_t>(out_size)), sum(static_cast<size_t>(in_size));
@@ -364,7 +336,7 @@ class MaxPoolGradKernel final : public Kernel {
         T* out = dx + plane * in_size;
         if (plain_2x2) {
           float* d = std::is_same_v<T, float> ? reinterpret_cast<float*>(out) : sum.data();
-          Max2x2GradPlane(p_, xp, g, d, vector);
+          Max2x2Grad(p_, xp, g, d);
           Store(d, out, in_size);
           continue;
         }
