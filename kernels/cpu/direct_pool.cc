@@ -15,9 +15,9 @@
 //   MaxPoolGrad: dY[o] goes to the first maximum of window o, summed per input
 //            element in output order, in double where windows overlap (as the
 //            reference) and in fp32 where they cannot (one term: exact).
-// On AVX-512 CPUs, 2x2 windows at stride 2 without padding (the usual
-// downsampling) take a path with the same taps in the same order, 16
-// windows at a time, and none of the general per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
+// On AVX-512 and AVX2 CPUs, 2x2 windows at stride 2 without padding (the
+// usual downsampling) take a path with the same taps in the same order, 16
+// or 8 windows at a time, and none of the general per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
 // the reference kernel.
 #include <algorithm>
 #include <cstring>
@@ -229,6 +229,74 @@ __attribute__((target("avx512f"))) void Max2x2GradPlane(const Geometry2d& p, con
   }
 }
 
+// The same 8 windows at a time for AVX2 CPUs: de-interleaving by shuffles,
+// masks as all-ones lanes, maskload/maskstore at row ends.
+__attribute__((target("avx2"))) inline __m256i FirstLanes8(int64_t n) {
+  const int k = static_cast<int>(std::clamp<int64_t>(n, 0, 8));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// The even (or odd) columns of 16 consecutive floats, in order: shuffle_ps
+// picks columns (0 2 8 10 | 4 6 12 14) or the odd ones, and the 64-bit
+// permute orders them.
+__attribute__((target("avx2"))) inline __m256 Columns8(__m256 lo, __m256 hi, bool odd) {
+  const __m256 sh = odd ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(sh), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+
+struct Windows8 {
+  __m256 max;
+  __m256i tap;
+};
+
+__attribute__((target("avx2"))) inline Windows8 Max2x2x8(const float* r0, const float* r1, int64_t n) {
+  const __m256i m0 = FirstLanes8(2 * n), m1 = FirstLanes8(2 * n - 8);
+  const __m256 a0 = _mm256_maskload_ps(r0, m0), a1 = _mm256_maskload_ps(r0 + 8, m1);
+  const __m256 b0 = _mm256_maskload_ps(r1, m0), b1 = _mm256_maskload_ps(r1 + 8, m1);
+  const __m256 taps[4] = {Columns8(a0, a1, false), Columns8(a0, a1, true), Columns8(b0, b1, false),
+                          Columns8(b0, b1, true)};
+  Windows8 w{taps[0], _mm256_setzero_si256()};
+  for (int k = 1; k < 4; ++k) {
+    const __m256 v = taps[k];
+    const __m256 win = _mm256_or_ps(_mm256_cmp_ps(v, w.max, _CMP_GT_OQ),
+                                    _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(w.max, w.max, _CMP_ORD_Q)));
+    w.max = _mm256_blendv_ps(w.max, v, win);
+    w.tap = _mm256_castps_si256(
+        _mm256_blendv_ps(_mm256_castsi256_ps(w.tap), _mm256_castsi256_ps(_mm256_set1_epi32(k)), win));
+  }
+  return w;
+}
+
+__attribute__((target("avx2"))) void Max2x2Plane8(const Geometry2d& p, const float* x, float* y) {
+  for (int64_t r = 0; r < p.oh; ++r)
+    for (int64_t c = 0; c < p.ow; c += 8) {
+      const int64_t n = std::min<int64_t>(8, p.ow - c);
+      const Windows8 w = Max2x2x8(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
+      _mm256_maskstore_ps(y + r * p.ow + c, FirstLanes8(n), w.max);
+    }
+}
+
+__attribute__((target("avx2"))) void Max2x2GradPlane8(const Geometry2d& p, const float* x, const float* dy,
+                                                      float* dx) {
+  for (int64_t r = 0; r < p.oh; ++r) {
+    for (int64_t c = 0; c < p.ow; c += 8) {
+      const int64_t n = std::min<int64_t>(8, p.ow - c);
+      const Windows8 w = Max2x2x8(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
+      const __m256 v = _mm256_add_ps(_mm256_setzero_ps(), _mm256_maskload_ps(dy + r * p.ow + c, FirstLanes8(n)));
+      for (int row = 0; row < 2; ++row) {
+        const __m256 even = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(w.tap, _mm256_set1_epi32(2 * row))), v);
+        const __m256 odd =
+            _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(w.tap, _mm256_set1_epi32(2 * row + 1))), v);
+        // Interleaved back: (e0 o0 e1 o1 | e4 o4 e5 o5) and (e2 o2 e3 o3 | e6 o6 e7 o7), then their halves.
+        const __m256 ul = _mm256_unpacklo_ps(even, odd), uh = _mm256_unpackhi_ps(even, odd);
+        float* d = dx + (2 * r + row) * p.w + 2 * c;
+        _mm256_maskstore_ps(d, FirstLanes8(2 * n), _mm256_permute2f128_ps(ul, uh, 0x20));
+        _mm256_maskstore_ps(d + 8, FirstLanes8(2 * n - 8), _mm256_permute2f128_ps(ul, uh, 0x31));
+      }
+    }
+  }
+}
+
 // dX of one such plane where no window covers: the last row or column of
 // an odd size, +0 (what ScatterPlane leaves there).
 void ZeroUncovered(const Geometry2d& p, float* dx) {
@@ -238,11 +306,11 @@ void ZeroUncovered(const Geometry2d& p, float* dx) {
 }
 #endif
 
-// The 2x2 path is AVX-512 code; other CPUs take MaxPlane's passes, which beat
-// one window at a time (whose branches mispredict on random data).
+// The 2x2 path is AVX-512 or AVX2 code; other CPUs take MaxPlane's passes,
+// which beat one window at a time (whose branches mispredict on random data).
 bool Has2x2Path(const Geometry2d& p) {
 #if defined(__x86_64__)
-  return IsPlain2x2(p) && Cpu().vector512();
+  return IsPlain2x2(p) && Cpu().vector256();
 #else
   return false;
 #endif
@@ -250,13 +318,15 @@ bool Has2x2Path(const Geometry2d& p) {
 
 void Max2x2(const Geometry2d& p, const float* x, float* y) {
 #if defined(__x86_64__)
-  Max2x2Plane(p, x, y);
+  if (Cpu().vector512()) Max2x2Plane(p, x, y);
+  else Max2x2Plane8(p, x, y);
 #endif
 }
 
 void Max2x2Grad(const Geometry2d& p, const float* x, const float* dy, float* dx) {
 #if defined(__x86_64__)
-  Max2x2GradPlane(p, x, dy, dx);
+  if (Cpu().vector512()) Max2x2GradPlane(p, x, dy, dx);
+  else Max2x2GradPlane8(p, x, dy, dx);
   ZeroUncovered(p, dx);
 #endif
 }
