@@ -110,6 +110,7 @@ StatusOr<std::byte*> InferenceSession::Arena(size_t bytes) {
 void InferenceSession::ReleaseMemory() {
   arena_.reset();
   arena_bytes_ = 0;
+  outputs_.Release();
 }
 
 StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, Tensor>& inputs) {
@@ -136,7 +137,8 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
   Plan& plan = cached->plan;
   AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
 
-  // Views of every slot; graph outputs get fresh tensors.
+  // Views of every slot; graph outputs get tensors of their own (from the
+  // pool: stale contents, which the kernels overwrite).
   std::vector<TensorView> views(plan.slots.size());
   std::vector<Tensor> owned(plan.slots.size());
   for (size_t i = 0; i < plan.slots.size(); ++i) {
@@ -146,7 +148,7 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
       case Storage::kConstant: views[i] = TensorView::Of(slot.constant); break;
       case Storage::kArena: views[i] = TensorView{arena + plan.buffers[slot.buffer].offset, slot.dtype, slot.dims}; break;
       case Storage::kOutput: {
-        AMP_ASSIGN_OR_RETURN(owned[i], Tensor::Zeros(slot.dtype, slot.dims));
+        AMP_ASSIGN_OR_RETURN(owned[i], outputs_.Take(slot.dtype, slot.dims));
         views[i] = TensorView::Of(owned[i]);
         break;
       }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/output_pool.h"
 #include "executor/plan.h"
 #include "executor/profile.h"
 #include "ir/graph.h"
@@ -102,6 +103,7 @@ class InferenceSession {
   const Plan* last_plan_ = nullptr;
   std::shared_ptr<std::byte> arena_;
   size_t arena_bytes_ = 0;
+  OutputPool outputs_;  // the graph outputs' buffers, reused from run to run
 };
 
 }  // namespace amptrain::executor

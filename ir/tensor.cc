@@ -14,20 +14,32 @@ std::shared_ptr<std::byte> AllocateAligned(size_t nbytes) {
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 
-StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> dims) {
+StatusOr<size_t> Tensor::NBytes(DType dtype, const std::vector<int64_t>& dims) {
   int64_t n = 0;
   if (!CheckedNumElements(dims, &n)) return InvalidArgument("tensor dims are negative or their product overflows");
   if (dtype == DType::kUndefined) return InvalidArgument("tensor dtype is undefined");
   size_t es = DTypeSize(dtype);
   if (n > static_cast<int64_t>((int64_t{1} << 46) / static_cast<int64_t>(es)))
     return InvalidArgument("tensor of ", n, " elements is too large");
+  return static_cast<size_t>(n) * es;
+}
+
+StatusOr<Tensor> Tensor::OverBuffer(DType dtype, std::vector<int64_t> dims, std::shared_ptr<std::byte> buffer) {
+  AMP_RETURN_IF_ERROR(NBytes(dtype, dims).status());
   Tensor t;
   t.dtype_ = dtype;
+  t.num_elements_ = 1;
+  for (int64_t d : dims) t.num_elements_ *= d;
   t.dims_ = std::move(dims);
-  t.num_elements_ = n;
-  t.buffer_ = AllocateAligned(static_cast<size_t>(n) * es);
-  if (!t.buffer_) return Status(StatusCode::kOutOfRange, StrCat("out of memory allocating ", n * es, " bytes"));
+  t.buffer_ = std::move(buffer);
   return t;
+}
+
+StatusOr<Tensor> Tensor::Zeros(DType dtype, std::vector<int64_t> dims) {
+  AMP_ASSIGN_OR_RETURN(const size_t bytes, NBytes(dtype, dims));
+  std::shared_ptr<std::byte> buffer = AllocateAligned(bytes);
+  if (!buffer) return Status(StatusCode::kOutOfRange, StrCat("out of memory allocating ", bytes, " bytes"));
+  return OverBuffer(dtype, std::move(dims), std::move(buffer));
 }
 
 Tensor Tensor::Scalar(float v) { return Floats({v}, {}); }

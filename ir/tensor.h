@@ -19,6 +19,11 @@ class Tensor {
   Tensor() = default;
   // Zero-filled tensor. Fails on a negative dim or a size that overflows.
   static StatusOr<Tensor> Zeros(DType dtype, std::vector<int64_t> dims);
+  // A tensor over `buffer`, which must be 64-byte aligned and hold at least
+  // NBytes(dtype, dims); its contents stay as they are (buffer pools).
+  static StatusOr<Tensor> OverBuffer(DType dtype, std::vector<int64_t> dims, std::shared_ptr<std::byte> buffer);
+  // The bytes a tensor of `dtype` and `dims` holds; fails like Zeros.
+  static StatusOr<size_t> NBytes(DType dtype, const std::vector<int64_t>& dims);
   // Scalar or 1-D helpers for small constants (shape arithmetic, tests).
   static Tensor Scalar(float v);
   static Tensor Int64s(const std::vector<int64_t>& values, std::vector<int64_t> dims);
