@@ -172,10 +172,12 @@ def main():
             f.write(json.dumps(r) + "\n")
 
     cpu, flags, version = cpu_description(a.amptrain)
+    # GOMP_SPINCOUNT from the caller's environment reaches every runtime's OpenMP (amptrain's and PyTorch's).
+    spin = f", GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']}" if os.environ.get("GOMP_SPINCOUNT") else ""
     lines = ["# Mixed-precision training: amptrain against PyTorch (CPU)", "",
              f"`python3 tools/bench/amp_training.py --threads {a.threads}` on {time.strftime('%Y-%m-%d')}: "
              f"{cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, {a.threads} threads, "
-             f"OMP_WAIT_POLICY=passive. PyTorch {torch_version} from PyPI. Synthetic data, Adam 1e-3, training mode. "
+             f"OMP_WAIT_POLICY=passive{spin}. PyTorch {torch_version} from PyPI. Synthetic data, Adam 1e-3, training mode. "
              f"Load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end; "
              f"{time.time() - t_start:.0f} s in all.", "",
              "amptrain --version:", "", "```"] + version + ["```", "",

@@ -213,9 +213,11 @@ def main():
     version = version_lines[0]
     import torch
     import onnxruntime
+    # GOMP_SPINCOUNT from the caller's environment reaches every runtime's OpenMP (amptrain's and PyTorch's).
+    spin = f", GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']}" if os.environ.get("GOMP_SPINCOUNT") else ""
     lines = ["# fp32 CPU training: amptrain against ONNX Runtime training and PyTorch", "",
              f"`tools/bench/cpu_training.py --threads {a.threads} --runs {a.runs}` on {time.strftime('%Y-%m-%d')}: "
-             f"{cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, {a.threads} threads, OMP_WAIT_POLICY=passive; "
+             f"{cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, {a.threads} threads, OMP_WAIT_POLICY=passive{spin}; "
              f"{version}, PyTorch {torch.__version__}, onnxruntime-training {onnxruntime.__version__}. "
              f"Measured fp32 peak (best 2048^3 sgemm, {a.threads} threads): {peak:.0f} GFLOP/s. "
              f"Load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end; "
