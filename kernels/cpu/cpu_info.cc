@@ -71,7 +71,7 @@ double Seconds(Fn&& fn) {
 }
 
 // The sum of the accumulators' first lanes.
-__attribute__((target("avx512f"))) float FirstLanes(const __m512* acc) {
+__attribute__((target("avx512f"))) float SumFirstLanes(const __m512* acc) {
   float out[16], sum = 0.0f;
   for (int k = 0; k < kProbeChains; ++k) {
     _mm512_storeu_ps(out, acc[k]);
@@ -86,7 +86,7 @@ __attribute__((target("avx512f"))) float FmaRounds(int64_t rounds) {
   const __m512 a = _mm512_set1_ps(0.5f), b = _mm512_set1_ps(0.25f);
   for (int64_t r = 0; r < rounds; ++r)
     for (int k = 0; k < kProbeChains; ++k) acc[k] = _mm512_fmadd_ps(acc[k], a, b);
-  return FirstLanes(acc);
+  return SumFirstLanes(acc);
 }
 
 __attribute__((target("avx512f,avx512bf16"))) float DpBf16Rounds(int64_t rounds) {
@@ -95,7 +95,7 @@ __attribute__((target("avx512f,avx512bf16"))) float DpBf16Rounds(int64_t rounds)
   const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3a83);  // bf16 1e-3
   for (int64_t r = 0; r < rounds; ++r)
     for (int k = 0; k < kProbeChains; ++k) acc[k] = _mm512_dpbf16_ps(acc[k], a, a);
-  return FirstLanes(acc);
+  return SumFirstLanes(acc);
 }
 
 // Multiply-adds per second of VDPBF16PS over those of fp32 FMA, on this
