@@ -10,6 +10,7 @@
 // Report::clamped_values. inf and NaN stay as they are. bf16 has fp32's
 // range: nothing is clamped.
 #include <cmath>
+#include <vector>
 
 #include "amp/amp_internal.h"
 #include "amp/passes.h"
@@ -46,8 +47,12 @@ StatusOr<ir::Tensor> ConvertTensor(const ir::Tensor& t, DType low, int64_t* clam
 
 StatusOr<bool> ConvertInitializers(ir::Graph& g, DType low, Report* report) {
   bool changed = false;
-  for (Node* src : g.nodes()) {
-    if (src->op() != ir::OpKind::kInitializer && src->op() != ir::OpKind::kConstant) continue;
+  // The sources first: the loop removes Cast nodes, which a walk over the
+  // live node list would then visit after they are freed.
+  std::vector<Node*> sources;
+  for (Node* n : g.nodes())
+    if (n->op() == ir::OpKind::kInitializer || n->op() == ir::OpKind::kConstant) sources.push_back(n);
+  for (Node* src : sources) {
     Value v = src->output(0);
     const ir::Tensor* t = g.ConstantValue(v);
     if (!t || t->dtype() != DType::kFloat32 || g.is_graph_output(v) || g.uses(v).empty()) continue;

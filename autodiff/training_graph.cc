@@ -60,8 +60,10 @@ StatusOr<TrainingGraphInfo> ToTrainingMode(Graph& g, const TrainingGraphOptions&
   TrainingGraphInfo info;
   std::vector<Node*> nodes = g.nodes();
   for (Node* n : nodes) {
-    if (n->op() == OpKind::kBatchNormalization) AMP_RETURN_IF_ERROR(TrainBatchNorm(g, n, info));
-    if (n->op() == OpKind::kDropout) AMP_RETURN_IF_ERROR(TrainDropout(g, n, opts.dropout));
+    // Each rewrite may replace and free n: read its op once, before.
+    const OpKind op = n->op();
+    if (op == OpKind::kBatchNormalization) AMP_RETURN_IF_ERROR(TrainBatchNorm(g, n, info));
+    else if (op == OpKind::kDropout) AMP_RETURN_IF_ERROR(TrainDropout(g, n, opts.dropout));
   }
   return info;
 }

@@ -1,6 +1,7 @@
 #include "executor/optimize.h"
 
 #include <cmath>
+#include <unordered_set>
 
 #include "ir/verifier.h"
 
@@ -94,8 +95,9 @@ StatusOr<bool> FoldBatchNormPass::Run(Graph& g) {
 StatusOr<bool> FuseConvPass::Run(Graph& g) {
   bool changed = false;
   AMP_ASSIGN_OR_RETURN(std::vector<Node*> order, g.TopologicalOrder());
+  std::unordered_set<const Node*> removed;  // fused Adds and Relus, later in `order`: freed, never read
   for (Node* conv : order) {
-    if (conv->op() != OpKind::kConv) continue;
+    if (removed.count(conv) || conv->op() != OpKind::kConv) continue;
     std::vector<Node*> fused = {conv};  // the chain, first to last
     Value residual;
     Node* next = OnlyUser(g, conv->output(0));
@@ -120,7 +122,10 @@ StatusOr<bool> FuseConvPass::Run(Graph& g) {
     f->mutable_output_info(0).type = g.type(fused.back()->output(0));
     AMP_RETURN_IF_ERROR(g.InferNode(f));
     g.ReplaceAllUsesWith(fused.back()->output(0), f->output(0));
-    for (auto it = fused.rbegin(); it != fused.rend(); ++it) AMP_RETURN_IF_ERROR(g.RemoveNode(*it));
+    for (auto it = fused.rbegin(); it != fused.rend(); ++it) {
+      removed.insert(*it);
+      AMP_RETURN_IF_ERROR(g.RemoveNode(*it));
+    }
     changed = true;
   }
   return changed;
