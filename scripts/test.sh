@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what is missing, builds, runs the whole suite
 # (unit, ONNX backend node tests, PyTorch/ONNX Runtime interop, CLI), then the
-# malformed-model tests again under AddressSanitizer, then each libFuzzer
+# importer (malformed models) and executor suites again under
+# AddressSanitizer, then each libFuzzer
 # target for FUZZ_SECONDS (default 60) on its seed corpus.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,9 +30,9 @@ skips build
 # Sanitizer build of the untrusted-input tests (importer) and the npy reader.
 BUILD_DIR=build-asan TARGETS="importer_tests executor_tests" \
   bash scripts/build.sh -DAMPTRAIN_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo
-echo "== AddressSanitizer: importer and npy tests"
+echo "== AddressSanitizer: importer and executor tests"
 ASAN_OPTIONS=detect_leaks=0 ./build-asan/tests/importer_tests --gtest_brief=1
-ASAN_OPTIONS=detect_leaks=0 ./build-asan/tests/executor_tests --gtest_brief=1 --gtest_filter='Npy*'
+ASAN_OPTIONS=detect_leaks=0 ./build-asan/tests/executor_tests --gtest_brief=1
 
 # libFuzzer targets of the untrusted-input readers (tests/fuzz, clang with ASan
 # and UBSan); any finding fails the run.
