@@ -13,12 +13,7 @@ struct OutputPool::State {
   mutable std::mutex mu;
   std::map<size_t, std::vector<std::byte*>> idle;
   size_t idle_bytes = 0;
-  bool closed = false;  // the pool is gone: returning buffers are freed
-
-  ~State() {
-    for (auto& [bytes, list] : idle)
-      for (std::byte* p : list) std::free(p);
-  }
+  bool closed = false;  // the pool is gone (its idle buffers freed): returning buffers are freed
 };
 
 OutputPool::OutputPool() : state_(std::make_shared<State>()) {}

@@ -14,23 +14,31 @@ std::shared_ptr<std::byte> AllocateAligned(size_t nbytes) {
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 
-StatusOr<size_t> Tensor::NBytes(DType dtype, const std::vector<int64_t>& dims) {
+namespace {
+
+// The element count of `dims`, or why no tensor of `dtype` can have them.
+StatusOr<int64_t> CheckedCount(DType dtype, const std::vector<int64_t>& dims) {
   int64_t n = 0;
   if (!CheckedNumElements(dims, &n)) return InvalidArgument("tensor dims are negative or their product overflows");
   if (dtype == DType::kUndefined) return InvalidArgument("tensor dtype is undefined");
-  size_t es = DTypeSize(dtype);
-  if (n > static_cast<int64_t>((int64_t{1} << 46) / static_cast<int64_t>(es)))
+  if (n > static_cast<int64_t>((int64_t{1} << 46) / static_cast<int64_t>(DTypeSize(dtype))))
     return InvalidArgument("tensor of ", n, " elements is too large");
-  return static_cast<size_t>(n) * es;
+  return n;
+}
+
+}  // namespace
+
+StatusOr<size_t> Tensor::NBytes(DType dtype, const std::vector<int64_t>& dims) {
+  AMP_ASSIGN_OR_RETURN(const int64_t n, CheckedCount(dtype, dims));
+  return static_cast<size_t>(n) * DTypeSize(dtype);
 }
 
 StatusOr<Tensor> Tensor::OverBuffer(DType dtype, std::vector<int64_t> dims, std::shared_ptr<std::byte> buffer) {
-  AMP_RETURN_IF_ERROR(NBytes(dtype, dims).status());
+  AMP_ASSIGN_OR_RETURN(const int64_t n, CheckedCount(dtype, dims));
   Tensor t;
   t.dtype_ = dtype;
-  t.num_elements_ = 1;
-  for (int64_t d : dims) t.num_elements_ *= d;
   t.dims_ = std::move(dims);
+  t.num_elements_ = n;
   t.buffer_ = std::move(buffer);
   return t;
 }

@@ -157,6 +157,8 @@ CpuInfo Detect() {
   }
   info.onednn_isa = IsaName(dnnl::get_effective_cpu_isa());
   info.onednn_capped = std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr || std::getenv("DNNL_MAX_CPU_ISA") != nullptr;
+  info.vector512_ = info.avx512f && info.onednn_isa.rfind("avx512", 0) == 0;
+  info.vector256_ = info.avx2 && (info.vector512_ || info.onednn_isa.rfind("avx2", 0) == 0);
 #if defined(__x86_64__)
   // AMX is far faster than either; without AVX512_BF16 there is nothing to probe.
   if (info.avx512_bf16 && !info.amx_bf16) info.bf16_dot_speedup = MeasureBf16DotSpeedup();

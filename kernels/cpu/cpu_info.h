@@ -50,8 +50,10 @@ struct CpuInfo {
   // has AVX-512F, 256-bit where it has AVX2, each only while oneDNN's ISA
   // is at that level too, so ONEDNN_MAX_CPU_ISA=AVX2 caps these loops as
   // well and one machine can test every path.
-  bool vector512() const { return avx512f && onednn_isa.rfind("avx512", 0) == 0; }
-  bool vector256() const { return avx2 && (vector512() || onednn_isa.rfind("avx2", 0) == 0); }
+  // Set at detection (hot loops ask per span).
+  bool vector512() const { return vector512_; }
+  bool vector256() const { return vector256_; }
+  bool vector512_ = false, vector256_ = false;
   // fp16 arithmetic in hardware that amptrain uses: none yet (oneDNN 2.6 has
   // no fp16 CPU kernels), so fp16 is storage only on every CPU.
   bool native_fp16() const { return false; }

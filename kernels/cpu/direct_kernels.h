@@ -15,13 +15,6 @@
 
 namespace amptrain::kernels::cpu::direct {
 
-// The ir dtype of a kernel storage type (float, Half, BFloat16).
-template <class T> constexpr DType StorageDType() {
-  if constexpr (std::is_same_v<T, Half>) return DType::kFloat16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBFloat16;
-  else return DType::kFloat32;
-}
-
 // new K<T>(args...) for the storage type T of `t` (fp32, fp16, bf16).
 template <template <class> class K, class... Args>
 StatusOr<std::unique_ptr<Kernel>> ForDType(DType t, Args&&... args) {

@@ -61,6 +61,13 @@ template <class T> using Wide = typename WideType<T>::type;
 
 template <class T> struct Tag { using type = T; };
 
+// The ir dtype of a kernel storage type (float, Half, BFloat16).
+template <class T> constexpr DType StorageDType() {
+  if constexpr (std::is_same_v<T, Half>) return DType::kFloat16;
+  else if constexpr (std::is_same_v<T, BFloat16>) return DType::kBFloat16;
+  else return DType::kFloat32;
+}
+
 // Calls fn(Tag<T>{}) for the storage type of `t`; unsupported dtypes give
 // Unimplemented naming the dtype.
 template <class Fn>

@@ -41,12 +41,6 @@ void ForChunks(int64_t n, Fn&& fn) {
 // one rounding of the stored value).
 constexpr int64_t kBlock = 512;
 
-template <class T>
-constexpr bool kTwoByte = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
-
-template <class T>
-constexpr DType kTwoByteDType = std::is_same_v<T, Half> ? DType::kFloat16 : DType::kBFloat16;
-
 // Runs update(p, g, first_state_offset, length) on fp32 views of p[b, e)
 // and g[b, e).
 template <class T, class Update>
@@ -57,10 +51,10 @@ void UpdateRange(T* p, const T* g, int64_t b, int64_t e, Update&& update) {
     float pf[kBlock], gf[kBlock];
     for (int64_t i = b; i < e; i += kBlock) {
       const int64_t len = std::min(kBlock, e - i);
-      WidenSpan(kTwoByteDType<T>, p + i, pf, len);
-      WidenSpan(kTwoByteDType<T>, g + i, gf, len);
+      WidenSpan(StorageDType<T>(), p + i, pf, len);
+      WidenSpan(StorageDType<T>(), g + i, gf, len);
       update(pf, gf, i, len);
-      NarrowSpan(kTwoByteDType<T>, pf, p + i, len);
+      NarrowSpan(StorageDType<T>(), pf, p + i, len);
     }
   }
 }
@@ -83,10 +77,8 @@ GradStats Stats(const T* g, float inv, int64_t b, int64_t e) {
     float gf[kBlock];
     for (int64_t i = b; i < e; i += kBlock) {
       const int64_t len = std::min(kBlock, e - i);
-      WidenSpan(kTwoByteDType<T>, g + i, gf, len);
-      const GradStats part = GradStatsSpan(gf, inv, len);
-      s.nonfinite = s.nonfinite || part.nonfinite;
-      s.sum_squares += part.sum_squares;
+      WidenSpan(StorageDType<T>(), g + i, gf, len);
+      s.Add(GradStatsSpan(gf, inv, len));
     }
     return s;
   }
@@ -106,10 +98,7 @@ class GradCheckKernel : public Kernel {
       parts_.assign(static_cast<size_t>((n + kChunk - 1) / kChunk), GradStats{});
       ForChunks(n, [&](int64_t c, int64_t b, int64_t e) { parts_[c] = Stats(g, inv, b, e); });
       GradStats total;
-      for (const GradStats& part : parts_) {
-        total.nonfinite = total.nonfinite || part.nonfinite;
-        total.sum_squares += part.sum_squares;
-      }
+      for (const GradStats& part : parts_) total.Add(part);
       stats[2 * i] = total.nonfinite ? 1.0 : 0.0;
       stats[2 * i + 1] = total.sum_squares;
     }

@@ -39,6 +39,12 @@ void SgdSpan(const SgdScalars& s, float* p, const float* g, float* buf, int64_t 
 struct GradStats {
   bool nonfinite = false;
   double sum_squares = 0.0;
+
+  // Those of this span followed by `o`'s.
+  void Add(const GradStats& o) {
+    nonfinite = nonfinite || o.nonfinite;
+    sum_squares += o.sum_squares;
+  }
 };
 GradStats GradStatsSpan(const float* g, float inv_scale, int64_t n);
 
