@@ -7,111 +7,88 @@
 // input * momentum + batch * (1 - momentum), statistics recomputed from X in
 // the backward.
 //
-// One channel per work item on OpenMP; 2-byte data is widened to fp32 in
-// thread-local blocks. Statistics take one pass: sums of x - K, (x - K)^2,
-// dy and dy * (x - K) with K = the channel's first element (the shifted-data
-// algorithm: no cancellation unless the mean is far from K in units of the
-// standard deviation), in 8 fp32 lanes per block of at most kBlock elements
-// and in double across blocks. Y and dX are one multiply-add per element in
-// fp32, rounded once. Not bitwise equal to the reference (which sums in
-// double, two-pass): tests/kernels/direct_test.cc bounds the difference.
-// Planes of fewer than 16 elements ([N, C] inputs) go to the other kernels.
-#include <immintrin.h>
-
+// One channel per work item on OpenMP. Statistics take one pass: sums of
+// x - K, (x - K)^2, dy and dy * (x - K) with K = the channel's first element
+// (the shifted-data algorithm: no cancellation unless the mean is far from K
+// in units of the standard deviation), in 16 fp32 lanes flushed into double
+// every 2048 elements (kernels/cpu/batchnorm_lanes.inc gives the order). 2-byte
+// data is widened and rounded in registers. Y and dX are one fp32 multiply-add
+// per element (a multiply, then an add), rounded once. The loops are compiled
+// for AVX-512, AVX2 and plain C++ from one source and give the same bits on
+// each, so results do not depend on the CPU. Not bitwise equal to the
+// reference (which sums in double, two-pass): tests/kernels/direct_test.cc
+// bounds the difference. Planes of fewer than 16 elements ([N, C] inputs) go
+// to the other kernels.
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/direct_kernels.h"
 #include "kernels/cpu/float_convert.h"
+#include "kernels/cpu/lanes16.h"
 
 namespace amptrain::kernels::cpu::direct {
 
 namespace {
 
-constexpr int64_t kBlock = 2048;
+constexpr int64_t kFlushElements = 2048;
 
 struct Shape {
   int64_t n = 0, c = 0, plane = 0;
   double count() const { return static_cast<double>(n * plane); }
 };
 
-// Calls fn(f, len, offset) over the channel-c elements of `data` in blocks
-// of at most kBlock fp32 values (widened into `buf` for 2-byte T); offset is
-// the block's element index in data.
-template <class T, class Fn>
-void ForBlocks(const Shape& s, int64_t c, const T* data, std::vector<float>& buf, Fn&& fn) {
-  for (int64_t n = 0; n < s.n; ++n) {
-    const int64_t base = (n * s.c + c) * s.plane;
-    for (int64_t i = 0; i < s.plane; i += kBlock) {
-      const int64_t len = std::min(kBlock, s.plane - i);
-      if constexpr (std::is_same_v<T, float>) {
-        fn(data + base + i, len, base + i);
-      } else {
-        buf.resize(kBlock);
-        WidenSpan(StorageDType<T>(), data + base + i, buf.data(), len);
-        fn(buf.data(), len, base + i);
-      }
-    }
-  }
-}
+// Sums over one channel (see SumChannel).
+struct ChannelSums {
+  double d = 0.0, d2 = 0.0, dy = 0.0, dy_d = 0.0;
+};
 
-inline double Sum8(__m256 v) {
-  alignas(32) float l[8];
-  _mm256_store_ps(l, v);
-  double s = 0.0;
-  for (float f : l) s += f;
-  return s;
-}
+namespace portable {
+using V = Lanes16Scalar;
+#define AMP_LANES_TARGET
+#include "kernels/cpu/batchnorm_lanes.inc"
+#undef AMP_LANES_TARGET
+}  // namespace portable
 
-// sum(x - k) and sum((x - k)^2) over one block.
-void ShiftedSums(const float* x, int64_t len, float k, double& s1, double& s2) {
-  __m256 a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();
-  const __m256 vk = _mm256_set1_ps(k);
-  int64_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + i), vk);
-    a1 = _mm256_add_ps(a1, d);
-    a2 = _mm256_add_ps(a2, _mm256_mul_ps(d, d));
-  }
-  double t1 = Sum8(a1), t2 = Sum8(a2);
-  for (; i < len; ++i) {
-    const double d = static_cast<double>(x[i]) - k;
-    t1 += d, t2 += d * d;
-  }
-  s1 += t1, s2 += t2;
-}
+#if defined(__x86_64__)
+namespace avx2 {
+using V = Lanes16Avx2;
+#define AMP_LANES_TARGET __attribute__((target("avx2,f16c")))
+#include "kernels/cpu/batchnorm_lanes.inc"
+#undef AMP_LANES_TARGET
+}  // namespace avx2
 
-// sum(dy) and sum(dy * (x - k)) over one block.
-void GradSums(const float* dy, const float* x, int64_t len, float k, double& sdy, double& sdyx) {
-  __m256 a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps();
-  const __m256 vk = _mm256_set1_ps(k);
-  int64_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const __m256 g = _mm256_loadu_ps(dy + i);
-    a1 = _mm256_add_ps(a1, g);
-    a2 = _mm256_add_ps(a2, _mm256_mul_ps(g, _mm256_sub_ps(_mm256_loadu_ps(x + i), vk)));
-  }
-  double t1 = Sum8(a1), t2 = Sum8(a2);
-  for (; i < len; ++i) {
-    t1 += dy[i];
-    t2 += static_cast<double>(dy[i]) * (static_cast<double>(x[i]) - k);
-  }
-  sdy += t1, sdyx += t2;
-}
+namespace avx512 {
+using V = Lanes16Avx512;
+#define AMP_LANES_TARGET __attribute__((target("avx512f")))
+#include "kernels/cpu/batchnorm_lanes.inc"
+#undef AMP_LANES_TARGET
+}  // namespace avx512
+#endif
 
-// out[i] = T(a * x[i] + b (+ c * z[i] when z is set)), rounded once.
+// The channel's first element: the shift K.
 template <class T>
-void Affine(const float* x, const float* z, int64_t len, float a, float b, float c, T* out, float* tmp) {
-  float* y = std::is_same_v<T, float> ? reinterpret_cast<float*>(out) : tmp;
-  const __m256 va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b), vc = _mm256_set1_ps(c);
-  int64_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    __m256 v = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(x + i), va), vb);
-    if (z) v = _mm256_add_ps(v, _mm256_mul_ps(_mm256_loadu_ps(z + i), vc));
-    _mm256_storeu_ps(y + i, v);
-  }
-  for (; i < len; ++i) y[i] = z ? x[i] * a + b + z[i] * c : x[i] * a + b;
-  if constexpr (!std::is_same_v<T, float>) NarrowSpan(StorageDType<T>(), tmp, out, len);
+float First(const T* x, const Shape& s, int64_t c) {
+  return static_cast<float>(x[c * s.plane]);
+}
+
+template <bool kGrad, class T>
+ChannelSums Sums(const Shape& s, int64_t c, const T* x, const T* dy) {
+  const float k = First(x, s, c);
+#if defined(__x86_64__)
+  if (Cpu().vector512()) return avx512::SumChannel<kGrad>(s, c, x, dy, k);
+  if (Cpu().vector256()) return avx2::SumChannel<kGrad>(s, c, x, dy, k);
+#endif
+  return portable::SumChannel<kGrad>(s, c, x, dy, k);
+}
+
+template <bool kZ, class T>
+void Affine(const Shape& s, int64_t c, const T* x, const T* z, float a, float b, float cz, T* out) {
+#if defined(__x86_64__)
+  if (Cpu().vector512()) return avx512::AffineChannel<kZ>(s, c, x, z, a, b, cz, out);
+  if (Cpu().vector256()) return avx2::AffineChannel<kZ>(s, c, x, z, a, b, cz, out);
+#endif
+  portable::AffineChannel<kZ>(s, c, x, z, a, b, cz, out);
 }
 
 // Element c of a per-channel vector, fp32 or a 2-byte float; and its store,
@@ -129,11 +106,6 @@ void SetVec(const ir::TensorView& v, int64_t c, double value) {
 }
 
 template <class T>
-float First(const T* x, const Shape& s, int64_t c) {
-  return static_cast<float>(x[c * s.plane]);
-}
-
-template <class T>
 class BatchNormKernel final : public Kernel {
  public:
   BatchNormKernel(Shape s, bool training, double eps, double momentum, int threads)
@@ -146,27 +118,19 @@ class BatchNormKernel final : public Kernel {
     const ir::TensorView &in_mean = ctx.inputs[3], &in_var = ctx.inputs[4];
     const bool run_mean = ctx.outputs.size() > 1 && ctx.outputs[1].data;
     const bool run_var = ctx.outputs.size() > 2 && ctx.outputs[2].data;
-#pragma omp parallel num_threads(threads_)
-    {
-      std::vector<float> buf, tmp(kBlock);
-#pragma omp for schedule(static)
-      for (int64_t c = 0; c < s_.c; ++c) {
-        double mean = VecAt(in_mean, c), var = VecAt(in_var, c);
-        if (training_) {
-          const float k = First(x, s_, c);
-          double s1 = 0.0, s2 = 0.0;
-          ForBlocks(s_, c, x, buf, [&](const float* f, int64_t len, int64_t) { ShiftedSums(f, len, k, s1, s2); });
-          const double d = s1 / s_.count();
-          mean = k + d;
-          var = std::max(s2 / s_.count() - d * d, 0.0);
-          if (run_mean) SetVec(ctx.outputs[1], c, VecAt(in_mean, c) * momentum_ + mean * (1.0 - momentum_));
-          if (run_var) SetVec(ctx.outputs[2], c, VecAt(in_var, c) * momentum_ + var * (1.0 - momentum_));
-        }
-        const double a = VecAt(scale, c) / std::sqrt(var + eps_), b = VecAt(bias, c) - mean * a;
-        ForBlocks(s_, c, x, buf, [&](const float* f, int64_t len, int64_t at) {
-          Affine(f, nullptr, len, static_cast<float>(a), static_cast<float>(b), 0.0f, y + at, tmp.data());
-        });
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t c = 0; c < s_.c; ++c) {
+      double mean = VecAt(in_mean, c), var = VecAt(in_var, c);
+      if (training_) {
+        const ChannelSums sums = Sums<false>(s_, c, x, static_cast<const T*>(nullptr));
+        const double d = sums.d / s_.count();
+        mean = First(x, s_, c) + d;
+        var = std::max(sums.d2 / s_.count() - d * d, 0.0);
+        if (run_mean) SetVec(ctx.outputs[1], c, VecAt(in_mean, c) * momentum_ + mean * (1.0 - momentum_));
+        if (run_var) SetVec(ctx.outputs[2], c, VecAt(in_var, c) * momentum_ + var * (1.0 - momentum_));
       }
+      const double a = VecAt(scale, c) / std::sqrt(var + eps_), b = VecAt(bias, c) - mean * a;
+      Affine<false>(s_, c, x, static_cast<const T*>(nullptr), static_cast<float>(a), static_cast<float>(b), 0.0f, y);
     }
     return Status::Ok();
   }
@@ -191,45 +155,24 @@ class BatchNormGradKernel final : public Kernel {
     const bool dscale = ctx.outputs.size() > 1 && ctx.outputs[1].data;
     const bool dbias = ctx.outputs.size() > 2 && ctx.outputs[2].data;
     const double count = s_.count();
-#pragma omp parallel num_threads(threads_)
-    {
-      std::vector<float> xbuf, dybuf(kBlock), tmp(kBlock);
-#pragma omp for schedule(static)
-      for (int64_t c = 0; c < s_.c; ++c) {
-        const float k = First(x, s_, c);
-        double s1 = 0.0, s2 = 0.0, sdy = 0.0, sdyk = 0.0;
-        ForBlocks(s_, c, x, xbuf, [&](const float* f, int64_t len, int64_t at) {
-          ShiftedSums(f, len, k, s1, s2);
-          GradSums(DyBlock(dy + at, len, dybuf), f, len, k, sdy, sdyk);
-        });
-        const double d = s1 / count, mean = k + d;
-        const double inv = 1.0 / std::sqrt(std::max(s2 / count - d * d, 0.0) + eps_);
-        const double sdyx = inv * (sdyk - d * sdy);  // sum dy * xhat
-        if (dscale) SetVec(ctx.outputs[1], c, sdyx);
-        if (dbias) SetVec(ctx.outputs[2], c, sdy);
-        if (!dx) continue;
-        // dX = scale * inv / M * (M * dy - sdy - xhat * sdyx) = k1 * dy + k2 * x + k3.
-        const double a = VecAt(scale, c) * inv / count;
-        const double k1 = a * count, k2 = -a * inv * sdyx, k3 = -a * sdy + a * mean * inv * sdyx;
-        ForBlocks(s_, c, x, xbuf, [&](const float* f, int64_t len, int64_t at) {
-          Affine(f, DyBlock(dy + at, len, dybuf), len, static_cast<float>(k2), static_cast<float>(k3),
-                 static_cast<float>(k1), dx + at, tmp.data());
-        });
-      }
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t c = 0; c < s_.c; ++c) {
+      const ChannelSums sums = Sums<true>(s_, c, x, dy);
+      const double d = sums.d / count, mean = First(x, s_, c) + d;
+      const double inv = 1.0 / std::sqrt(std::max(sums.d2 / count - d * d, 0.0) + eps_);
+      const double sdyx = inv * (sums.dy_d - d * sums.dy);  // sum dy * xhat
+      if (dscale) SetVec(ctx.outputs[1], c, sdyx);
+      if (dbias) SetVec(ctx.outputs[2], c, sums.dy);
+      if (!dx) continue;
+      // dX = scale * inv / M * (M * dy - sdy - xhat * sdyx) = k1 * dy + k2 * x + k3.
+      const double a = VecAt(scale, c) * inv / count;
+      const double k1 = a * count, k2 = -a * inv * sdyx, k3 = -a * sums.dy + a * mean * inv * sdyx;
+      Affine<true>(s_, c, x, dy, static_cast<float>(k2), static_cast<float>(k3), static_cast<float>(k1), dx);
     }
     return Status::Ok();
   }
 
  private:
-  static const float* DyBlock(const T* dy, int64_t len, std::vector<float>& buf) {
-    if constexpr (std::is_same_v<T, float>) {
-      return dy;
-    } else {
-      WidenSpan(StorageDType<T>(), dy, buf.data(), len);
-      return buf.data();
-    }
-  }
-
   Shape s_;
   double eps_;
   int threads_;

@@ -350,6 +350,117 @@ TEST_P(DirectPath, BatchNormGradCloseToReference) {
     }
 }
 
+// The direct BatchNormalization's sums in the order kernels/cpu/batchnorm_lanes.inc
+// fixes, written out: 16 fp32 lanes over each plane's groups of 16, flushed into
+// double every 2048 elements and at the end, each plane's tail in double.
+struct LaneSums {
+  double d = 0.0, d2 = 0.0, dy = 0.0, dy_d = 0.0;
+};
+
+LaneSums LaneOrderSums(const Tensor& x, const Tensor* dy, int64_t c) {
+  const int64_t n_ = x.dims()[0], c_ = x.dims()[1], plane = x.num_elements() / (n_ * c_);
+  const float k = static_cast<float>(x.GetAsDouble(c * plane));
+  float l[4][16] = {};
+  LaneSums out;
+  auto flush = [&] {
+    for (int j = 0; j < 16; ++j) out.d += l[0][j];
+    for (int j = 0; j < 16; ++j) out.d2 += l[1][j];
+    for (int j = 0; j < 16; ++j) out.dy += l[2][j];
+    for (int j = 0; j < 16; ++j) out.dy_d += l[3][j];
+    std::memset(l, 0, sizeof(l));
+  };
+  int64_t pending = 0;
+  for (int64_t n = 0; n < n_; ++n) {
+    const int64_t base = (n * c_ + c) * plane;
+    int64_t i = 0;
+    for (; i + 16 <= plane; i += 16) {
+      for (int j = 0; j < 16; ++j) {
+        const float d = static_cast<float>(x.GetAsDouble(base + i + j)) - k;
+        l[0][j] += d, l[1][j] += d * d;
+        if (dy) {
+          const float g = static_cast<float>(dy->GetAsDouble(base + i + j));
+          l[2][j] += g, l[3][j] += g * d;
+        }
+      }
+      if ((pending += 16) == 2048) flush(), pending = 0;
+    }
+    for (; i < plane; ++i) {
+      const double d = x.GetAsDouble(base + i) - k;
+      out.d += d, out.d2 += d * d;
+      if (dy) out.dy += dy->GetAsDouble(base + i), out.dy_d += dy->GetAsDouble(base + i) * d;
+    }
+  }
+  flush();
+  return out;
+}
+
+// One fp32 value rounded to `t`, as its bits.
+uint32_t RoundedBits(float v, DType t) {
+  if (t == DType::kBFloat16) return ir::FloatToBFloat16(v);
+  if (t == DType::kFloat16) return ir::FloatToHalf(v);
+  return ir::FloatBits(v);
+}
+
+uint32_t ElementBits(const Tensor& t, int64_t i) {
+  if (t.dtype() == DType::kFloat32) return ir::FloatBits(t.data<float>()[i]);
+  return t.data<uint16_t>()[i];
+}
+
+// The direct kernels follow the lane order bit for bit, so their results do
+// not depend on the ISA (CI runs this under ONEDNN_MAX_CPU_ISA=AVX2 as well;
+// SSE41 takes the portable loops). Sizes cross the flush point inside a plane
+// and leave tails; X sits at an offset, so the shift matters.
+TEST_P(DirectPath, BatchNormFollowsLaneOrderBitwise) {
+  const DType t = GetParam().dtype;
+  const float eps = 1e-3f, momentum = 0.8f;
+  Attributes a;
+  a.Set("epsilon", eps);
+  a.Set("momentum", momentum);
+  for (const I& dims : {I{3, 2, 37, 29}, I{5, 3, 16}, I{2, 4, 33}}) {
+    const std::string what = ir::Shape::FromStatic(dims).ToString();
+    const std::vector<Tensor> in = BatchNormInputs(dims, t, 3.0, 50);
+    auto y = RunKernel(OpKind::kBatchNormalization, a, in, Options{.impl = "direct", .num_outputs = 3, .training = true});
+    ASSERT_TRUE(y.ok()) << what << ": " << y.status().ToString();
+    const Tensor dy = Values(dims, 51, t, false);
+    auto g = RunKernel(OpKind::kBatchNormalizationGrad, a, {dy, in[0], in[1]},
+                       Options{.impl = "direct", .num_outputs = 3});
+    ASSERT_TRUE(g.ok()) << what << ": " << g.status().ToString();
+    const int64_t plane = in[0].num_elements() / (dims[0] * dims[1]);
+    const double count = static_cast<double>(dims[0] * plane);
+    int64_t mismatches = 0;
+    for (int64_t c = 0; c < dims[1]; ++c) {
+      const float x0 = static_cast<float>(in[0].GetAsDouble(c * plane));
+      const double scale = in[1].GetAsDouble(c), bias = in[2].GetAsDouble(c);
+      // Forward, training mode.
+      const LaneSums f = LaneOrderSums(in[0], nullptr, c);
+      const double d = f.d / count, mean = x0 + d, var = std::max(f.d2 / count - d * d, 0.0);
+      const double fa = scale / std::sqrt(var + static_cast<double>(eps)), fb = bias - mean * fa;
+      mismatches += ir::FloatBits((*y)[1].data<float>()[c]) !=
+                    ir::FloatBits(static_cast<float>(in[3].GetAsDouble(c) * momentum + mean * (1.0 - momentum)));
+      mismatches += ir::FloatBits((*y)[2].data<float>()[c]) !=
+                    ir::FloatBits(static_cast<float>(in[4].GetAsDouble(c) * momentum + var * (1.0 - momentum)));
+      // Backward.
+      const LaneSums b = LaneOrderSums(in[0], &dy, c);
+      const double bd = b.d / count, bmean = x0 + bd;
+      const double inv = 1.0 / std::sqrt(std::max(b.d2 / count - bd * bd, 0.0) + static_cast<double>(eps));
+      const double sdyx = inv * (b.dy_d - bd * b.dy);
+      mismatches += ir::FloatBits((*g)[1].data<float>()[c]) != ir::FloatBits(static_cast<float>(sdyx));
+      mismatches += ir::FloatBits((*g)[2].data<float>()[c]) != ir::FloatBits(static_cast<float>(b.dy));
+      const double ga = scale * inv / count;
+      const float k1 = static_cast<float>(ga * count), k2 = static_cast<float>(-ga * inv * sdyx),
+                  k3 = static_cast<float>(-ga * b.dy + ga * bmean * inv * sdyx);
+      for (int64_t n = 0; n < dims[0]; ++n)
+        for (int64_t i = 0; i < plane; ++i) {
+          const int64_t e = (n * dims[1] + c) * plane + i;
+          const float xv = static_cast<float>(in[0].GetAsDouble(e)), gv = static_cast<float>(dy.GetAsDouble(e));
+          mismatches += ElementBits((*y)[0], e) != RoundedBits(xv * static_cast<float>(fa) + static_cast<float>(fb), t);
+          mismatches += ElementBits((*g)[0], e) != RoundedBits(xv * k2 + k3 + gv * k1, t);
+        }
+    }
+    EXPECT_EQ(mismatches, 0) << what << " " << ir::DTypeName(t) << " (ISA " << cpu::Cpu().onednn_isa << ")";
+  }
+}
+
 // [N, C] inputs and planes under 16 elements go to the other kernels.
 TEST_P(DirectPath, BatchNormDeclinesWhatOthersRun) {
   const DType t = GetParam().dtype;
