@@ -2,7 +2,8 @@
 // oneDNN 2.6, whose plain-layout pooling is its slow simple_nchw): MaxPool,
 // AveragePool and MaxPoolGrad in fp32, fp16 and bf16. One plane (n, c) per
 // work item on OpenMP; a 2-byte plane is widened to fp32 in a thread-local
-// buffer (a few KiB) and the result narrowed once.
+// buffer (a few KiB) and the result narrowed once, except on the 2x2 path
+// below, which widens and narrows in registers.
 //
 // Every result has the bits of the reference kernels (pool.cc, grad_pool.cc):
 //   max:     kernel offsets scanned row-major, a later value wins only when
@@ -32,6 +33,7 @@
 #include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/direct_kernels.h"
 #include "kernels/cpu/float_convert.h"
+#include "kernels/cpu/lanes16.h"
 
 namespace amptrain::kernels::cpu::direct {
 
@@ -158,8 +160,37 @@ bool IsPlain2x2(const Geometry2d& p) {
 }
 
 #if defined(__x86_64__)
+// Loads of up to 16 (8) values of T as fp32 lanes, the rest zeros, and stores
+// of the first n lanes rounded to T. The 2x2 paths store only values they
+// loaded (maxima, a gradient or +0), so the rounding is exact; NaNs take
+// the reference's quieting (NarrowSpan's formulas).
+#define AMP_POOL512 __attribute__((target("avx512f,avx512bw,avx512vl")))
+#define AMP_POOL256 __attribute__((target("avx2,f16c")))
+
+AMP_POOL512 inline __mmask16 FirstLanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
+}
+
+template <class T>
+AMP_POOL512 inline __m512 Load16(const T* p, __mmask16 m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm512_maskz_loadu_ps(m, p);
+  } else {
+    return Lanes16Avx512::Widen<T>(_mm256_maskz_loadu_epi16(m, p));
+  }
+}
+
+template <class T>
+AMP_POOL512 inline void Store16(T* p, __mmask16 m, __m512 v) {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm512_mask_storeu_ps(p, m, v);
+  } else {
+    _mm256_mask_storeu_epi16(p, m, Lanes16Avx512::Narrow<T>(v));
+  }
+}
+
 // Wins(v, m) for 16 lanes: v > m (ordered), or v is NaN and m is not.
-__attribute__((target("avx512f"))) inline __mmask16 Wins16(__m512 v, __m512 m) {
+AMP_POOL512 inline __mmask16 Wins16(__m512 v, __m512 m) {
   return _mm512_cmp_ps_mask(v, m, _CMP_GT_OQ) |
          (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) & _mm512_cmp_ps_mask(m, m, _CMP_ORD_Q));
 }
@@ -172,17 +203,13 @@ struct Windows16 {
   __m512i tap;
 };
 
-// The first `n` of 16 lanes (n in [0, 16]; more counts as 16).
-__attribute__((target("avx512f"))) inline __mmask16 FirstLanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? 0 : static_cast<__mmask16>((1u << n) - 1);
-}
-
-__attribute__((target("avx512f"))) inline Windows16 Max2x2x16(const float* r0, const float* r1, int64_t n) {
+template <class T>
+AMP_POOL512 inline Windows16 Max2x2x16(const T* r0, const T* r1, int64_t n) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const __mmask16 m0 = FirstLanes(2 * n), m1 = FirstLanes(2 * n - 16);
-  const __m512 a0 = _mm512_maskz_loadu_ps(m0, r0), a1 = _mm512_maskz_loadu_ps(m1, r0 + 16);
-  const __m512 b0 = _mm512_maskz_loadu_ps(m0, r1), b1 = _mm512_maskz_loadu_ps(m1, r1 + 16);
+  const __m512 a0 = Load16(r0, m0), a1 = Load16(r0 + 16, m1);
+  const __m512 b0 = Load16(r1, m0), b1 = Load16(r1 + 16, m1);
   const __m512 taps[4] = {_mm512_permutex2var_ps(a0, even, a1), _mm512_permutex2var_ps(a0, odd, a1),
                           _mm512_permutex2var_ps(b0, even, b1), _mm512_permutex2var_ps(b0, odd, b1)};
   Windows16 w{taps[0], _mm512_setzero_si512()};
@@ -196,20 +223,21 @@ __attribute__((target("avx512f"))) inline Windows16 Max2x2x16(const float* r0, c
 
 // The maxima of a plane, 16 windows at a time (the same comparisons and
 // selects per lane as MaxPlane; masked loads and stores at row ends).
-__attribute__((target("avx512f"))) void Max2x2Plane(const Geometry2d& p, const float* x, float* y) {
+template <class T>
+AMP_POOL512 void Max2x2Plane(const Geometry2d& p, const T* x, T* y) {
   for (int64_t r = 0; r < p.oh; ++r)
     for (int64_t c = 0; c < p.ow; c += 16) {
       const int64_t n = std::min<int64_t>(16, p.ow - c);
       const Windows16 w = Max2x2x16(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
-      _mm512_mask_storeu_ps(y + r * p.ow + c, FirstLanes(n), w.max);
+      Store16(y + r * p.ow + c, FirstLanes(n), w.max);
     }
 }
 
 // dX of a plane: 0 + dY[o] at the first maximum of window o (the sum
 // ScatterPlane forms from +0: a -0 gradient lands as +0), +0 at the other
 // taps of each window.
-__attribute__((target("avx512f"))) void Max2x2GradPlane(const Geometry2d& p, const float* x, const float* dy,
-                                                        float* dx) {
+template <class T>
+AMP_POOL512 void Max2x2GradPlane(const Geometry2d& p, const T* x, const T* dy, T* dx) {
   // Lanes of the even and odd column vectors, interleaved back.
   const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
   const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
@@ -217,29 +245,60 @@ __attribute__((target("avx512f"))) void Max2x2GradPlane(const Geometry2d& p, con
     for (int64_t c = 0; c < p.ow; c += 16) {
       const int64_t n = std::min<int64_t>(16, p.ow - c);
       const Windows16 w = Max2x2x16(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
-      const __m512 v = _mm512_add_ps(_mm512_setzero_ps(), _mm512_maskz_loadu_ps(FirstLanes(n), dy + r * p.ow + c));
+      const __m512 v = _mm512_add_ps(_mm512_setzero_ps(), Load16(dy + r * p.ow + c, FirstLanes(n)));
       for (int row = 0; row < 2; ++row) {
         const __m512 even = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(w.tap, _mm512_set1_epi32(2 * row)), v);
         const __m512 odd = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(w.tap, _mm512_set1_epi32(2 * row + 1)), v);
-        float* d = dx + (2 * r + row) * p.w + 2 * c;
-        _mm512_mask_storeu_ps(d, FirstLanes(2 * n), _mm512_permutex2var_ps(even, lo, odd));
-        _mm512_mask_storeu_ps(d + 16, FirstLanes(2 * n - 16), _mm512_permutex2var_ps(even, hi, odd));
+        T* d = dx + (2 * r + row) * p.w + 2 * c;
+        Store16(d, FirstLanes(2 * n), _mm512_permutex2var_ps(even, lo, odd));
+        Store16(d + 16, FirstLanes(2 * n - 16), _mm512_permutex2var_ps(even, hi, odd));
       }
     }
   }
 }
 
 // The same 8 windows at a time for AVX2 CPUs: de-interleaving by shuffles,
-// masks as all-ones lanes, maskload/maskstore at row ends.
-__attribute__((target("avx2"))) inline __m256i FirstLanes8(int64_t n) {
+// masks as all-ones lanes, maskload/maskstore at row ends (through a
+// 16-byte copy for 2-byte types, which AVX2 cannot mask).
+AMP_POOL256 inline __m256i FirstLanes8(int64_t n) {
   const int k = static_cast<int>(std::clamp<int64_t>(n, 0, 8));
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(k), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+template <class T>
+AMP_POOL256 inline __m256 Load8(const T* p, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    return _mm256_maskload_ps(p, FirstLanes8(n));
+  } else {
+    __m128i h;
+    if (n >= 8) {
+      h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    } else {
+      alignas(16) uint16_t part[8] = {};
+      if (n > 0) std::memcpy(part, p, static_cast<size_t>(n) * 2);
+      h = _mm_load_si128(reinterpret_cast<const __m128i*>(part));
+    }
+    return Lanes16Avx2::Widen8<T>(h);
+  }
+}
+
+template <class T>
+AMP_POOL256 inline void Store8(T* p, int64_t n, __m256 v) {
+  if constexpr (std::is_same_v<T, float>) {
+    _mm256_maskstore_ps(p, FirstLanes8(n), v);
+  } else if (n >= 8) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(p), Lanes16Avx2::Narrow8<T>(v));
+  } else if (n > 0) {
+    alignas(16) uint16_t part[8];
+    _mm_store_si128(reinterpret_cast<__m128i*>(part), Lanes16Avx2::Narrow8<T>(v));
+    std::memcpy(p, part, static_cast<size_t>(n) * 2);
+  }
 }
 
 // The even (or odd) columns of 16 consecutive floats, in order: shuffle_ps
 // picks columns (0 2 8 10 | 4 6 12 14) or the odd ones, and the 64-bit
 // permute orders them.
-__attribute__((target("avx2"))) inline __m256 Columns8(__m256 lo, __m256 hi, bool odd) {
+AMP_POOL256 inline __m256 Columns8(__m256 lo, __m256 hi, bool odd) {
   const __m256 sh = odd ? _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(3, 1, 3, 1)) : _mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0));
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(sh), _MM_SHUFFLE(3, 1, 2, 0)));
 }
@@ -249,10 +308,10 @@ struct Windows8 {
   __m256i tap;
 };
 
-__attribute__((target("avx2"))) inline Windows8 Max2x2x8(const float* r0, const float* r1, int64_t n) {
-  const __m256i m0 = FirstLanes8(2 * n), m1 = FirstLanes8(2 * n - 8);
-  const __m256 a0 = _mm256_maskload_ps(r0, m0), a1 = _mm256_maskload_ps(r0 + 8, m1);
-  const __m256 b0 = _mm256_maskload_ps(r1, m0), b1 = _mm256_maskload_ps(r1 + 8, m1);
+template <class T>
+AMP_POOL256 inline Windows8 Max2x2x8(const T* r0, const T* r1, int64_t n) {
+  const __m256 a0 = Load8(r0, 2 * n), a1 = Load8(r0 + 8, 2 * n - 8);
+  const __m256 b0 = Load8(r1, 2 * n), b1 = Load8(r1 + 8, 2 * n - 8);
   const __m256 taps[4] = {Columns8(a0, a1, false), Columns8(a0, a1, true), Columns8(b0, b1, false),
                           Columns8(b0, b1, true)};
   Windows8 w{taps[0], _mm256_setzero_si256()};
@@ -267,42 +326,46 @@ __attribute__((target("avx2"))) inline Windows8 Max2x2x8(const float* r0, const 
   return w;
 }
 
-__attribute__((target("avx2"))) void Max2x2Plane8(const Geometry2d& p, const float* x, float* y) {
+template <class T>
+AMP_POOL256 void Max2x2Plane8(const Geometry2d& p, const T* x, T* y) {
   for (int64_t r = 0; r < p.oh; ++r)
     for (int64_t c = 0; c < p.ow; c += 8) {
       const int64_t n = std::min<int64_t>(8, p.ow - c);
       const Windows8 w = Max2x2x8(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
-      _mm256_maskstore_ps(y + r * p.ow + c, FirstLanes8(n), w.max);
+      Store8(y + r * p.ow + c, n, w.max);
     }
 }
 
-__attribute__((target("avx2"))) void Max2x2GradPlane8(const Geometry2d& p, const float* x, const float* dy,
-                                                      float* dx) {
+template <class T>
+AMP_POOL256 void Max2x2GradPlane8(const Geometry2d& p, const T* x, const T* dy, T* dx) {
   for (int64_t r = 0; r < p.oh; ++r) {
     for (int64_t c = 0; c < p.ow; c += 8) {
       const int64_t n = std::min<int64_t>(8, p.ow - c);
       const Windows8 w = Max2x2x8(x + 2 * r * p.w + 2 * c, x + (2 * r + 1) * p.w + 2 * c, n);
-      const __m256 v = _mm256_add_ps(_mm256_setzero_ps(), _mm256_maskload_ps(dy + r * p.ow + c, FirstLanes8(n)));
+      const __m256 v = _mm256_add_ps(_mm256_setzero_ps(), Load8(dy + r * p.ow + c, n));
       for (int row = 0; row < 2; ++row) {
         const __m256 even = _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(w.tap, _mm256_set1_epi32(2 * row))), v);
         const __m256 odd =
             _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(w.tap, _mm256_set1_epi32(2 * row + 1))), v);
         // Interleaved back: (e0 o0 e1 o1 | e4 o4 e5 o5) and (e2 o2 e3 o3 | e6 o6 e7 o7), then their halves.
         const __m256 ul = _mm256_unpacklo_ps(even, odd), uh = _mm256_unpackhi_ps(even, odd);
-        float* d = dx + (2 * r + row) * p.w + 2 * c;
-        _mm256_maskstore_ps(d, FirstLanes8(2 * n), _mm256_permute2f128_ps(ul, uh, 0x20));
-        _mm256_maskstore_ps(d + 8, FirstLanes8(2 * n - 8), _mm256_permute2f128_ps(ul, uh, 0x31));
+        T* d = dx + (2 * r + row) * p.w + 2 * c;
+        Store8(d, 2 * n, _mm256_permute2f128_ps(ul, uh, 0x20));
+        Store8(d + 8, 2 * n - 8, _mm256_permute2f128_ps(ul, uh, 0x31));
       }
     }
   }
 }
+#undef AMP_POOL512
+#undef AMP_POOL256
 
 // dX of one such plane where no window covers: the last row or column of
 // an odd size, +0 (what ScatterPlane leaves there).
-void ZeroUncovered(const Geometry2d& p, float* dx) {
+template <class T>
+void ZeroUncovered(const Geometry2d& p, T* dx) {
   if (2 * p.ow < p.w)
-    for (int64_t r = 0; r < 2 * p.oh; ++r) std::fill(dx + r * p.w + 2 * p.ow, dx + (r + 1) * p.w, 0.0f);
-  std::fill(dx + 2 * p.oh * p.w, dx + p.h * p.w, 0.0f);
+    for (int64_t r = 0; r < 2 * p.oh; ++r) std::fill(dx + r * p.w + 2 * p.ow, dx + (r + 1) * p.w, T(0.0f));
+  std::fill(dx + 2 * p.oh * p.w, dx + p.h * p.w, T(0.0f));
 }
 #endif
 
@@ -316,16 +379,22 @@ bool Has2x2Path(const Geometry2d& p) {
 #endif
 }
 
-void Max2x2(const Geometry2d& p, const float* x, float* y) {
 #if defined(__x86_64__)
-  if (Cpu().vector512()) Max2x2Plane(p, x, y);
+bool Use512() { return Cpu().vector512() && Cpu().avx512bw && Cpu().avx512vl; }
+#endif
+
+template <class T>
+void Max2x2(const Geometry2d& p, const T* x, T* y) {
+#if defined(__x86_64__)
+  if (Use512()) Max2x2Plane(p, x, y);
   else Max2x2Plane8(p, x, y);
 #endif
 }
 
-void Max2x2Grad(const Geometry2d& p, const float* x, const float* dy, float* dx) {
+template <class T>
+void Max2x2Grad(const Geometry2d& p, const T* x, const T* dy, T* dx) {
 #if defined(__x86_64__)
-  if (Cpu().vector512()) Max2x2GradPlane(p, x, dy, dx);
+  if (Use512()) Max2x2GradPlane(p, x, dy, dx);
   else Max2x2GradPlane8(p, x, dy, dx);
   ZeroUncovered(p, dx);
 #endif
@@ -357,10 +426,13 @@ class PoolKernel final : public Kernel {
       std::vector<double> acc;
 #pragma omp for schedule(static)
       for (int64_t plane = 0; plane < p_.planes; ++plane) {
+        if (is_max_ && plain_2x2) {
+          Max2x2(p_, x + plane * p_.in_size(), y + plane * p_.out_size());
+          continue;
+        }
         const float* xp = Widened(x + plane * p_.in_size(), p_.in_size(), in);
         float* yp = std::is_same_v<T, float> ? reinterpret_cast<float*>(y + plane * p_.out_size()) : out.data();
-        if (is_max_ && plain_2x2) Max2x2(p_, xp, yp);
-        else if (is_max_) MaxPlane(p_, xp, yp, nullptr);
+        if (is_max_) MaxPlane(p_, xp, yp, nullptr);
         else AveragePlane(p_, xp, yp, acc);
         Store(yp, y + plane * p_.out_size(), p_.out_size());
       }
@@ -401,15 +473,13 @@ class MaxPoolGradKernel final : public Kernel {
       std::vector<double> wide(p_.overlapping() ? static_cast<size_t>(in_size) : 0);
 #pragma omp for schedule(static)
       for (int64_t plane = 0; plane < p_.planes; ++plane) {
-        const float* xp = Widened(x + plane * in_size, in_size, xbuf);
-        const float* g = Widened(dy + plane * out_size, out_size, dybuf);
         T* out = dx + plane * in_size;
         if (plain_2x2) {
-          float* d = std::is_same_v<T, float> ? reinterpret_cast<float*>(out) : sum.data();
-          Max2x2Grad(p_, xp, g, d);
-          Store(d, out, in_size);
+          Max2x2Grad(p_, x + plane * in_size, dy + plane * out_size, out);
           continue;
         }
+        const float* xp = Widened(x + plane * in_size, in_size, xbuf);
+        const float* g = Widened(dy + plane * out_size, out_size, dybuf);
         MaxPlane(p_, xp, best.data(), arg.data());
         if (!wide.empty()) {
           ScatterPlane(p_, g, arg.data(), wide.data());

@@ -11,6 +11,10 @@
 //                             NarrowSpan and the Half/BFloat16 constructors
 //   V::Spill(v, out)          the lanes into float out[16], lane 0 first
 //
+// The vector types also widen and narrow registers of 2-byte values
+// (Lanes16Avx512::Widen/Narrow, Lanes16Avx2::Widen8/Narrow8), for loops with
+// masked or shuffled memory access of their own (direct_pool.cc).
+//
 //   Lanes16Avx512   one 512-bit register (AVX-512F)
 //   Lanes16Avx2     two 256-bit registers (AVX2, F16C)
 //   Lanes16Scalar   float[16], for CPUs with neither
@@ -91,23 +95,16 @@ struct Lanes16Avx2 {
     _mm256_storeu_ps(out + 8, v.hi);
   }
 
- private:
+  // 8 values of a 2-byte T in 128 bits, widened; 8 lanes rounded to T.
   template <class T>
-  AMP_LANES_AVX2 __m256 Load8(const T* p) {
-    if constexpr (std::is_same_v<T, float>) {
-      return _mm256_loadu_ps(p);
-    } else {
-      const __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      if constexpr (std::is_same_v<T, Half>) return _mm256_cvtph_ps(h);
-      else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
-    }
+  AMP_LANES_AVX2 __m256 Widen8(__m128i h) {
+    if constexpr (std::is_same_v<T, Half>) return _mm256_cvtph_ps(h);
+    else return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
   }
   template <class T>
-  AMP_LANES_AVX2 void Store8(T* p, __m256 v) {
-    if constexpr (std::is_same_v<T, float>) {
-      _mm256_storeu_ps(p, v);
-    } else if constexpr (std::is_same_v<T, Half>) {
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  AMP_LANES_AVX2 __m128i Narrow8(__m256 v) {
+    if constexpr (std::is_same_v<T, Half>) {
+      return _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     } else {
       // ir::FloatToBFloat16: x + 0x7fff + lsb, upper half; a NaN quieted.
       const __m256i x = _mm256_castps_si256(v);
@@ -116,9 +113,20 @@ struct Lanes16Avx2 {
       const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff)), _mm256_set1_epi32(0x7f800000));
       const __m256i quieted = _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40));
       const __m256i r = _mm256_blendv_epi8(rounded, quieted, nan);
-      const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0b1000);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), _mm256_castsi256_si128(packed));
+      return _mm256_castsi256_si128(_mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0b1000));
     }
+  }
+
+ private:
+  template <class T>
+  AMP_LANES_AVX2 __m256 Load8(const T* p) {
+    if constexpr (std::is_same_v<T, float>) return _mm256_loadu_ps(p);
+    else return Widen8<T>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  template <class T>
+  AMP_LANES_AVX2 void Store8(T* p, __m256 v) {
+    if constexpr (std::is_same_v<T, float>) _mm256_storeu_ps(p, v);
+    else _mm_storeu_si128(reinterpret_cast<__m128i*>(p), Narrow8<T>(v));
   }
 };
 #undef AMP_LANES_AVX2
@@ -137,20 +145,24 @@ struct Lanes16Avx512 {
   AMP_LANES_AVX512 F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
   template <class T>
   AMP_LANES_AVX512 F Load(const T* p) {
-    if constexpr (std::is_same_v<T, float>) {
-      return _mm512_loadu_ps(p);
-    } else {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-      if constexpr (std::is_same_v<T, Half>) return _mm512_maskz_cvtph_ps(kAll, h);
-      else return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16));
-    }
+    if constexpr (std::is_same_v<T, float>) return _mm512_loadu_ps(p);
+    else return Widen<T>(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
   }
   template <class T>
   AMP_LANES_AVX512 void Store(T* p, F v) {
-    if constexpr (std::is_same_v<T, float>) {
-      _mm512_storeu_ps(p, v);
-    } else if constexpr (std::is_same_v<T, Half>) {
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_maskz_cvtps_ph(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    if constexpr (std::is_same_v<T, float>) _mm512_storeu_ps(p, v);
+    else _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), Narrow<T>(v));
+  }
+  // 16 values of a 2-byte T in 256 bits, widened; 16 lanes rounded to T.
+  template <class T>
+  AMP_LANES_AVX512 F Widen(__m256i h) {
+    if constexpr (std::is_same_v<T, Half>) return _mm512_maskz_cvtph_ps(kAll, h);
+    else return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(kAll, _mm512_maskz_cvtepu16_epi32(kAll, h), 16));
+  }
+  template <class T>
+  AMP_LANES_AVX512 __m256i Narrow(F v) {
+    if constexpr (std::is_same_v<T, Half>) {
+      return _mm512_maskz_cvtps_ph(kAll, v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     } else {
       const __m512i x = _mm512_castps_si512(v);
       const __m512i high = _mm512_maskz_srli_epi32(kAll, x, 16);
@@ -158,7 +170,7 @@ struct Lanes16Avx512 {
       const __m512i rounded = _mm512_maskz_srli_epi32(kAll, _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
       const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
       const __m512i quieted = _mm512_or_si512(high, _mm512_set1_epi32(0x40));
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), _mm512_maskz_cvtepi32_epi16(kAll, _mm512_mask_blend_epi32(nan, rounded, quieted)));
+      return _mm512_maskz_cvtepi32_epi16(kAll, _mm512_mask_blend_epi32(nan, rounded, quieted));
     }
   }
   AMP_LANES_AVX512 void Spill(F v, float* out) { _mm512_storeu_ps(out, v); }
