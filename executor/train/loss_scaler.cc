@@ -17,6 +17,7 @@ StatusOr<OverflowCheck> GradientChecker::Check(const std::map<std::string, Tenso
   for (const auto& entry : grads) by_dtype[entry.second.dtype()].push_back(&entry);
   Tensor s = Tensor::Scalar(scale);
   std::map<std::string, bool> bad;
+  std::map<std::string, double> squares;
   OverflowCheck check;
   for (const auto& [dtype, group] : by_dtype) {
     kernels::KernelInit init;
@@ -44,9 +45,11 @@ StatusOr<OverflowCheck> GradientChecker::Check(const std::map<std::string, Tenso
     const double* st = stats.data<double>();
     for (int64_t i = 0; i < k; ++i) {
       bad[group[i]->first] = st[2 * i] != 0.0;
-      check.sum_squares += st[2 * i + 1];
+      squares[group[i]->first] = st[2 * i + 1];
     }
   }
+  // Added in name order, so the norm does not depend on how the dtypes group.
+  for (const auto& [name, sum] : squares) check.sum_squares += sum;
   for (const auto& [name, b] : bad) {  // name order, as the gradients map
     if (!b) continue;
     check.found_inf = true;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include "kernels/kernel.h"
 
@@ -81,11 +82,13 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
     auto it = params.find(name);
     if (it == params.end()) return NotFound("optimizer ", config_.kind, ": gradient '", name, "' names no parameter");
     const Tensor& p = it->second;
+    const bool low_grad = grad.dtype() == DType::kFloat16 || grad.dtype() == DType::kBFloat16;
     const bool trainable = p.dtype() == DType::kFloat32 || p.dtype() == DType::kFloat16 || p.dtype() == DType::kBFloat16;
-    if (!trainable || grad.dtype() != p.dtype())
+    if (!trainable || (grad.dtype() != p.dtype() && !(p.dtype() == DType::kFloat32 && low_grad)))
       return Unimplemented("optimizer ", config_.kind, ": parameter '", name, "' is ", ir::DTypeName(p.dtype()),
                            " with a ", ir::DTypeName(grad.dtype()),
-                           " gradient; parameters are float32, float16 or bfloat16 with a gradient of their dtype");
+                           " gradient; parameters are float32, float16 or bfloat16 with a gradient of their dtype"
+                           " (or float16/bfloat16 for float32 ones)");
     if (p.dims() != grad.dims())
       return InvalidArgument("optimizer ", config_.kind, ": parameter '", name, "' has dims ", DimsString(p.dims()),
                              " but its gradient has ", DimsString(grad.dims()));
@@ -97,18 +100,18 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
     }
   }
   ++step_count_;
-  // Parameter groups: one fused kernel call per (dtype, first step of its
-  // state) over every parameter in it (SGD's momentum buffer starts as the
-  // first gradient).
-  std::map<std::pair<DType, bool>, std::vector<std::string>> groups;
+  // Parameter groups: one fused kernel call per (dtype, gradient dtype,
+  // first step of its state) over every parameter in it (SGD's momentum
+  // buffer starts as the first gradient).
+  std::map<std::tuple<DType, DType, bool>, std::vector<std::string>> groups;
   const bool sgd_momentum = kind_ == Kind::kSgd && config_.momentum != 0.0f;
   for (const auto& [name, grad] : grads) {
     bool first = false;
     if (sgd_momentum) first = !slots_.count(name + kMomentumSuffix);
-    groups[{params.at(name).dtype(), first}].push_back(name);
+    groups[{params.at(name).dtype(), grad.dtype(), first}].push_back(name);
   }
   for (const auto& [key, names] : groups)
-    AMP_RETURN_IF_ERROR(StepGroup(params, grads, names, lr, scaling, key.second));
+    AMP_RETURN_IF_ERROR(StepGroup(params, grads, names, lr, scaling, std::get<2>(key)));
   return Status::Ok();
 }
 
@@ -160,7 +163,8 @@ Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::ma
   ctx.inputs.push_back(ir::TensorView::Of(h));
   init.inputs.push_back({DType::kFloat32, h.dims(), nullptr});
   // The kernel is made once per group layout (names and dtypes) and reused.
-  std::string key = StrCat(ir::DTypeName(init.inputs[0].dtype), first ? "+first" : "");
+  std::string key = StrCat(ir::DTypeName(init.inputs[0].dtype), "/", ir::DTypeName(init.inputs[1].dtype),
+                           first ? "+first" : "");
   for (const std::string& name : names) key += "|" + name;
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {

@@ -66,7 +66,10 @@ class Optimizer {
   using GradScaling = train::GradScaling;
 
   // One update with learning rate `lr`. Every gradient must name a parameter
-  // with the same dims and dtype (float32, float16 or bfloat16). Parameters
+  // with the same dims and dtype (float32, float16 or bfloat16), or be
+  // float16/bfloat16 for a float32 parameter (AMP's fp32 master weights with
+  // the backward's low gradients: the same update as from the gradient cast
+  // to float32, without the copy). Parameters
   // without a gradient are left unchanged (PyTorch's grad=None). Everything
   // is checked before anything changes: on error no parameter or slot has moved.
   Status Step(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads, float lr,

@@ -238,6 +238,33 @@ StatusOr<amp::Report> ApplyTrainingPrecision(Graph& g, const amp::Policy& policy
   return amp::Convert(g, p, co);
 }
 
+// O1/O2: the gradient of an fp32 master weight comes out of the backward
+// low (the weight's Cast to fp16/bf16 has a Cast back as its gradient). The
+// gradient output becomes that low value and the Cast back goes: the
+// optimizer and the gradient check widen it in registers instead (exact), and
+// the fp32 copy is neither written nor read.
+//   before: dW':bf16 ─▶ Cast(fp32) ─▶ W_grad (graph output)
+//   after:  dW':bf16 (graph output; TrainGraph::grads names it)
+Status LowGradients(Graph& g, TrainGraph& t) {
+  for (const std::string& param : t.params) {
+    const Value grad = g.FindValue(t.grads.at(param));
+    Node* cast = grad.valid() ? g.producer(grad) : nullptr;
+    if (!cast || cast->op() != OpKind::kCast || !g.uses(grad).empty()) continue;
+    const Value low = cast->input(0);
+    const ir::DType from = g.type(low).dtype;
+    if ((from != ir::DType::kFloat16 && from != ir::DType::kBFloat16) || g.type(grad).dtype != ir::DType::kFloat32 ||
+        g.type(g.FindValue(param)).dtype != ir::DType::kFloat32 || g.is_graph_output(low))
+      continue;
+    const std::vector<Value>& outs = g.outputs();
+    const size_t at = static_cast<size_t>(std::find(outs.begin(), outs.end(), grad) - outs.begin());
+    if (at == outs.size() || std::count(outs.begin(), outs.end(), grad) != 1) continue;
+    g.SetOutput(at, low);
+    AMP_RETURN_IF_ERROR(g.RemoveNode(cast));
+    t.grads[param] = g.name(low);
+  }
+  return Status::Ok();
+}
+
 StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions& opts) {
   AMP_ASSIGN_OR_RETURN(Value output, CheckModel(model, opts));
   TrainGraph t;
@@ -311,6 +338,8 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     for (const std::string& name : t.running_stats) AMP_RETURN_IF_ERROR(InitializerToInput(graph, name));
     return Status::Ok();
   });
+  if (opts.low_gradients && opts.amp && (opts.amp->level == amp::Level::kO1 || opts.amp->level == amp::Level::kO2))
+    step("low-gradients", [&](Graph& graph) { return LowGradients(graph, t); });
   AMP_RETURN_IF_ERROR(pm.Run(g).status());
   return t;
 }

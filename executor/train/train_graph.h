@@ -25,6 +25,10 @@
 //                     statistic becomes a graph input of the same name, since
 //                     they change every step and must not be baked into a
 //                     plan as constants.
+//   low-gradients     O1/O2 with TrainGraphOptions::low_gradients: a master
+//                     weight's gradient output is the backward's fp16/bf16
+//                     value, without the Cast to fp32 (the optimizer widens
+//                     it exactly; TrainGraph::grads names the output)
 //
 //   inputs:  <data inputs...>, labels|targets, loss_scale (f32 scalar: the
 //            backward seed, 1 without loss scaling), <params...>, <running stats...>
@@ -76,6 +80,10 @@ struct TrainGraphOptions {
   // The trained model will also be exported in mixed precision: the plan is
   // then the intersection of the kernels' and the opset's capabilities.
   bool amp_for_export = false;
+  // O1/O2: the fp32 master weights' gradients come out in the low type they
+  // were computed in, not cast to fp32 (the Trainer's optimizer and gradient
+  // check take them; a reader that wants fp32 gradients turns it off).
+  bool low_gradients = true;
   // Initializers that get no gradient and no update: names or "re:REGEX" (ResolveFreeze).
   std::vector<std::string> freeze;
 };

@@ -9,7 +9,9 @@
 //
 // Parameters and gradients are float32 (fp32 masters), or float16/bfloat16
 // (O3: weights stored low), read into float, updated in float arithmetic and
-// rounded once when stored. Optimizer state is always float32.
+// rounded once when stored; fp32 masters may also take fp16/bf16 gradients
+// (O1/O2 backward's own precision, widened exactly). Optimizer state is
+// always float32.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -38,29 +40,39 @@ void ForChunks(int64_t n, Fn&& fn) {
 
 // 2-byte parameters and gradients (O3) pass through fp32 blocks this long:
 // widened, updated by the fp32 span, and the parameters narrowed back (the
-// one rounding of the stored value).
+// one rounding of the stored value). A 2-byte gradient of an fp32 master
+// (O1/O2, the trainer's low gradients) is widened by block the same way and
+// the parameter updated in place: widening is exact, so the update has the
+// bits it would have from the gradient cast to fp32 first.
 constexpr int64_t kBlock = 512;
 
 // Runs update(p, g, first_state_offset, length) on fp32 views of p[b, e)
 // and g[b, e).
-template <class T, class Update>
-void UpdateRange(T* p, const T* g, int64_t b, int64_t e, Update&& update) {
-  if constexpr (std::is_same_v<T, float>) {
+template <class P, class G, class Update>
+void UpdateRange(P* p, const G* g, int64_t b, int64_t e, Update&& update) {
+  if constexpr (std::is_same_v<P, float> && std::is_same_v<G, float>) {
     update(p + b, g + b, b, e - b);
   } else {
     float pf[kBlock], gf[kBlock];
     for (int64_t i = b; i < e; i += kBlock) {
       const int64_t len = std::min(kBlock, e - i);
-      WidenSpan(StorageDType<T>(), p + i, pf, len);
-      WidenSpan(StorageDType<T>(), g + i, gf, len);
-      update(pf, gf, i, len);
-      NarrowSpan(StorageDType<T>(), pf, p + i, len);
+      WidenSpan(StorageDType<G>(), g + i, gf, len);
+      if constexpr (std::is_same_v<P, float>) {
+        update(p + i, gf, i, len);
+      } else {
+        WidenSpan(StorageDType<P>(), p + i, pf, len);
+        update(pf, gf, i, len);
+        NarrowSpan(StorageDType<P>(), pf, p + i, len);
+      }
     }
   }
 }
 
+// The statistics of g[b, e), one chunk: a 2-byte chunk is widened whole
+// into `wide`, so that its sums are added as those of the same values in
+// fp32 would be.
 template <class T>
-GradStats Stats(const T* g, float inv, int64_t b, int64_t e) {
+GradStats Stats(const T* g, float inv, int64_t b, int64_t e, std::vector<float>& wide) {
   if constexpr (std::is_same_v<T, float>) {
     return GradStatsSpan(g + b, inv, e - b);
   } else if constexpr (std::is_same_v<T, double>) {
@@ -73,14 +85,9 @@ GradStats Stats(const T* g, float inv, int64_t b, int64_t e) {
     }
     return s;
   } else {
-    GradStats s;
-    float gf[kBlock];
-    for (int64_t i = b; i < e; i += kBlock) {
-      const int64_t len = std::min(kBlock, e - i);
-      WidenSpan(StorageDType<T>(), g + i, gf, len);
-      s.Add(GradStatsSpan(gf, inv, len));
-    }
-    return s;
+    wide.resize(static_cast<size_t>(e - b));
+    WidenSpan(StorageDType<T>(), g + b, wide.data(), e - b);
+    return GradStatsSpan(wide.data(), inv, e - b);
   }
 }
 
@@ -96,7 +103,10 @@ class GradCheckKernel : public Kernel {
       const T* g = ctx.inputs[i].as<T>();
       const int64_t n = ctx.inputs[i].num_elements();
       parts_.assign(static_cast<size_t>((n + kChunk - 1) / kChunk), GradStats{});
-      ForChunks(n, [&](int64_t c, int64_t b, int64_t e) { parts_[c] = Stats(g, inv, b, e); });
+      ForChunks(n, [&](int64_t c, int64_t b, int64_t e) {
+        thread_local std::vector<float> wide;
+        parts_[c] = Stats(g, inv, b, e, wide);
+      });
       GradStats total;
       for (const GradStats& part : parts_) total.Add(part);
       stats[2 * i] = total.nonfinite ? 1.0 : 0.0;
@@ -109,7 +119,7 @@ class GradCheckKernel : public Kernel {
   std::vector<GradStats> parts_;  // one per chunk, kept to avoid reallocating
 };
 
-template <class T>
+template <class T, class G>
 class SgdStepKernel : public Kernel {
  public:
   explicit SgdStepKernel(const ir::Attributes& a)
@@ -129,7 +139,7 @@ class SgdStepKernel : public Kernel {
     s.first = h[3] != 0.0f;
     for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 3) {
       T* p = ctx.inputs[i].as<T>();
-      const T* g = ctx.inputs[i + 1].as<T>();
+      const G* g = ctx.inputs[i + 1].as<G>();
       float* buf = s.momentum != 0.0f ? ctx.inputs[i + 2].as<float>() : nullptr;
       ForChunks(ctx.inputs[i].num_elements(), [&](int64_t, int64_t b, int64_t e) {
         UpdateRange(p, g, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
@@ -145,7 +155,7 @@ class SgdStepKernel : public Kernel {
   bool nesterov_;
 };
 
-template <class T>
+template <class T, class G>
 class AdamStepKernel : public Kernel {
  public:
   explicit AdamStepKernel(const ir::Attributes& a) {
@@ -168,7 +178,7 @@ class AdamStepKernel : public Kernel {
     s.clip = h[4];
     for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 4) {
       T* p = ctx.inputs[i].as<T>();
-      const T* g = ctx.inputs[i + 1].as<T>();
+      const G* g = ctx.inputs[i + 1].as<G>();
       float* m = ctx.inputs[i + 2].as<float>();
       float* v = ctx.inputs[i + 3].as<float>();
       ForChunks(ctx.inputs[i].num_elements(), [&](int64_t, int64_t b, int64_t e) {
@@ -184,19 +194,29 @@ class AdamStepKernel : public Kernel {
   AdamScalars s_{};  // the attributes' part; Run adds the per-step scalars
 };
 
-// Every parameter of a group has the dims of its gradient and state.
-Status CheckGroupDims(const KernelInit& init, size_t per) {
-  for (size_t i = 0; i + 1 < init.inputs.size(); i += per)
+// Every parameter of a group has the dims of its gradient and state, and
+// the gradients share one dtype: the parameters', or a 2-byte one for fp32
+// parameters (returned).
+StatusOr<DType> CheckGroup(const KernelInit& init, size_t per) {
+  const DType p = KeyDType(init), g = init.inputs.size() > 1 ? init.inputs[1].dtype : p;
+  if (g != p && !(p == DType::kFloat32 && (g == DType::kFloat16 || g == DType::kBFloat16)))
+    return init.Error(ir::DTypeName(p), " parameters with ", ir::DTypeName(g),
+                      " gradients; the gradients must be of the parameters' dtype, or fp16/bf16 for fp32 ones");
+  for (size_t i = 0; i + 1 < init.inputs.size(); i += per) {
+    if (init.inputs[i].dtype != p || init.inputs[i + 1].dtype != g)
+      return init.Error("parameter input ", i, " and its gradient are not ", ir::DTypeName(p), " and ",
+                        ir::DTypeName(g), " as the group's first");
     for (size_t s = i + 1; s < i + per; ++s)
       if (init.inputs[s].present() && init.inputs[s].dims != init.inputs[i].dims)
         return init.Error("input ", s, " does not have the dims of parameter input ", i);
-  return Status::Ok();
+  }
+  return g;
 }
 
-template <template <class> class K>
+template <template <class, class> class K>
 StatusOr<std::unique_ptr<Kernel>> MakeStep(const KernelInit& init, size_t per) {
   if (!init.attrs) return init.Error("no attributes");
-  AMP_RETURN_IF_ERROR(CheckGroupDims(init, per));
+  AMP_ASSIGN_OR_RETURN(const DType grad, CheckGroup(init, per));
   if (per == 3 && init.attrs->Float("momentum", 0.0f) != 0.0f)
     for (size_t i = 2; i + 1 < init.inputs.size(); i += 3)
       if (!init.inputs[i].present()) return init.Error("SGD with momentum needs a momentum buffer for input ", i - 2);
@@ -207,8 +227,13 @@ StatusOr<std::unique_ptr<Kernel>> MakeStep(const KernelInit& init, size_t per) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, double>) {
       return init.Error("float64 parameters are not trained");
+    } else if constexpr (std::is_same_v<T, float>) {
+      if (grad == DType::kFloat16) k = std::make_unique<K<float, Half>>(*init.attrs);
+      else if (grad == DType::kBFloat16) k = std::make_unique<K<float, BFloat16>>(*init.attrs);
+      else k = std::make_unique<K<float, float>>(*init.attrs);
+      return Status::Ok();
     } else {
-      k = std::make_unique<K<T>>(*init.attrs);
+      k = std::make_unique<K<T, T>>(*init.attrs);
       return Status::Ok();
     }
   });

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "executor/train/train_loop.h"
+#include "ir/infer/infer_util.h"
 #include "executor/train/trainer.h"
 #include "models/builders.h"
 #include "tests/executor/trainer_test_util.h"
@@ -73,6 +74,44 @@ int LowNodes(const amp::Report& r, DType low) {
   int n = 0;
   for (const amp::NodeReport& node : r.nodes) n += node.dtype == low;
   return n;
+}
+
+// The backward's low gradients go to the optimizer and the gradient check
+// without a Cast to fp32 (TrainGraphOptions::low_gradients): the same bits as
+// with the Cast, under SGD with momentum and Adam, dynamic scaling and clipping.
+TEST(AmpTrainer, LowGradientsTrainBitwiseAsCastOnes) {
+  auto model = SmallCnn();
+  for (auto [level, low] : {std::pair{amp::Level::kO2, DType::kBFloat16}, std::pair{amp::Level::kO1, DType::kFloat16}})
+    for (const char* kind : {"adamw", "sgd"}) {
+      SCOPED_TRACE(std::string(amp::LevelName(level)) + " " + std::string(ir::DTypeName(low)) + " " + kind);
+      TrainConfig fused = Config(Policy(level, low), LossScalerConfig{});
+      fused.optimizer.kind = kind;
+      fused.optimizer.momentum = 0.9f;
+      fused.optimizer.weight_decay = 0.01f;
+      fused.clip_grad_norm = 0.5;
+      TrainConfig cast = fused;
+      cast.graph.low_gradients = false;
+      int low_grads = 0;
+      fused.gradient_hook = [&](int64_t step, std::map<std::string, ir::Tensor>& grads) {
+        if (step == 0)
+          for (const auto& [name, g] : grads) low_grads += g.dtype() == low;
+      };
+      auto a = Trainer::Create(*model, fused);
+      auto b = Trainer::Create(*model, cast);
+      ASSERT_TRUE(a.ok() && b.ok());
+      data::Dataset train = Synthetic("train");
+      data::BatchIterator batches(train, 32, true, 0, {{0.5f}, {0.2f}}, {});
+      ir::Tensor x, y;
+      for (int step = 0; step < 6 && *batches.Next(&x, &y); ++step) {
+        auto ra = (*a)->Step(x, y);
+        auto rb = (*b)->Step(x, y);
+        ASSERT_TRUE(ra.ok() && rb.ok());
+        EXPECT_EQ(ra->grad_norm, rb->grad_norm) << "step " << step;
+      }
+      EXPECT_GT(low_grads, 0) << "no gradient came out low";
+      ExpectBitwiseEqual((*b)->ModelState(), (*a)->ModelState());
+      ExpectBitwiseEqual((*b)->optimizer().StateTensors(), (*a)->optimizer().StateTensors());
+    }
 }
 
 TEST(AmpTrainer, LossFallsAsInFp32UnderEachLevelAndType) {
@@ -182,8 +221,7 @@ TEST(AmpTrainer, NonFiniteAtEveryGradientIsDetectedAndChangesNothing) {
     config.gradient_hook = [&](int64_t, std::map<std::string, ir::Tensor>& grads) {
       if (!inject) return;
       ir::Tensor& g = grads.at(inject->first);
-      ASSERT_EQ(g.dtype(), DType::kFloat32) << "fp32 master gradients";
-      g.data<float>()[inject->second] = bad;
+      ir::SetElementFromDouble(g, inject->second, bad);
     };
     auto t = Trainer::Create(*model, config);
     ASSERT_TRUE(t.ok()) << t.status().message();
@@ -243,7 +281,7 @@ TEST(AmpTrainer, AnInjectedOverflowEqualsARunThatSkippedTheStep) {
     injected.schedule.total_steps = kSteps;
     TrainConfig reference = injected;
     injected.gradient_hook = [&](int64_t step, std::map<std::string, ir::Tensor>& grads) {
-      if (step == kSkipped) grads.begin()->second.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+      if (step == kSkipped) ir::SetElementFromDouble(grads.begin()->second, 0, std::numeric_limits<double>::quiet_NaN());
     };
     auto a = Trainer::Create(*model, injected);
     auto b = Trainer::Create(*model, reference);
@@ -279,7 +317,7 @@ TEST(AmpTrainer, GrowthAndBackoffSequence) {
   std::set<int64_t> overflow_steps = {2};
   TrainConfig config = Config(Policy(amp::Level::kO1, DType::kFloat16), c);
   config.gradient_hook = [&](int64_t step, std::map<std::string, ir::Tensor>& grads) {
-    if (overflow_steps.count(step)) grads.rbegin()->second.data<float>()[0] = std::numeric_limits<float>::infinity();
+    if (overflow_steps.count(step)) ir::SetElementFromDouble(grads.rbegin()->second, 0, std::numeric_limits<double>::infinity());
   };
   auto t = Trainer::Create(*model, config);
   ASSERT_TRUE(t.ok()) << t.status().message();

@@ -15,6 +15,7 @@
 #include "executor/train/clip.h"
 #include "executor/train/lr_schedule.h"
 #include "executor/train/optimizer.h"
+#include "ir/infer/infer_util.h"
 #include "tests/common/python_env.h"
 
 namespace amptrain::executor::train {
@@ -193,12 +194,39 @@ TEST(OptimizerTest, BadGradientsChangeNothing) {
   bad["nope"] = Seeded({2}, 4);
   EXPECT_EQ(opt->Step(params, bad, 0.01f).code(), StatusCode::kNotFound);
   bad = Grads(1);
-  bad["b"] = *Tensor::Zeros(DType::kFloat16, {7});
+  bad["b"] = *Tensor::Zeros(DType::kFloat64, {7});
   EXPECT_EQ(opt->Step(params, bad, 0.01f).code(), StatusCode::kUnimplemented);
 
   EXPECT_EQ(opt->step_count(), 1);
   for (const auto& [name, t] : before) EXPECT_TRUE(params[name] == t) << name;
   for (const auto& [name, t] : opt->StateTensors()) EXPECT_TRUE(slots_before[name] == t) << name;
+}
+
+// AMP's low gradients of fp32 master weights: the update from a bf16 or
+// fp16 gradient has the bits of the update from that gradient widened to
+// fp32 (lengths past the kernels' 512-element blocks, with a tail).
+TEST(OptimizerTest, LowGradientOfFp32ParameterUpdatesAsItsWidening) {
+  for (const char* kind : {"sgd", "adam", "adamw"})
+    for (DType low : {DType::kBFloat16, DType::kFloat16}) {
+      SCOPED_TRACE(std::string(kind) + " " + std::string(ir::DTypeName(low)));
+      OptimizerConfig c;
+      c.kind = kind;
+      c.weight_decay = 0.01f;
+      auto narrow = Make(c), wide = Make(c);
+      TensorMap pa = {{"w", Seeded({3, 701}, 5)}}, pb = {{"w", pa["w"].Clone()}};
+      for (int step = 0; step < 3; ++step) {
+        const Tensor g32 = Seeded({3, 701}, 300 + step);
+        Tensor g = *Tensor::Zeros(low, g32.dims());
+        for (int64_t i = 0; i < g.num_elements(); ++i) ir::SetElementFromDouble(g, i, g32.GetAsDouble(i));
+        Tensor widened = *Tensor::Zeros(DType::kFloat32, g32.dims());
+        for (int64_t i = 0; i < g.num_elements(); ++i) widened.data<float>()[i] = static_cast<float>(g.GetAsDouble(i));
+        ASSERT_TRUE(narrow->Step(pa, {{"w", g}}, 0.01f, {0.5f, 0.75f}).ok());
+        ASSERT_TRUE(wide->Step(pb, {{"w", widened}}, 0.01f, {0.5f, 0.75f}).ok());
+      }
+      EXPECT_TRUE(pa["w"] == pb["w"]);
+      auto sa = narrow->StateTensors(), sb = wide->StateTensors();
+      for (const auto& [name, t] : sb) EXPECT_TRUE(sa.at(name) == t) << name;
+    }
 }
 
 TEST(OptimizerTest, StateRoundTripContinuesBitwise) {
