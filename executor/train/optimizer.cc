@@ -72,7 +72,7 @@ StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& c)
 }
 
 Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads, float lr,
-                       GradScaling scaling) {
+                       GradScaling scaling, std::map<std::string, Tensor>* low_copies) {
   if (!std::isfinite(lr) || lr < 0.0f) return InvalidArgument("optimizer ", config_.kind, ": lr must be finite and >= 0, got ", lr);
   if (!(std::isfinite(scaling.inv_scale) && scaling.inv_scale > 0.0f) ||
       !(std::isfinite(scaling.clip_coef) && scaling.clip_coef > 0.0f))
@@ -92,6 +92,14 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
     if (p.dims() != grad.dims())
       return InvalidArgument("optimizer ", config_.kind, ": parameter '", name, "' has dims ", DimsString(p.dims()),
                              " but its gradient has ", DimsString(grad.dims()));
+    if (low_copies && low_copies->count(name)) {
+      const Tensor& low = low_copies->at(name);
+      if (p.dtype() != DType::kFloat32 || (low.dtype() != DType::kFloat16 && low.dtype() != DType::kBFloat16) ||
+          low.dims() != p.dims())
+        return InvalidArgument("optimizer ", config_.kind, ": the low copy of '", name, "' is ",
+                               ir::TensorType::Of(low.dtype(), low.dims()).ToString(), "; it must be fp16 or bf16 of ",
+                               DimsString(p.dims()), " for a float32 parameter");
+    }
     for (const char* suffix : {kMomentumSuffix, kExpAvgSuffix, kExpAvgSqSuffix}) {
       auto slot = slots_.find(name + suffix);
       if (slot != slots_.end() && slot->second.dims() != p.dims())
@@ -111,7 +119,7 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
     groups[{params.at(name).dtype(), grad.dtype(), first}].push_back(name);
   }
   for (const auto& [key, names] : groups)
-    AMP_RETURN_IF_ERROR(StepGroup(params, grads, names, lr, scaling, std::get<2>(key)));
+    AMP_RETURN_IF_ERROR(StepGroup(params, grads, low_copies, names, lr, scaling, std::get<2>(key)));
   return Status::Ok();
 }
 
@@ -122,7 +130,8 @@ Tensor* Optimizer::Slot(const std::string& name, const Tensor& param) {
 }
 
 Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads,
-                            const std::vector<std::string>& names, float lr, GradScaling scaling, bool first) {
+                            std::map<std::string, Tensor>* low_copies, const std::vector<std::string>& names, float lr,
+                            GradScaling scaling, bool first) {
   const bool sgd = kind_ == Kind::kSgd;
   kernels::KernelContext ctx;
   kernels::KernelInit init;
@@ -147,6 +156,13 @@ Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::ma
       ctx.inputs.push_back(t ? ir::TensorView::Of(*t) : ir::TensorView{});
       init.inputs.push_back(t ? kernels::TensorSpec{DType::kFloat32, t->dims(), nullptr} : kernels::TensorSpec{});
     }
+    Tensor* low = nullptr;
+    if (low_copies) {
+      auto it = low_copies->find(name);
+      if (it != low_copies->end()) low = &it->second;
+    }
+    ctx.inputs.push_back(low ? ir::TensorView::Of(*low) : ir::TensorView{});
+    init.inputs.push_back(low ? kernels::TensorSpec{low->dtype(), low->dims(), nullptr} : kernels::TensorSpec{});
   }
   std::vector<float> hyper;
   if (sgd) {
@@ -165,7 +181,8 @@ Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::ma
   // The kernel is made once per group layout (names and dtypes) and reused.
   std::string key = StrCat(ir::DTypeName(init.inputs[0].dtype), "/", ir::DTypeName(init.inputs[1].dtype),
                            first ? "+first" : "");
-  for (const std::string& name : names) key += "|" + name;
+  for (size_t i = 0; i < names.size(); ++i)
+    key += StrCat("|", names[i], init.inputs[(i + 1) * (sgd ? 4 : 5) - 1].present() ? "+low" : "");
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {
     AMP_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> k, kernels::Registry::Global().Create(init));

@@ -69,11 +69,13 @@ class Optimizer {
   // with the same dims and dtype (float32, float16 or bfloat16), or be
   // float16/bfloat16 for a float32 parameter (AMP's fp32 master weights with
   // the backward's low gradients: the same update as from the gradient cast
-  // to float32, without the copy). Parameters
+  // to float32, without the copy). `low_copies` (optional): fp16/bf16 copies
+  // of float32 parameters, by name, rewritten as the updated parameters
+  // rounded (the low weights an AMP forward reads), in the same pass. Parameters
   // without a gradient are left unchanged (PyTorch's grad=None). Everything
   // is checked before anything changes: on error no parameter or slot has moved.
   Status Step(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads, float lr,
-              GradScaling scaling = {});
+              GradScaling scaling = {}, std::map<std::string, ir::Tensor>* low_copies = nullptr);
 
   int64_t step_count() const { return step_count_; }
   const OptimizerConfig& config() const { return config_; }
@@ -95,7 +97,8 @@ class Optimizer {
   // One fused kernel call over `names` (one dtype; `first`: SGD momentum
   // buffers start now).
   Status StepGroup(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads,
-                   const std::vector<std::string>& names, float lr, GradScaling scaling, bool first);
+                   std::map<std::string, ir::Tensor>* low_copies, const std::vector<std::string>& names, float lr,
+                   GradScaling scaling, bool first);
 
   OptimizerConfig config_;
   Kind kind_;

@@ -265,6 +265,35 @@ Status LowGradients(Graph& g, TrainGraph& t) {
   return Status::Ok();
 }
 
+// O1/O2: a master weight's Cast to fp16/bf16 (one per weight and type)
+// becomes a graph input, "<weight>.<type>", that the trainer feeds with a low
+// copy which the optimizer rewrites as it updates the master: the forward
+// reads the same rounded values without a Cast pass over every weight.
+//   before: W:fp32 (input) ─▶ Cast(bf16) ─▶ W':bf16 ─▶ Conv, ConvGrad
+//   after:  W.bf16:bf16 (input; TrainGraph::low_weights) ─▶ Conv, ConvGrad
+Status LowWeights(Graph& g, TrainGraph& t) {
+  for (const std::string& param : t.params) {
+    const Value w = g.FindValue(param);
+    if (!w.valid() || g.type(w).dtype != ir::DType::kFloat32) continue;
+    std::vector<Node*> casts;
+    for (const ir::Use& u : g.uses(w)) {
+      Node* n = g.node(u.node);
+      const ir::DType to = n->op() == OpKind::kCast ? g.type(n->output(0)).dtype : ir::DType::kUndefined;
+      if ((to == ir::DType::kFloat16 || to == ir::DType::kBFloat16) && !g.is_graph_output(n->output(0)))
+        casts.push_back(n);
+    }
+    if (casts.size() != 1) continue;
+    Node* cast = casts[0];
+    const ir::TensorType type = g.type(cast->output(0));
+    const std::string name = g.UniqueName(StrCat(param, ".", ir::DTypeName(type.dtype)));
+    const Value copy = g.AddInput(name, type);
+    g.ReplaceAllUsesWith(cast->output(0), copy);
+    AMP_RETURN_IF_ERROR(g.RemoveNode(cast));
+    t.low_weights[param] = name;
+  }
+  return Status::Ok();
+}
+
 StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions& opts) {
   AMP_ASSIGN_OR_RETURN(Value output, CheckModel(model, opts));
   TrainGraph t;
@@ -340,6 +369,8 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   });
   if (opts.low_gradients && opts.amp && (opts.amp->level == amp::Level::kO1 || opts.amp->level == amp::Level::kO2))
     step("low-gradients", [&](Graph& graph) { return LowGradients(graph, t); });
+  if (opts.low_weights && opts.amp && (opts.amp->level == amp::Level::kO1 || opts.amp->level == amp::Level::kO2))
+    step("low-weights", [&](Graph& graph) { return LowWeights(graph, t); });
   AMP_RETURN_IF_ERROR(pm.Run(g).status());
   return t;
 }

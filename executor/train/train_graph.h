@@ -29,9 +29,15 @@
 //                     weight's gradient output is the backward's fp16/bf16
 //                     value, without the Cast to fp32 (the optimizer widens
 //                     it exactly; TrainGraph::grads names the output)
+//   low-weights       O1/O2 with TrainGraphOptions::low_weights: a master
+//                     weight's one Cast to fp16/bf16 becomes an input,
+//                     "<weight>.bf16" (TrainGraph::low_weights), fed with a
+//                     low copy that the optimizer step rewrites as it updates
+//                     the master (the same rounded values, no Cast pass)
 //
 //   inputs:  <data inputs...>, labels|targets, loss_scale (f32 scalar: the
-//            backward seed, 1 without loss scaling), <params...>, <running stats...>
+//            backward seed, 1 without loss scaling), <params...>, <running stats...>,
+//            <low weight copies...> (low-weights)
 //   outputs: <model outputs...>, <stat>.update..., loss, <param>_grad...
 //
 // BuildEvalGraph (evaluation): the model in inference mode (BN with running
@@ -84,6 +90,12 @@ struct TrainGraphOptions {
   // were computed in, not cast to fp32 (the Trainer's optimizer and gradient
   // check take them; a reader that wants fp32 gradients turns it off).
   bool low_gradients = true;
+  // O1/O2: the forward reads low copies of the master weights kept by the
+  // optimizer instead of casting the masters every step. It pays where the
+  // device computes the low type natively; where fp16/bf16 is storage only,
+  // cast fusion already rounds each master once in fp32 for its widened
+  // readers, which low copies would make widen again (Trainer decides).
+  bool low_weights = false;
   // Initializers that get no gradient and no update: names or "re:REGEX" (ResolveFreeze).
   std::vector<std::string> freeze;
 };
@@ -132,6 +144,7 @@ struct TrainGraph {
   std::optional<amp::Report> amp_report;            // what the AMP passes did (training graph under a policy)
   std::vector<std::string> params;                  // trainable initializers, graph order
   std::map<std::string, std::string> grads;         // param -> gradient output name
+  std::map<std::string, std::string> low_weights;   // param -> input of its low copy (low-weights)
   std::vector<std::string> running_stats;           // BN running mean/var initializers
   std::map<std::string, std::string> stat_updates;  // running stat -> "<stat>.update" output
                                                     // (empty in the eval graph)

@@ -7,6 +7,7 @@
 #include <functional>
 #include <type_traits>
 
+#include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/float_convert.h"
 #include "executor/train/clip.h"
 #include "executor/train/sha256.h"
@@ -152,13 +153,23 @@ StatusOr<Tensor> InitializerValue(const ir::Graph& model, const std::string& nam
   return t->Clone();
 }
 
+// Low copies of the master weights (TrainGraphOptions::low_weights) pay
+// where the CPU computes the policy's low type: bf16 on a CPU whose bf16 is
+// faster than fp32. fp16 is storage only on every CPU here.
+bool LowWeightsPay(const std::optional<amp::Policy>& policy) {
+  return policy && policy->low == ir::DType::kBFloat16 && kernels::cpu::Cpu().bf16_faster();
+}
+
 }  // namespace
 
 StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const TrainConfig& config) {
   std::unique_ptr<Trainer> t(new Trainer());
   t->config_ = config;
   t->model_ = model.Clone();
-  AMP_ASSIGN_OR_RETURN(t->train_, BuildTrainGraph(model, config.graph));
+  TrainGraphOptions graph_options = config.graph;
+  if (!config.low_weights.has_value()) graph_options.low_weights = LowWeightsPay(config.graph.amp);
+  else graph_options.low_weights = *config.low_weights;
+  AMP_ASSIGN_OR_RETURN(t->train_, BuildTrainGraph(model, graph_options));
   if (t->train_.amp_report) {
     std::string plan;
     for (const amp::NodeReport& n : t->train_.amp_report->nodes) plan += StrCat(n.name, ":", ir::DTypeName(n.dtype), ";");
@@ -181,6 +192,9 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   for (const std::string& name : t->train_.running_stats) {
     AMP_ASSIGN_OR_RETURN(Tensor value, InitializerValue(model, name));
     AMP_ASSIGN_OR_RETURN(t->stats_[name], InDType(value, tg.type(tg.FindValue(name)).dtype));
+  }
+  for (const auto& [param, input] : t->train_.low_weights) {
+    AMP_ASSIGN_OR_RETURN(t->low_weights_[param], InDType(t->params_.at(param), tg.type(tg.FindValue(input)).dtype));
   }
   AMP_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::Create(config.optimizer));
   AMP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(config.schedule));
@@ -208,6 +222,7 @@ StatusOr<std::map<std::string, Tensor>> Trainer::Feeds(const TrainGraph& g, cons
   if (!g.loss_scale.empty()) feeds.emplace(g.loss_scale, Tensor::Scalar(loss_scale));
   for (const auto& [name, t] : params_) feeds.emplace(name, t);
   for (const auto& [name, t] : stats_) feeds.emplace(name, t);
+  for (const auto& [param, input] : g.low_weights) feeds.emplace(input, low_weights_.at(param));
   return feeds;
 }
 
@@ -296,7 +311,7 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
       const double coef = ClipCoefficient(r.grad_norm, config_.clip_grad_norm);
       if (coef < 1.0) scaling.clip_coef = static_cast<float>(coef);
     }
-    AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr, scaling));
+    AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr, scaling, &low_weights_));
     // The update outputs are fp32 (graph outputs keep their types); at O3 the
     // statistics are stored low, rounded once.
     for (const auto& [stat, update] : train_.stat_updates) {
@@ -481,6 +496,9 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
   optimizer_ = std::move(optimizer);
   for (auto& [name, t] : params_) t = ckpt.model.at(name).Clone();
   for (auto& [name, t] : stats_) t = ckpt.model.at(name).Clone();
+  for (auto& [name, t] : low_weights_) {
+    AMP_ASSIGN_OR_RETURN(t, InDType(params_.at(name), t.dtype()));
+  }
   step_ = ckpt.state.step;
   lr_step_ = ckpt.state.lr_step;
   if (scaler_) scaler_ = std::move(scaler);

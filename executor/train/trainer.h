@@ -81,6 +81,10 @@ struct TrainConfig {
   bool debug_overflow = false;
   // Restore() refuses a checkpoint written under another precision plan unless set.
   bool force_plan_mismatch = false;
+  // Low copies of the master weights for the forward, kept by the optimizer
+  // step (TrainGraphOptions::low_weights); unset: where the CPU computes the
+  // low type natively (bf16 faster than fp32).
+  std::optional<bool> low_weights;
   // Fault injection (tests): called with each step's gradients, as backward
   // wrote them (scaled), before the all-finite check; it may change values.
   std::function<void(int64_t step, std::map<std::string, ir::Tensor>& grads)> gradient_hook;
@@ -185,6 +189,7 @@ class Trainer {
   std::map<std::string, int> eval_out_index_;
   std::map<std::string, ir::Tensor> params_;    // fp32 masters
   std::map<std::string, ir::Tensor> stats_;     // BN running statistics
+  std::map<std::string, ir::Tensor> low_weights_;  // fp16/bf16 copies of masters, by param (low_weights)
   GradientChecker grad_checker_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LrSchedule> schedule_;

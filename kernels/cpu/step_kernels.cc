@@ -46,24 +46,36 @@ void ForChunks(int64_t n, Fn&& fn) {
 // bits it would have from the gradient cast to fp32 first.
 constexpr int64_t kBlock = 512;
 
+// A parameter's optional low copy (AdamStep/SgdStep's low_i): rounded from
+// the updated fp32 values block by block, while they are in cache.
+struct LowCopy {
+  void* data = nullptr;
+  DType dtype = DType::kUndefined;
+  std::byte* at(int64_t i) const { return static_cast<std::byte*>(data) + i * 2; }
+};
+
+LowCopy LowCopyOf(const ir::TensorView& v) { return v.data ? LowCopy{v.data, v.dtype} : LowCopy{}; }
+
 // Runs update(p, g, first_state_offset, length) on fp32 views of p[b, e)
-// and g[b, e).
+// and g[b, e), then refreshes low[b, e) when there is one.
 template <class P, class G, class Update>
-void UpdateRange(P* p, const G* g, int64_t b, int64_t e, Update&& update) {
+void UpdateRange(P* p, const G* g, const LowCopy& low, int64_t b, int64_t e, Update&& update) {
   if constexpr (std::is_same_v<P, float> && std::is_same_v<G, float>) {
-    update(p + b, g + b, b, e - b);
-  } else {
-    float pf[kBlock], gf[kBlock];
-    for (int64_t i = b; i < e; i += kBlock) {
-      const int64_t len = std::min(kBlock, e - i);
-      WidenSpan(StorageDType<G>(), g + i, gf, len);
-      if constexpr (std::is_same_v<P, float>) {
-        update(p + i, gf, i, len);
-      } else {
-        WidenSpan(StorageDType<P>(), p + i, pf, len);
-        update(pf, gf, i, len);
-        NarrowSpan(StorageDType<P>(), pf, p + i, len);
-      }
+    if (!low.data) return update(p + b, g + b, b, e - b);
+  }
+  float pf[kBlock], gf[kBlock];
+  for (int64_t i = b; i < e; i += kBlock) {
+    const int64_t len = std::min(kBlock, e - i);
+    const float* gi = gf;
+    if constexpr (std::is_same_v<G, float>) gi = g + i;
+    else WidenSpan(StorageDType<G>(), g + i, gf, len);
+    if constexpr (std::is_same_v<P, float>) {
+      update(p + i, gi, i, len);
+      if (low.data) NarrowSpan(low.dtype, p + i, low.at(i), len);
+    } else {
+      WidenSpan(StorageDType<P>(), p + i, pf, len);
+      update(pf, gi, i, len);
+      NarrowSpan(StorageDType<P>(), pf, p + i, len);
     }
   }
 }
@@ -137,12 +149,13 @@ class SgdStepKernel : public Kernel {
     s.inv_scale = h[1];
     s.clip = h[2];
     s.first = h[3] != 0.0f;
-    for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 3) {
+    for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 4) {
       T* p = ctx.inputs[i].as<T>();
       const G* g = ctx.inputs[i + 1].as<G>();
       float* buf = s.momentum != 0.0f ? ctx.inputs[i + 2].as<float>() : nullptr;
+      const LowCopy low = LowCopyOf(ctx.inputs[i + 3]);
       ForChunks(ctx.inputs[i].num_elements(), [&](int64_t, int64_t b, int64_t e) {
-        UpdateRange(p, g, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
+        UpdateRange(p, g, low, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
           SgdSpan(s, pf, gf, buf ? buf + at : nullptr, len);
         });
       });
@@ -176,13 +189,14 @@ class AdamStepKernel : public Kernel {
     s.decay = h[2];
     s.inv_scale = h[3];
     s.clip = h[4];
-    for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 4) {
+    for (size_t i = 0; i + 1 < ctx.inputs.size(); i += 5) {
       T* p = ctx.inputs[i].as<T>();
       const G* g = ctx.inputs[i + 1].as<G>();
       float* m = ctx.inputs[i + 2].as<float>();
       float* v = ctx.inputs[i + 3].as<float>();
+      const LowCopy low = LowCopyOf(ctx.inputs[i + 4]);
       ForChunks(ctx.inputs[i].num_elements(), [&](int64_t, int64_t b, int64_t e) {
-        UpdateRange(p, g, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
+        UpdateRange(p, g, low, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
           AdamSpan(s, pf, gf, m + at, v + at, len);
         });
       });
@@ -194,10 +208,13 @@ class AdamStepKernel : public Kernel {
   AdamScalars s_{};  // the attributes' part; Run adds the per-step scalars
 };
 
-// Every parameter of a group has the dims of its gradient and state, and
-// the gradients share one dtype: the parameters', or a 2-byte one for fp32
-// parameters (returned).
+// Every parameter of a group has the dims of its gradient, state and low
+// copy (the group's last input, optional: fp16/bf16 of an fp32 parameter),
+// and the gradients share one dtype: the parameters', or a 2-byte one for
+// fp32 parameters (returned).
 StatusOr<DType> CheckGroup(const KernelInit& init, size_t per) {
+  if (init.inputs.empty() || (init.inputs.size() - 1) % per != 0)
+    return init.Error(init.inputs.size(), " inputs; expected groups of ", per, " and the hyper-parameters");
   const DType p = KeyDType(init), g = init.inputs.size() > 1 ? init.inputs[1].dtype : p;
   if (g != p && !(p == DType::kFloat32 && (g == DType::kFloat16 || g == DType::kBFloat16)))
     return init.Error(ir::DTypeName(p), " parameters with ", ir::DTypeName(g),
@@ -209,6 +226,10 @@ StatusOr<DType> CheckGroup(const KernelInit& init, size_t per) {
     for (size_t s = i + 1; s < i + per; ++s)
       if (init.inputs[s].present() && init.inputs[s].dims != init.inputs[i].dims)
         return init.Error("input ", s, " does not have the dims of parameter input ", i);
+    const DType low = init.inputs[i + per - 1].dtype;
+    if (low != DType::kUndefined && (p != DType::kFloat32 || (low != DType::kFloat16 && low != DType::kBFloat16)))
+      return init.Error("the low copy of parameter input ", i, " is ", ir::DTypeName(low),
+                        "; it must be fp16 or bf16, of an fp32 parameter");
   }
   return g;
 }
@@ -217,10 +238,10 @@ template <template <class, class> class K>
 StatusOr<std::unique_ptr<Kernel>> MakeStep(const KernelInit& init, size_t per) {
   if (!init.attrs) return init.Error("no attributes");
   AMP_ASSIGN_OR_RETURN(const DType grad, CheckGroup(init, per));
-  if (per == 3 && init.attrs->Float("momentum", 0.0f) != 0.0f)
-    for (size_t i = 2; i + 1 < init.inputs.size(); i += 3)
+  if (per == 4 && init.attrs->Float("momentum", 0.0f) != 0.0f)
+    for (size_t i = 2; i + 1 < init.inputs.size(); i += 4)
       if (!init.inputs[i].present()) return init.Error("SGD with momentum needs a momentum buffer for input ", i - 2);
-  if (init.inputs.back().num_elements() < static_cast<int64_t>(per + 1))
+  if (init.inputs.back().num_elements() < static_cast<int64_t>(per))
     return init.Error("the hyper-parameter input has ", init.inputs.back().num_elements(), " values");
   std::unique_ptr<Kernel> k;
   Status st = DispatchFloat(KeyDType(init), [&](auto tag) -> Status {
@@ -260,9 +281,9 @@ void RegisterStepKernels(Registry& r) {
                                                         DType::kFloat64},
          MakeGradCheck, nullptr});
   r.Add({OpKind::kSgdStep, Device::kCpu, "fused", 0, dtypes,
-         [](const KernelInit& init) { return MakeStep<SgdStepKernel>(init, 3); }, nullptr});
+         [](const KernelInit& init) { return MakeStep<SgdStepKernel>(init, 4); }, nullptr});
   r.Add({OpKind::kAdamStep, Device::kCpu, "fused", 0, dtypes,
-         [](const KernelInit& init) { return MakeStep<AdamStepKernel>(init, 4); }, nullptr});
+         [](const KernelInit& init) { return MakeStep<AdamStepKernel>(init, 5); }, nullptr});
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -77,9 +77,11 @@ int LowNodes(const amp::Report& r, DType low) {
 }
 
 // The backward's low gradients go to the optimizer and the gradient check
-// without a Cast to fp32 (TrainGraphOptions::low_gradients): the same bits as
-// with the Cast, under SGD with momentum and Adam, dynamic scaling and clipping.
-TEST(AmpTrainer, LowGradientsTrainBitwiseAsCastOnes) {
+// without a Cast to fp32 (TrainGraphOptions::low_gradients), and the forward
+// reads low copies of the masters that the optimizer keeps (low_weights):
+// the same bits as with the Casts, under SGD with momentum and AdamW,
+// dynamic scaling and clipping.
+TEST(AmpTrainer, LowGradientsAndWeightsTrainBitwiseAsCastOnes) {
   auto model = SmallCnn();
   for (auto [level, low] : {std::pair{amp::Level::kO2, DType::kBFloat16}, std::pair{amp::Level::kO1, DType::kFloat16}})
     for (const char* kind : {"adamw", "sgd"}) {
@@ -89,8 +91,10 @@ TEST(AmpTrainer, LowGradientsTrainBitwiseAsCastOnes) {
       fused.optimizer.momentum = 0.9f;
       fused.optimizer.weight_decay = 0.01f;
       fused.clip_grad_norm = 0.5;
+      fused.low_weights = true;
       TrainConfig cast = fused;
       cast.graph.low_gradients = false;
+      cast.low_weights = false;
       int low_grads = 0;
       fused.gradient_hook = [&](int64_t step, std::map<std::string, ir::Tensor>& grads) {
         if (step == 0)
