@@ -181,8 +181,9 @@ Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::ma
   // The kernel is made once per group layout (names and dtypes) and reused.
   std::string key = StrCat(ir::DTypeName(init.inputs[0].dtype), "/", ir::DTypeName(init.inputs[1].dtype),
                            first ? "+first" : "");
+  const size_t per = sgd ? 4 : 5;  // inputs per parameter, its low copy last
   for (size_t i = 0; i < names.size(); ++i)
-    key += StrCat("|", names[i], init.inputs[(i + 1) * (sgd ? 4 : 5) - 1].present() ? "+low" : "");
+    key += StrCat("|", names[i], init.inputs[(i + 1) * per - 1].present() ? "+low" : "");
   auto it = kernels_.find(key);
   if (it == kernels_.end()) {
     AMP_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> k, kernels::Registry::Global().Create(init));

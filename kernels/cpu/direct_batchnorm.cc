@@ -19,6 +19,7 @@
 // reference (which sums in double, two-pass): tests/kernels/direct_test.cc
 // bounds the difference. Planes of fewer than 16 elements ([N, C] inputs) go
 // to the other kernels.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 

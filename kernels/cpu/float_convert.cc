@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/cpu_info.h"
+#include "kernels/cpu/lanes16.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -32,32 +33,19 @@ inline uint16_t NarrowBf16One(float f) {
 
 #if defined(__x86_64__)
 // 256-bit versions for AVX2 CPUs (chosen at run time: the build targets only
-// F16C). The same integer formulas as the scalar loops, 8 values at a time.
-__attribute__((target("avx2"))) int64_t WidenBf16Avx2(const uint16_t* in, float* out, int64_t b, int64_t e) {
+// F16C). The same integer formulas as the scalar loops, 8 values at a time
+// (Lanes16Avx2's widening and narrowing).
+__attribute__((target("avx2,f16c"))) int64_t WidenBf16Avx2(const uint16_t* in, float* out, int64_t b, int64_t e) {
   int64_t i = b;
-  for (; i + 8 <= e; i += 8) {
-    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm256_slli_epi32(w, 16));
-  }
+  for (; i + 8 <= e; i += 8)
+    _mm256_storeu_ps(out + i, Lanes16Avx2::Widen8<BFloat16>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i))));
   return i;
 }
 
-__attribute__((target("avx2"))) int64_t NarrowBf16Avx2(const float* in, uint16_t* out, int64_t b, int64_t e) {
-  const __m256i bias = _mm256_set1_epi32(0x7fff), one = _mm256_set1_epi32(1), abs_mask = _mm256_set1_epi32(0x7fffffff),
-                inf = _mm256_set1_epi32(0x7f800000), quiet = _mm256_set1_epi32(0x40);
+__attribute__((target("avx2,f16c"))) int64_t NarrowBf16Avx2(const float* in, uint16_t* out, int64_t b, int64_t e) {
   int64_t i = b;
-  for (; i + 8 <= e; i += 8) {
-    const __m256i x = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(in + i));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), one);
-    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(bias, lsb)), 16);
-    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(x, abs_mask), inf);
-    const __m256i quieted = _mm256_or_si256(_mm256_srli_epi32(x, 16), quiet);
-    const __m256i r = _mm256_blendv_epi8(rounded, quieted, nan);
-    // Every lane is <= 0xffff: the unsigned-saturating pack keeps it; the
-    // permute puts the two 128-bit halves' results in order.
-    const __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0b1000);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_castsi256_si128(packed));
-  }
+  for (; i + 8 <= e; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), Lanes16Avx2::Narrow8<BFloat16>(_mm256_loadu_ps(in + i)));
   return i;
 }
 
