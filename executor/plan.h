@@ -155,6 +155,10 @@ kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanO
 //    instead of 2, while the readers' fp32 copies go from their scratch.
 //      before: w:fp32 ─▶ Cast(bf16) ─▶ w':bf16 ─▶ Gemm, Gemm (each widens w')
 //      after:  w:fp32 ─▶ Cast(bf16) ─▶ w':fp32 holding bf16 ─▶ Gemm, Gemm
+// A fused value takes 4 bytes per element instead of 2 for its whole life, so
+// a rewrite is made only where it does not raise the most bytes live at one
+// step (counting the readers' widening scratch it saves): O1's activations,
+// cast for a low Conv and saved for its backward, stay low.
 // Every step keeps its node, so errors and the overflow observer still name
 // the graph's nodes. A rewrite the kernels decline is not made.
 void FuseWidenedCasts(Plan& plan, const PlanOptions& options);

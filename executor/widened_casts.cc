@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -25,10 +26,17 @@ bool IsCast(const Step& step) {
 class Fuser {
  public:
   Fuser(Plan& plan, const PlanOptions& options)
-      : plan_(plan), options_(options), uses_(plan.slots.size()), removed_(plan.steps.size(), false) {
-    for (size_t s = 0; s < plan.steps.size(); ++s)
+      : plan_(plan), options_(options), uses_(plan.slots.size()), def_(plan.slots.size(), -1),
+        removed_(plan.steps.size(), false), live_(plan.steps.size(), 0) {
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
       for (int i : plan.steps[s].inputs)
         if (i >= 0) uses_[i].push_back(static_cast<int>(s));
+      for (int o : plan.steps[s].outputs) def_[o] = static_cast<int>(s);
+    }
+    for (size_t v = 0; v < plan.slots.size(); ++v)
+      if (plan.slots[v].storage == Storage::kArena && def_[v] >= 0) AddLive(live_, def_[v], LastUse(v), Bytes(plan.slots[v]));
+    for (size_t s = 0; s < plan.steps.size(); ++s)
+      if (plan.steps[s].kernel) live_[s] += Bytes(plan.steps[s].kernel->scratch_bytes());
   }
 
   // A widened kernel's low output read only by a Cast to fp32: the kernel
@@ -48,11 +56,25 @@ class Fuser {
         if (wide.dtype != DType::kFloat32 || wide.holds != DType::kUndefined || wide.dims != low.dims) continue;
         producer.outputs[o] = cast.outputs[0];
         wide.holds = low.dtype;
-        if (!Remake({static_cast<int>(s)})) {
+        std::vector<std::unique_ptr<kernels::Kernel>> made = Make({static_cast<int>(s)});
+        if (made.empty()) {
           producer.outputs[o] = y;
           wide.holds = DType::kUndefined;
           continue;
         }
+        // The fp32 value now lives from the producer on, the low one not at all.
+        std::vector<int64_t> live = live_;
+        live[s] += ScratchChange(static_cast<int>(s), *made[0]);
+        AddLive(live, static_cast<int>(s), c, -Bytes(low));
+        if (c > static_cast<int>(s)) AddLive(live, static_cast<int>(s), c - 1, Bytes(wide));
+        if (RaisesPeak(live)) {
+          producer.outputs[o] = y;
+          wide.holds = DType::kUndefined;
+          ++kept_low_;
+          continue;
+        }
+        live_ = std::move(live);
+        Install({static_cast<int>(s)}, made);
         low.storage = Storage::kAbsent;  // no step reads or writes it now
         removed_[c] = true;
         ++outputs_;
@@ -79,14 +101,29 @@ class Fuser {
         if (std::find(remake.begin(), remake.end(), u) == remake.end()) remake.push_back(u);
       }
       if (!all_widened) continue;
+      const int64_t low_bytes = Bytes(low);
       const Slot saved = low;
       low.holds = low.dtype;
       low.dtype = DType::kFloat32;
       low.bytes = low.bytes / ir::DTypeSize(low.holds) * sizeof(float);
-      if (!Remake(remake)) {
+      std::vector<std::unique_ptr<kernels::Kernel>> made = Make(remake);
+      if (made.empty()) {
         low = saved;
         continue;
       }
+      // The value grows by `extra` over its life; its readers' scratch for
+      // widening it goes. Where that raises the peak (O1's activations saved
+      // for the backward), the value stays low.
+      std::vector<int64_t> live = live_;
+      AddLive(live, static_cast<int>(s), LastUse(w), Bytes(low) - low_bytes);
+      for (size_t i = 0; i < remake.size(); ++i) live[remake[i]] += ScratchChange(remake[i], *made[i]);
+      if (RaisesPeak(live)) {
+        low = saved;
+        ++kept_low_;
+        continue;
+      }
+      live_ = std::move(live);
+      Install(remake, made);
       ++inputs_;
     }
   }
@@ -97,33 +134,63 @@ class Fuser {
     for (size_t s = 0; s < plan_.steps.size(); ++s)
       if (!removed_[s]) kept.push_back(std::move(plan_.steps[s]));
     plan_.steps = std::move(kept);
-    if (outputs_ + inputs_ > 0)
-      spdlog::debug("cast fusion: {} low outputs written widened, {} casts of inputs rounded in fp32", outputs_,
-                    inputs_);
+    if (outputs_ + inputs_ + kept_low_ > 0)
+      spdlog::debug(
+          "cast fusion: {} low outputs written widened, {} casts of inputs rounded in fp32, {} kept low (fused "
+          "they would raise the peak of {} live bytes)",
+          outputs_, inputs_, kept_low_, Peak());
   }
 
  private:
-  // New kernels for `steps` from the current slots; all or none replaced.
-  bool Remake(const std::vector<int>& steps) {
+  // New kernels for `steps` from the current slots; empty when one declines.
+  std::vector<std::unique_ptr<kernels::Kernel>> Make(const std::vector<int>& steps) const {
     std::vector<std::unique_ptr<kernels::Kernel>> made;
     for (int s : steps) {
       const Step& step = plan_.steps[s];
       StatusOr<std::unique_ptr<kernels::Kernel>> k = step.entry->factory(KernelInitOf(plan_, step, options_));
       if (!k.ok()) {
         spdlog::debug("cast fusion declined by {}: {}", step.node->Describe(), k.status().ToString());
-        return false;
+        return {};
       }
       made.push_back(std::move(*k));
     }
-    for (size_t i = 0; i < steps.size(); ++i) plan_.steps[steps[i]].kernel = std::move(made[i]);
-    return true;
+    return made;
   }
+  void Install(const std::vector<int>& steps, std::vector<std::unique_ptr<kernels::Kernel>>& made) {
+    for (size_t i = 0; i < steps.size(); ++i) plan_.steps[steps[i]].kernel = std::move(made[i]);
+  }
+  int64_t ScratchChange(int step, const kernels::Kernel& made) const {
+    const kernels::Kernel* old = plan_.steps[step].kernel.get();
+    return Bytes(made.scratch_bytes()) - (old ? Bytes(old->scratch_bytes()) : 0);
+  }
+
+  // The last step that reads slot `v` (its definition when none does).
+  int LastUse(size_t v) const {
+    int last = def_[v];
+    for (int u : uses_[v]) last = std::max(last, u);
+    return last;
+  }
+  static void AddLive(std::vector<int64_t>& live, int first, int last, int64_t bytes) {
+    for (int s = first; s <= last; ++s) live[s] += bytes;
+  }
+  int64_t Peak() const { return live_.empty() ? 0 : *std::max_element(live_.begin(), live_.end()); }
+  bool RaisesPeak(const std::vector<int64_t>& live) const {
+    return !live.empty() && *std::max_element(live.begin(), live.end()) > Peak();
+  }
+  // Bytes as the memory plan counts them (buffers are 64-byte multiples).
+  static int64_t Bytes(size_t n) { return static_cast<int64_t>((n + 63) / 64 * 64); }
+  static int64_t Bytes(const Slot& slot) { return Bytes(slot.bytes); }
 
   Plan& plan_;
   const PlanOptions& options_;
   std::vector<std::vector<int>> uses_;  // per slot: the steps that read it
+  std::vector<int> def_;                // per slot: the step that writes it, -1 for none
   std::vector<bool> removed_;           // per step
-  int outputs_ = 0, inputs_ = 0;
+  // Arena bytes live at each step (values from definition to last read, and
+  // kernel scratch), kept up to date by every rewrite; input fusion never
+  // raises its maximum.
+  std::vector<int64_t> live_;
+  int outputs_ = 0, inputs_ = 0, kept_low_ = 0;
 };
 
 }  // namespace
