@@ -239,14 +239,20 @@ StatusOr<std::vector<Node*>> Graph::TopologicalOrder() {
   return out;
 }
 
-Status Graph::InferNode(Node* node, std::vector<Tensor>* values) {
+Status Graph::InferNode(Node* node, std::vector<Tensor>* values,
+                        const std::unordered_map<Value, Tensor, ValueHash>* known) {
   InferContext ctx;
   ctx.node = node;
   ctx.attrs = &node->attrs_;
   ctx.opset = static_cast<int>(info_.opset);
   for (Value in : node->inputs_) {
     ctx.inputs.push_back(in.valid() ? type(in) : TensorType{});
-    ctx.values.push_back(in.valid() ? ConstantValue(in) : nullptr);
+    const Tensor* value = in.valid() ? ConstantValue(in) : nullptr;
+    if (!value && known && in.valid()) {
+      auto it = known->find(in);
+      if (it != known->end()) value = &it->second;
+    }
+    ctx.values.push_back(value);
   }
   ctx.outputs.resize(node->num_outputs());
   ctx.output_values.resize(node->num_outputs());
@@ -259,7 +265,13 @@ Status Graph::InferNode(Node* node, std::vector<Tensor>* values) {
 
 Status Graph::InferShapes() {
   AMP_ASSIGN_OR_RETURN(auto order, TopologicalOrder());
-  for (Node* n : order) AMP_RETURN_IF_ERROR(InferNode(n));
+  std::unordered_map<Value, Tensor, ValueHash> known;
+  for (Node* n : order) {
+    std::vector<Tensor> values;
+    AMP_RETURN_IF_ERROR(InferNode(n, &values, &known));
+    for (size_t i = 0; i < values.size(); ++i)
+      if (!values[i].empty()) known.emplace(n->output(i), std::move(values[i]));
+  }
   return Status::Ok();
 }
 

@@ -180,12 +180,16 @@ class Graph {
   std::string UniqueName(const std::string& base);
 
   // Runs every node's shape/dtype rule in topological order, using constant
-  // inputs where known. Overwrites output types.
+  // inputs and the values earlier rules propagated (shape arithmetic: a
+  // Slice bound computed from Constants, a Reshape target built from Shape)
+  // where known. Overwrites output types; the graph itself is not changed.
   Status InferShapes();
   // One node's rule with the current input types; fills its outputs. When
   // `values` is given it receives the propagated output values (empty
-  // Tensors where unknown), see InferContext.
-  Status InferNode(Node* node, std::vector<Tensor>* values = nullptr);
+  // Tensors where unknown), see InferContext. `known` (optional) holds
+  // values of non-constant inputs.
+  Status InferNode(Node* node, std::vector<Tensor>* values = nullptr,
+                   const std::unordered_map<Value, Tensor, ValueHash>* known = nullptr);
 
  private:
   Node* NewNode(OpKind op, std::string name, size_t num_outputs, std::vector<std::string> output_names);

@@ -80,6 +80,37 @@ TEST(Graph, CloneIsIndependent) {
   EXPECT_TRUE(Verify(g).ok());
 }
 
+// A PyTorch attention export builds a Reshape target from Shape and index
+// arithmetic on Constants (Mod, Add) before Slice. InferShapes carries the
+// values between the rules, so the Reshape and what follows it get shapes
+// before FoldConstants runs; the graph itself is not changed.
+TEST(Graph, InferShapesCarriesValuesBetweenRules) {
+  Graph g;
+  Value x = g.AddInput("x", TensorType::Of(DType::kFloat32, {16, 2, 192}));
+  auto constant = [&](const char* name, std::vector<int64_t> v) {
+    Node* c = g.AddNode(OpKind::kConstant, {}, 1, name);
+    const int64_t n = static_cast<int64_t>(v.size());
+    c->attrs().Set("value", Tensor::Int64s(std::move(v), {n}));
+    return c->output(0);
+  };
+  Node* shape = g.AddNode(OpKind::kShape, {x}, 1, "shape");
+  Node* mod = g.AddNode(OpKind::kMod, {constant("two", {2}), constant("three", {3})}, 1, "mod");
+  Node* slice = g.AddNode(OpKind::kSlice, {shape->output(0), constant("zero", {0}), mod->output(0)}, 1, "slice");
+  Node* concat = g.AddNode(OpKind::kConcat, {slice->output(0), constant("heads", {3, 64})}, 1, "concat");
+  concat->attrs().Set("axis", int64_t{0});
+  Node* reshape = g.AddNode(OpKind::kReshape, {x, concat->output(0)}, 1, "reshape");
+  Node* unsqueeze = g.AddNode(OpKind::kUnsqueeze, {reshape->output(0), constant("axes", {0})}, 1, "unsqueeze");
+  g.AddOutput(unsqueeze->output(0));
+  const size_t nodes = g.num_nodes();
+  Status s = g.InferShapes();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(g.type(slice->output(0)).ToString(), "int64[2]");
+  EXPECT_EQ(g.type(reshape->output(0)).ToString(), "float32[16,2,3,64]");
+  EXPECT_EQ(g.type(unsqueeze->output(0)).ToString(), "float32[1,16,2,3,64]");
+  EXPECT_EQ(g.num_nodes(), nodes);
+  EXPECT_EQ(g.ConstantValue(mod->output(0)), nullptr);  // computed, not folded
+}
+
 TEST(Verifier, CatchesBadArity) {
   Graph g;
   Value x = g.AddInput("x", F32({1}));
