@@ -21,6 +21,7 @@ struct AttrInput {
 
 constexpr AttrInput kAttrInputs[] = {
     {OpKind::kReduceMean, 17, "axes", 1, false}, {OpKind::kReduceMax, 17, "axes", 1, false},
+    {OpKind::kReduceL2, 17, "axes", 1, false},
     {OpKind::kReduceSum, 12, "axes", 1, false},  {OpKind::kSqueeze, 12, "axes", 1, false},
     {OpKind::kUnsqueeze, 12, "axes", 1, false},  {OpKind::kSplit, 12, "split", 1, false},
     {OpKind::kDropout, 11, "ratio", 1, true},

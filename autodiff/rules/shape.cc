@@ -256,6 +256,22 @@ Status ReduceMaxGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// y = sqrt(sum x^2): dx = dy x / y, and 0 where y = 0 (PyTorch's norm
+// backward: the subgradient 0 at the origin, not NaN).
+Status ReduceL2Grad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
+  Value x = c.input(0), dy = c.grad_output(0);
+  if (!axes) {  // noop_with_empty_axes: y = x
+    c.SetGrad(0, dy);
+    return Status::Ok();
+  }
+  Value y = KeepDims(c, c.output(0), *axes);
+  Value g = c.Div(c.Mul(x, KeepDims(c, dy, *axes)), y);
+  Value zero = c.Scalar(0.0, y);
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kEqual, {y, zero}), c.Scalar(0.0, g), g}));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterShapeRules(RuleTable& t) {
@@ -272,6 +288,7 @@ void RegisterShapeRules(RuleTable& t) {
   SetRule(t, OpKind::kReduceSum, ReduceSumMeanGrad);
   SetRule(t, OpKind::kReduceMean, ReduceSumMeanGrad);
   SetRule(t, OpKind::kReduceMax, ReduceMaxGrad);
+  SetRule(t, OpKind::kReduceL2, ReduceL2Grad);
 }
 
 }  // namespace amptrain::autodiff

@@ -1,4 +1,4 @@
-// Shape/dtype rules of ReduceMean, ReduceSum and ReduceMax in the canonical
+// Shape/dtype rules of ReduceMean, ReduceSum, ReduceMax and ReduceL2 in the canonical
 // form: input 1 is the optional int64 axes tensor; attributes keepdims
 // (default 1) and noop_with_empty_axes (default 0). Absent or empty axes
 // reduce every dim, or pass the input through when noop_with_empty_axes=1.
@@ -68,5 +68,6 @@ Status InferReduce(InferContext& ctx, bool allow_bool) {
 Status InferReduceMean(InferContext& ctx) { return InferReduce(ctx, false); }
 Status InferReduceSum(InferContext& ctx) { return InferReduce(ctx, false); }
 Status InferReduceMax(InferContext& ctx) { return InferReduce(ctx, true); }
+Status InferReduceL2(InferContext& ctx) { return InferReduce(ctx, false); }
 
 }  // namespace amptrain::ir

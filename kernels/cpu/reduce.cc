@@ -1,9 +1,11 @@
-// Reference kernels of ReduceSum, ReduceMean and ReduceMax.
+// Reference kernels of ReduceSum, ReduceMean, ReduceMax and ReduceL2.
 //   Input 1 (optional int64 axes) is read at creation when its value is known,
 //   otherwise at every run. Empty axes reduce everything, or copy the input
 //   when noop_with_empty_axes=1. Accumulation is in Wide<T> (double for
 //   floats, int64 for int32/int64). Empty reductions give 0 (Sum), NaN (Mean
-//   of floats; 0 for integers) and -inf / the type's lowest value (Max).
+//   of floats; 0 for integers), -inf / the type's lowest value (Max) and 0
+//   (L2). ReduceL2 sums the squares in Wide<T> and rounds the square root
+//   once (integers: truncated, as ONNX's reference does).
 //   ReduceMax propagates NaN and also accepts bool.
 #include <cmath>
 #include <cstring>
@@ -53,7 +55,7 @@ StatusOr<ReducePlan> MakePlan(const std::string& who, const std::vector<int64_t>
   return p;
 }
 
-enum class Kind { kSum, kMean, kMax };
+enum class Kind { kSum, kMean, kMax, kL2 };
 
 template <class T>
 class ReduceKernel final : public Kernel {
@@ -93,7 +95,11 @@ class ReduceKernel final : public Kernel {
     else return static_cast<W>(std::numeric_limits<T>::lowest());
   }
   void Combine(W& acc, W v) const {
-    if (kind_ != Kind::kMax) {
+    if (kind_ == Kind::kL2) {
+      if constexpr (std::is_integral_v<W>)
+        acc = static_cast<W>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v) * static_cast<uint64_t>(v));
+      else acc += v * v;
+    } else if (kind_ != Kind::kMax) {
       if constexpr (std::is_integral_v<W>) acc = static_cast<W>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
       else acc += v;
     } else if (v > acc || v != v) {
@@ -101,6 +107,10 @@ class ReduceKernel final : public Kernel {
     }
   }
   T Finish(W acc, int64_t count) const {
+    if (kind_ == Kind::kL2) {
+      if constexpr (std::is_integral_v<W>) return static_cast<T>(std::sqrt(static_cast<double>(acc)));
+      else return static_cast<T>(static_cast<Acc<T>>(std::sqrt(acc)));
+    }
     if (kind_ == Kind::kMean) {
       if constexpr (std::is_integral_v<W>) acc = count ? acc / count : 0;
       else acc = acc / static_cast<W>(count);
@@ -182,7 +192,10 @@ StatusOr<std::unique_ptr<Kernel>> CreateReduce(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1));
   const ir::Attributes& attrs = AttrsOf(init);
   AMP_ASSIGN_OR_RETURN(int64_t noop, attrs.GetInt("noop_with_empty_axes", 0));
-  const Kind kind = init.op == OpKind::kReduceSum ? Kind::kSum : init.op == OpKind::kReduceMean ? Kind::kMean : Kind::kMax;
+  const Kind kind = init.op == OpKind::kReduceSum    ? Kind::kSum
+                    : init.op == OpKind::kReduceMean ? Kind::kMean
+                    : init.op == OpKind::kReduceL2   ? Kind::kL2
+                                                     : Kind::kMax;
   if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("output dtype differs from the input's");
   std::optional<ReducePlan> plan;
   const bool has_axes = init.inputs.size() > 1 && init.inputs[1].present();
@@ -208,6 +221,7 @@ StatusOr<std::unique_ptr<Kernel>> CreateReduce(const KernelInit& init) {
 void RegisterReferenceReduce(Registry& r) {
   r.Add(ReferenceEntry(OpKind::kReduceSum, ArithDTypes(), CreateReduce));
   r.Add(ReferenceEntry(OpKind::kReduceMean, ArithDTypes(), CreateReduce));
+  r.Add(ReferenceEntry(OpKind::kReduceL2, ArithDTypes(), CreateReduce));
   std::vector<DType> with_bool = ArithDTypes();
   with_bool.push_back(DType::kBool);
   r.Add(ReferenceEntry(OpKind::kReduceMax, with_bool, CreateReduce));

@@ -309,7 +309,7 @@ TEST(GradCheck, ExpandAndTile) {
 }
 
 TEST(GradCheck, Reductions) {
-  for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax}) {
+  for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceL2}) {
     for (int64_t keep : {0, 1}) {
       SCOPED_TRACE(StrCat(ir::Schema(op).name, " keepdims ", keep));
       GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}), [op, keep](Graph& g, const V& x) {

@@ -54,6 +54,19 @@ TEST(ReduceKernels, SumMeanMaxWithAxesAndKeepdims) {
   ExpectNear(Values(Run1(OpKind::kReduceSum, {Example(), Axes({1})}, Keep(1))), {4, 6, 12, 14, 20, 22});
 }
 
+TEST(ReduceKernels, L2SumsSquaresWide) {
+  Tensor l2 = Run1(OpKind::kReduceL2, {Example(), Axes({1})}, Keep(0), RunOptions{1, {1}, 2});
+  EXPECT_EQ(l2.dims(), (std::vector<int64_t>{3, 2}));
+  ExpectNear(Values(l2), {std::sqrt(10.0), std::sqrt(20.0), std::sqrt(74.0), 10.0, std::sqrt(202.0), std::sqrt(244.0)});
+  // The squares of 3e20 and 4e20 overflow float32; their sum in double does
+  // not, and the root 5e20 is exact.
+  Tensor big = Run1(OpKind::kReduceL2, {F32({1, 2}, {3e20f, -4e20f})}, Keep(1));
+  ASSERT_EQ(big.num_elements(), 1);
+  EXPECT_EQ(big.data<float>()[0], 5e20f);
+  // Zero vector: 0.
+  ExpectNear(Values(Run1(OpKind::kReduceL2, {F32({2}, {0, 0})}, Keep(0))), {0});
+}
+
 TEST(ReduceKernels, DefaultAndEmptyAxes) {
   Tensor all = Run1(OpKind::kReduceSum, {Example()}, Keep(1));
   EXPECT_EQ(all.dims(), (std::vector<int64_t>{1, 1, 1}));
