@@ -17,8 +17,6 @@ namespace amptrain::executor {
 
 namespace {
 
-size_t AlignUp(size_t n) { return (n + 63) / 64 * 64; }
-
 bool Overlap(const Buffer& a, const Buffer& b) { return a.first <= b.last && b.first <= a.last; }
 
 // Liveness: a value lives from the step that defines it to its last reader.
@@ -84,7 +82,7 @@ void PlanMemory(Plan& plan, bool inplace) {
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       Slot& out = plan.slots[step.outputs[o]];
       if (out.storage != Storage::kArena) continue;
-      plan.naive_bytes += AlignUp(out.bytes);
+      plan.naive_bytes += ArenaBytes(out.bytes);
       int shared = inplace ? InplaceBuffer(plan, s, o) : -1;
       if (shared >= 0) {
         out.buffer = shared;
@@ -92,13 +90,13 @@ void PlanMemory(Plan& plan, bool inplace) {
         continue;
       }
       out.buffer = static_cast<int>(plan.buffers.size());
-      plan.buffers.push_back(Buffer{0, AlignUp(out.bytes), out.first, out.last});
+      plan.buffers.push_back(Buffer{0, ArenaBytes(out.bytes), out.first, out.last});
     }
     size_t scratch = step.kernel ? step.kernel->scratch_bytes() : 0;
     if (scratch > 0) {
       step.scratch_buffer = static_cast<int>(plan.buffers.size());
-      plan.buffers.push_back(Buffer{0, AlignUp(scratch), static_cast<int>(s), static_cast<int>(s)});
-      plan.naive_bytes += AlignUp(scratch);
+      plan.buffers.push_back(Buffer{0, ArenaBytes(scratch), static_cast<int>(s), static_cast<int>(s)});
+      plan.naive_bytes += ArenaBytes(scratch);
     }
   }
   std::vector<size_t> live(plan.steps.size() + 1, 0);  // bytes starting minus bytes ending, per step

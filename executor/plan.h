@@ -174,6 +174,8 @@ void PlanMemory(Plan& plan, bool inplace);
 // than kMaxBuffersPackedBySize buffers (the first is quadratic: a 20k-node
 // training chain spent 4 s in it).
 inline constexpr size_t kMaxBuffersPackedBySize = 4096;
+// The bytes an arena buffer of `n` bytes takes: a multiple of 64.
+inline size_t ArenaBytes(size_t n) { return (n + 63) / 64 * 64; }
 size_t PackBuffers(std::vector<Buffer>& buffers);
 // Greedy by size (largest first), each into the smallest gap that fits among
 // the buffers already placed that are live at the same time. O(n^2 log n).

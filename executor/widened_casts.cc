@@ -57,20 +57,17 @@ class Fuser {
         producer.outputs[o] = cast.outputs[0];
         wide.holds = low.dtype;
         std::vector<std::unique_ptr<kernels::Kernel>> made = Make({static_cast<int>(s)});
-        if (made.empty()) {
-          producer.outputs[o] = y;
-          wide.holds = DType::kUndefined;
-          continue;
-        }
         // The fp32 value now lives from the producer on, the low one not at all.
         std::vector<int64_t> live = live_;
-        live[s] += ScratchChange(static_cast<int>(s), *made[0]);
-        AddLive(live, static_cast<int>(s), c, -Bytes(low));
-        if (c > static_cast<int>(s)) AddLive(live, static_cast<int>(s), c - 1, Bytes(wide));
-        if (RaisesPeak(live)) {
+        if (!made.empty()) {
+          live[s] += ScratchChange(static_cast<int>(s), *made[0]);
+          AddLive(live, static_cast<int>(s), c, -Bytes(low));
+          if (c > static_cast<int>(s)) AddLive(live, static_cast<int>(s), c - 1, Bytes(wide));
+        }
+        if (made.empty() || RaisesPeak(live)) {
+          if (!made.empty()) ++kept_low_;  // declined by the kernel otherwise
           producer.outputs[o] = y;
           wide.holds = DType::kUndefined;
-          ++kept_low_;
           continue;
         }
         live_ = std::move(live);
@@ -111,7 +108,7 @@ class Fuser {
         low = saved;
         continue;
       }
-      // The value grows by `extra` over its life; its readers' scratch for
+      // The value doubles in size over its life; its readers' scratch for
       // widening it goes. Where that raises the peak (O1's activations saved
       // for the backward), the value stays low.
       std::vector<int64_t> live = live_;
@@ -177,8 +174,8 @@ class Fuser {
   bool RaisesPeak(const std::vector<int64_t>& live) const {
     return !live.empty() && *std::max_element(live.begin(), live.end()) > Peak();
   }
-  // Bytes as the memory plan counts them (buffers are 64-byte multiples).
-  static int64_t Bytes(size_t n) { return static_cast<int64_t>((n + 63) / 64 * 64); }
+  // Bytes as the memory plan counts them.
+  static int64_t Bytes(size_t n) { return static_cast<int64_t>(ArenaBytes(n)); }
   static int64_t Bytes(const Slot& slot) { return Bytes(slot.bytes); }
 
   Plan& plan_;
@@ -187,8 +184,8 @@ class Fuser {
   std::vector<int> def_;                // per slot: the step that writes it, -1 for none
   std::vector<bool> removed_;           // per step
   // Arena bytes live at each step (values from definition to last read, and
-  // kernel scratch), kept up to date by every rewrite; input fusion never
-  // raises its maximum.
+  // kernel scratch), kept up to date by every rewrite; no rewrite raises its
+  // maximum.
   std::vector<int64_t> live_;
   int outputs_ = 0, inputs_ = 0, kept_low_ = 0;
 };

@@ -268,7 +268,7 @@ Status ReduceL2Grad(GradContext& c) {
   Value y = KeepDims(c, c.output(0), *axes);
   Value g = c.Div(c.Mul(x, KeepDims(c, dy, *axes)), y);
   Value zero = c.Scalar(0.0, y);
-  c.SetGrad(0, c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kEqual, {y, zero}), c.Scalar(0.0, g), g}));
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kEqual, {y, zero}), zero, g}));
   return Status::Ok();
 }
 
