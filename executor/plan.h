@@ -17,7 +17,8 @@
 //     nothing reads, of a kernel that can skip it
 //     (KernelEntry::skips_unused_outputs), becomes absent: not computed,
 //     not allocated.
-//  4. Cast fusion (FuseWidenedCasts below): a storage-only kernel, which
+//  4. Cast fusion (FuseWidenedCasts below): kernels that convert in
+//     registers absorb the Casts beside them; a storage-only kernel, which
 //     computes a fp16/bf16 node in fp32 anyway, reads and writes fp32 values
 //     that hold the low type instead of paying for a Cast beside it.
 //  5. Memory: intermediates live in one 64-byte aligned arena. Every value
@@ -139,7 +140,17 @@ std::vector<std::string> ShapeInputs(const ir::Graph& graph);
 kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanOptions& options);
 
 // Cast fusion, on a plan whose kernels are created (executor/widened_casts.cc).
-// Storage-only kernels (KernelEntry::takes_widened: the oneDNN kernels that
+// First, on any CPU, kernels that compute in fp32 and convert their data in
+// registers (KernelEntry::fuses_casts: the direct BatchNormalization and its
+// gradient) absorb the Casts beside them:
+//  - a Cast of a low value to fp32 read only by such kernels: they read the
+//    low value (O1: the fp32 BatchNormalization after a low Conv, and its
+//    gradient, keep the Conv output in 2 bytes instead of its fp32 copy);
+//      before: Conv[bf16] ─▶ y:bf16 ─▶ Cast(fp32) ─▶ y':fp32 ─▶ BN, BNGrad
+//      after:  Conv[bf16] ─▶ y:bf16 ─▶ BN, BNGrad (widening in registers)
+//  - an fp32 output of such a kernel read only by a Cast to a low type: the
+//    kernel writes the low value, rounded once (BNGrad's dX for ConvGrad).
+// Then storage-only kernels (KernelEntry::takes_widened: the oneDNN kernels that
 // widen fp16/bf16 to fp32 on a CPU without native low precision) convert
 // their 2-byte tensors on every call. Where a Cast sits beside them, the
 // value is stored as fp32 holding the low type instead (Slot::holds), which

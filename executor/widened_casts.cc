@@ -1,4 +1,4 @@
-// Cast fusion for storage-only kernels: FuseWidenedCasts (executor/plan.h).
+// Cast fusion: FuseWidenedCasts (executor/plan.h).
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -17,6 +17,8 @@ using ir::DType;
 bool IsLow(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
 
 bool TakesWidened(const Step& step) { return step.entry && step.entry->takes_widened; }
+
+bool FusesCasts(const Step& step) { return step.entry && step.entry->fuses_casts; }
 
 bool IsCast(const Step& step) {
   return step.node->op() == ir::OpKind::kCast && step.inputs.size() == 1 && step.inputs[0] >= 0 &&
@@ -37,6 +39,92 @@ class Fuser {
       if (plan.slots[v].storage == Storage::kArena && def_[v] >= 0) AddLive(live_, def_[v], LastUse(v), Bytes(plan.slots[v]));
     for (size_t s = 0; s < plan.steps.size(); ++s)
       if (plan.steps[s].kernel) live_[s] += Bytes(plan.steps[s].kernel->scratch_bytes());
+  }
+
+  // A Cast of a low value to fp32 read only by kernels that fuse casts: they
+  // read the low value, widening it exactly; the Cast and its 4-byte result
+  // go. The low value lives until their last read instead (O1's fp32
+  // BatchNormalization: the Conv output it and its gradient read is kept in
+  // 2 bytes per element, not 4).
+  void AbsorbWidening() {
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      const Step& cast = plan_.steps[s];
+      if (removed_[s] || !IsCast(cast)) continue;
+      const int low = cast.inputs[0], wide = cast.outputs[0];
+      const Slot &from = plan_.slots[low], &to = plan_.slots[wide];
+      if (!IsLow(from.dtype) || from.holds != DType::kUndefined || to.dtype != DType::kFloat32 ||
+          to.holds != DType::kUndefined || to.storage != Storage::kArena || uses_[wide].empty())
+        continue;
+      bool all_fuse = true;
+      for (int u : uses_[wide]) all_fuse = all_fuse && !removed_[u] && FusesCasts(plan_.steps[u]) && !IsCast(plan_.steps[u]);
+      if (!all_fuse) continue;
+      const std::vector<int> readers = Distinct(uses_[wide]);
+      Retarget(readers, wide, low);
+      std::vector<std::unique_ptr<kernels::Kernel>> made = Make(readers);
+      std::vector<int64_t> live = live_;
+      if (!made.empty()) {
+        AddLive(live, static_cast<int>(s), LastUse(wide), -Bytes(to));
+        if (from.storage == Storage::kArena && LastUse(wide) > LastUse(low))
+          AddLive(live, LastUse(low) + 1, LastUse(wide), Bytes(from));
+        for (size_t i = 0; i < readers.size(); ++i) live[readers[i]] += ScratchChange(readers[i], *made[i]);
+      }
+      if (made.empty() || RaisesPeak(live)) {
+        Retarget(readers, low, wide);
+        continue;
+      }
+      live_ = std::move(live);
+      Install(readers, made);
+      std::vector<int>& low_uses = uses_[low];
+      low_uses.erase(std::remove(low_uses.begin(), low_uses.end(), static_cast<int>(s)), low_uses.end());
+      low_uses.insert(low_uses.end(), uses_[wide].begin(), uses_[wide].end());
+      uses_[wide].clear();
+      plan_.slots[wide].storage = Storage::kAbsent;
+      removed_[s] = true;
+      ++absorbed_;
+    }
+  }
+
+  // An fp32 output of a kernel that fuses casts, read only by a Cast to a
+  // low type: the kernel writes the Cast's output, rounded once; the Cast
+  // and the 4-byte value go (the low dX of O1's BatchNormalizationGrad,
+  // for the low Conv's gradient before it).
+  void AbsorbNarrowing() {
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      Step& producer = plan_.steps[s];
+      if (removed_[s] || !FusesCasts(producer) || IsCast(producer)) continue;
+      for (size_t o = 0; o < producer.outputs.size(); ++o) {
+        const int wide = producer.outputs[o];
+        const Slot& from = plan_.slots[wide];
+        if (from.storage != Storage::kArena || from.dtype != DType::kFloat32 || from.holds != DType::kUndefined ||
+            uses_[wide].size() != 1)
+          continue;
+        const int c = uses_[wide][0];
+        if (removed_[c] || !IsCast(plan_.steps[c])) continue;
+        const int low = plan_.steps[c].outputs[0];
+        const Slot& to = plan_.slots[low];
+        if (!IsLow(to.dtype) || to.holds != DType::kUndefined || to.storage != Storage::kArena || to.dims != from.dims)
+          continue;
+        producer.outputs[o] = low;
+        std::vector<std::unique_ptr<kernels::Kernel>> made = Make({static_cast<int>(s)});
+        std::vector<int64_t> live = live_;
+        if (!made.empty()) {
+          live[s] += ScratchChange(static_cast<int>(s), *made[0]);
+          AddLive(live, static_cast<int>(s), c, -Bytes(from));
+          if (c > static_cast<int>(s)) AddLive(live, static_cast<int>(s), c - 1, Bytes(to));
+        }
+        if (made.empty() || RaisesPeak(live)) {
+          producer.outputs[o] = wide;
+          continue;
+        }
+        live_ = std::move(live);
+        Install({static_cast<int>(s)}, made);
+        def_[low] = static_cast<int>(s);
+        uses_[wide].clear();
+        plan_.slots[wide].storage = Storage::kAbsent;
+        removed_[c] = true;
+        ++absorbed_;
+      }
+    }
   }
 
   // A widened kernel's low output read only by a Cast to fp32: the kernel
@@ -131,11 +219,11 @@ class Fuser {
     for (size_t s = 0; s < plan_.steps.size(); ++s)
       if (!removed_[s]) kept.push_back(std::move(plan_.steps[s]));
     plan_.steps = std::move(kept);
-    if (outputs_ + inputs_ + kept_low_ > 0)
+    if (absorbed_ + outputs_ + inputs_ + kept_low_ > 0)
       spdlog::debug(
-          "cast fusion: {} low outputs written widened, {} casts of inputs rounded in fp32, {} kept low (fused "
-          "they would raise the peak of {} live bytes)",
-          outputs_, inputs_, kept_low_, Peak());
+          "cast fusion: {} casts absorbed by their readers or producers, {} low outputs written widened, {} casts "
+          "of inputs rounded in fp32, {} kept low (fused they would raise the peak of {} live bytes)",
+          absorbed_, outputs_, inputs_, kept_low_, Peak());
   }
 
  private:
@@ -159,6 +247,18 @@ class Fuser {
   int64_t ScratchChange(int step, const kernels::Kernel& made) const {
     const kernels::Kernel* old = plan_.steps[step].kernel.get();
     return Bytes(made.scratch_bytes()) - (old ? Bytes(old->scratch_bytes()) : 0);
+  }
+
+  static std::vector<int> Distinct(std::vector<int> steps) {
+    std::sort(steps.begin(), steps.end());
+    steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    return steps;
+  }
+  // Points the readers' inputs at slot `from` to slot `to`.
+  void Retarget(const std::vector<int>& readers, int from, int to) {
+    for (int r : readers)
+      for (int& i : plan_.steps[r].inputs)
+        if (i == from) i = to;
   }
 
   // The last step that reads slot `v` (its definition when none does).
@@ -187,13 +287,15 @@ class Fuser {
   // kernel scratch), kept up to date by every rewrite; no rewrite raises its
   // maximum.
   std::vector<int64_t> live_;
-  int outputs_ = 0, inputs_ = 0, kept_low_ = 0;
+  int absorbed_ = 0, outputs_ = 0, inputs_ = 0, kept_low_ = 0;
 };
 
 }  // namespace
 
 void FuseWidenedCasts(Plan& plan, const PlanOptions& options) {
   Fuser fuser(plan, options);
+  fuser.AbsorbWidening();
+  fuser.AbsorbNarrowing();
   fuser.FuseOutputs();
   fuser.FuseInputs();
   fuser.Finish();

@@ -112,6 +112,14 @@ struct KernelEntry {
   // Cast): the executor then stores such a value widened instead of paying a
   // Cast plus a conversion inside the kernel (executor/plan.h, cast fusion).
   bool takes_widened = false;
+  // The factory also takes fp16/bf16 specs where the node has fp32 ones, for
+  // the inputs and outputs of its data (BatchNormalization's X/Y, its
+  // gradient's dY/X/dX): it widens such an input exactly and rounds such an
+  // output once, to nearest even, from the fp32 result it computes anyway.
+  // The executor then lets it read a Cast's low source instead of the Cast's
+  // fp32 result, or write the low value that a Cast of its output would make:
+  // the same bits, without the Cast (executor/plan.h, cast fusion).
+  bool fuses_casts = false;
   // Run() takes outputs with data == nullptr and leaves them uncomputed: the
   // executor passes that for an output the graph never reads (a ConvGrad's dX
   // of the first convolution, whose input is data) and allocates nothing for it.

@@ -330,6 +330,7 @@ Status Train(const TrainArgs& args) {
     spdlog::info("{}", kernels::cpu::LowPrecisionNote(policy.low));
   }
   AMP_ASSIGN_OR_RETURN(auto trainer, train::Trainer::Create(*model, config));
+  model.reset();  // the trainer holds what it needs; the imported weights are not kept twice
   if (const amp::Report* report = trainer->amp_report()) {
     WarnUnmatchedPatterns(*report);
     std::string per;

@@ -196,6 +196,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   for (const auto& [param, input] : t->train_.low_weights) {
     AMP_ASSIGN_OR_RETURN(t->low_weights_[param], InDType(t->params_.at(param), tg.type(tg.FindValue(input)).dtype));
   }
+  t->ShareModelWeights();
   AMP_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::Create(config.optimizer));
   AMP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(config.schedule));
   t->schedule_ = std::make_unique<LrSchedule>(schedule);
@@ -327,6 +328,16 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
   ++step_;
   r.skipped_steps = scaler_ ? scaler_->skipped_steps() : skipped_without_scaler_;
   return r;
+}
+
+void Trainer::ShareModelWeights() {
+  for (const auto& [name, param] : params_) {
+    ir::Value v = model_->FindValue(name);
+    ir::Node* n = v.valid() ? model_->producer(v) : nullptr;
+    if (!n || n->op() != ir::OpKind::kInitializer) continue;
+    if (param.dtype() == model_->type(v).dtype) n->attrs().Set("value", param);
+    else n->attrs().Erase("value");
+  }
 }
 
 Status Trainer::CreateEvalSession() {
@@ -499,6 +510,7 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
   for (auto& [name, t] : low_weights_) {
     AMP_ASSIGN_OR_RETURN(t, InDType(params_.at(name), t.dtype()));
   }
+  ShareModelWeights();
   step_ = ckpt.state.step;
   lr_step_ = ckpt.state.lr_step;
   if (scaler_) scaler_ = std::move(scaler);

@@ -2,7 +2,11 @@
 // BatchNormalizationGrad over NCHW, impl "direct": X/Y/dY/dX in fp32, fp16
 // or bf16; scale/B/mean/var and their outputs in fp32 (the AMP plan keeps BN
 // parameters and statistics fp32 at O1/O2) or in X's type (O3 stores them
-// low: each is read as fp32 and written rounded once). Semantics of the reference kernels
+// low: each is read as fp32 and written rounded once). Y, dY and dX may be
+// fp32 beside a 2-byte X, and dX 2-byte beside an fp32 dY: the executor's
+// cast fusion (KernelEntry::fuses_casts) lets O1's fp32 BatchNormalization
+// read the low Conv output it would otherwise widen with a Cast, and write
+// its low dX, rounded once, as the Cast of its gradient would. Semantics of the reference kernels
 // (batchnorm.cc, grad_norm.cc): biased batch variance, running statistics
 // input * momentum + batch * (1 - momentum), statistics recomputed from X in
 // the backward.
@@ -73,8 +77,8 @@ float First(const T* x, const Shape& s, int64_t c) {
   return static_cast<float>(x[c * s.plane]);
 }
 
-template <bool kGrad, class T>
-ChannelSums Sums(const Shape& s, int64_t c, const T* x, const T* dy) {
+template <bool kGrad, class TX, class TG>
+ChannelSums Sums(const Shape& s, int64_t c, const TX* x, const TG* dy) {
   const float k = First(x, s, c);
 #if defined(__x86_64__)
   if (Cpu().vector512()) return avx512::SumChannel<kGrad>(s, c, x, dy, k);
@@ -83,8 +87,8 @@ ChannelSums Sums(const Shape& s, int64_t c, const T* x, const T* dy) {
   return portable::SumChannel<kGrad>(s, c, x, dy, k);
 }
 
-template <bool kZ, class T>
-void Affine(const Shape& s, int64_t c, const T* x, const T* z, float a, float b, float cz, T* out) {
+template <bool kZ, class TX, class TZ, class TO>
+void Affine(const Shape& s, int64_t c, const TX* x, const TZ* z, float a, float b, float cz, TO* out) {
 #if defined(__x86_64__)
   if (Cpu().vector512()) return avx512::AffineChannel<kZ>(s, c, x, z, a, b, cz, out);
   if (Cpu().vector256()) return avx2::AffineChannel<kZ>(s, c, x, z, a, b, cz, out);
@@ -106,15 +110,15 @@ void SetVec(const ir::TensorView& v, int64_t c, double value) {
   else NarrowSpan(v.dtype, &f, static_cast<std::byte*>(v.data) + c * DTypeSize(v.dtype), 1);
 }
 
-template <class T>
+template <class TX, class TY>
 class BatchNormKernel final : public Kernel {
  public:
   BatchNormKernel(Shape s, bool training, double eps, double momentum, int threads)
       : s_(s), training_(training), eps_(eps), momentum_(momentum), threads_(threads) {}
 
   Status Run(KernelContext& ctx) override {
-    const T* x = ctx.inputs[0].as<const T>();
-    T* y = ctx.outputs[0].as<T>();
+    const TX* x = ctx.inputs[0].as<const TX>();
+    TY* y = ctx.outputs[0].as<TY>();
     const ir::TensorView &scale = ctx.inputs[1], &bias = ctx.inputs[2];
     const ir::TensorView &in_mean = ctx.inputs[3], &in_var = ctx.inputs[4];
     const bool run_mean = ctx.outputs.size() > 1 && ctx.outputs[1].data;
@@ -123,7 +127,7 @@ class BatchNormKernel final : public Kernel {
     for (int64_t c = 0; c < s_.c; ++c) {
       double mean = VecAt(in_mean, c), var = VecAt(in_var, c);
       if (training_) {
-        const ChannelSums sums = Sums<false>(s_, c, x, static_cast<const T*>(nullptr));
+        const ChannelSums sums = Sums<false>(s_, c, x, static_cast<const float*>(nullptr));
         const double d = sums.d / s_.count();
         mean = First(x, s_, c) + d;
         var = std::max(sums.d2 / s_.count() - d * d, 0.0);
@@ -131,7 +135,7 @@ class BatchNormKernel final : public Kernel {
         if (run_var) SetVec(ctx.outputs[2], c, VecAt(in_var, c) * momentum_ + var * (1.0 - momentum_));
       }
       const double a = VecAt(scale, c) / std::sqrt(var + eps_), b = VecAt(bias, c) - mean * a;
-      Affine<false>(s_, c, x, static_cast<const T*>(nullptr), static_cast<float>(a), static_cast<float>(b), 0.0f, y);
+      Affine<false>(s_, c, x, static_cast<const float*>(nullptr), static_cast<float>(a), static_cast<float>(b), 0.0f, y);
     }
     return Status::Ok();
   }
@@ -143,16 +147,16 @@ class BatchNormKernel final : public Kernel {
   int threads_;
 };
 
-template <class T>
+template <class TG, class TX, class TD>
 class BatchNormGradKernel final : public Kernel {
  public:
   BatchNormGradKernel(Shape s, double eps, int threads) : s_(s), eps_(eps), threads_(threads) {}
 
   Status Run(KernelContext& ctx) override {
-    const T* dy = ctx.inputs[0].as<const T>();
-    const T* x = ctx.inputs[1].as<const T>();
+    const TG* dy = ctx.inputs[0].as<const TG>();
+    const TX* x = ctx.inputs[1].as<const TX>();
     const ir::TensorView& scale = ctx.inputs[2];
-    T* dx = ctx.outputs[0].as<T>();
+    TD* dx = ctx.outputs[0].as<TD>();
     const bool dscale = ctx.outputs.size() > 1 && ctx.outputs[1].data;
     const bool dbias = ctx.outputs.size() > 2 && ctx.outputs[2].data;
     const double count = s_.count();
@@ -201,36 +205,74 @@ StatusOr<Shape> Check(const KernelInit& init, size_t x_input, const std::vector<
   return s;
 }
 
+// Calls fn(Tag<T>) for the kernel type of a direct dtype.
+template <class Fn>
+StatusOr<std::unique_ptr<Kernel>> WithType(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat32: return fn(Tag<float>{});
+    case DType::kFloat16: return fn(Tag<Half>{});
+    case DType::kBFloat16: return fn(Tag<BFloat16>{});
+    default: return Unimplemented("the direct kernels take fp32, fp16 and bf16, not ", DTypeName(t));
+  }
+}
+
+// Calls fn(Tag<X's type>, Tag<the other's type>) where the other dtype is
+// X's or fp32 (the far side of a fused Cast).
+template <class Fn>
+StatusOr<std::unique_ptr<Kernel>> WithPair(DType x, DType other, Fn&& fn) {
+  return WithType(x, [&](auto tx) -> StatusOr<std::unique_ptr<Kernel>> {
+    if (other == x) return fn(tx, tx);
+    if (other == DType::kFloat32) return fn(tx, Tag<float>{});
+    return Unimplemented("the direct BatchNormalization pairs ", DTypeName(x), " with ", DTypeName(x),
+                         " or float32, not ", DTypeName(other));
+  });
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 5, 5, 1, 3));
   if (init.outputs.size() == 2) return init.Error("2 outputs; training mode has 3");
   const auto& x = init.inputs[0].dims;
-  if (init.outputs[0].dtype != init.inputs[0].dtype || init.outputs[0].dims != x)
-    return init.Error("Y must have X's type");
+  if (init.outputs[0].dims != x) return init.Error("Y must have X's dims");
   AMP_ASSIGN_OR_RETURN(Shape s, Check(init, 0, {1, 2, 3, 4}, 1));
   AMP_ASSIGN_OR_RETURN(float eps, init.attrs->GetFloat("epsilon", 1e-5f));
   AMP_ASSIGN_OR_RETURN(float momentum, init.attrs->GetFloat("momentum", 0.9f));
   AMP_ASSIGN_OR_RETURN(int64_t mode, init.attrs->GetInt("training_mode", 0));
   const bool training = init.training || mode != 0 || init.outputs.size() == 3;
-  return ForDType<BatchNormKernel>(init.inputs[0].dtype, s, training, eps, momentum, Threads(init));
+  const int threads = Threads(init);
+  return WithPair(init.inputs[0].dtype, init.outputs[0].dtype,
+                  [&](auto tx, auto ty) -> StatusOr<std::unique_ptr<Kernel>> {
+                    using K = BatchNormKernel<typename decltype(tx)::type, typename decltype(ty)::type>;
+                    return std::unique_ptr<Kernel>(new K(s, training, eps, momentum, threads));
+                  });
 }
 
+// dY and dX each in X's type or fp32.
 StatusOr<std::unique_ptr<Kernel>> MakeBatchNormGrad(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 3, 3, 1, 3));
   const auto& x = init.inputs[1].dims;
-  const DType t = init.inputs[1].dtype;
-  if (init.inputs[0].dtype != t || init.inputs[0].dims != x || init.outputs[0].dtype != t)
-    return init.Error("dY, X and dX must share dtype and dims");
+  if (init.inputs[0].dims != x || init.outputs[0].dims != x) return init.Error("dY, X and dX must share dims");
   AMP_ASSIGN_OR_RETURN(Shape s, Check(init, 1, {2}, 1));
   AMP_ASSIGN_OR_RETURN(float eps, init.attrs->GetFloat("epsilon", 1e-5f));
-  return ForDType<BatchNormGradKernel>(t, s, eps, Threads(init));
+  const int threads = Threads(init);
+  const DType tx = init.inputs[1].dtype;
+  return WithPair(tx, init.inputs[0].dtype, [&](auto x_tag, auto g_tag) {
+    return WithPair(tx, init.outputs[0].dtype, [&](auto, auto d_tag) -> StatusOr<std::unique_ptr<Kernel>> {
+      using K = BatchNormGradKernel<typename decltype(g_tag)::type, typename decltype(x_tag)::type,
+                                    typename decltype(d_tag)::type>;
+      return std::unique_ptr<Kernel>(new K(s, eps, threads));
+    });
+  });
 }
 
 }  // namespace
 
 void RegisterDirectBatchNorm(Registry& r) {
-  r.Add(DirectEntry(OpKind::kBatchNormalization, MakeBatchNorm));
-  r.Add(DirectEntry(OpKind::kBatchNormalizationGrad, MakeBatchNormGrad));
+  for (auto [op, factory] : {std::pair{OpKind::kBatchNormalization, &MakeBatchNorm},
+                             std::pair{OpKind::kBatchNormalizationGrad, &MakeBatchNormGrad}}) {
+    KernelEntry e = DirectEntry(op, factory);
+    e.fuses_casts = true;
+    r.Add(std::move(e));
+  }
 }
 
 }  // namespace amptrain::kernels::cpu::direct

@@ -2,7 +2,7 @@
 """Mixed-precision training throughput and peak memory, amptrain against PyTorch, in one run (CPU).
 
   python3 tools/bench/amp_training.py [--threads 2] [--torch-python .cache/torch-pypi/bin/python]
-                                      [--amptrain build/tools/amptrain] [--steps 40] [--window 10]
+                                      [--amptrain build/tools/amptrain] [--steps 40] [--window 10] [--rounds 1]
 
 Cases: SimpleCNN 3x32x32 at batch 32 and 128, ResNet-18 (CIFAR stem, 32x32) at batch 32 and 128, 10 classes,
 synthetic data (1024 samples; PyTorch holds 4 batches), Adam 1e-3, cross-entropy, training mode (BN batch
@@ -108,6 +108,9 @@ def main():
     ap.add_argument("--torch-python", default=os.path.join(ROOT, ".cache/torch-pypi/bin/python"))
     ap.add_argument("--steps", type=int, default=40, help="timed steps (after --window warm-up steps)")
     ap.add_argument("--window", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run every configuration this many times, interleaved round by round; images/s is the "
+                         "median of all rounds' windows and the table gives the rounds' own medians' range")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs/benchmarks/amp_training.md"))
     a = ap.parse_args()
     work = os.path.join(ROOT, "build/bench")
@@ -141,7 +144,8 @@ def main():
                 order.append(amp_runs.pop(0))
             if torch_runs:
                 order.append(torch_runs.pop(0))
-        for runtime, name, flags in order:
+        pooled = {}
+        for runtime, name, flags in [r for _ in range(a.rounds) for r in order]:
             if runtime == "amptrain":
                 metrics = os.path.join(work, "amp_training_metrics.jsonl")
                 cmd = [a.amptrain, "train", models[model], "--data", "synthetic:N=1024,C=3,H=32,W=32,classes=10",
@@ -162,10 +166,18 @@ def main():
                     sys.exit(1)
                 r = json.loads(out.strip().splitlines()[-1])
                 w, rate = r["windows"], r["median"]
-            row = {"model": model, "batch": batch, "runtime": runtime, "config": name, "images_per_s": rate,
-                   "windows": w, "peak_rss_mib": rss, "wall_s": wall}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+            print(json.dumps({"model": model, "batch": batch, "runtime": runtime, "config": name,
+                              "images_per_s": rate, "windows": w, "peak_rss_mib": rss, "wall_s": wall}), flush=True)
+            p = pooled.setdefault((runtime, name), {"windows": [], "medians": [], "rss": [], "wall": 0.0})
+            p["windows"] += w
+            p["medians"].append(rate)
+            p["rss"].append(rss)
+            p["wall"] += wall
+        for runtime, name, _ in order:
+            p = pooled[(runtime, name)]
+            rows.append({"model": model, "batch": batch, "runtime": runtime, "config": name,
+                         "images_per_s": statistics.median(p["windows"]), "round_medians": p["medians"],
+                         "windows": p["windows"], "peak_rss_mib": max(p["rss"]), "wall_s": p["wall"]})
     load_end = open("/proc/loadavg").read().split()[:3]
     with open(os.path.join(work, "amp_training.jsonl"), "w") as f:
         for r in rows:
@@ -181,17 +193,19 @@ def main():
              f"Load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end; "
              f"{time.time() - t_start:.0f} s in all.", "",
              "amptrain --version:", "", "```"] + version + ["```", "",
-             "Images/s is the median of the timed windows; peak memory is the process's peak RSS "
+             f"Images/s is the median of the timed windows ({a.rounds} interleaved round(s) per configuration; "
+             "'rounds' gives the range of each round's own median); peak memory is the process's peak RSS "
              "(libraries included: PyTorch's own footprint is larger before any tensor). "
              "Ratios are to amptrain O0 of the same case.", ""]
     for model, batch, _ in CASES:
         case = [r for r in rows if r["model"] == model and r["batch"] == batch]
         base = next(r for r in case if r["runtime"] == "amptrain" and r["config"] == "O0 fp32")
         lines += [f"## {model}, batch {batch}", "",
-                  "| runtime | precision | images/s | vs amptrain O0 | peak RSS MiB | vs amptrain O0 |",
-                  "|---|---|---|---|---|---|"]
+                  "| runtime | precision | images/s | rounds | vs amptrain O0 | peak RSS MiB | vs amptrain O0 |",
+                  "|---|---|---|---|---|---|---|"]
         for r in case:
-            lines.append(f"| {r['runtime']} | {r['config']} | {r['images_per_s']:.1f} | "
+            spread = f"{min(r['round_medians']):.0f}-{max(r['round_medians']):.0f}"
+            lines.append(f"| {r['runtime']} | {r['config']} | {r['images_per_s']:.1f} | {spread} | "
                          f"{r['images_per_s'] / base['images_per_s']:.2f}x | {r['peak_rss_mib']:.0f} | "
                          f"{r['peak_rss_mib'] / base['peak_rss_mib']:.2f}x |")
         lines.append("")
