@@ -18,6 +18,7 @@ constexpr int64_t kParallelMin = 1 << 15;
 
 template <class Fn>
 void Chunked(int64_t n, int threads, Fn&& fn) {
+  if (n <= 0) return;  // an empty tensor (the loop's step would be 0)
   const int t = n >= kParallelMin ? std::max(threads, 1) : 1;
   const int64_t step = ((n + t - 1) / t + 15) / 16 * 16;
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1)

@@ -40,10 +40,11 @@ void ForChunks(int64_t n, Fn&& fn) {
 
 // 2-byte parameters and gradients (O3) pass through fp32 blocks this long:
 // widened, updated by the fp32 span, and the parameters narrowed back (the
-// one rounding of the stored value). A 2-byte gradient of an fp32 master
-// (O1/O2, the trainer's low gradients) is widened by block the same way and
-// the parameter updated in place: widening is exact, so the update has the
-// bits it would have from the gradient cast to fp32 first.
+// one rounding of the stored value). For SGD, a 2-byte gradient of an fp32
+// master (O1/O2, the trainer's low gradients) is widened by block the same
+// way and the parameter updated in place: widening is exact, so the update
+// has the bits it would have from the gradient cast to fp32 first. Adam's
+// loop widens such gradients, and rounds the low copy, in registers.
 constexpr int64_t kBlock = 512;
 
 // A parameter's optional low copy (AdamStep/SgdStep's low_i): rounded from
@@ -80,11 +81,11 @@ void UpdateRange(P* p, const G* g, const LowCopy& low, int64_t b, int64_t e, Upd
   }
 }
 
-// The statistics of g[b, e), one chunk: a 2-byte chunk is widened whole
-// into `wide`, so that its sums are added as those of the same values in
+// The statistics of g[b, e), one chunk: 2-byte values are widened in
+// registers, so that their sums are added as those of the same values in
 // fp32 would be.
 template <class T>
-GradStats Stats(const T* g, float inv, int64_t b, int64_t e, std::vector<float>& wide) {
+GradStats Stats(const T* g, float inv, int64_t b, int64_t e) {
   if constexpr (std::is_same_v<T, float>) {
     return GradStatsSpan(g + b, inv, e - b);
   } else if constexpr (std::is_same_v<T, double>) {
@@ -97,9 +98,7 @@ GradStats Stats(const T* g, float inv, int64_t b, int64_t e, std::vector<float>&
     }
     return s;
   } else {
-    wide.resize(static_cast<size_t>(e - b));
-    WidenSpan(StorageDType<T>(), g + b, wide.data(), e - b);
-    return GradStatsSpan(wide.data(), inv, e - b);
+    return GradStatsSpan(g + b, StorageDType<T>(), inv, e - b);
   }
 }
 
@@ -116,8 +115,7 @@ class GradCheckKernel : public Kernel {
       const int64_t n = ctx.inputs[i].num_elements();
       parts_.assign(static_cast<size_t>((n + kChunk - 1) / kChunk), GradStats{});
       ForChunks(n, [&](int64_t c, int64_t b, int64_t e) {
-        thread_local std::vector<float> wide;
-        parts_[c] = Stats(g, inv, b, e, wide);
+        parts_[c] = Stats(g, inv, b, e);
       });
       GradStats total;
       for (const GradStats& part : parts_) total.Add(part);
@@ -196,9 +194,13 @@ class AdamStepKernel : public Kernel {
       float* v = ctx.inputs[i + 3].as<float>();
       const LowCopy low = LowCopyOf(ctx.inputs[i + 4]);
       ForChunks(ctx.inputs[i].num_elements(), [&](int64_t, int64_t b, int64_t e) {
-        UpdateRange(p, g, low, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
-          AdamSpan(s, pf, gf, m + at, v + at, len);
-        });
+        if constexpr (std::is_same_v<T, float>) {
+          AdamSpan(s, p + b, g + b, StorageDType<G>(), m + b, v + b, low.data ? low.at(b) : nullptr, low.dtype, e - b);
+        } else {
+          UpdateRange(p, g, low, b, e, [&](float* pf, const float* gf, int64_t at, int64_t len) {
+            AdamSpan(s, pf, gf, m + at, v + at, len);
+          });
+        }
       });
     }
     return Status::Ok();

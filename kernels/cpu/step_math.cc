@@ -7,8 +7,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/cpu_info.h"
+#include "kernels/cpu/element.h"
+#include "kernels/cpu/lanes16.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -18,12 +21,15 @@ namespace amptrain::kernels::cpu {
 
 namespace {
 
+// Gradients G (float, Half, BFloat16) are read widened; L is the type of
+// the parameters' low copy (Half, BFloat16), void for none.
 // The scalar formulas, for CPUs without AVX2 and for the tails.
-void AdamScalar(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t b, int64_t e) {
+template <class G, class L>
+void AdamScalar(const AdamScalars& s, float* p, const G* g, float* m, float* v, L* low, int64_t b, int64_t e) {
   for (int64_t j = b; j < e; ++j) {
     float pj = p[j];
     if (s.apply_decay) pj = pj * s.decay;
-    float gj = g[j];
+    float gj = static_cast<float>(g[j]);
     if (s.inv_scale != 1.0f) gj = gj * s.inv_scale;
     if (s.clip != 1.0f) gj = gj * s.clip;
     if (s.l2 != 0.0f) gj = gj + s.l2 * pj;
@@ -33,6 +39,7 @@ void AdamScalar(const AdamScalars& s, float* p, const float* g, float* m, float*
     v[j] = vj;
     const float denom = std::sqrt(vj) / s.bc2_sqrt + s.eps;
     p[j] = pj + s.neg_step * mj / denom;
+    if constexpr (!std::is_void_v<L>) low[j] = L(p[j]);
   }
 }
 
@@ -55,11 +62,13 @@ void SgdScalar(const SgdScalars& s, float* p, const float* g, float* buf, int64_
 // order at the end: the same additions in the same order on every path.
 constexpr int kLanes = 16;
 
-bool GradStatsScalar(const float* g, float inv, int64_t b, int64_t e, double* lanes) {
+template <class G>
+bool GradStatsScalar(const G* g, float inv, int64_t b, int64_t e, double* lanes) {
   bool bad = false;
   for (int64_t j = b; j < e; ++j) {
-    const float r = inv == 1.0f ? g[j] : g[j] * inv;
-    bad = bad || !std::isfinite(g[j]) || !std::isfinite(r);
+    const float x = static_cast<float>(g[j]);
+    const float r = inv == 1.0f ? x : x * inv;
+    bad = bad || !std::isfinite(x) || !std::isfinite(r);
     lanes[j % kLanes] += static_cast<double>(r) * static_cast<double>(r);
   }
   return bad;
@@ -85,8 +94,21 @@ __attribute__((target("avx512f"))) inline __m512d Widen512(__m256 x) {
   return _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xff), x);
 }
 
-__attribute__((target("avx512f"))) int64_t AdamAvx512(const AdamScalars& s, float* p, const float* g, float* m,
-                                                      float* v, int64_t n) {
+// 8 values of G at p as fp32 (2-byte ones widened exactly); 8 lanes stored
+// as L, rounded to nearest even.
+template <class G>
+__attribute__((target("avx2,f16c"))) inline __m256 Load8(const G* p) {
+  if constexpr (std::is_same_v<G, float>) return _mm256_loadu_ps(p);
+  else return Lanes16Avx2::Widen8<G>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+template <class L>
+__attribute__((target("avx2,f16c"))) inline void Store8(L* p, __m256 v) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), Lanes16Avx2::Narrow8<L>(v));
+}
+
+template <class G, class L>
+__attribute__((target("avx512f"))) int64_t AdamAvx512(const AdamScalars& s, float* p, const G* g, float* m, float* v,
+                                                      L* low, int64_t n) {
   const __m512 decay = _mm512_set1_ps(s.decay), inv = _mm512_set1_ps(s.inv_scale), clip = _mm512_set1_ps(s.clip),
                l2 = _mm512_set1_ps(s.l2), b1 = _mm512_set1_ps(s.beta1), b2 = _mm512_set1_ps(s.beta2),
                omb1 = _mm512_set1_ps(s.omb1), omb2 = _mm512_set1_ps(s.omb2), bc2 = _mm512_set1_ps(s.bc2_sqrt),
@@ -95,7 +117,7 @@ __attribute__((target("avx512f"))) int64_t AdamAvx512(const AdamScalars& s, floa
   for (; j + 16 <= n; j += 16) {
     __m512 pj = _mm512_loadu_ps(p + j);
     if (s.apply_decay) pj = _mm512_mul_ps(pj, decay);
-    __m512 gj = _mm512_loadu_ps(g + j);
+    __m512 gj = Lanes16Avx512::Load<G>(g + j);
     if (s.inv_scale != 1.0f) gj = _mm512_mul_ps(gj, inv);
     if (s.clip != 1.0f) gj = _mm512_mul_ps(gj, clip);
     if (s.l2 != 0.0f) gj = _mm512_add_ps(gj, _mm512_mul_ps(l2, pj));
@@ -105,13 +127,16 @@ __attribute__((target("avx512f"))) int64_t AdamAvx512(const AdamScalars& s, floa
     _mm512_storeu_ps(m + j, mj);
     _mm512_storeu_ps(v + j, vj);
     const __m512 denom = _mm512_add_ps(_mm512_div_ps(Sqrt512(vj), bc2), eps);
-    _mm512_storeu_ps(p + j, _mm512_add_ps(pj, _mm512_div_ps(_mm512_mul_ps(step, mj), denom)));
+    const __m512 updated = _mm512_add_ps(pj, _mm512_div_ps(_mm512_mul_ps(step, mj), denom));
+    _mm512_storeu_ps(p + j, updated);
+    if constexpr (!std::is_void_v<L>) Lanes16Avx512::Store<L>(low + j, updated);
   }
   return j;
 }
 
-__attribute__((target("avx2"))) int64_t AdamAvx2(const AdamScalars& s, float* p, const float* g, float* m, float* v,
-                                                  int64_t n) {
+template <class G, class L>
+__attribute__((target("avx2,f16c"))) int64_t AdamAvx2(const AdamScalars& s, float* p, const G* g, float* m, float* v,
+                                                      L* low, int64_t n) {
   const __m256 decay = _mm256_set1_ps(s.decay), inv = _mm256_set1_ps(s.inv_scale), clip = _mm256_set1_ps(s.clip),
                l2 = _mm256_set1_ps(s.l2), b1 = _mm256_set1_ps(s.beta1), b2 = _mm256_set1_ps(s.beta2),
                omb1 = _mm256_set1_ps(s.omb1), omb2 = _mm256_set1_ps(s.omb2), bc2 = _mm256_set1_ps(s.bc2_sqrt),
@@ -120,7 +145,7 @@ __attribute__((target("avx2"))) int64_t AdamAvx2(const AdamScalars& s, float* p,
   for (; j + 8 <= n; j += 8) {
     __m256 pj = _mm256_loadu_ps(p + j);
     if (s.apply_decay) pj = _mm256_mul_ps(pj, decay);
-    __m256 gj = _mm256_loadu_ps(g + j);
+    __m256 gj = Load8(g + j);
     if (s.inv_scale != 1.0f) gj = _mm256_mul_ps(gj, inv);
     if (s.clip != 1.0f) gj = _mm256_mul_ps(gj, clip);
     if (s.l2 != 0.0f) gj = _mm256_add_ps(gj, _mm256_mul_ps(l2, pj));
@@ -130,7 +155,9 @@ __attribute__((target("avx2"))) int64_t AdamAvx2(const AdamScalars& s, float* p,
     _mm256_storeu_ps(m + j, mj);
     _mm256_storeu_ps(v + j, vj);
     const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vj), bc2), eps);
-    _mm256_storeu_ps(p + j, _mm256_add_ps(pj, _mm256_div_ps(_mm256_mul_ps(step, mj), denom)));
+    const __m256 updated = _mm256_add_ps(pj, _mm256_div_ps(_mm256_mul_ps(step, mj), denom));
+    _mm256_storeu_ps(p + j, updated);
+    if constexpr (!std::is_void_v<L>) Store8(low + j, updated);
   }
   return j;
 }
@@ -179,7 +206,8 @@ __attribute__((target("avx2"))) int64_t SgdAvx2(const SgdScalars& s, float* p, c
 // Lanes 0-7 in acc0, 8-15 in acc1; the largest |bits| of g and g*inv (at or
 // above 0x7f800000: inf or NaN) decides *bad. Each half of 8 floats widens
 // to 8 doubles.
-__attribute__((target("avx512f"))) int64_t GradStatsAvx512(const float* g, float inv, int64_t n, double* lanes,
+template <class G>
+__attribute__((target("avx512f"))) int64_t GradStatsAvx512(const G* g, float inv, int64_t n, double* lanes,
                                                            bool* bad) {
   const __m256 vinv = _mm256_set1_ps(inv);
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
@@ -187,7 +215,7 @@ __attribute__((target("avx512f"))) int64_t GradStatsAvx512(const float* g, float
   __m512d acc0 = _mm512_loadu_pd(lanes), acc1 = _mm512_loadu_pd(lanes + 8);
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
-    const __m256 x0 = _mm256_loadu_ps(g + j), x1 = _mm256_loadu_ps(g + j + 8);
+    const __m256 x0 = Load8(g + j), x1 = Load8(g + j + 8);
     const __m256 r0 = inv == 1.0f ? x0 : _mm256_mul_ps(x0, vinv), r1 = inv == 1.0f ? x1 : _mm256_mul_ps(x1, vinv);
     worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(x0), abs_mask));
     worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(x1), abs_mask));
@@ -203,7 +231,9 @@ __attribute__((target("avx512f"))) int64_t GradStatsAvx512(const float* g, float
   return j;
 }
 
-__attribute__((target("avx2"))) int64_t GradStatsAvx2(const float* g, float inv, int64_t n, double* lanes, bool* bad) {
+template <class G>
+__attribute__((target("avx2,f16c"))) int64_t GradStatsAvx2(const G* g, float inv, int64_t n, double* lanes,
+                                                          bool* bad) {
   const __m256 vinv = _mm256_set1_ps(inv);
   const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
   __m256i worst = _mm256_setzero_si256();
@@ -212,7 +242,7 @@ __attribute__((target("avx2"))) int64_t GradStatsAvx2(const float* g, float inv,
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
     for (int k = 0; k < 2; ++k) {
-      const __m256 x = _mm256_loadu_ps(g + j + 8 * k);
+      const __m256 x = Load8(g + j + 8 * k);
       const __m256 r = inv == 1.0f ? x : _mm256_mul_ps(x, vinv);
       worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(x), abs_mask));
       worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(r), abs_mask));
@@ -228,27 +258,18 @@ __attribute__((target("avx2"))) int64_t GradStatsAvx2(const float* g, float inv,
 }
 #endif
 
-}  // namespace
-
-void AdamSpan(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
+template <class G, class L>
+void AdamLoop(const AdamScalars& s, float* p, const G* g, float* m, float* v, L* low, int64_t n) {
   int64_t j = 0;
 #if defined(__x86_64__)
-  if (Cpu().vector512()) j = AdamAvx512(s, p, g, m, v, n);
-  else if (Cpu().vector256()) j = AdamAvx2(s, p, g, m, v, n);
+  if (Cpu().vector512()) j = AdamAvx512(s, p, g, m, v, low, n);
+  else if (Cpu().vector256()) j = AdamAvx2(s, p, g, m, v, low, n);
 #endif
-  AdamScalar(s, p, g, m, v, j, n);
+  AdamScalar(s, p, g, m, v, low, j, n);
 }
 
-void SgdSpan(const SgdScalars& s, float* p, const float* g, float* buf, int64_t n) {
-  int64_t j = 0;
-#if defined(__x86_64__)
-  if (Cpu().vector512()) j = SgdAvx512(s, p, g, buf, n);
-  else if (Cpu().vector256()) j = SgdAvx2(s, p, g, buf, n);
-#endif
-  SgdScalar(s, p, g, buf, j, n);
-}
-
-GradStats GradStatsSpan(const float* g, float inv_scale, int64_t n) {
+template <class G>
+GradStats GradStatsLoop(const G* g, float inv_scale, int64_t n) {
   double lanes[kLanes] = {};
   bool bad = false;
   int64_t j = 0;
@@ -260,6 +281,52 @@ GradStats GradStatsSpan(const float* g, float inv_scale, int64_t n) {
   GradStats r;
   r.nonfinite = bad;
   for (double lane : lanes) r.sum_squares += lane;
+  return r;
+}
+
+// Calls fn(Tag<T>) for T the kernel type of fp32, fp16 or bf16.
+template <class Fn>
+void WithFloatType(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::kFloat16: return fn(Tag<Half>{});
+    case DType::kBFloat16: return fn(Tag<BFloat16>{});
+    default: return fn(Tag<float>{});
+  }
+}
+
+}  // namespace
+
+void AdamSpan(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n) {
+  AdamLoop(s, p, g, m, v, static_cast<void*>(nullptr), n);
+}
+
+void AdamSpan(const AdamScalars& s, float* p, const void* g, DType g_dtype, float* m, float* v, void* low,
+              DType low_dtype, int64_t n) {
+  WithFloatType(g_dtype, [&](auto gt) {
+    using G = typename decltype(gt)::type;
+    const G* gp = static_cast<const G*>(g);
+    if (!low) return AdamLoop(s, p, gp, m, v, static_cast<void*>(nullptr), n);
+    WithFloatType(low_dtype, [&](auto lt) {
+      using L = typename decltype(lt)::type;
+      if constexpr (!std::is_same_v<L, float>) AdamLoop(s, p, gp, m, v, static_cast<L*>(low), n);
+    });
+  });
+}
+
+void SgdSpan(const SgdScalars& s, float* p, const float* g, float* buf, int64_t n) {
+  int64_t j = 0;
+#if defined(__x86_64__)
+  if (Cpu().vector512()) j = SgdAvx512(s, p, g, buf, n);
+  else if (Cpu().vector256()) j = SgdAvx2(s, p, g, buf, n);
+#endif
+  SgdScalar(s, p, g, buf, j, n);
+}
+
+GradStats GradStatsSpan(const float* g, float inv_scale, int64_t n) { return GradStatsLoop(g, inv_scale, n); }
+
+GradStats GradStatsSpan(const void* g, DType dtype, float inv_scale, int64_t n) {
+  GradStats r;
+  WithFloatType(dtype, [&](auto t) { r = GradStatsLoop(static_cast<const typename decltype(t)::type*>(g), inv_scale, n); });
   return r;
 }
 

@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "ir/dtype.h"
+
 namespace amptrain::kernels::cpu {
 
 // Adam/AdamW for one span. Per element, in this order:
@@ -22,6 +24,13 @@ struct AdamScalars {
   float decay, neg_step, bc2_sqrt, inv_scale, clip;
 };
 void AdamSpan(const AdamScalars& s, float* p, const float* g, float* m, float* v, int64_t n);
+// The same for fp32 parameters whose gradients are `g_dtype` (fp32, fp16 or
+// bf16: O1/O2's low gradients, widened exactly in registers) and, when `low`
+// is set, a copy of the updated parameters in `low_dtype` (fp16 or bf16,
+// rounded to nearest even in registers as NarrowSpan rounds): the bits of
+// widening g first and narrowing p afterwards, in one pass.
+void AdamSpan(const AdamScalars& s, float* p, const void* g, ir::DType g_dtype, float* m, float* v, void* low,
+              ir::DType low_dtype, int64_t n);
 
 // SGD for one span. Per element: g = g*inv_scale, then g*clip (each skipped
 // when 1); d = g + wd*p (wd != 0); with momentum, b = first ? d : buf*mom + d,
@@ -47,5 +56,8 @@ struct GradStats {
   }
 };
 GradStats GradStatsSpan(const float* g, float inv_scale, int64_t n);
+// The same for fp32, fp16 or bf16 gradients, 2-byte ones widened exactly in
+// registers: the statistics, sums in the same order, of the widened values.
+GradStats GradStatsSpan(const void* g, ir::DType dtype, float inv_scale, int64_t n);
 
 }  // namespace amptrain::kernels::cpu

@@ -15,6 +15,7 @@
 
 #include "ir/dtype.h"
 #include "kernels/cpu/cpu_info.h"
+#include "kernels/cpu/float_convert.h"
 
 namespace amptrain::kernels::cpu {
 namespace {
@@ -42,22 +43,31 @@ void ExpectBits(const std::vector<float>& got, const std::vector<float>& want, c
         << " path)";
 }
 
+// PyTorch's default Adam at a step's scalars; no decay, scaling or clipping.
+AdamScalars Adam() {
+  AdamScalars s{};
+  s.beta1 = 0.9f;
+  s.beta2 = 0.999f;
+  s.omb1 = static_cast<float>(1.0 - 0.9);
+  s.omb2 = static_cast<float>(1.0 - 0.999);
+  s.eps = 1e-8f;
+  s.decay = 1.0f;
+  s.inv_scale = 1.0f;
+  s.clip = 1.0f;
+  s.neg_step = -1e-3f / 0.271f;
+  s.bc2_sqrt = 0.0447f;
+  return s;
+}
+
 TEST(StepMath, AdamGivesTheBitsOfTheFormula) {
   for (int64_t n : kLengths) {
     for (int variant = 0; variant < 8; ++variant) {
-      AdamScalars s{};
-      s.beta1 = 0.9f;
-      s.beta2 = 0.999f;
-      s.omb1 = static_cast<float>(1.0 - 0.9);
-      s.omb2 = static_cast<float>(1.0 - 0.999);
-      s.eps = 1e-8f;
+      AdamScalars s = Adam();
       s.l2 = (variant & 1) ? 0.01f : 0.0f;
       s.apply_decay = (variant & 2) != 0;
       s.decay = 0.999f;
       s.inv_scale = (variant & 4) ? 1.0f / 65536.0f : 1.0f;
       s.clip = variant == 7 ? 0.37f : 1.0f;
-      s.neg_step = -1e-3f / 0.271f;
-      s.bc2_sqrt = 0.0447f;
       const std::vector<float> p0 = Values(n, 1), g = Values(n, 2, -40, 20), m0 = Values(n, 3), v0 = Values(n, 4);
       std::vector<float> v_init(v0.size());
       for (size_t i = 0; i < v0.size(); ++i) v_init[i] = v0[i] * v0[i];  // second moments are >= 0
@@ -149,6 +159,66 @@ TEST(StepMath, GradStatsFindsEveryNonFinitePosition) {
       g[static_cast<size_t>(at)] = std::numeric_limits<float>::max();
       EXPECT_FALSE(GradStatsSpan(g.data(), 1.0f, n).nonfinite);
       EXPECT_TRUE(GradStatsSpan(g.data(), 2.0f, n).nonfinite) << "overflow on unscaling at " << at << " of " << n;
+    }
+  }
+}
+
+// `values` rounded to a 2-byte dtype, as its raw 16-bit words.
+std::vector<uint16_t> Narrowed(ir::DType t, const std::vector<float>& values) {
+  std::vector<uint16_t> out(values.size());
+  NarrowFromFloat(t, values.data(), out.data(), static_cast<int64_t>(values.size()), 1);
+  return out;
+}
+
+std::vector<float> Widened(ir::DType t, const std::vector<uint16_t>& words) {
+  std::vector<float> out(words.size());
+  WidenToFloat(t, words.data(), out.data(), static_cast<int64_t>(words.size()), 1);
+  return out;
+}
+
+// O1/O2's fused step: 2-byte gradients widened and the low copy rounded in
+// registers give the bits of widening the gradients first, the fp32 loop,
+// then rounding the parameters; the statistics of 2-byte gradients are those
+// of their widened values.
+TEST(StepMath, TwoByteGradientsAndLowCopiesGiveTheBitsOfConvertingAround) {
+  for (ir::DType t : {ir::DType::kBFloat16, ir::DType::kFloat16}) {
+    for (int64_t n : kLengths) {
+      AdamScalars s = Adam();
+      s.inv_scale = t == ir::DType::kFloat16 ? 1.0f / 1024.0f : 1.0f;
+      const std::vector<uint16_t> g = Narrowed(t, Values(n, 12, -12, 4));
+      const std::vector<float> p0 = Values(n, 13, -10, 2), m0 = Values(n, 14, -20, 0);
+      std::vector<float> v0 = Values(n, 15, -20, 0);
+      for (float& x : v0) x = x * x;
+      for (ir::DType low_t : {ir::DType::kUndefined, ir::DType::kBFloat16, ir::DType::kFloat16}) {
+        std::vector<float> p = p0, m = m0, v = v0;
+        std::vector<uint16_t> low(static_cast<size_t>(n), 0xdead);
+        AdamSpan(s, p.data(), g.data(), t, m.data(), v.data(), low_t == ir::DType::kUndefined ? nullptr : low.data(),
+                 low_t, n);
+        std::vector<float> wp = p0, wm = m0, wv = v0;
+        AdamSpan(s, wp.data(), Widened(t, g).data(), wm.data(), wv.data(), n);
+        const std::string what =
+            std::string(ir::DTypeName(t)) + " gradients, low copy " + std::string(ir::DTypeName(low_t));
+        ExpectBits(p, wp, what + ": parameter");
+        ExpectBits(m, wm, what + ": exp_avg");
+        ExpectBits(v, wv, what + ": exp_avg_sq");
+        if (low_t != ir::DType::kUndefined) {
+          EXPECT_EQ(low, Narrowed(low_t, wp)) << what << ", length " << n;
+        }
+      }
+      for (float inv : {1.0f, 1.0f / 65536.0f}) {
+        const GradStats got = GradStatsSpan(g.data(), t, inv, n);
+        const GradStats want = GradStatsSpan(Widened(t, g).data(), inv, n);
+        EXPECT_EQ(got.nonfinite, want.nonfinite);
+        EXPECT_EQ(got.sum_squares, want.sum_squares) << ir::DTypeName(t) << ", length " << n << ", " << Path();
+      }
+      if (n > 0) {  // a 2-byte inf at each end
+        std::vector<uint16_t> bad = g;
+        bad.front() = Narrowed(t, {std::numeric_limits<float>::infinity()})[0];
+        EXPECT_TRUE(GradStatsSpan(bad.data(), t, 1.0f, n).nonfinite);
+        bad = g;
+        bad.back() = Narrowed(t, {std::numeric_limits<float>::quiet_NaN()})[0];
+        EXPECT_TRUE(GradStatsSpan(bad.data(), t, 1.0f, n).nonfinite);
+      }
     }
   }
 }
