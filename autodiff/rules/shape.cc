@@ -151,6 +151,14 @@ Status ScatterNDGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// GatherND: dY's slices summed back at the data slices their tuples picked.
+Status GatherNDGrad(GradContext& c) {
+  ir::Attributes a;
+  a.Set("batch_dims", c.attrs().Int("batch_dims", 0));
+  c.SetGrad(0, c.Emit1(OpKind::kGatherNDGrad, {c.grad_output(0), c.input(1), c.ShapeOf(c.input(0))}, std::move(a)));
+  return Status::Ok();
+}
+
 Status GatherGrad(GradContext& c) {
   ir::Attributes a;
   a.Set("axis", c.attrs().Int("axis", 0));
@@ -283,6 +291,7 @@ void RegisterShapeRules(RuleTable& t) {
   SetRule(t, OpKind::kSlice, SliceGrad);
   SetRule(t, OpKind::kGather, GatherGrad);
   SetRule(t, OpKind::kScatterND, ScatterNDGrad);
+  SetRule(t, OpKind::kGatherND, GatherNDGrad);
   SetRule(t, OpKind::kExpand, ExpandGrad);
   SetRule(t, OpKind::kTile, TileGrad);
   SetRule(t, OpKind::kReduceSum, ReduceSumMeanGrad);

@@ -194,6 +194,17 @@ Status InferDropoutGrad(InferContext& ctx) {
   return SameShapeAs(ctx, 0, 1, "mask");
 }
 
+// GatherNDGrad(dY, indices, data_shape), attr batch_dims: data_shape's dims, dY's dtype.
+Status InferGatherNDGrad(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  if (ctx.inputs[1].dtype != DType::kInt64) return ctx.Error("indices must be int64, got ", DTypeName(ctx.inputs[1].dtype));
+  AMP_ASSIGN_OR_RETURN(ShapeInput data, ReadShapeInput(ctx, 2, "data_shape"));
+  if (data.dims) ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape::FromStatic(*data.dims));
+  else if (data.rank) ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>(*data.rank, UnknownDim())));
+  else ctx.outputs[0] = TensorType{ctx.inputs[0].dtype, Shape(), false};
+  return Status::Ok();
+}
+
 Status InferGatherGrad(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireFloat(ctx, 0));
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsIndexType(ctx.inputs[1].dtype), "int32 or int64"));

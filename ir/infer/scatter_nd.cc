@@ -1,9 +1,16 @@
-// Shape/dtype rules of ScatterND (ONNX) and of its backward op ScatterNDGrad.
+// Shape/dtype rules of ScatterND and GatherND (ONNX) and of their backward
+// ops ScatterNDGrad and GatherNDGrad.
 //   ScatterND(data [r dims], indices int64 [q-1 dims..., k], updates), attr
 //     reduction none|add|mul|max|min: updates has shape indices[:-1] + data[k:]
 //     (k <= r); the output is data's type.
 //   ScatterNDGrad(dY, indices), attr reduction: ddata = dY's type,
 //     dupdates = indices[:-1] + dY[k:] (dY's dtype).
+//   GatherND(data [r dims], indices int64 [q dims, the last k]), attr
+//     batch_dims b (0 <= b < min(q, r), the first b dims of both equal):
+//     indices[:-1] + data[b+k:] (k <= r - b), data's type.
+//   (GatherNDGrad's rule is with the other backward ops, ir/infer/grad.cc.)
+#include <algorithm>
+
 #include "ir/infer/infer_util.h"
 
 namespace amptrain::ir {
@@ -56,6 +63,28 @@ Status InferScatterNDGrad(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
   SameAs(ctx, 0, 0);
   AMP_ASSIGN_OR_RETURN(ctx.outputs[1], UpdatesType(ctx, ctx.inputs[0], ctx.inputs[1]));
+  return Status::Ok();
+}
+
+Status InferGatherND(InferContext& ctx) {
+  const TensorType &data = ctx.inputs[0], &indices = ctx.inputs[1];
+  if (indices.dtype != DType::kInt64) return ctx.Error("indices must be int64, got ", DTypeName(indices.dtype));
+  AMP_ASSIGN_OR_RETURN(int64_t b, ctx.attrs->GetInt("batch_dims", 0));
+  ctx.outputs[0] = TensorType{data.dtype, Shape(), false};
+  if (!data.has_shape || !indices.has_shape) return Status::Ok();
+  const Shape &ds = data.shape, &is = indices.shape;
+  const int64_t r = static_cast<int64_t>(ds.rank()), q = static_cast<int64_t>(is.rank());
+  if (q < 1 || r < 1) return ctx.Error("data and indices must have rank >= 1");
+  if (b < 0 || b >= std::min(q, r)) return ctx.Error("batch_dims ", b, " is outside [0, ", std::min(q, r), ")");
+  for (int64_t d = 0; d < b; ++d)
+    if (ds[d].is_static() && is[d].is_static() && ds[d].value != is[d].value)
+      return ctx.Error("batch dim ", d, " is ", ds[d].value, " in data but ", is[d].value, " in indices");
+  if (!is[q - 1].is_static()) return Status::Ok();
+  const int64_t k = is[q - 1].value;
+  if (k < 1 || k > r - b) return ctx.Error("indices' last dim is ", k, ", expected 1..", r - b, " (data's rank less batch_dims)");
+  std::vector<Dim> dims(is.dims().begin(), is.dims().end() - 1);
+  for (int64_t d = b + k; d < r; ++d) dims.push_back(ds[d]);
+  ctx.outputs[0] = TensorType::Of(data.dtype, Shape(dims));
   return Status::Ok();
 }
 

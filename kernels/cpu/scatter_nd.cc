@@ -1,4 +1,5 @@
-// Reference ScatterND (ONNX) and ScatterNDGrad (autodiff/grad_ops.md).
+// Reference ScatterND and GatherND (ONNX), ScatterNDGrad and GatherNDGrad
+// (autodiff/grad_ops.md).
 //   ScatterND(data, indices, updates), attr reduction: out = data, then for
 //     each index tuple j in order, the slice out[idx_j] (idx_j: the first k
 //     coordinates, negative ones wrap) is replaced by updates[j] (none) or
@@ -8,6 +9,11 @@
 //   ScatterNDGrad(dY, indices), attr reduction none|add: ddata = dY with
 //     every scattered slice zeroed (none; add: dY itself), dupdates[j] =
 //     dY[idx_j].
+//   GatherND(data, indices), attr batch_dims b: out[j] = the slice
+//     data[batch_j][idx_j], where batch_j is tuple j's position in the first
+//     b dims (shared by data and indices). Any dtype.
+//   GatherNDGrad(dY, indices, data_shape), attr batch_dims: zeros, then
+//     dY[j] added at tuple j's slice, in tuple order, in Acc<T>, rounded once.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -39,23 +45,31 @@ struct Slices {
   int64_t size = 1;
 };
 
-StatusOr<Slices> Locate(const std::string& describe, const std::vector<int64_t>& dims, const ir::TensorView& indices) {
+// With `batch` leading dims shared by `dims` and the indices (GatherND's
+// batch_dims), tuple j indexes dims[batch:] within its batch element.
+StatusOr<Slices> Locate(const std::string& describe, const std::vector<int64_t>& dims, const ir::TensorView& indices,
+                        size_t batch = 0) {
   const int64_t k = indices.dims.back();
   Slices s;
-  for (size_t d = static_cast<size_t>(k); d < dims.size(); ++d) s.size *= dims[d];
+  for (size_t d = batch + static_cast<size_t>(k); d < dims.size(); ++d) s.size *= dims[d];
+  int64_t batches = 1, slab = s.size;
+  for (size_t d = 0; d < batch; ++d) batches *= dims[d];
+  for (size_t d = batch; d < batch + static_cast<size_t>(k); ++d) slab *= dims[d];
+  const int64_t* in = dims.data() + batch;  // the indexed dims
   std::vector<int64_t> stride(static_cast<size_t>(k), s.size);
-  for (int64_t d = k - 2; d >= 0; --d) stride[d] = stride[d + 1] * dims[d + 1];
+  for (int64_t d = k - 2; d >= 0; --d) stride[d] = stride[d + 1] * in[d + 1];
   const int64_t count = k == 0 ? 0 : indices.num_elements() / k;
+  const int64_t per_batch = count / batches;
   const auto* idx = indices.as<const int64_t>();
   s.starts.resize(static_cast<size_t>(count));
   for (int64_t j = 0; j < count; ++j) {
-    int64_t start = 0;
+    int64_t start = j / per_batch * slab;
     for (int64_t d = 0; d < k; ++d) {
       int64_t i = idx[j * k + d];
-      if (i < -dims[d] || i >= dims[d])
+      if (i < -in[d] || i >= in[d])
         return Status(StatusCode::kOutOfRange, StrCat(describe, ": index ", i, " (tuple ", j, ", coordinate ", d,
-                                                      ") is outside [-", dims[d], ", ", dims[d], ")"));
-      if (i < 0) i += dims[d];
+                                                      ") is outside [-", in[d], ", ", in[d], ")"));
+      if (i < 0) i += in[d];
       start += i * stride[d];
     }
     s.starts[j] = start;
@@ -138,6 +152,73 @@ class ScatterNDGradKernel final : public Kernel {
   Reduction r_;
 };
 
+class GatherNDKernel final : public Kernel {
+ public:
+  GatherNDKernel(std::string describe, size_t batch) : describe_(std::move(describe)), batch_(batch) {}
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView& data = ctx.inputs[0];
+    AMP_ASSIGN_OR_RETURN(Slices s, Locate(describe_, data.dims, ctx.inputs[1], batch_));
+    const size_t elem = ir::DTypeSize(data.dtype), slice = static_cast<size_t>(s.size) * elem;
+    const auto* src = static_cast<const std::byte*>(data.data);
+    auto* dst = static_cast<std::byte*>(ctx.outputs[0].data);
+    for (size_t j = 0; j < s.starts.size(); ++j) std::memcpy(dst + j * slice, src + s.starts[j] * elem, slice);
+    return Status::Ok();
+  }
+
+ private:
+  std::string describe_;
+  size_t batch_;
+};
+
+template <class T>
+class GatherNDGradKernel final : public Kernel {
+ public:
+  GatherNDGradKernel(std::string describe, size_t batch) : describe_(std::move(describe)), batch_(batch) {}
+  Status Run(KernelContext& ctx) override {
+    ir::TensorView& out = ctx.outputs[0];
+    AMP_ASSIGN_OR_RETURN(Slices s, Locate(describe_, out.dims, ctx.inputs[1], batch_));
+    sums_.assign(static_cast<size_t>(out.num_elements()), Acc<T>(0));
+    const T* dy = ctx.inputs[0].as<const T>();
+    for (size_t j = 0; j < s.starts.size(); ++j)
+      for (int64_t e = 0; e < s.size; ++e) sums_[s.starts[j] + e] += static_cast<Acc<T>>(dy[j * s.size + e]);
+    T* dx = out.as<T>();
+    for (size_t i = 0; i < sums_.size(); ++i) dx[i] = T(sums_[i]);
+    return Status::Ok();
+  }
+
+ private:
+  std::string describe_;
+  size_t batch_;
+  std::vector<Acc<T>> sums_;
+};
+
+StatusOr<size_t> BatchDims(const KernelInit& init, size_t data_rank) {
+  AMP_ASSIGN_OR_RETURN(int64_t b, init.attrs->GetInt("batch_dims", 0));
+  const size_t q = init.inputs[1].dims.size();
+  if (b < 0 || static_cast<size_t>(b) >= std::min(q, data_rank))
+    return init.Error("batch_dims ", b, " is outside [0, ", std::min(q, data_rank), ")");
+  return static_cast<size_t>(b);
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeGatherND(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
+  if (init.inputs[1].dtype != DType::kInt64 || init.inputs[1].dims.empty()) return init.Error("indices must be int64 of rank >= 1");
+  AMP_ASSIGN_OR_RETURN(size_t b, BatchDims(init, init.inputs[0].dims.size()));
+  return std::unique_ptr<Kernel>(new GatherNDKernel(init.Describe(), b));
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeGatherNDGrad(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
+  if (init.inputs[1].dtype != DType::kInt64 || init.inputs[1].dims.empty()) return init.Error("indices must be int64 of rank >= 1");
+  AMP_ASSIGN_OR_RETURN(size_t b, BatchDims(init, init.outputs[0].dims.size()));
+  std::unique_ptr<Kernel> k;
+  AMP_RETURN_IF_ERROR(DispatchFloat(init.inputs[0].dtype, [&](auto tag) {
+    k = std::make_unique<GatherNDGradKernel<typename decltype(tag)::type>>(init.Describe(), b);
+    return Status::Ok();
+  }));
+  return k;
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
   AMP_ASSIGN_OR_RETURN(Reduction r, ParseReduction(init));
@@ -161,6 +242,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeScatterNDGrad(const KernelInit& init) {
 void RegisterReferenceScatterND(Registry& r) {
   r.Add(ReferenceEntry(OpKind::kScatterND, {}, MakeScatterND));
   r.Add(ReferenceEntry(OpKind::kScatterNDGrad, FloatDTypes(), MakeScatterNDGrad));
+  r.Add(ReferenceEntry(OpKind::kGatherND, {}, MakeGatherND));
+  r.Add(ReferenceEntry(OpKind::kGatherNDGrad, FloatDTypes(), MakeGatherNDGrad));
 }
 
 }  // namespace amptrain::kernels::cpu

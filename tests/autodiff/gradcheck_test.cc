@@ -257,6 +257,19 @@ TEST(GradCheck, ScatterND) {
   }
 }
 
+// GatherND: a repeated tuple's gradients add up; a negative index wraps;
+// batch_dims 1 picks within each batch element; k < rank takes whole rows.
+TEST(GradCheck, GatherND) {
+  GRADCHECK((std::vector<GradInput>{{"data", {4, 3, 2}}}), [](Graph& g, const V& x) {
+    ir::Tensor idx = ir::Tensor::Int64s({0, 1, -1, 2, 0, 1}, {3, 2});  // data[0, 1], data[3, 2], data[0, 1] again
+    return Op(g, OpKind::kGatherND, {x[0], g.AddInitializer("idx", idx)});
+  });
+  GRADCHECK((std::vector<GradInput>{{"data", {2, 3, 2}}}), [](Graph& g, const V& x) {
+    ir::Tensor idx = ir::Tensor::Int64s({2, 0, 1, 1}, {2, 2, 1});  // rows 2 and 0 of batch 0, 1 and 1 of batch 1
+    return Op(g, OpKind::kGatherND, {x[0], g.AddInitializer("idx", idx)}, A({{"batch_dims", int64_t{1}}}));
+  });
+}
+
 // Resize: nearest (PyTorch's default export), bilinear half_pixel and
 // align_corners, cubic; up- and downsampling.
 TEST(GradCheck, Resize) {

@@ -134,7 +134,9 @@ TEST_P(WidenedCasts, SameBitsInFewerCasts) {
   }
   // Widened kernels run the low Convs and Gemms unless oneDNN computes the type natively.
   const bool native = c.low == DType::kBFloat16 && kernels::cpu::Cpu().bf16_faster();
-  if (!native || c.level == amp::Level::kO1) EXPECT_LT(casts[1], casts[0]) << "no Cast was fused";
+  if (!native || c.level == amp::Level::kO1) {
+    EXPECT_LT(casts[1], casts[0]) << "no Cast was fused";
+  }
   // O1: BatchNormalization (fp32) after a low Conv reads the Conv's output,
   // its gradient too; unfused they read the Cast's fp32 copy.
   if (c.level == amp::Level::kO1) {

@@ -141,6 +141,29 @@ TEST(InferShape, SymbolicDimsThroughSliceConcatGatherExpandResizePad) {
   EXPECT_EQ(g.type(pd->output(0)).ToString(), "float32[batch,10,10]");
 }
 
+// GatherND: indices[:-1] + data[b+k:], the batch symbol kept; k beyond the
+// data's rank less batch_dims is an error.
+TEST(InferShape, GatherNDTakesIndexTuplesAndBatchDims) {
+  Graph g;
+  Value x = g.AddInput("x", Sym(DType::kFloat32, {Dim::Symbolic("batch"), Dim::Static(4), Dim::Static(5), Dim::Static(6)}));
+  Value i2 = g.AddInput("i2", Sym(DType::kInt64, {Dim::Static(7), Dim::Static(2)}));
+  Value ib = g.AddInput("ib", Sym(DType::kInt64, {Dim::Symbolic("batch"), Dim::Static(3), Dim::Static(1)}));
+  Node* plain = g.AddNode(OpKind::kGatherND, {x, i2});
+  Node* batched = g.AddNode(OpKind::kGatherND, {x, ib});
+  batched->attrs().Set("batch_dims", int64_t{1});
+  ASSERT_TRUE(g.InferShapes().ok()) << g.InferShapes().ToString();
+  EXPECT_EQ(g.type(plain->output(0)).ToString(), "float32[7,5,6]");
+  EXPECT_EQ(g.type(batched->output(0)).ToString(), "float32[batch,3,5,6]");
+
+  Graph bad;
+  Value y = bad.AddInput("y", TensorType::Of(DType::kFloat32, {2, 3}));
+  Value i3 = bad.AddInput("i3", TensorType::Of(DType::kInt64, {1, 3}));
+  bad.AddNode(OpKind::kGatherND, {y, i3}, 1, "gnd");
+  Status st = bad.InferShapes();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("indices' last dim is 3, expected 1..2"), std::string::npos) << st.message();
+}
+
 TEST(InferShape, ErrorsNameTheNode) {
   Graph g;
   Value x = g.AddInput("x", TensorType::Of(DType::kFloat32, {2, 3}));

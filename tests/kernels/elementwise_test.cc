@@ -326,6 +326,29 @@ TEST(ScatterNDKernel, ReplacesAddsAndNamesABadIndex) {
       << y.status().message();
 }
 
+// GatherND: whole rows (k = 1, a negative index wraps), single elements
+// (k = 2), rows within each batch element (batch_dims 1), and an index out
+// of range named in the error. The ONNX backend tests run it too.
+TEST(GatherNDKernel, GathersSlicesTuplesAndBatches) {
+  const Tensor data = F32({3, 2}, {1, 2, 3, 4, 5, 6});
+  auto y = RunReference(OpKind::kGatherND, {data, Tensor::Int64s({-1, 0}, {2, 1})}, {});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ((*y)[0].dims(), (std::vector<int64_t>{2, 2}));
+  ExpectNear(Values((*y)[0]), {5, 6, 1, 2}, 0);
+  y = RunReference(OpKind::kGatherND, {data, Tensor::Int64s({1, 1, 2, 0}, {2, 2})}, {});
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ExpectNear(Values((*y)[0]), {4, 5}, 0);
+  ir::Attributes batch;
+  batch.Set("batch_dims", int64_t{1});
+  y = RunReference(OpKind::kGatherND, {F32({2, 2, 2}, {1, 2, 3, 4, 5, 6, 7, 8}), Tensor::Int64s({1, 0}, {2, 1})}, batch);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  ExpectNear(Values((*y)[0]), {3, 4, 5, 6}, 0);  // row 1 of batch 0, row 0 of batch 1
+  y = RunReference(OpKind::kGatherND, {data, Tensor::Int64s({0, 2}, {1, 2})}, {});
+  ASSERT_FALSE(y.ok());
+  EXPECT_NE(y.status().message().find("index 2 (tuple 0, coordinate 1) is outside [-2, 2)"), std::string::npos)
+      << y.status().message();
+}
+
 ir::Attributes CastTo(DType t) {
   ir::Attributes a;
   a.Set("to", static_cast<int64_t>(ir::OnnxFromDType(t)));
