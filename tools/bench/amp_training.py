@@ -187,7 +187,8 @@ def main():
     # GOMP_SPINCOUNT from the caller's environment reaches every runtime's OpenMP (amptrain's and PyTorch's).
     spin = f", GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']}" if os.environ.get("GOMP_SPINCOUNT") else ""
     lines = ["# Mixed-precision training: amptrain against PyTorch (CPU)", "",
-             f"`python3 tools/bench/amp_training.py --threads {a.threads}` on {time.strftime('%Y-%m-%d')}: "
+             f"`python3 tools/bench/amp_training.py --threads {a.threads}"
+             f"{f' --rounds {a.rounds}' if a.rounds != 1 else ''}` on {time.strftime('%Y-%m-%d')}: "
              f"{cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, {a.threads} threads, "
              f"OMP_WAIT_POLICY=passive{spin}. PyTorch {torch_version} from PyPI. Synthetic data, Adam 1e-3, training mode. "
              f"Load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end; "
