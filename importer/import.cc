@@ -222,6 +222,7 @@ StatusOr<std::unique_ptr<ir::Graph>> ImportModelBytes(const std::string& bytes, 
   onnx::ModelProto model;
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     return InvalidArgument("not a valid ONNX ModelProto (truncated or corrupt protobuf)");
+  if (model.has_graph()) AMP_RETURN_IF_ERROR(detail::LowerSequenceSplits(*model.mutable_graph(), model_dir));
   return Import(model, model_dir, opts);
 }
 

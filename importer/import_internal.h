@@ -48,6 +48,11 @@ struct GraphPlan {
 // output counts, attribute kinds and sizes, and a cycle-free node order.
 StatusOr<GraphPlan> ValidateGraph(const onnx::GraphProto& graph, const ir::ModelInfo& info);
 
+// SplitToSequence read only by SequenceAt at constant positions (dynamo's
+// chunk/split) becomes Slices, in place; other sequences are left as they
+// are (importer/sequence_split.cc).
+Status LowerSequenceSplits(onnx::GraphProto& graph, const std::string& model_dir);
+
 // A tensor TypeProto; `what` names the value in errors.
 StatusOr<ir::TensorType> TypeFromProto(const onnx::TypeProto& type, const std::string& what);
 

@@ -269,5 +269,55 @@ TEST(OpsetAdapters, IrOnlyOpsAreNotExported) {
   EXPECT_NE(bytes.status().message().find("ReluGrad node 'relu_grad'"), std::string::npos) << bytes.status().message();
 }
 
+// dynamo's x.chunk / x.split without optimization: SplitToSequence read by
+// SequenceAt at constant positions imports as Slices (the piece shapes
+// show the ranges: chunks of 2 of a dim of 5, sizes [1, 4] read from the
+// end, pieces of 1 squeezed); a sequence used otherwise is still refused.
+TEST(SequenceSplits, SplitToSequenceWithSequenceAtBecomesSlices) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 5, 3});
+  auto ints = [&](const std::string& name, const std::vector<int64_t>& v, bool scalar) {
+    onnx::TensorProto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+  };
+  ints("two", {2}, true);
+  ints("sizes", {1, 4}, false);
+  ints("p0", {0}, true);
+  ints("p2", {2}, true);
+  ints("pm1", {-1}, true);
+  ints("p4", {4}, true);
+  SetInt(AddNode(m, "SplitToSequence", {"x", "two"}, {"chunks"}, "chunk"), "axis", 1);
+  AddNode(m, "SequenceAt", {"chunks", "p0"}, {"c0"});
+  AddNode(m, "SequenceAt", {"chunks", "p2"}, {"c2"});
+  SetInt(AddNode(m, "SplitToSequence", {"x", "sizes"}, {"parts"}, "split"), "axis", -2);
+  AddNode(m, "SequenceAt", {"parts", "pm1"}, {"last"});
+  auto* ones = AddNode(m, "SplitToSequence", {"x"}, {"singles"}, "unbind");
+  SetInt(ones, "axis", 1);
+  SetInt(ones, "keepdims", 0);
+  AddNode(m, "SequenceAt", {"singles", "p4"}, {"s4"});
+  for (const char* o : {"c0", "c2", "last", "s4"}) AddOutput(m, o);
+  auto g = MustImport(m);
+  ASSERT_TRUE(g);
+  EXPECT_FALSE(FindOp(*g, OpKind::kSplit));
+  auto type = [&](const char* name) { return g->type(g->FindValue(name)).ToString(); };
+  EXPECT_EQ(type("c0"), "float32[2,2,3]");
+  EXPECT_EQ(type("c2"), "float32[2,1,3]");
+  EXPECT_EQ(type("last"), "float32[2,4,3]");
+  EXPECT_EQ(type("s4"), "float32[2,3]");
+
+  onnx::ModelProto other = NewModel(17);
+  AddInput(other, "x", {2, 5});
+  AddNode(other, "SplitToSequence", {"x"}, {"seq"}, "to_seq");
+  AddNode(other, "ConcatFromSequence", {"seq"}, {"y"}, "back");
+  AddOutput(other, "y");
+  auto refused = ImportModelBytes(Bytes(other), "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("unsupported op 'SplitToSequence'"), std::string::npos)
+      << refused.status().message();
+}
+
 }  // namespace
 }  // namespace amptrain::importer
