@@ -78,7 +78,8 @@ class Lowering {
     for (int i = 0; i < original; ++i) {
       const onnx::NodeProto& split = g_.node(i);
       if (split.op_type() != "SplitToSequence" || !IsDefault(split.domain()) || split.output_size() != 1 ||
-          split.input_size() < 1 || graph_outputs_.count(split.output(0)))
+          split.input_size() < 1 || split.input(0).empty() || split.output(0).empty() ||
+          graph_outputs_.count(split.output(0)))
         continue;
       AMP_ASSIGN_OR_RETURN(bool lowered, Lower(i, readers[split.output(0)]));
       if (lowered) drop[static_cast<size_t>(i)] = true;
@@ -129,9 +130,11 @@ class Lowering {
         const auto count = static_cast<int64_t>(sizes->first.size());
         if (p < 0) p += count;
         if (p < 0 || p >= count) return false;
-        int64_t start = 0;
-        for (int64_t k = 0; k < p; ++k) start += sizes->first[static_cast<size_t>(k)];
-        ranges.push_back({start, start + sizes->first[static_cast<size_t>(p)]});
+        int64_t start = 0, end = 0;
+        for (int64_t k = 0; k < p; ++k)
+          if (__builtin_add_overflow(start, sizes->first[static_cast<size_t>(k)], &start)) return false;
+        if (__builtin_add_overflow(start, sizes->first[static_cast<size_t>(p)], &end)) return false;
+        ranges.push_back({start, end});
       }
     }
     const std::string x = split.input(0), base = split.name().empty() ? split.output(0) : split.name();
