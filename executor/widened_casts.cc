@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "executor/plan.h"
@@ -59,7 +60,7 @@ class Fuser {
       for (int u : uses_[wide]) all_fuse = all_fuse && !removed_[u] && FusesCasts(plan_.steps[u]) && !IsCast(plan_.steps[u]);
       if (!all_fuse) continue;
       const std::vector<int> readers = Distinct(uses_[wide]);
-      Retarget(readers, wide, low);
+      const std::vector<std::pair<int, size_t>> moved = Retarget(readers, wide, low);
       std::vector<std::unique_ptr<kernels::Kernel>> made = Make(readers);
       std::vector<int64_t> live = live_;
       if (!made.empty()) {
@@ -69,7 +70,7 @@ class Fuser {
         for (size_t i = 0; i < readers.size(); ++i) live[readers[i]] += ScratchChange(readers[i], *made[i]);
       }
       if (made.empty() || RaisesPeak(live)) {
-        Retarget(readers, low, wide);
+        for (const auto& [step, input] : moved) plan_.steps[step].inputs[input] = wide;
         continue;
       }
       live_ = std::move(live);
@@ -254,11 +255,19 @@ class Fuser {
     steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
     return steps;
   }
-  // Points the readers' inputs at slot `from` to slot `to`.
-  void Retarget(const std::vector<int>& readers, int from, int to) {
-    for (int r : readers)
-      for (int& i : plan_.steps[r].inputs)
-        if (i == from) i = to;
+  // Points the readers' inputs at slot `from` to slot `to`; the (step,
+  // input) pairs it changed, for undoing exactly those.
+  std::vector<std::pair<int, size_t>> Retarget(const std::vector<int>& readers, int from, int to) {
+    std::vector<std::pair<int, size_t>> moved;
+    for (int r : readers) {
+      std::vector<int>& inputs = plan_.steps[r].inputs;
+      for (size_t k = 0; k < inputs.size(); ++k) {
+        if (inputs[k] != from) continue;
+        inputs[k] = to;
+        moved.emplace_back(r, k);
+      }
+    }
+    return moved;
   }
 
   // The last step that reads slot `v` (its definition when none does).
