@@ -107,12 +107,7 @@ class Fuser {
           continue;
         producer.outputs[o] = low;
         std::vector<std::unique_ptr<kernels::Kernel>> made = Make({static_cast<int>(s)});
-        std::vector<int64_t> live = live_;
-        if (!made.empty()) {
-          live[s] += ScratchChange(static_cast<int>(s), *made[0]);
-          AddLive(live, static_cast<int>(s), c, -Bytes(from));
-          if (c > static_cast<int>(s)) AddLive(live, static_cast<int>(s), c - 1, Bytes(to));
-        }
+        std::vector<int64_t> live = made.empty() ? live_ : LiveWithOutputMoved(static_cast<int>(s), c, from, to, *made[0]);
         if (made.empty() || RaisesPeak(live)) {
           producer.outputs[o] = wide;
           continue;
@@ -146,13 +141,7 @@ class Fuser {
         producer.outputs[o] = cast.outputs[0];
         wide.holds = low.dtype;
         std::vector<std::unique_ptr<kernels::Kernel>> made = Make({static_cast<int>(s)});
-        // The fp32 value now lives from the producer on, the low one not at all.
-        std::vector<int64_t> live = live_;
-        if (!made.empty()) {
-          live[s] += ScratchChange(static_cast<int>(s), *made[0]);
-          AddLive(live, static_cast<int>(s), c, -Bytes(low));
-          if (c > static_cast<int>(s)) AddLive(live, static_cast<int>(s), c - 1, Bytes(wide));
-        }
+        std::vector<int64_t> live = made.empty() ? live_ : LiveWithOutputMoved(static_cast<int>(s), c, low, wide, *made[0]);
         if (made.empty() || RaisesPeak(live)) {
           if (!made.empty()) ++kept_low_;  // declined by the kernel otherwise
           producer.outputs[o] = y;
@@ -248,6 +237,17 @@ class Fuser {
   int64_t ScratchChange(int step, const kernels::Kernel& made) const {
     const kernels::Kernel* old = plan_.steps[step].kernel.get();
     return Bytes(made.scratch_bytes()) - (old ? Bytes(old->scratch_bytes()) : 0);
+  }
+
+  // live_ once step s, now the kernel `made`, writes Cast c's output `to`
+  // instead of `from` (read only by c): `from` lives nowhere, `to` from s on.
+  std::vector<int64_t> LiveWithOutputMoved(int s, int c, const Slot& from, const Slot& to,
+                                           const kernels::Kernel& made) const {
+    std::vector<int64_t> live = live_;
+    live[s] += ScratchChange(s, made);
+    AddLive(live, s, c, -Bytes(from));
+    if (c > s) AddLive(live, s, c - 1, Bytes(to));
+    return live;
   }
 
   static std::vector<int> Distinct(std::vector<int> steps) {

@@ -205,27 +205,14 @@ StatusOr<Shape> Check(const KernelInit& init, size_t x_input, const std::vector<
   return s;
 }
 
-// Calls fn(Tag<T>) for the kernel type of a direct dtype.
-template <class Fn>
-StatusOr<std::unique_ptr<Kernel>> WithType(DType t, Fn&& fn) {
-  switch (t) {
-    case DType::kFloat32: return fn(Tag<float>{});
-    case DType::kFloat16: return fn(Tag<Half>{});
-    case DType::kBFloat16: return fn(Tag<BFloat16>{});
-    default: return Unimplemented("the direct kernels take fp32, fp16 and bf16, not ", DTypeName(t));
-  }
-}
-
-// Calls fn(Tag<X's type>, Tag<the other's type>) where the other dtype is
-// X's or fp32 (the far side of a fused Cast).
-template <class Fn>
-StatusOr<std::unique_ptr<Kernel>> WithPair(DType x, DType other, Fn&& fn) {
-  return WithType(x, [&](auto tx) -> StatusOr<std::unique_ptr<Kernel>> {
-    if (other == x) return fn(tx, tx);
-    if (other == DType::kFloat32) return fn(tx, Tag<float>{});
-    return Unimplemented("the direct BatchNormalization pairs ", DTypeName(x), " with ", DTypeName(x),
-                         " or float32, not ", DTypeName(other));
-  });
+// fn(Tag<T>) for a tensor beside X (Y, dY, dX) of dtype `other`: X's own
+// type TX, or fp32 (the far side of a fused Cast).
+template <class TX, class Fn>
+StatusOr<std::unique_ptr<Kernel>> WithSideType(Tag<TX> tx, DType x, DType other, Fn&& fn) {
+  if (other == x) return fn(tx);
+  if (other == DType::kFloat32) return fn(Tag<float>{});
+  return Unimplemented("the direct BatchNormalization pairs ", DTypeName(x), " with ", DTypeName(x),
+                       " or float32, not ", DTypeName(other));
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
@@ -239,11 +226,13 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
   AMP_ASSIGN_OR_RETURN(int64_t mode, init.attrs->GetInt("training_mode", 0));
   const bool training = init.training || mode != 0 || init.outputs.size() == 3;
   const int threads = Threads(init);
-  return WithPair(init.inputs[0].dtype, init.outputs[0].dtype,
-                  [&](auto tx, auto ty) -> StatusOr<std::unique_ptr<Kernel>> {
-                    using K = BatchNormKernel<typename decltype(tx)::type, typename decltype(ty)::type>;
-                    return std::unique_ptr<Kernel>(new K(s, training, eps, momentum, threads));
-                  });
+  const DType x_type = init.inputs[0].dtype;
+  return WithDType(x_type, [&](auto tx) {
+    return WithSideType(tx, x_type, init.outputs[0].dtype, [&](auto ty) -> StatusOr<std::unique_ptr<Kernel>> {
+      using K = BatchNormKernel<typename decltype(tx)::type, typename decltype(ty)::type>;
+      return std::unique_ptr<Kernel>(new K(s, training, eps, momentum, threads));
+    });
+  });
 }
 
 // dY and dX each in X's type or fp32.
@@ -254,12 +243,14 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNormGrad(const KernelInit& init) {
   AMP_ASSIGN_OR_RETURN(Shape s, Check(init, 1, {2}, 1));
   AMP_ASSIGN_OR_RETURN(float eps, init.attrs->GetFloat("epsilon", 1e-5f));
   const int threads = Threads(init);
-  const DType tx = init.inputs[1].dtype;
-  return WithPair(tx, init.inputs[0].dtype, [&](auto x_tag, auto g_tag) {
-    return WithPair(tx, init.outputs[0].dtype, [&](auto, auto d_tag) -> StatusOr<std::unique_ptr<Kernel>> {
-      using K = BatchNormGradKernel<typename decltype(g_tag)::type, typename decltype(x_tag)::type,
-                                    typename decltype(d_tag)::type>;
-      return std::unique_ptr<Kernel>(new K(s, eps, threads));
+  const DType x_type = init.inputs[1].dtype;
+  return WithDType(x_type, [&](auto tx) {
+    return WithSideType(tx, x_type, init.inputs[0].dtype, [&](auto tg) {
+      return WithSideType(tx, x_type, init.outputs[0].dtype, [&](auto td) -> StatusOr<std::unique_ptr<Kernel>> {
+        using K = BatchNormGradKernel<typename decltype(tg)::type, typename decltype(tx)::type,
+                                      typename decltype(td)::type>;
+        return std::unique_ptr<Kernel>(new K(s, eps, threads));
+      });
     });
   });
 }

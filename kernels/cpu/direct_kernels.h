@@ -15,15 +15,23 @@
 
 namespace amptrain::kernels::cpu::direct {
 
-// new K<T>(args...) for the storage type T of `t` (fp32, fp16, bf16).
-template <template <class> class K, class... Args>
-StatusOr<std::unique_ptr<Kernel>> ForDType(DType t, Args&&... args) {
+// fn(Tag<T>) for the storage type T of `t` (fp32, fp16, bf16).
+template <class Fn>
+StatusOr<std::unique_ptr<Kernel>> WithDType(DType t, Fn&& fn) {
   switch (t) {
-    case DType::kFloat32: return std::unique_ptr<Kernel>(new K<float>(std::forward<Args>(args)...));
-    case DType::kFloat16: return std::unique_ptr<Kernel>(new K<Half>(std::forward<Args>(args)...));
-    case DType::kBFloat16: return std::unique_ptr<Kernel>(new K<BFloat16>(std::forward<Args>(args)...));
+    case DType::kFloat32: return fn(Tag<float>{});
+    case DType::kFloat16: return fn(Tag<Half>{});
+    case DType::kBFloat16: return fn(Tag<BFloat16>{});
     default: return Unimplemented("the direct kernels take fp32, fp16 and bf16, not ", ir::DTypeName(t));
   }
+}
+
+// new K<T>(args...) for the storage type T of `t`.
+template <template <class> class K, class... Args>
+StatusOr<std::unique_ptr<Kernel>> ForDType(DType t, Args&&... args) {
+  return WithDType(t, [&](auto tag) -> StatusOr<std::unique_ptr<Kernel>> {
+    return std::unique_ptr<Kernel>(new K<typename decltype(tag)::type>(std::forward<Args>(args)...));
+  });
 }
 
 inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }

@@ -13,7 +13,8 @@
 //
 // The vector types also widen and narrow registers of 2-byte values
 // (Lanes16Avx512::Widen/Narrow, Lanes16Avx2::Widen8/Narrow8), for loops with
-// masked or shuffled memory access of their own (direct_pool.cc).
+// masked or shuffled memory access of their own (direct_pool.cc), and
+// Lanes16Avx2 loads and stores 8 lanes (Load8/Store8, step_math.cc).
 //
 //   Lanes16Avx512   one 512-bit register (AVX-512F)
 //   Lanes16Avx2     two 256-bit registers (AVX2, F16C)
@@ -117,7 +118,7 @@ struct Lanes16Avx2 {
     }
   }
 
- private:
+  // 8 values of T at p, widened exactly; 8 lanes stored as T, rounded.
   template <class T>
   AMP_LANES_AVX2 __m256 Load8(const T* p) {
     if constexpr (std::is_same_v<T, float>) return _mm256_loadu_ps(p);

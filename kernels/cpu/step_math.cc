@@ -94,18 +94,6 @@ __attribute__((target("avx512f"))) inline __m512d Widen512(__m256 x) {
   return _mm512_maskz_cvtps_pd(static_cast<__mmask8>(0xff), x);
 }
 
-// 8 values of G at p as fp32 (2-byte ones widened exactly); 8 lanes stored
-// as L, rounded to nearest even.
-template <class G>
-__attribute__((target("avx2,f16c"))) inline __m256 Load8(const G* p) {
-  if constexpr (std::is_same_v<G, float>) return _mm256_loadu_ps(p);
-  else return Lanes16Avx2::Widen8<G>(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-template <class L>
-__attribute__((target("avx2,f16c"))) inline void Store8(L* p, __m256 v) {
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(p), Lanes16Avx2::Narrow8<L>(v));
-}
-
 template <class G, class L>
 __attribute__((target("avx512f"))) int64_t AdamAvx512(const AdamScalars& s, float* p, const G* g, float* m, float* v,
                                                       L* low, int64_t n) {
@@ -145,7 +133,7 @@ __attribute__((target("avx2,f16c"))) int64_t AdamAvx2(const AdamScalars& s, floa
   for (; j + 8 <= n; j += 8) {
     __m256 pj = _mm256_loadu_ps(p + j);
     if (s.apply_decay) pj = _mm256_mul_ps(pj, decay);
-    __m256 gj = Load8(g + j);
+    __m256 gj = Lanes16Avx2::Load8(g + j);
     if (s.inv_scale != 1.0f) gj = _mm256_mul_ps(gj, inv);
     if (s.clip != 1.0f) gj = _mm256_mul_ps(gj, clip);
     if (s.l2 != 0.0f) gj = _mm256_add_ps(gj, _mm256_mul_ps(l2, pj));
@@ -157,7 +145,7 @@ __attribute__((target("avx2,f16c"))) int64_t AdamAvx2(const AdamScalars& s, floa
     const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vj), bc2), eps);
     const __m256 updated = _mm256_add_ps(pj, _mm256_div_ps(_mm256_mul_ps(step, mj), denom));
     _mm256_storeu_ps(p + j, updated);
-    if constexpr (!std::is_void_v<L>) Store8(low + j, updated);
+    if constexpr (!std::is_void_v<L>) Lanes16Avx2::Store8(low + j, updated);
   }
   return j;
 }
@@ -215,7 +203,7 @@ __attribute__((target("avx512f"))) int64_t GradStatsAvx512(const G* g, float inv
   __m512d acc0 = _mm512_loadu_pd(lanes), acc1 = _mm512_loadu_pd(lanes + 8);
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
-    const __m256 x0 = Load8(g + j), x1 = Load8(g + j + 8);
+    const __m256 x0 = Lanes16Avx2::Load8(g + j), x1 = Lanes16Avx2::Load8(g + j + 8);
     const __m256 r0 = inv == 1.0f ? x0 : _mm256_mul_ps(x0, vinv), r1 = inv == 1.0f ? x1 : _mm256_mul_ps(x1, vinv);
     worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(x0), abs_mask));
     worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(x1), abs_mask));
@@ -242,7 +230,7 @@ __attribute__((target("avx2,f16c"))) int64_t GradStatsAvx2(const G* g, float inv
   int64_t j = 0;
   for (; j + 16 <= n; j += 16) {
     for (int k = 0; k < 2; ++k) {
-      const __m256 x = Load8(g + j + 8 * k);
+      const __m256 x = Lanes16Avx2::Load8(g + j + 8 * k);
       const __m256 r = inv == 1.0f ? x : _mm256_mul_ps(x, vinv);
       worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(x), abs_mask));
       worst = _mm256_max_epu32(worst, _mm256_and_si256(_mm256_castps_si256(r), abs_mask));
