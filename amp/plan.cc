@@ -137,6 +137,11 @@ class Assigner {
       // decisions read them at O2, and no island can grow from that).
       if (!rounding_only_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
     }
+    if (p_.level == Level::kO1) {
+      low_readers_ = LowReaderChains(g, order);
+      // Only the chosen nodes and their (low) readers see other dtypes.
+      if (!low_readers_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
+    }
     PrecisionPlan plan;
     plan.level = p_.level;
     plan.low = p_.low;
@@ -261,6 +266,68 @@ class Assigner {
     return out;
   }
 
+  // Rule 7: the op's low result is the rounding of its fp32 result for any
+  // inputs (rounding is monotonic and these ops only select, compare or move
+  // values), and its gradient adds nothing up (a MaxPool whose windows
+  // overlap sums the gradients of a shared input).
+  static bool CommutesWithRounding(const Node& n) {
+    switch (n.op()) {
+      case ir::OpKind::kRelu:
+      case ir::OpKind::kClip:
+      case ir::OpKind::kIdentity:
+      case ir::OpKind::kFlatten:
+      case ir::OpKind::kReshape:
+      case ir::OpKind::kTranspose:
+      case ir::OpKind::kConcat:
+      case ir::OpKind::kSplit:
+      case ir::OpKind::kSlice:
+      case ir::OpKind::kSqueeze:
+      case ir::OpKind::kUnsqueeze: return true;
+      case ir::OpKind::kMaxPool: {
+        std::vector<int64_t> k = n.attrs().Ints("kernel_shape"), st = n.attrs().Ints("strides");
+        std::vector<int64_t> dil = n.attrs().Ints("dilations");
+        if (k.empty()) return false;
+        for (size_t i = 0; i < k.size(); ++i) {
+          int64_t stride = i < st.size() ? st[i] : 1, d = i < dil.size() ? dil[i] : 1;
+          if (d != 1 || stride < k[i]) return false;
+        }
+        return true;
+      }
+      default: return false;
+    }
+  }
+
+  // Rule 7: the nodes that run low because every reader takes them low.
+  // Reverse topological order: a reader is decided before its producer.
+  std::unordered_set<ir::NodeId> LowReaderChains(const ir::Graph& g, const std::vector<const Node*>& order) const {
+    std::unordered_set<ir::NodeId> out;
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+      const Node& n = **it;
+      auto dit = decisions_.find(n.id());
+      if (dit == decisions_.end()) continue;  // a Constant
+      const Decision& d = dit->second;
+      if (d.reason != Reason::kFollow || d.dtype != DType::kFloat32 || !CommutesWithRounding(n) ||
+          !internal::SupportsLow(n.op(), p_.low, g.info().opset, cap_))
+        continue;
+      bool all_low = true, any_reader = false;
+      for (size_t k = 0; k < n.num_outputs() && all_low; ++k) {
+        Value v = n.output(k);
+        if (!IsAmpFloat(g.type(v).dtype)) continue;
+        if (g.is_graph_output(v)) all_low = false;
+        for (const ir::Use& u : g.uses(v)) {
+          const Node* c = g.node(u.node);
+          any_reader = true;
+          if (!FollowsDecision(g, *c, u.slot) || (!out.count(c->id()) && !ComputesLow(*c))) {
+            all_low = false;
+            break;
+          }
+        }
+      }
+      if (all_low && any_reader) out.insert(n.id());
+    }
+    return out;
+  }
+
   DType Planned(const ir::Graph& g, Value v) const {
     auto it = planned_.find(v);
     return it != planned_.end() ? it->second : g.type(v).dtype;
@@ -300,6 +367,7 @@ class Assigner {
                                    (n.op() == ir::OpKind::kLayerNormalization && g.info().opset >= 17)))
       d = {p_.low, Reason::kLevelAll};
     if (rounding_only_.count(n.id())) d = {DType::kFloat32, Reason::kRoundingOnly};
+    if (low_readers_.count(n.id())) d = {p_.low, Reason::kLowReaders};
     std::string op(schema.onnx_type);
     if (p_.fp32_ops.count(op)) d = {DType::kFloat32, Reason::kCustomDeny};
     if (p_.low_ops.count(op)) d = {p_.low, Reason::kCustomAllow};
@@ -335,6 +403,7 @@ class Assigner {
   std::unordered_map<ir::NodeId, Decision> decisions_;
   std::unordered_map<Value, DType, ir::ValueHash> planned_;
   std::unordered_set<ir::NodeId> rounding_only_;  // rule 6, filled after the first plan
+  std::unordered_set<ir::NodeId> low_readers_;    // rule 7, filled after the first plan
 };
 
 }  // namespace

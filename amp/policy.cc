@@ -40,6 +40,7 @@ const char* ReasonName(Reason r) {
     case Reason::kNotFloat: return "not_float";
     case Reason::kUnsupportedLow: return "unsupported_low";
     case Reason::kRoundingOnly: return "rounding_only";
+    case Reason::kLowReaders: return "low_readers";
   }
   return "?";
 }

@@ -4,7 +4,9 @@
 // Levels (docs: ../shared/docs/PRECISION.md):
 //   O0  everything fp32
 //   O1  allowlist ops (PrecisionClass::kAllow) in low precision, follow ops in
-//       the widest float input type, denylist ops fp32
+//       the widest float input type, denylist ops fp32; a follow op that
+//       commutes with rounding (Relu, MaxPool, layout ops) runs low when all
+//       its readers compute low (kLowReaders)
 //   O2  everything low precision except the denylist (BatchNormalization
 //       statistics/params stay fp32; LayerNormalization at opset >= 17 and
 //       Erf run low, LayerNormalization with fp32 statistics: stash_type=1;
@@ -47,6 +49,7 @@ enum class Reason {
   kNotFloat,          // no float computation (Shape, integer ops)
   kUnsupportedLow,    // no kernel/ONNX support for this op in the low dtype
   kRoundingOnly,      // O2: low would only round (no producer/consumer computes low): fp32
+  kLowReaders,        // O1: a follow op that commutes with rounding, every reader low: low
 };
 const char* ReasonName(Reason r);
 

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 #include <random>
 #include <string>
 
@@ -25,6 +26,34 @@ inline ir::Tensor RandomTensor(const std::vector<int64_t>& dims, float lo, float
 
 inline ir::Value Weight(ir::Graph& g, const std::string& name, const std::vector<int64_t>& dims, uint32_t seed) {
   return g.AddInitializer(name, RandomTensor(dims, -0.5f, 0.5f, seed));
+}
+
+// BatchNormalization of `x` (4 channels) with unit scale and variance, zero bias and mean.
+inline ir::Node* UnitBatchNorm(ir::Graph& g, ir::Value x, const std::string& name) {
+  return g.AddNode(ir::OpKind::kBatchNormalization,
+                   {x, g.AddInitializer("s", ir::Tensor::Floats({1, 1, 1, 1}, {4})),
+                    g.AddInitializer("b", ir::Tensor::Floats({0, 0, 0, 0}, {4})),
+                    g.AddInitializer("m", ir::Tensor::Floats({0, 0, 0, 0}, {4})),
+                    g.AddInitializer("v", ir::Tensor::Floats({1, 1, 1, 1}, {4}))},
+                   1, name);
+}
+
+inline Policy AtLevel(Level level, ir::DType low) {
+  Policy p;
+  p.level = level;
+  p.low = low;
+  return p;
+}
+
+// Each node's decision under `p`, by node name (planning only: g unchanged).
+inline std::map<std::string, Decision> DecisionsByName(const ir::Graph& g, const Policy& p,
+                                                       const Capability& cap = Capability::Export()) {
+  StatusOr<PrecisionPlan> plan = PlanPrecision(g, p, cap);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  std::map<std::string, Decision> by_name;
+  if (plan.ok())
+    for (const auto& [id, np] : plan->nodes) by_name[g.node(id)->name()] = np.decision;
+  return by_name;
 }
 
 inline const ir::Node* FindNode(const ir::Graph& g, const std::string& name) {

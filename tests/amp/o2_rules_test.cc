@@ -12,6 +12,7 @@ namespace {
 using ir::DType;
 using ir::OpKind;
 using testing::Count;
+using testing::DecisionsByName;
 using testing::ExpectWellFormed;
 using testing::FindNode;
 using testing::OutDType;
@@ -19,21 +20,7 @@ using testing::RandomTensor;
 
 constexpr DType F32 = DType::kFloat32, F16 = DType::kFloat16, BF16 = DType::kBFloat16;
 
-Policy O2(DType low = F16) {
-  Policy p;
-  p.level = Level::kO2;
-  p.low = low;
-  return p;
-}
-
-std::map<std::string, Decision> Decide(ir::Graph& g, const Policy& p) {
-  StatusOr<PrecisionPlan> plan = PlanPrecision(g, p, Capability::Export());
-  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-  std::map<std::string, Decision> by_name;
-  if (plan.ok())
-    for (const auto& [id, np] : plan->nodes) by_name[g.node(id)->name()] = np.decision;
-  return by_name;
-}
+Policy O2(DType low = F16) { return testing::AtLevel(Level::kO2, low); }
 
 // x -> relu -> softmax -> y, and optionally relu -> matmul(W) -> matmul(W2) -> z
 // (two MatMuls: a lone last-layer MatMul would itself join the island).
@@ -53,7 +40,7 @@ std::unique_ptr<ir::Graph> ReluIsland(bool low_consumer) {
 
 TEST(AmpO2Rules, IslandWithoutLowNeighbourRunsFp32) {
   auto g = ReluIsland(false);
-  auto d = Decide(*g, O2());
+  auto d = DecisionsByName(*g, O2());
   EXPECT_EQ(d["relu"].dtype, F32);
   EXPECT_EQ(d["relu"].reason, Reason::kRoundingOnly);
   ASSERT_TRUE(Convert(*g, O2()).ok());
@@ -63,7 +50,7 @@ TEST(AmpO2Rules, IslandWithoutLowNeighbourRunsFp32) {
 
 TEST(AmpO2Rules, IslandFeedingLowComputeStaysLow) {
   auto g = ReluIsland(true);
-  auto d = Decide(*g, O2());
+  auto d = DecisionsByName(*g, O2());
   EXPECT_EQ(d["relu"].dtype, F16);
   EXPECT_EQ(d["relu"].reason, Reason::kLevelAll);
   // casts: x, relu->sm, mm2->z (W, W2 stored fp16)
@@ -82,7 +69,7 @@ TEST(AmpO2Rules, LastLayerBetweenFp32RunsFp32) {
   g->AddOutput(g->AddNode(OpKind::kMatMul, {sm->output(0), testing::Weight(*g, "W", {8, 4}, 1)}, 1, "mm", {"z"})
                    ->output(0));
   ASSERT_TRUE(g->InferShapes().ok());
-  auto d = Decide(*g, O2());
+  auto d = DecisionsByName(*g, O2());
   EXPECT_EQ(d["mm"].dtype, F32);
   EXPECT_EQ(d["mm"].reason, Reason::kRoundingOnly);
   ASSERT_TRUE(Convert(*g, O2()).ok());
@@ -94,14 +81,14 @@ TEST(AmpO2Rules, NoKeepIoTypesMakesInputsLowNeighbours) {
   auto g = ReluIsland(false);
   Policy p = O2();
   p.keep_io_types = false;
-  EXPECT_EQ(Decide(*g, p)["relu"].dtype, F16);
+  EXPECT_EQ(DecisionsByName(*g, p)["relu"].dtype, F16);
 }
 
 TEST(AmpO2Rules, NodeOverrideIsNeverDemoted) {
   auto g = ReluIsland(false);
   Policy p = O2();
   p.node_overrides = {{"relu", false, F16}};
-  EXPECT_EQ(Decide(*g, p)["relu"].dtype, F16);
+  EXPECT_EQ(DecisionsByName(*g, p)["relu"].dtype, F16);
 }
 
 // x -> conv1 -> relu1 -> conv2 -> add(conv2, relu1) -> bn -> relu2 -> gap -> y:
@@ -133,7 +120,7 @@ std::unique_ptr<ir::Graph> Residual(int64_t opset) {
 
 TEST(AmpO2Rules, Bf16ResidualStreamIsNotRoundedBetweenFp32Convs) {
   auto g = Residual(17);
-  auto d = Decide(*g, O2(BF16));
+  auto d = DecisionsByName(*g, O2(BF16));
   for (const char* n : {"relu1", "add", "bn", "relu2"}) {
     EXPECT_EQ(d[n].dtype, F32) << n;
     EXPECT_EQ(d[n].reason, Reason::kRoundingOnly) << n;
@@ -146,7 +133,7 @@ TEST(AmpO2Rules, Bf16ResidualStreamIsNotRoundedBetweenFp32Convs) {
 TEST(AmpO2Rules, ResidualStaysLowWhereConvRunsLow) {
   for (auto [low, opset] : {std::pair{F16, int64_t{17}}, std::pair{BF16, int64_t{22}}}) {
     auto g = Residual(opset);
-    auto d = Decide(*g, O2(low));
+    auto d = DecisionsByName(*g, O2(low));
     for (const char* n : {"conv1", "relu1", "add", "bn", "relu2", "gap"}) EXPECT_EQ(d[n].dtype, low) << n;
     ASSERT_TRUE(Convert(*g, O2(low)).ok());
     EXPECT_EQ(Count(*g, OpKind::kCast), 2) << "x and y only";
@@ -177,7 +164,7 @@ TEST(AmpO2Rules, LayerNormAndErfRunLowWithFp32Statistics) {
   // mm1's outputs reach ~1e3: their squares (~1e6) are beyond fp16, so
   // fp16 statistics would overflow; stash_type=1 keeps them fp32.
   auto g = LnErf(17, 100.0f);
-  auto d = Decide(*g, O2());
+  auto d = DecisionsByName(*g, O2());
   EXPECT_EQ(d["ln"].dtype, F16);
   EXPECT_EQ(d["erf"].dtype, F16);
   auto ref = g->Clone();
@@ -199,10 +186,10 @@ TEST(AmpO2Rules, LayerNormAndErfRunLowWithFp32Statistics) {
 }
 
 TEST(AmpO2Rules, LayerNormStaysFp32BelowOpset17AndAtO1) {
-  EXPECT_EQ(Decide(*LnErf(16, 1.0f), O2())["ln"].dtype, F32);
+  EXPECT_EQ(DecisionsByName(*LnErf(16, 1.0f), O2())["ln"].dtype, F32);
   Policy o1 = O2();
   o1.level = Level::kO1;
-  auto d = Decide(*LnErf(17, 1.0f), o1);
+  auto d = DecisionsByName(*LnErf(17, 1.0f), o1);
   EXPECT_EQ(d["ln"].dtype, F32);
   EXPECT_EQ(d["erf"].dtype, F32);
 }

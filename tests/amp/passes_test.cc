@@ -28,11 +28,7 @@ std::unique_ptr<ir::Graph> MiniNet(int64_t opset = 17) {
   ir::Node* conv = g->AddNode(OpKind::kConv, {x, testing::Weight(*g, "W", {4, 3, 3, 3}, 1),
                                              testing::Weight(*g, "B", {4}, 2)}, 1, "conv");
   conv->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
-  ir::Node* bn = g->AddNode(OpKind::kBatchNormalization,
-                            {conv->output(0), g->AddInitializer("s", ir::Tensor::Floats({1, 1, 1, 1}, {4})),
-                             g->AddInitializer("b", ir::Tensor::Floats({0, 0, 0, 0}, {4})),
-                             g->AddInitializer("m", ir::Tensor::Floats({0, 0, 0, 0}, {4})),
-                             g->AddInitializer("v", ir::Tensor::Floats({1, 1, 1, 1}, {4}))}, 1, "bn");
+  ir::Node* bn = testing::UnitBatchNorm(*g, conv->output(0), "bn");
   ir::Node* relu = g->AddNode(OpKind::kRelu, {bn->output(0)}, 1, "relu");
   ir::Node* gap = g->AddNode(OpKind::kGlobalAveragePool, {relu->output(0)}, 1, "gap");
   ir::Node* flat = g->AddNode(OpKind::kFlatten, {gap->output(0)}, 1, "flat");
@@ -91,8 +87,9 @@ TEST(AmpPasses, O0KeepsEverythingFp32) {
 }
 
 TEST(AmpPasses, O1AllowDenyFollow) {
-  // casts: x, W, B, conv->bn, flat->fc, Wf, Bf, fc->sm
-  CheckPasses(Level(Level::kO1), {{{"conv", F16}, {"bn", F32}, {"relu", F32}, {"gap", F32}, {"flat", F32},
+  // casts: x, W, B, conv->bn, gap->flat, Wf, Bf, fc->sm (flat moves values and
+  // feeds only the fp16 fc: it runs fp16, rule 7)
+  CheckPasses(Level(Level::kO1), {{{"conv", F16}, {"bn", F32}, {"relu", F32}, {"gap", F32}, {"flat", F16},
                                    {"fc", F16}, {"sm", F32}}, 8, 8});
 }
 

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <set>
 #include <string>
 
 #include "executor/session.h"
@@ -89,6 +90,26 @@ size_t CastSteps(const Plan& plan) {
   return n;
 }
 
+// One training step of `graph` (2 threads, seed 9); the session, for its
+// plan, or nullptr after a failure was recorded.
+std::unique_ptr<InferenceSession> RunStep(const ir::Graph& graph, const std::map<std::string, Tensor>& inputs,
+                                          bool fuse_casts, std::vector<Tensor>* outs) {
+  SessionOptions so;
+  so.training = true;
+  so.threads = 2;
+  so.fuse_widened_casts = fuse_casts;
+  auto session = InferenceSession::Create(graph.Clone(), so);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return nullptr;
+  RunOptions run;
+  run.seed = 9;
+  auto out = (*session)->Run(inputs, run);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return nullptr;
+  *outs = std::move(*out);
+  return std::move(*session);
+}
+
 TEST_P(WidenedCasts, SameBitsInFewerCasts) {
   const Case& c = GetParam();
   kernels::cpu::onednn::SetWidenedSliceBytes(c.slice_bytes);
@@ -108,20 +129,11 @@ TEST_P(WidenedCasts, SameBitsInFewerCasts) {
   std::vector<Tensor> outs[2];
   size_t casts[2] = {0, 0}, live[2] = {0, 0}, low_bn[2] = {0, 0};
   for (int fused = 0; fused < 2; ++fused) {
-    SessionOptions so;
-    so.training = true;
-    so.threads = 2;
-    so.fuse_widened_casts = fused == 1;
-    auto session = InferenceSession::Create(tg->graph->Clone(), so);
-    ASSERT_TRUE(session.ok()) << session.status().ToString();
-    RunOptions run;
-    run.seed = 9;
-    auto out = (*session)->Run(inputs, run);
-    ASSERT_TRUE(out.ok()) << out.status().ToString();
-    outs[fused] = std::move(*out);
-    casts[fused] = CastSteps(*(*session)->last_plan());
-    live[fused] = (*session)->last_plan()->live_bytes;
-    low_bn[fused] = LowBatchNormReads(*(*session)->last_plan());
+    std::unique_ptr<InferenceSession> session = RunStep(*tg->graph, inputs, fused == 1, &outs[fused]);
+    if (!session) return;
+    casts[fused] = CastSteps(*session->last_plan());
+    live[fused] = session->last_plan()->live_bytes;
+    low_bn[fused] = LowBatchNormReads(*session->last_plan());
   }
   const ir::Graph& g = *tg->graph;
   ASSERT_EQ(outs[0].size(), outs[1].size());
@@ -155,6 +167,64 @@ INSTANTIATE_TEST_SUITE_P(Levels, WidenedCasts,
                                            Case{amp::Level::kO2, DType::kBFloat16, 1, "O2_bf16_sliced"},
                                            Case{amp::Level::kO3, DType::kFloat16, 1, "O3_fp16_sliced"}),
                          [](const ::testing::TestParamInfo<Case>& i) { return std::string(i.param.name); });
+
+// O1's rule 7 (amp/plan.cc): Relu and the 2x2 MaxPool between the fp32
+// BatchNormalization and the next low Conv run low, since every reader takes
+// them low. Their low results are the roundings of the fp32 ones, so the
+// forward outputs (loss, logits, BN statistics) keep their bits against a
+// policy that keeps them fp32; BatchNormalization then writes its low Y
+// itself (the Cast in front of Relu is absorbed) and the step holds fewer
+// bytes. Gradients may differ where rounding ties two maxima of a window.
+TEST(O1LowReaders, ForwardBitsUnchangedInFewerBytes) {
+  for (DType low : {DType::kBFloat16, DType::kFloat16}) {
+    SCOPED_TRACE(ir::DTypeName(low));
+    std::unique_ptr<ir::Graph> model = train::testing::SmallCnn(4);
+    std::vector<Tensor> outs[2];
+    size_t live[2] = {0, 0}, low_relus[2] = {0, 0}, casts[2] = {0, 0};
+    std::unique_ptr<ir::Graph> graphs[2];
+    std::set<std::string> grads;
+    for (int rule = 0; rule < 2; ++rule) {
+      train::TrainGraphOptions opts;
+      opts.num_classes = 4;
+      amp::Policy policy;
+      policy.level = amp::Level::kO1;
+      policy.low = low;
+      if (rule == 0) policy.fp32_ops = {"Relu", "MaxPool", "Flatten"};
+      opts.amp = policy;
+      auto tg = train::BuildTrainGraph(*model, opts);
+      ASSERT_TRUE(tg.ok()) << tg.status().ToString();
+      std::map<std::string, Tensor> inputs;
+      StepInputs(*model, *tg, inputs);
+      if (HasFatalFailure()) return;
+      for (const ir::Node* n : tg->graph->nodes())
+        if (n->op() == ir::OpKind::kRelu && tg->graph->type(n->output(0)).dtype == low) ++low_relus[rule];
+      std::unique_ptr<InferenceSession> session = RunStep(*tg->graph, inputs, true, &outs[rule]);
+      if (!session) return;
+      live[rule] = session->last_plan()->live_bytes;
+      casts[rule] = CastSteps(*session->last_plan());
+      graphs[rule] = std::move(tg->graph);
+      for (const auto& [param, grad] : tg->grads) grads.insert(grad);
+    }
+    EXPECT_EQ(low_relus[0], 0u);
+    EXPECT_EQ(low_relus[1], 3u) << "the two Relus between BatchNormalization and a low Conv should run low (the classifier's, after a low Gemm, follows it)";
+    EXPECT_LE(casts[1], casts[0]);
+    EXPECT_LT(live[1], live[0]) << "low Relu/MaxPool outputs should hold fewer bytes";
+    const ir::Graph& g = *graphs[1];
+    ASSERT_EQ(outs[0].size(), outs[1].size());
+    size_t compared = 0;
+    for (size_t i = 0; i < outs[0].size(); ++i) {
+      const std::string& name = g.name(g.outputs()[i]);
+      ASSERT_EQ(name, graphs[0]->name(graphs[0]->outputs()[i]));
+      ASSERT_EQ(outs[0][i].dtype(), outs[1][i].dtype()) << name;
+      ASSERT_EQ(outs[0][i].dims(), outs[1][i].dims()) << name;
+      if (grads.count(name)) continue;  // a rounding tie may route a gradient elsewhere
+      ++compared;
+      EXPECT_EQ(std::memcmp(outs[0][i].raw(), outs[1][i].raw(), outs[0][i].nbytes()), 0)
+          << "forward output '" << name << "' changed when Relu/MaxPool run low";
+    }
+    EXPECT_GE(compared, 6u) << "loss, logits and the four BN statistics";
+  }
+}
 
 }  // namespace
 }  // namespace amptrain::executor

@@ -1,0 +1,108 @@
+// O1's own rule (amp/plan.cc rule 7, docs/PRECISION_CHOICES.md): a follow op
+// that commutes with rounding runs low when every reader of it computes low.
+#include <gtest/gtest.h>
+
+#include "amp/passes.h"
+#include "amp_test_util.h"
+
+namespace amptrain::amp {
+namespace {
+
+using ir::DType;
+using ir::OpKind;
+using testing::Count;
+using testing::DecisionsByName;
+using testing::ExpectWellFormed;
+
+constexpr DType F32 = DType::kFloat32, F16 = DType::kFloat16, BF16 = DType::kBFloat16;
+
+Policy O1(DType low = F16) { return testing::AtLevel(Level::kO1, low); }
+
+struct Block {
+  std::vector<int64_t> pool_kernel = {2, 2}, pool_strides = {2, 2};
+  bool relu_to_softmax = false;  // a second, fp32 (denylist) reader of the Relu
+  int64_t opset = 17;
+};
+
+// x[2,3,8,8] -> conv -> bn -> relu -> pool -> conv2 -> y (and relu -> sm -> z)
+std::unique_ptr<ir::Graph> ConvBlock(const Block& b) {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = b.opset;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 3, 8, 8}));
+  ir::Node* conv = g->AddNode(OpKind::kConv, {x, testing::Weight(*g, "W", {4, 3, 3, 3}, 1)}, 1, "conv");
+  conv->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* bn = testing::UnitBatchNorm(*g, conv->output(0), "bn");
+  ir::Node* relu = g->AddNode(OpKind::kRelu, {bn->output(0)}, 1, "relu");
+  ir::Node* pool = g->AddNode(OpKind::kMaxPool, {relu->output(0)}, 1, "pool");
+  pool->attrs().Set("kernel_shape", b.pool_kernel);
+  pool->attrs().Set("strides", b.pool_strides);
+  ir::Node* conv2 = g->AddNode(OpKind::kConv, {pool->output(0), testing::Weight(*g, "W2", {4, 4, 1, 1}, 2)}, 1,
+                               "conv2", {"y"});
+  g->AddOutput(conv2->output(0));
+  if (b.relu_to_softmax) g->AddOutput(g->AddNode(OpKind::kSoftmax, {relu->output(0)}, 1, "sm", {"z"})->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+TEST(AmpO1Rules, ReluAndPoolBeforeALowConvRunLow) {
+  auto g = ConvBlock({});
+  auto d = DecisionsByName(*g, O1());
+  EXPECT_EQ(d["bn"].dtype, F32);
+  for (const char* n : {"relu", "pool"}) {
+    EXPECT_EQ(d[n].dtype, F16) << n;
+    EXPECT_EQ(d[n].reason, Reason::kLowReaders) << n;
+  }
+  // casts (fp16 graph input and output): W, conv->bn, bn->relu, W2; as many
+  // as with Relu and MaxPool fp32 (pool->conv2 instead of bn->relu).
+  ASSERT_TRUE(Convert(*g, O1()).ok());
+  EXPECT_EQ(Count(*g, OpKind::kCast), 4);
+  ExpectWellFormed(*g);
+}
+
+TEST(AmpO1Rules, OverlappingPoolStaysFp32AndSoDoesItsRelu) {
+  // A 3x3 window at stride 2 shares inputs: its gradient adds them up.
+  Block b;
+  b.pool_kernel = {3, 3};
+  auto g = ConvBlock(b);
+  auto d = DecisionsByName(*g, O1());
+  EXPECT_EQ(d["pool"].dtype, F32);
+  EXPECT_EQ(d["pool"].reason, Reason::kFollow);
+  EXPECT_EQ(d["relu"].dtype, F32) << "its reader, the pool, is fp32";
+}
+
+TEST(AmpO1Rules, AnFp32ReaderKeepsTheChainFp32) {
+  Block b;
+  b.relu_to_softmax = true;
+  auto g = ConvBlock(b);
+  auto d = DecisionsByName(*g, O1());
+  EXPECT_EQ(d["relu"].dtype, F32) << "Softmax reads it in fp32";
+  EXPECT_EQ(d["pool"].dtype, F16) << "the pool's only reader is the fp16 conv2";
+}
+
+TEST(AmpO1Rules, UserListsAndCapabilityWin) {
+  auto g = ConvBlock({});
+  Policy p = O1();
+  p.fp32_ops = {"Relu"};
+  auto d = DecisionsByName(*g, p);
+  EXPECT_EQ(d["relu"].reason, Reason::kCustomDeny);
+  EXPECT_EQ(d["pool"].dtype, F16);
+  // bf16 for an opset-17 export: no bf16 Conv or MaxPool in ONNX there, so
+  // nothing reads low and nothing moves.
+  auto d17 = DecisionsByName(*g, O1(BF16));
+  EXPECT_EQ(d17["pool"].dtype, F32);
+  EXPECT_EQ(d17["relu"].dtype, F32);
+  // The same model trained on a CPU (kernel capability): bf16 throughout.
+  auto dk = DecisionsByName(*g, O1(BF16), Capability::Training(nullptr));
+  EXPECT_EQ(dk["relu"].dtype, BF16);
+  EXPECT_EQ(dk["pool"].dtype, BF16);
+}
+
+TEST(AmpO1Rules, NothingMovesAtO0OrO2) {
+  auto g = ConvBlock({});
+  Policy o2 = O1();
+  o2.level = Level::kO2;
+  for (const auto& [name, dec] : DecisionsByName(*g, o2)) EXPECT_NE(dec.reason, Reason::kLowReaders) << name;
+}
+
+}  // namespace
+}  // namespace amptrain::amp
