@@ -52,11 +52,24 @@ struct Capability {
   bool opset_limits = true;  // the ONNX type constraints of the model's opset apply
   // When set, also required: the device has a kernel for (op, low dtype).
   std::function<bool(ir::OpKind, ir::DType)> kernels;
+  // Denylist ops that may take and give low precision without a Cast pair
+  // (plan rule 8): the target's low kernel widens the inputs, computes in
+  // fp32 or wider and rounds the result once, as the Cast pair around the
+  // fp32 op would; training also needs a gradient that reads none of the
+  // op's values. nullptr: none.
+  bool (*computes_fp32_inside)(ir::OpKind) = &OnnxRuntimeComputesFp32Inside;
 
   static Capability Export() { return {}; }
   static Capability Training(std::function<bool(ir::OpKind, ir::DType)> kernels) {
-    return Capability{false, std::move(kernels)};
+    return Capability{false, std::move(kernels), &TrainingComputesFp32Inside};
   }
+  // ONNX Runtime's CPU provider (an export's target): ReduceMean, ReduceSum,
+  // ReduceL2, Softmax and LogSoftmax (its fp16 results are the exact values rounded
+  // once; tests/tools/ort_fp32_inside.py measures it in the e2e tests).
+  static bool OnnxRuntimeComputesFp32Inside(ir::OpKind op);
+  // amptrain's kernels and gradients: ReduceMean and ReduceSum (accumulated
+  // in double; gradient: the output gradient spread over the reduced axes).
+  static bool TrainingComputesFp32Inside(ir::OpKind op);
 };
 
 struct ConvertOptions {

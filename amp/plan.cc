@@ -16,23 +16,44 @@
 //      slot is an error).
 //   5. low precision that ONNX cannot express for the op at the model's opset
 //      falls back to fp32 (kUnsupportedLow).
-//   6. O2 only, after every node has a decision: an "island" (a connected
-//      set of nodes that are low only by the level, kLevelAll, and are not
-//      allowlist compute: follow ops, BatchNormalization, LayerNormalization,
-//      Erf; allowlist compute only when it is the model's last layer) that
-//      reads at least one non-constant fp32 value, reads no
-//      non-constant low value and feeds no node computing low (nor a low
-//      graph output) would only round values between two Casts: it runs fp32
+//   6. O2 only, after every node has a decision and rule 8 has run: an
+//      "island" (a connected set of nodes that are low only by the level,
+//      kLevelAll, and are not allowlist compute: follow ops,
+//      BatchNormalization, LayerNormalization, Erf, Gelu; allowlist compute
+//      only when it is the model's last layer) that reads at least one
+//      non-constant fp32 value, reads no non-constant low value and feeds
+//      no node computing low (nor a low graph output) would only round
+//      values between two Casts: it runs fp32
 //      (kRoundingOnly). E.g. bf16 at opset < 22: Conv and the pools cannot
 //      run bf16, so ResNet's BN/Relu/Add between them stay fp32 instead of
 //      rounding the residual stream after every Conv. Demoting such an island
 //      removes its entry and exit Casts and never adds one (its constants
 //      stay fp32, it has no low neighbour to cast for); an island touching a
 //      low neighbour keeps the level's low dtype.
-// O2 also moves two denylist ops to low (docs/PRECISION_CHOICES.md):
+//   7. O1 only, after every node has a decision: a follow op that the level
+//      left fp32 (kFollow) runs low (kLowReaders) when it commutes with
+//      rounding (it selects, compares or moves values: Relu, Clip, MaxPool
+//      over windows that do not overlap, the layout ops) and every reader
+//      of its float outputs computes low or is moved low itself; it is not
+//      a graph output. Its low result equals the rounding of its fp32 one,
+//      which its readers took anyway, so the forward values do not change;
+//      the Cast moves in front of it, where the producer (BatchNormalization
+//      in a CNN) can write the low value itself. Its gradient moves values
+//      without adding them, so it rounds nothing either. PyTorch's autocast
+//      and MindSpore's O1 (ReLU on its allowlist) run these ops low too.
+//   8. O1/O2, with rule 7 and before rule 6: a denylist op (kLevelDeny) that the capability
+//      computes in fp32 inside its low kernel (Capability::
+//      computes_fp32_inside: ReduceMean, ReduceSum) runs low (kFp32Inside)
+//      when all its non-constant float inputs are planned low and every
+//      reader computes low: the Cast pair around it would widen its inputs
+//      exactly and round its result for the readers anyway. A
+//      squeeze-excitation block's ReduceMean (the dynamo export's global
+//      pooling) then costs no Casts, as GlobalAveragePool does.
+// O2 also moves three denylist ops to low (docs/PRECISION_CHOICES.md):
 // LayerNormalization at opset >= 17 (low X/Scale/B/Y, statistics in fp32:
 // the cast pass sets stash_type=1; below 17 the op does not exist and its
-// decomposition's ReduceMean/Pow stay fp32) and Erf (bounded output).
+// decomposition's ReduceMean/Pow stay fp32), Erf (bounded output) and Gelu
+// (x * Phi(x): |output| <= |input|, the opset-20 op the dynamo exporter writes).
 // Follow = the widest planned dtype among the node's non-constant tied float
 // inputs (constants are cast to match, they do not promote); graph inputs
 // count as fp32 with keep_io_types, as low otherwise. Nodes without a tied
@@ -131,16 +152,18 @@ class Assigner {
   StatusOr<PrecisionPlan> Run(const ir::Graph& g) {
     AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
     AMP_RETURN_IF_ERROR(Plan(g, order));
+    if (p_.level == Level::kO1 || p_.level == Level::kO2) {
+      moved_low_ = LowWhereReadersAreLow(g, order);
+      // Only the chosen nodes and their (low) readers see other dtypes.
+      if (!moved_low_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
+    }
     if (p_.level == Level::kO2) {
+      // After rule 8: an island reading a value that rule 8 made low is not
+      // rounding-only, and no reader of such a value is demoted.
       rounding_only_ = RoundingOnlyIslands(g, order);
       // Demoted nodes change planned dtypes: decide again (only kNotFloat
       // decisions read them at O2, and no island can grow from that).
       if (!rounding_only_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
-    }
-    if (p_.level == Level::kO1) {
-      low_readers_ = LowReaderChains(g, order);
-      // Only the chosen nodes and their (low) readers see other dtypes.
-      if (!low_readers_.empty()) AMP_RETURN_IF_ERROR(Plan(g, order));
     }
     PrecisionPlan plan;
     plan.level = p_.level;
@@ -297,17 +320,39 @@ class Assigner {
     }
   }
 
-  // Rule 7: the nodes that run low because every reader takes them low.
-  // Reverse topological order: a reader is decided before its producer.
-  std::unordered_set<ir::NodeId> LowReaderChains(const ir::Graph& g, const std::vector<const Node*>& order) const {
-    std::unordered_set<ir::NodeId> out;
+  // Rule 8: a denylist op whose low kernel computes in fp32 inside, reading
+  // only low values.
+  bool Fp32InsideCandidate(const ir::Graph& g, const Node& n, const Decision& d) const {
+    if (d.reason != Reason::kLevelDeny || !cap_.computes_fp32_inside || !cap_.computes_fp32_inside(n.op()) ||
+        !internal::SupportsLow(n.op(), p_.low, g.info().opset, cap_))
+      return false;
+    bool any = false;
+    for (size_t s = 0; s < n.num_inputs(); ++s) {
+      if (!FollowsDecision(g, n, s) || g.ConstantValue(n.input(s))) continue;
+      if (!ir::IsLowPrecision(Planned(g, n.input(s)))) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  // Rules 7 and 8: the nodes that run low because every reader takes them
+  // low, with the reason. Reverse topological order: a reader is decided
+  // before its producer.
+  std::unordered_map<ir::NodeId, Reason> LowWhereReadersAreLow(const ir::Graph& g,
+                                                               const std::vector<const Node*>& order) const {
+    std::unordered_map<ir::NodeId, Reason> out;
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const Node& n = **it;
       auto dit = decisions_.find(n.id());
       if (dit == decisions_.end()) continue;  // a Constant
       const Decision& d = dit->second;
-      if (d.reason != Reason::kFollow || d.dtype != DType::kFloat32 || !CommutesWithRounding(n) ||
-          !internal::SupportsLow(n.op(), p_.low, g.info().opset, cap_))
+      Reason why;
+      if (p_.level == Level::kO1 && d.reason == Reason::kFollow && d.dtype == DType::kFloat32 &&
+          CommutesWithRounding(n) && internal::SupportsLow(n.op(), p_.low, g.info().opset, cap_))
+        why = Reason::kLowReaders;
+      else if (Fp32InsideCandidate(g, n, d))
+        why = Reason::kFp32Inside;
+      else
         continue;
       bool all_low = true, any_reader = false;
       for (size_t k = 0; k < n.num_outputs() && all_low; ++k) {
@@ -323,7 +368,7 @@ class Assigner {
           }
         }
       }
-      if (all_low && any_reader) out.insert(n.id());
+      if (all_low && any_reader) out.emplace(n.id(), why);
     }
     return out;
   }
@@ -363,11 +408,11 @@ class Assigner {
     if (p_.level == Level::kO2 && n.op() == ir::OpKind::kBatchNormalization &&
         internal::KeepsBnParamsFp32(p_, n.op(), 1, g.info().opset, cap_))
       d = {p_.low, Reason::kLevelAll};
-    if (p_.level == Level::kO2 && (n.op() == ir::OpKind::kErf ||
+    if (p_.level == Level::kO2 && (n.op() == ir::OpKind::kErf || n.op() == ir::OpKind::kGelu ||
                                    (n.op() == ir::OpKind::kLayerNormalization && g.info().opset >= 17)))
       d = {p_.low, Reason::kLevelAll};
     if (rounding_only_.count(n.id())) d = {DType::kFloat32, Reason::kRoundingOnly};
-    if (low_readers_.count(n.id())) d = {p_.low, Reason::kLowReaders};
+    if (auto m = moved_low_.find(n.id()); m != moved_low_.end()) d = {p_.low, m->second};
     std::string op(schema.onnx_type);
     if (p_.fp32_ops.count(op)) d = {DType::kFloat32, Reason::kCustomDeny};
     if (p_.low_ops.count(op)) d = {p_.low, Reason::kCustomAllow};
@@ -403,10 +448,25 @@ class Assigner {
   std::unordered_map<ir::NodeId, Decision> decisions_;
   std::unordered_map<Value, DType, ir::ValueHash> planned_;
   std::unordered_set<ir::NodeId> rounding_only_;  // rule 6, filled after the first plan
-  std::unordered_set<ir::NodeId> low_readers_;    // rule 7, filled after the first plan
+  std::unordered_map<ir::NodeId, Reason> moved_low_;  // rules 7 and 8, filled after the first plan
 };
 
 }  // namespace
+
+bool Capability::OnnxRuntimeComputesFp32Inside(ir::OpKind op) {
+  switch (op) {
+    case ir::OpKind::kReduceMean:
+    case ir::OpKind::kReduceSum:
+    case ir::OpKind::kReduceL2:
+    case ir::OpKind::kSoftmax:
+    case ir::OpKind::kLogSoftmax: return true;
+    default: return false;
+  }
+}
+
+bool Capability::TrainingComputesFp32Inside(ir::OpKind op) {
+  return op == ir::OpKind::kReduceMean || op == ir::OpKind::kReduceSum;
+}
 
 const char* SlotRuleName(SlotRule rule) {
   switch (rule) {

@@ -41,6 +41,7 @@ const char* ReasonName(Reason r) {
     case Reason::kUnsupportedLow: return "unsupported_low";
     case Reason::kRoundingOnly: return "rounding_only";
     case Reason::kLowReaders: return "low_readers";
+    case Reason::kFp32Inside: return "fp32_inside";
   }
   return "?";
 }

@@ -50,6 +50,7 @@ enum class Reason {
   kUnsupportedLow,    // no kernel/ONNX support for this op in the low dtype
   kRoundingOnly,      // O2: low would only round (no producer/consumer computes low): fp32
   kLowReaders,        // O1: a follow op that commutes with rounding, every reader low: low
+  kFp32Inside,        // O1/O2: a denylist op computed in fp32 inside its low kernel, low in and out
 };
 const char* ReasonName(Reason r);
 

@@ -5,6 +5,7 @@
 
 #include "amp/passes.h"
 #include "amp_test_util.h"
+#include "ir/printer.h"
 
 namespace amptrain::amp {
 namespace {
@@ -139,6 +140,49 @@ TEST(AmpO2Rules, ResidualStaysLowWhereConvRunsLow) {
     EXPECT_EQ(Count(*g, OpKind::kCast), 2) << "x and y only";
     ExpectWellFormed(*g);
   }
+}
+
+// Squeeze-excitation as the dynamo exporter writes it: x -> conv -> a;
+// a -> ReduceMean(axes 2,3) -> fc1 (1x1 conv) -> relu -> fc2 -> sigmoid;
+// y = a * sigmoid. With `mean_to_output`, the mean is also a graph output.
+std::unique_ptr<ir::Graph> SqueezeExcite(bool mean_to_output) {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = 18;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 4, 6, 6}));
+  ir::Node* conv = g->AddNode(OpKind::kConv, {x, testing::Weight(*g, "W", {4, 4, 3, 3}, 1)}, 1, "conv");
+  conv->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* mean = g->AddNode(OpKind::kReduceMean,
+                              {conv->output(0), g->AddInitializer("axes", ir::Tensor::Int64s({2, 3}, {2}))}, 1,
+                              "mean");
+  ir::Node* fc1 = g->AddNode(OpKind::kConv, {mean->output(0), testing::Weight(*g, "W1", {2, 4, 1, 1}, 2)}, 1, "fc1");
+  ir::Node* relu = g->AddNode(OpKind::kRelu, {fc1->output(0)}, 1, "relu");
+  ir::Node* fc2 = g->AddNode(OpKind::kConv, {relu->output(0), testing::Weight(*g, "W2", {4, 2, 1, 1}, 3)}, 1, "fc2");
+  ir::Node* sig = g->AddNode(OpKind::kSigmoid, {fc2->output(0)}, 1, "sig");
+  g->AddOutput(g->AddNode(OpKind::kMul, {conv->output(0), sig->output(0)}, 1, "mul", {"y"})->output(0));
+  if (mean_to_output) g->AddOutput(mean->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+TEST(AmpO2Rules, ReduceMeanBetweenLowOpsTakesAndGivesLowWithoutCasts) {
+  auto g = SqueezeExcite(false);
+  auto d = DecisionsByName(*g, O2());
+  EXPECT_EQ(d["mean"].dtype, F16);
+  EXPECT_EQ(d["mean"].reason, Reason::kFp32Inside);
+  ASSERT_TRUE(Convert(*g, O2()).ok());
+  EXPECT_EQ(Count(*g, OpKind::kCast), 2) << "x and y only: no Cast pair around the mean\n" << ir::PrintGraph(*g);
+  ExpectWellFormed(*g);
+  // An fp32 reader (here the graph output) keeps it fp32 with its Casts.
+  auto g2 = SqueezeExcite(true);
+  EXPECT_EQ(DecisionsByName(*g2, O2())["mean"].reason, Reason::kLevelDeny);
+  // A user's fp32 list is never overruled.
+  Policy p = O2();
+  p.fp32_ops = {"ReduceMean"};
+  EXPECT_EQ(DecisionsByName(*g, p)["mean"].reason, Reason::kCustomDeny);
+  // Without a capability that computes it in fp32 inside, it stays denied.
+  Capability none = Capability::Export();
+  none.computes_fp32_inside = nullptr;
+  EXPECT_EQ(DecisionsByName(*g, O2(), none)["mean"].dtype, F32);
 }
 
 // x -> mm1(W1) -> ln -> erf -> mm2(W2) -> y

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <string>
 
+#include "amp/passes.h"
 #include "executor/npy.h"
 #include "importer/onnx_import.h"
 #include "tests/e2e/e2e_util.h"
@@ -155,6 +156,23 @@ std::vector<Case> AllCases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(TorchModels, AmpConvert, ::testing::ValuesIn(AllCases()), CaseName);
+
+// Plan rule 8 lets an export's denylist ops that ONNX Runtime computes in
+// fp32 inside its fp16 kernels take and give fp16 without a Cast pair: that
+// must hold for every op the capability names, in the ONNX Runtime the tests use.
+TEST(AmpConvertCapability, OnnxRuntimeComputesItsListInFp32Inside) {
+  if (!HaveOrt()) GTEST_SKIP() << PySkip("onnx, onnxruntime");
+  std::string ops;
+  for (int k = 0; k < static_cast<int>(ir::OpKind::kNumOps); ++k)
+    if (amp::Capability::OnnxRuntimeComputesFp32Inside(static_cast<ir::OpKind>(k)))
+      ops += " " + std::string(ir::Schema(static_cast<ir::OpKind>(k)).onnx_type);
+  ASSERT_FALSE(ops.empty());
+  const std::string log = std::string(AMPTRAIN_BINARY_DIR) + "/ort_fp32_inside.log";
+  int rc = Sh(Py() + kSrc + "/tests/tools/ort_fp32_inside.py" + ops + " > " + log + " 2>&1");
+  std::string out = ReadFile(log);
+  std::cout << out;
+  EXPECT_EQ(rc, 0) << out;
+}
 
 }  // namespace
 }  // namespace amptrain
