@@ -230,6 +230,7 @@ kernels::TensorSpec SpecOf(const Plan& plan, int slot, bool widened) {
   spec.dtype = s.dtype;
   spec.dims = s.dims;
   if (widened) spec.holds = s.holds;
+  spec.channels_last = s.channels_last;
   if (s.storage == Storage::kConstant) spec.value = &s.constant;
   return spec;
 }
@@ -310,6 +311,7 @@ StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorT
   AMP_RETURN_IF_ERROR(CreateKernels(plan, options));
   DropUnusedOutputs(graph, plan);
   if (options.fuse_widened_casts) FuseWidenedCasts(plan, options);
+  if (options.channels_last) AssignChannelsLast(plan, options);
   PlanMemory(plan, options.inplace);
   spdlog::debug("plan: {} kernels, {} folded nodes, arena {} bytes (most live at one step {}, without reuse {})",
                 plan.steps.size(), plan.folded_nodes, plan.peak_bytes, plan.live_bytes, plan.naive_bytes);

@@ -21,7 +21,10 @@
 //     registers absorb the Casts beside them; a storage-only kernel, which
 //     computes a fp16/bf16 node in fp32 anyway, reads and writes fp32 values
 //     that hold the low type instead of paying for a Cast beside it.
-//  5. Memory: intermediates live in one 64-byte aligned arena. Every value
+//  5. Layout (AssignChannelsLast below): an intermediate whose producer and
+//     readers all take it channels-last is stored so, and the convolutions
+//     between them skip their nchw <-> nhwc reorders.
+//  6. Memory: intermediates live in one 64-byte aligned arena. Every value
 //     (and every kernel's scratch) has a liveness interval [first, last] in
 //     schedule steps; buffers are packed greedily, largest first, each into
 //     the best-fitting gap among the buffers that are live at the same time.
@@ -59,6 +62,7 @@ struct PlanOptions {
   bool inplace = true;      // allow output-over-input aliasing
   uint64_t seed = 0;        // base seed of random kernels (training Dropout)
   bool fuse_widened_casts = true;  // step 4 (off only to compare against it)
+  bool channels_last = true;       // step 5 (off only to compare against it)
 };
 
 enum class Storage {
@@ -81,6 +85,8 @@ struct Slot {
   // kFloat16/kBFloat16 for a kFloat32 slot whose values are exact in that
   // type: a low-precision value stored widened by cast fusion.
   ir::DType holds = ir::DType::kUndefined;
+  // kArena, rank 4: stored channels-last (kernels::TensorSpec::channels_last).
+  bool channels_last = false;
   int buffer = -1;      // kArena only: index into Plan::buffers
   // Schedule steps of the definition and the last use (kArena only).
   int first = 0, last = 0;
@@ -173,6 +179,17 @@ kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanO
 // Every step keeps its node, so errors and the overflow observer still name
 // the graph's nodes. A rewrite the kernels decline is not made.
 void FuseWidenedCasts(Plan& plan, const PlanOptions& options);
+
+// Step 5: a rank-4 float arena value is stored channels-last when the entry
+// of its producer sets that output's bit of
+// KernelEntry::channels_last_outputs and the entry of every reader sets that
+// input's bit of channels_last_inputs; those steps' kernels are made again
+// with TensorSpec::channels_last. A value a kernel then declines goes back to
+// plain. Graph inputs, outputs and constants stay plain, so nothing outside
+// a run sees the layout; values stay bitwise what the plain plan computes.
+//   before: Conv ─▶ y (nchw) ─▶ FusedConv   each reorders nchw <-> nhwc
+//   after:  Conv ─▶ y (nhwc) ─▶ FusedConv   no reorder between them
+void AssignChannelsLast(Plan& plan, const PlanOptions& options);
 
 // Memory plan of a plan whose steps, slots and kernels are set: liveness of
 // the arena slots, in-place aliasing (when `inplace`), scratch buffers, then

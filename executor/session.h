@@ -42,6 +42,9 @@ struct SessionOptions {
   // Cast fusion for storage-only kernels (executor/plan.h); off only to
   // compare against it.
   bool fuse_widened_casts = true;
+  // Channels-last activations between kernels that take them (executor/plan.h);
+  // off only to compare against it.
+  bool channels_last = true;
 };
 
 // Called after each executed node with its output views (absent optional

@@ -39,6 +39,11 @@ struct TensorSpec {
   // an output the kernel must round to `holds`. Given only to kernels whose
   // entry sets KernelEntry::takes_widened (the executor's cast fusion).
   DType holds = DType::kUndefined;
+  // A rank-4 tensor stored channels-last: dims stay N, C, H, W and the
+  // buffer holds element (n, c, h, w) at ((n * H + h) * W + w) * C + c.
+  // Given only where the entry sets that slot's bit of
+  // KernelEntry::channels_last_inputs/_outputs (the executor's layout step).
+  bool channels_last = false;
 
   bool present() const { return dtype != DType::kUndefined; }
   int64_t num_elements() const {
@@ -124,6 +129,11 @@ struct KernelEntry {
   // executor passes that for an output the graph never reads (a ConvGrad's dX
   // of the first convolution, whose input is data) and allocates nothing for it.
   bool skips_unused_outputs = false;
+  // Bit i: the factory also takes input (output) i of rank 4 stored
+  // channels-last (TensorSpec::channels_last). The executor then keeps a
+  // value channels-last when its producer and all its readers take it so,
+  // and the kernels between them skip their layout reorders.
+  uint32_t channels_last_inputs = 0, channels_last_outputs = 0;
 };
 
 class Registry {

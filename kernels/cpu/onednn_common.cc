@@ -38,6 +38,12 @@ dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t) {
   return dnnl::memory::desc(Dims(dims), DataType(t), strides);
 }
 
+dnnl::memory::desc SpecDesc(const TensorSpec& spec) {
+  if (spec.channels_last && spec.dims.size() == 4)
+    return dnnl::memory::desc(Dims(spec.dims), DataType(spec.dtype), dnnl::memory::format_tag::acdb);
+  return PlainDesc(spec.dims, spec.dtype);
+}
+
 PrimitiveKernel::PrimitiveKernel(std::string describe, dnnl::primitive primitive, std::vector<Binding> bindings,
                                  std::vector<dnnl::memory> owned)
     : describe_(std::move(describe)),

@@ -27,6 +27,8 @@ dnnl::memory::data_type DataType(DType t);
 dnnl::memory::dims Dims(const std::vector<int64_t>& dims);
 // Row-major (a, ab, abc, ...) descriptor of `dims` and `t`.
 dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t);
+// The desc of a kernel spec's buffer: plain, or nhwc for a channels-last one.
+dnnl::memory::desc SpecDesc(const TensorSpec& spec);
 
 // Where a primitive argument comes from at Run time.
 struct Binding {

@@ -3,7 +3,9 @@
 // asymmetric pads (oneDNN padding_l/padding_r), bias fused; FusedConv adds the
 // residual Z through a `sum` post-op and Relu through an `eltwise_relu` one.
 //
-// Layouts: the executor's buffers are plain nchw, for which oneDNN 2.6 mostly
+// Layouts: the executor's buffers are plain nchw (or nhwc where the executor
+// keeps a value channels-last between kernels that take it: X, Z and Y
+// here, TensorSpec::channels_last), for which oneDNN 2.6 mostly
 // has gemm-based convolutions only. The primitive is created with
 // format_tag::any for src/dst/weights, so it picks its blocked direct
 // convolution (nChw16c, ...); src is then reordered into a scratch buffer,
@@ -28,7 +30,7 @@ using desc = dnnl::memory::desc;
 using tag = dnnl::memory::format_tag;
 
 struct ConvSetup {
-  desc src_plain, dst_plain, w_plain, bias;
+  desc src_plain, dst_plain, w_plain, bias, z_plain;  // *_plain: the buffers' layouts
   dnnl::convolution_forward::primitive_desc pd;
   bool has_bias = false, residual = false;
 };
@@ -49,8 +51,10 @@ class ConvKernel : public Kernel {
     src_ = LayoutArg(s.src_plain, s.pd.src_desc(), /*input=*/true, &scratch_end_);
     dst_ = LayoutArg(s.dst_plain, s.pd.dst_desc(), /*input=*/false, &scratch_end_);
     // The residual Z goes into dst's buffer for the sum post-op, in dst's layout.
-    if (residual_ && dst_.reordered())
-      z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.dst_plain, Engine(), s.pd.dst_desc()));
+    const desc& y_desc = dst_.reordered() ? s.pd.dst_desc() : s.dst_plain;
+    if (residual_ && s.z_plain != y_desc)
+      z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.z_plain, Engine(), y_desc));
+    z_plain_ = s.z_plain;
     if (!weights_) w_arg_ = LayoutArg(s.w_plain, s.pd.weights_desc(), /*input=*/true, &scratch_end_);
   }
 
@@ -64,11 +68,11 @@ class ConvKernel : public Kernel {
       dnnl::memory y = dst_.Target(out, scratch);
       if (residual_) {
         const ir::TensorView& z = ctx.inputs[3];
-        if (dst_.reordered()) {
-          dnnl::memory z_plain(dst_plain_, Engine(), z.data);
+        if (z_in_) {
+          dnnl::memory z_plain(z_plain_, Engine(), z.data);
           z_in_.execute(stream_, z_plain, y);
-        } else if (z.data != out) {
-          std::memcpy(out, z.data, dst_plain_.get_size());
+        } else if (void* target = y.get_data_handle(); z.data != target) {
+          std::memcpy(target, z.data, z_plain_.get_size());  // Z has y's layout (out's, or scratch's)
         }
       }
       std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}};
@@ -86,10 +90,10 @@ class ConvKernel : public Kernel {
  private:
   std::string describe_;
   dnnl::convolution_forward conv_;
-  desc dst_plain_, bias_;
+  desc dst_plain_, bias_, z_plain_;
   dnnl::memory weights_;        // reordered constant weight; empty when W is computed
   LayoutArg src_, dst_, w_arg_;  // w_arg_: a computed weight (weights_ empty)
-  dnnl::reorder z_in_;          // residual into dst's layout; empty when dst is plain
+  dnnl::reorder z_in_;          // residual into dst's layout; empty when Z already has it
   size_t scratch_end_ = 0;
   bool has_bias_, residual_;
   dnnl::stream stream_;
@@ -116,8 +120,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
   if (act != "" && act != "Relu") return init.Error("activation '", act, "' is not supported");
   AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(init, {w[2], w[3]}, false));
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
-    s.src_plain = PlainDesc(x, t);
-    s.dst_plain = PlainDesc(y, t);
+    s.src_plain = SpecDesc(init.inputs[0]);
+    s.dst_plain = SpecDesc(init.outputs[0]);
+    if (s.residual) s.z_plain = SpecDesc(init.inputs[3]);
     std::vector<int64_t> wdims = group == 1 ? w : std::vector<int64_t>{group, w[0] / group, w[1], w[2], w[3]};
     s.w_plain = PlainDesc(wdims, t);
     s.bias = PlainDesc({w[0]}, t);
@@ -154,8 +159,15 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnConv(Registry& r) {
-  AddOneDnn(r, OpKind::kConv, MakeConv);
-  AddOneDnn(r, OpKind::kFusedConv, MakeConv);
+  // X, Z and Y may be channels-last (the storage-only twin slices the batch
+  // of plain buffers and keeps them plain).
+  for (auto [op, inputs] : {std::pair{OpKind::kConv, 0b1u}, std::pair{OpKind::kFusedConv, 0b1001u}}) {
+    KernelEntry e = OneDnnEntry(op, MakeConv);
+    e.channels_last_inputs = inputs;
+    e.channels_last_outputs = 0b1;
+    r.Add(std::move(e));
+    r.Add(WidenedEntry(op, MakeConv));
+  }
 }
 
 }  // namespace amptrain::kernels::cpu::onednn
