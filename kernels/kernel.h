@@ -134,6 +134,9 @@ struct KernelEntry {
   // value channels-last when its producer and all its readers take it so,
   // and the kernels between them skip their layout reorders.
   uint32_t channels_last_inputs = 0, channels_last_outputs = 0;
+  // Those inputs and outputs take one layout together: all channels-last or
+  // all plain (a tensor whose H * W is 1 reads the same either way).
+  bool channels_last_together = false;
 };
 
 class Registry {

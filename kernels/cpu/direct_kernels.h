@@ -41,7 +41,7 @@ inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.thre
 KernelEntry DirectEntry(OpKind op, KernelFactory factory,
                         std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
 
-void RegisterDirectPool(Registry& r);         // direct_pool.cc: MaxPool, AveragePool, MaxPoolGrad (2-D)
+void RegisterDirectPool(Registry& r);         // direct_pool.cc: MaxPool, AveragePool, GlobalAveragePool, MaxPoolGrad (2-D)
 void RegisterDirectElementwise(Registry& r);  // direct_elementwise.cc: Relu, ReluGrad, Cast fp32 <-> 2-byte
 void RegisterDirectBatchNorm(Registry& r);    // direct_batchnorm.cc: BatchNormalization and its grad, fp32 params
 

@@ -1,6 +1,8 @@
 // Direct 2-D pooling over NCHW planes, impl "direct", priority 20 (above
 // oneDNN 2.6, whose plain-layout pooling is its slow simple_nchw): MaxPool,
-// AveragePool and MaxPoolGrad in fp32, fp16 and bf16. One plane (n, c) per
+// AveragePool, GlobalAveragePool and MaxPoolGrad in fp32, fp16 and bf16;
+// the forward pools also over channels-last X and Y (TensorSpec::channels_last),
+// per pixel across the channels with the same taps in the same order. One plane (n, c) per
 // work item on OpenMP; a 2-byte plane is widened to fp32 in a thread-local
 // buffer (a few KiB) and the result narrowed once, except on the 2x2 path
 // below, which widens and narrows in registers.
@@ -411,14 +413,65 @@ void AveragePlane(const Geometry2d& p, const float* x, float* y, std::vector<dou
   }
 }
 
+// MaxPool or AveragePool of image n of a channels-last X [N, H, W, C] into
+// channels-last Y: per output pixel, the taps of MaxPlane/AveragePlane in
+// their order for every channel at once, so each result has the bits of the
+// plain kernel. `acc` holds C values; `in` a widened input pixel.
+template <class T>
+void PoolImageNhwc(const Geometry2d& p, int64_t channels, bool is_max, const T* x, T* y, std::vector<double>& acc,
+                   std::vector<float>& in, std::vector<float>& out) {
+  const auto c = static_cast<size_t>(channels);
+  acc.resize(c);
+  out.resize(c);
+  for (int64_t r = 0; r < p.oh; ++r) {
+    for (int64_t oc = 0; oc < p.ow; ++oc) {
+      float* m = out.data();
+      if (is_max) std::fill(m, m + c, -std::numeric_limits<float>::infinity());
+      else std::fill(acc.begin(), acc.end(), 0.0);
+      for (int64_t i = 0; i < p.kh; ++i) {
+        const int64_t ih = p.Row(r, i);
+        if (ih < 0 || ih >= p.h) continue;
+        for (int64_t j = 0; j < p.kw; ++j) {
+          if (oc < p.lo[j] || oc >= p.hi[j]) continue;
+          const int64_t iw = oc * p.sw + j * p.dw - p.pw;
+          const float* v = Widened(x + (ih * p.w + iw) * channels, channels, in);
+          if (is_max) {
+            for (size_t k = 0; k < c; ++k) m[k] = Wins(v[k], m[k]) ? v[k] : m[k];
+          } else {
+            for (size_t k = 0; k < c; ++k) acc[k] += static_cast<double>(v[k]);
+          }
+        }
+      }
+      if (!is_max)
+        for (size_t k = 0; k < c; ++k) m[k] = static_cast<float>(acc[k] / (p.div_h[r] * p.div_w[oc]));
+      Store(m, y + (r * p.ow + oc) * channels, channels);
+    }
+  }
+}
+
 template <class T>
 class PoolKernel final : public Kernel {
  public:
-  PoolKernel(Geometry2d p, bool is_max, int threads) : p_(std::move(p)), is_max_(is_max), threads_(threads) {}
+  // channels > 0: X and Y are channels-last with that many channels.
+  PoolKernel(Geometry2d p, bool is_max, int threads, int64_t channels = 0)
+      : p_(std::move(p)), is_max_(is_max), threads_(threads), channels_(channels) {}
 
   Status Run(KernelContext& ctx) override {
     const T* x = ctx.inputs[0].as<const T>();
     T* y = ctx.outputs[0].as<T>();
+    if (channels_ > 0) {
+      const int64_t images = p_.planes / channels_;
+#pragma omp parallel num_threads(threads_)
+      {
+        std::vector<double> acc;
+        std::vector<float> in, out;
+#pragma omp for schedule(static)
+        for (int64_t n = 0; n < images; ++n)
+          PoolImageNhwc(p_, channels_, is_max_, x + n * p_.in_size() * channels_, y + n * p_.out_size() * channels_,
+                        acc, in, out);
+      }
+      return Status::Ok();
+    }
     const bool plain_2x2 = Has2x2Path(p_);
 #pragma omp parallel num_threads(threads_)
     {
@@ -443,6 +496,55 @@ class PoolKernel final : public Kernel {
  private:
   Geometry2d p_;
   bool is_max_;
+  int threads_;
+  int64_t channels_;
+};
+
+// GlobalAveragePool of [N, C, H, W], plain or channels-last X: each plane
+// summed in double in row-major order and divided by H * W once, the
+// reference kernel's arithmetic (pool.cc), so the bits are its bits.
+template <class T>
+class GlobalAveragePoolKernel final : public Kernel {
+ public:
+  GlobalAveragePoolKernel(int64_t n, int64_t c, int64_t plane, bool channels_last, int threads)
+      : n_(n), c_(c), plane_(plane), channels_last_(channels_last), threads_(threads) {}
+
+  Status Run(KernelContext& ctx) override {
+    const T* x = ctx.inputs[0].as<const T>();
+    T* y = ctx.outputs[0].as<T>();
+    const double count = static_cast<double>(plane_);
+#pragma omp parallel num_threads(threads_)
+    {
+      std::vector<float> buf, out(static_cast<size_t>(channels_last_ ? c_ : 1));
+      std::vector<double> acc(static_cast<size_t>(c_));
+      if (channels_last_) {
+#pragma omp for schedule(static)
+        for (int64_t n = 0; n < n_; ++n) {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t i = 0; i < plane_; ++i) {
+            const float* v = Widened(x + (n * plane_ + i) * c_, c_, buf);
+            for (int64_t k = 0; k < c_; ++k) acc[static_cast<size_t>(k)] += static_cast<double>(v[k]);
+          }
+          for (int64_t k = 0; k < c_; ++k) out[static_cast<size_t>(k)] = static_cast<float>(acc[static_cast<size_t>(k)] / count);
+          Store(out.data(), y + n * c_, c_);
+        }
+      } else {
+#pragma omp for schedule(static)
+        for (int64_t q = 0; q < n_ * c_; ++q) {
+          const float* v = Widened(x + q * plane_, plane_, buf);
+          double sum = 0.0;
+          for (int64_t i = 0; i < plane_; ++i) sum += static_cast<double>(v[i]);
+          out[0] = static_cast<float>(sum / count);
+          Store(out.data(), y + q, 1);
+        }
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t n_, c_, plane_;
+  bool channels_last_;
   int threads_;
 };
 
@@ -507,7 +609,18 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   const bool is_max = init.op == OpKind::kMaxPool;
   const bool include_pad = !is_max && init.attrs->Int("count_include_pad", 0) != 0;
   AMP_ASSIGN_OR_RETURN(Geometry2d p, Resolve(init, init.inputs[0].dims, init.outputs[0].dims, include_pad));
-  return ForDType<PoolKernel>(init.inputs[0].dtype, std::move(p), is_max, Threads(init));
+  // The executor gives X and Y one layout (KernelEntry::channels_last_together).
+  const int64_t channels = init.inputs[0].channels_last ? init.inputs[0].dims[1] : 0;
+  return ForDType<PoolKernel>(init.inputs[0].dtype, std::move(p), is_max, Threads(init), channels);
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeGlobalAveragePool(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
+  const auto& x = init.inputs[0].dims;
+  if (x.size() != 4) return init.Error("the direct GlobalAveragePool takes [N, C, H, W]");
+  if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("Y must have X's dtype");
+  return ForDType<GlobalAveragePoolKernel>(init.inputs[0].dtype, x[0], x[1], x[2] * x[3],
+                                           init.inputs[0].channels_last, Threads(init));
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
@@ -527,8 +640,16 @@ StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
 }  // namespace
 
 void RegisterDirectPool(Registry& r) {
-  for (OpKind op : {OpKind::kMaxPool, OpKind::kAveragePool}) r.Add(DirectEntry(op, MakePool));
+  for (OpKind op : {OpKind::kMaxPool, OpKind::kAveragePool}) {
+    KernelEntry e = DirectEntry(op, MakePool);
+    e.channels_last_inputs = e.channels_last_outputs = 0b1;
+    e.channels_last_together = true;
+    r.Add(std::move(e));
+  }
   r.Add(DirectEntry(OpKind::kMaxPoolGrad, MakeMaxPoolGrad));
+  KernelEntry gap = DirectEntry(OpKind::kGlobalAveragePool, MakeGlobalAveragePool);
+  gap.channels_last_inputs = 0b1;  // Y is [N, C, 1, 1]: the same bytes in either layout
+  r.Add(std::move(gap));
 }
 
 }  // namespace amptrain::kernels::cpu::direct
