@@ -5,10 +5,12 @@
 
 #include <cstring>
 #include <functional>
+#include <iostream>
 #include <map>
 #include <random>
 #include <string>
 
+#include "amp/passes.h"
 #include "executor/session.h"
 #include "models/builders.h"
 
@@ -86,8 +88,9 @@ TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
       const Slot& y = plan.slots[static_cast<size_t>(s.outputs[0])];
       if (y.dims[2] * y.dims[3] == 1) continue;  // layer4 at 32x32: 1x1 planes read the same either way
       ++convs;
-      // Read by convolutions, the stem's MaxPool or the head's
-      // GlobalAveragePool, which all take channels-last.
+      // BN folds into the convolutions, whose outputs are read by
+      // convolutions, the stem's MaxPool or the head's GlobalAveragePool,
+      // which all take channels-last.
       EXPECT_TRUE(y.channels_last) << s.node->name() << "'s output is plain";
     }
   });
@@ -120,7 +123,12 @@ TEST(ChannelsLast, ResidualIntoAPlainGraphOutputSameBits) {
 // Conv -> AveragePool (3x3, stride 1, pad 1, count_include_pad) -> Conv ->
 // GlobalAveragePool -> y: the pools run on channels-last values (the direct
 // pool kernels, KernelEntry::channels_last_together) with the plain plan's bits.
-TEST(ChannelsLast, PoolsBetweenConvolutionsSameBits) {
+class ChannelsLastPools : public ::testing::TestWithParam<ir::DType> {};
+
+// In fp32, and in bf16 (the graph converted to O3 bf16 for a CPU's
+// kernels): where oneDNN runs the bf16 convolutions natively they take
+// channels-last too; its storage-only twin keeps plain buffers.
+TEST_P(ChannelsLastPools, BetweenConvolutionsSameBits) {
   std::mt19937 rng(8);
   auto random = [&](std::vector<int64_t> dims) { return Uniform(rng, -1.0f, 1.0f, std::move(dims)); };
   ir::Graph g;
@@ -143,10 +151,30 @@ TEST(ChannelsLast, PoolsBetweenConvolutionsSameBits) {
   ir::Value b = pool(ir::OpKind::kAveragePool, conv(a, 16, 16, "c2"), 1, "avg");
   g.AddOutput(g.AddNode(ir::OpKind::kGlobalAveragePool, {conv(b, 16, 32, "c3")}, 1, "gap", {"y"})->output(0));
   ASSERT_TRUE(g.InferShapes().ok());
-  BothRuns r = RunBoth(g, {{"x", random({2, 3, 11, 11})}});
-  EXPECT_EQ(r.channels_last, 5u) << "every value from c1's output to c3's";
+  if (GetParam() != ir::DType::kFloat32) {
+    amp::Policy p;
+    p.level = amp::Level::kO3;
+    p.low = GetParam();
+    amp::ConvertOptions co;
+    co.capability = amp::Capability::Training(nullptr);  // every op low, whatever the opset
+    auto report = amp::Convert(g, p, co);
+    ASSERT_TRUE(report.ok()) << report.status().ToString();
+  }
+  bool native = true;
+  BothRuns r = RunBoth(g, {{"x", random({2, 3, 11, 11})}}, [&](const Plan& plan) {
+    for (const Step& s : plan.steps)
+      if (s.node->op() == ir::OpKind::kConv) native = native && s.impl == "onednn";
+  });
+  std::cout << "[ " << ir::DTypeName(GetParam()) << ": " << r.channels_last << " channels-last values, "
+            << (native ? "native" : "storage-only") << " convolutions ]\n";
+  if (native) {
+    EXPECT_EQ(r.channels_last, 5u) << "every value from c1's output to c3's";
+  }
   ExpectSameBits(r);
 }
+
+INSTANTIATE_TEST_SUITE_P(DTypes, ChannelsLastPools, ::testing::Values(ir::DType::kFloat32, ir::DType::kBFloat16),
+                         [](const ::testing::TestParamInfo<ir::DType>& i) { return std::string(ir::DTypeName(i.param)); });
 
 }  // namespace
 }  // namespace amptrain::executor
