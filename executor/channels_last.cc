@@ -80,7 +80,7 @@ void AssignChannelsLast(Plan& plan, const PlanOptions& options) {
         bool any_last = false, any_plain = false;
         for (int slot : claimed) {
           const Slot& s = plan.slots[static_cast<size_t>(slot)];
-          if (PlaneOf(s) > 1 || s.dims.size() != 4) (s.channels_last ? any_last : any_plain) = true;
+          if (PlaneOf(s) > 1) (s.channels_last ? any_last : any_plain) = true;
         }
         if (!any_last || !any_plain) continue;
         for (int slot : claimed) unmark(slot);

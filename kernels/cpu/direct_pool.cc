@@ -500,54 +500,6 @@ class PoolKernel final : public Kernel {
   int64_t channels_;
 };
 
-// GlobalAveragePool of [N, C, H, W], plain or channels-last X: each plane
-// summed in double in row-major order and divided by H * W once, the
-// reference kernel's arithmetic (pool.cc), so the bits are its bits.
-template <class T>
-class GlobalAveragePoolKernel final : public Kernel {
- public:
-  GlobalAveragePoolKernel(int64_t n, int64_t c, int64_t plane, bool channels_last, int threads)
-      : n_(n), c_(c), plane_(plane), channels_last_(channels_last), threads_(threads) {}
-
-  Status Run(KernelContext& ctx) override {
-    const T* x = ctx.inputs[0].as<const T>();
-    T* y = ctx.outputs[0].as<T>();
-    const double count = static_cast<double>(plane_);
-#pragma omp parallel num_threads(threads_)
-    {
-      std::vector<float> buf, out(static_cast<size_t>(channels_last_ ? c_ : 1));
-      std::vector<double> acc(static_cast<size_t>(c_));
-      if (channels_last_) {
-#pragma omp for schedule(static)
-        for (int64_t n = 0; n < n_; ++n) {
-          std::fill(acc.begin(), acc.end(), 0.0);
-          for (int64_t i = 0; i < plane_; ++i) {
-            const float* v = Widened(x + (n * plane_ + i) * c_, c_, buf);
-            for (int64_t k = 0; k < c_; ++k) acc[static_cast<size_t>(k)] += static_cast<double>(v[k]);
-          }
-          for (int64_t k = 0; k < c_; ++k) out[static_cast<size_t>(k)] = static_cast<float>(acc[static_cast<size_t>(k)] / count);
-          Store(out.data(), y + n * c_, c_);
-        }
-      } else {
-#pragma omp for schedule(static)
-        for (int64_t q = 0; q < n_ * c_; ++q) {
-          const float* v = Widened(x + q * plane_, plane_, buf);
-          double sum = 0.0;
-          for (int64_t i = 0; i < plane_; ++i) sum += static_cast<double>(v[i]);
-          out[0] = static_cast<float>(sum / count);
-          Store(out.data(), y + q, 1);
-        }
-      }
-    }
-    return Status::Ok();
-  }
-
- private:
-  int64_t n_, c_, plane_;
-  bool channels_last_;
-  int threads_;
-};
-
 // dX of one plane: dY[o] added at argmax[o], in output order, from +0.
 template <class A>
 void ScatterPlane(const Geometry2d& p, const float* dy, const int32_t* arg, A* acc) {
@@ -614,13 +566,19 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   return ForDType<PoolKernel>(init.inputs[0].dtype, std::move(p), is_max, Threads(init), channels);
 }
 
+// GlobalAveragePool is the AveragePool whose window is the whole plane: its
+// taps are the plane's elements in row-major order, summed in double and
+// divided by H * W, the reference kernel's arithmetic (pool.cc). Y is
+// [N, C, 1, 1], the same bytes in either layout.
 StatusOr<std::unique_ptr<Kernel>> MakeGlobalAveragePool(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   const auto& x = init.inputs[0].dims;
   if (x.size() != 4) return init.Error("the direct GlobalAveragePool takes [N, C, H, W]");
-  if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("Y must have X's dtype");
-  return ForDType<GlobalAveragePoolKernel>(init.inputs[0].dtype, x[0], x[1], x[2] * x[3],
-                                           init.inputs[0].channels_last, Threads(init));
+  ir::Attributes window;
+  window.Set("kernel_shape", std::vector<int64_t>{x[2], x[3]});
+  KernelInit pool = init;  // keeps the op, so errors name the GlobalAveragePool node
+  pool.attrs = &window;
+  return MakePool(pool);
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {

@@ -42,8 +42,8 @@ class ConvKernel : public Kernel {
   ConvKernel(std::string describe, const ConvSetup& s, dnnl::memory weights)
       : describe_(std::move(describe)),
         conv_(s.pd),
-        dst_plain_(s.dst_plain),
         bias_(s.bias),
+        z_plain_(s.z_plain),
         weights_(std::move(weights)),
         has_bias_(s.has_bias),
         residual_(s.residual),
@@ -54,7 +54,6 @@ class ConvKernel : public Kernel {
     const desc& y_desc = dst_.reordered() ? s.pd.dst_desc() : s.dst_plain;
     if (residual_ && s.z_plain != y_desc)
       z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.z_plain, Engine(), y_desc));
-    z_plain_ = s.z_plain;
     if (!weights_) w_arg_ = LayoutArg(s.w_plain, s.pd.weights_desc(), /*input=*/true, &scratch_end_);
   }
 
@@ -90,7 +89,7 @@ class ConvKernel : public Kernel {
  private:
   std::string describe_;
   dnnl::convolution_forward conv_;
-  desc dst_plain_, bias_, z_plain_;
+  desc bias_, z_plain_;
   dnnl::memory weights_;        // reordered constant weight; empty when W is computed
   LayoutArg src_, dst_, w_arg_;  // w_arg_: a computed weight (weights_ empty)
   dnnl::reorder z_in_;          // residual into dst's layout; empty when Z already has it

@@ -42,6 +42,14 @@ class WidenedCasts : public ::testing::TestWithParam<Case> {
   size_t saved_ = 0;
 };
 
+// The training graph of the 4-class SmallCnn under `policy`.
+StatusOr<train::TrainGraph> FourClassTrainGraph(const ir::Graph& model, const amp::Policy& policy) {
+  train::TrainGraphOptions opts;
+  opts.num_classes = 4;
+  opts.amp = policy;
+  return train::BuildTrainGraph(model, opts);
+}
+
 // The training step's inputs: the model's initializers (parameters and BN
 // statistics), a random batch of 40 (two slices and a tail when sliced),
 // labels and a loss scale of 1024.
@@ -114,13 +122,10 @@ TEST_P(WidenedCasts, SameBitsInFewerCasts) {
   const Case& c = GetParam();
   kernels::cpu::onednn::SetWidenedSliceBytes(c.slice_bytes);
   std::unique_ptr<ir::Graph> model = train::testing::SmallCnn(4);
-  train::TrainGraphOptions opts;
-  opts.num_classes = 4;
   amp::Policy policy;
   policy.level = c.level;
   policy.low = c.low;
-  opts.amp = policy;
-  auto tg = train::BuildTrainGraph(*model, opts);
+  auto tg = FourClassTrainGraph(*model, policy);
   ASSERT_TRUE(tg.ok()) << tg.status().ToString();
   std::map<std::string, Tensor> inputs;
   StepInputs(*model, *tg, inputs);
@@ -184,14 +189,11 @@ TEST(O1LowReaders, ForwardBitsUnchangedInFewerBytes) {
     std::unique_ptr<ir::Graph> graphs[2];
     std::set<std::string> grads;
     for (int rule = 0; rule < 2; ++rule) {
-      train::TrainGraphOptions opts;
-      opts.num_classes = 4;
       amp::Policy policy;
       policy.level = amp::Level::kO1;
       policy.low = low;
       if (rule == 0) policy.fp32_ops = {"Relu", "MaxPool", "Flatten"};
-      opts.amp = policy;
-      auto tg = train::BuildTrainGraph(*model, opts);
+      auto tg = FourClassTrainGraph(*model, policy);
       ASSERT_TRUE(tg.ok()) << tg.status().ToString();
       std::map<std::string, Tensor> inputs;
       StepInputs(*model, *tg, inputs);
