@@ -8,11 +8,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
 
@@ -59,5 +61,13 @@ Status CheckOutputFolderOf(const std::string& path, const std::string& flag);
 // `dir` exists as a writable folder, or is created (with its parents); an
 // existing non-folder or an unwritable place is an error naming `flag`.
 Status EnsureWritableFolder(const std::string& dir, const std::string& flag);
+
+// The graph inputs' names, quoted ("'x', 'mask'"), or "none".
+std::string InputNames(const ir::Graph& g);
+// .npy tensors by graph input name from NAME=FILE.npy specs (FILE.npy alone
+// when the model has one input); errors name `flag`, an unknown or repeated
+// input, or the file.
+StatusOr<std::map<std::string, ir::Tensor>> ReadInputs(const ir::Graph& g, const std::vector<std::string>& specs,
+                                                       const std::string& flag);
 
 }  // namespace amptrain::tools

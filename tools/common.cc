@@ -145,4 +145,35 @@ Status EnsureWritableFolder(const std::string& dir, const std::string& flag) {
   return CheckWritableDir(dir, flag);
 }
 
+std::string InputNames(const ir::Graph& g) {
+  std::string names;
+  for (ir::Value v : g.inputs()) names += (names.empty() ? "'" : ", '") + g.name(v) + "'";
+  return names.empty() ? "none" : names;
+}
+
+StatusOr<std::map<std::string, ir::Tensor>> ReadInputs(const ir::Graph& g, const std::vector<std::string>& specs,
+                                                       const std::string& flag) {
+  std::map<std::string, ir::Tensor> inputs;
+  for (const std::string& spec : specs) {
+    std::string name, path;
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos) {
+      if (g.inputs().size() != 1 || specs.size() != 1)
+        return InvalidArgument(flag, " '", spec, "' needs the form NAME=FILE.npy: the model has ", g.inputs().size(),
+                               " inputs (", InputNames(g), ")");
+      name = g.name(g.inputs()[0]);
+      path = spec;
+    } else {
+      name = spec.substr(0, eq);
+      path = spec.substr(eq + 1);
+    }
+    bool known = false;
+    for (ir::Value v : g.inputs()) known = known || g.name(v) == name;
+    if (!known) return InvalidArgument("unknown input '", name, "'; the model's inputs are ", InputNames(g));
+    if (inputs.count(name)) return InvalidArgument("input '", name, "' is given twice");
+    AMP_ASSIGN_OR_RETURN(inputs[name], executor::ReadNpy(path));
+  }
+  return inputs;
+}
+
 }  // namespace amptrain::tools

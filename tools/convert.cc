@@ -24,6 +24,15 @@
 // --report FILE.json writes amptrain::tools::AmpReportJson (per node dtype and
 // reason, casts, weight bytes, clamped values, activation estimate). On any
 // error neither OUT nor the report is left behind.
+//
+// --max-error E makes the conversion accuracy-guided
+// (executor/precision_search.h): the model and its conversions run here on
+// validation inputs (--validate-input NAME=X.npy, or seeded standard-normal
+// float inputs of the model's shapes, batch 2 where the batch is dynamic),
+// and the fewest leading low nodes are kept fp32 for every float output to
+// stay within relative L2 error E of the fp32 model. The summary and the
+// report's "precision_search" give every trial measured (nodes kept fp32,
+// error, Casts) and the `fp32_nodes` policy entry that reproduces the result.
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -32,7 +41,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <optional>
 
+#include "executor/precision_search.h"
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
 #include "ir/output_path.h"
@@ -51,6 +63,9 @@ struct ConvertArgs {
   std::string report;
   bool timings = false;
   AmpFlags amp;
+  double max_error = -1.0;  // < 0: no accuracy-guided search
+  std::vector<std::string> validate_inputs;
+  int threads = 0;
 };
 
 // Writes `text` to a temporary file next to `path`; returns its name.
@@ -67,6 +82,53 @@ StatusOr<std::string> WriteTemp(const std::string& path, const std::string& text
     return IoError("cannot write ", what, " '", path, "'");
   }
   return tmp;
+}
+
+// The validation inputs of --max-error: the files given, or random ones.
+StatusOr<std::map<std::string, ir::Tensor>> ValidationInputs(const ir::Graph& g, const ConvertArgs& args) {
+  if (args.validate_inputs.empty()) {
+    StatusOr<std::map<std::string, ir::Tensor>> r = executor::RandomNormalInputs(g, 2, 0);
+    if (!r.ok()) return r.status().WithContext("--max-error without --validate-input");
+    return r;
+  }
+  AMP_ASSIGN_OR_RETURN(auto inputs, ReadInputs(g, args.validate_inputs, "--validate-input"));
+  for (ir::Value v : g.inputs())
+    if (!inputs.count(g.name(v)))
+      return InvalidArgument("--validate-input: no file for the model's input '", g.name(v), "'");
+  return inputs;
+}
+
+nlohmann::json SearchJson(const executor::PrecisionSearch& s, double bound, bool random_inputs) {
+  nlohmann::json trials = nlohmann::json::array();
+  for (const executor::PrecisionTrial& t : s.trials)
+    trials.push_back({{"fp32_nodes", t.fp32_nodes}, {"error", t.error}, {"casts", t.casts}});
+  return {{"max_error", bound},
+          {"metric", "largest relative L2 error over the float outputs, against the fp32 model, run by amptrain"},
+          {"inputs", random_inputs ? "standard normal, seed 0" : "--validate-input"},
+          {"candidates", s.candidates.size()},
+          {"trials", trials},
+          {"chosen", {{"fp32_nodes", s.chosen.fp32_nodes}, {"error", s.chosen.error}, {"casts", s.chosen.casts}}},
+          {"fp32_nodes", s.fp32_nodes}};
+}
+
+void PrintSearch(const executor::PrecisionSearch& s, double bound, std::ostream& os) {
+  const executor::PrecisionTrial& first = s.trials.front();
+  os << "precision search (bound " << bound << "): " << s.trials.size() << " trials; as the policy converts, error "
+     << first.error << " with " << first.casts << " Casts";
+  if (s.chosen.fp32_nodes == 0) {
+    os << ": within the bound, nothing kept fp32\n";
+    return;
+  }
+  os << "; kept the first " << s.chosen.fp32_nodes << " of " << s.candidates.size() << " low nodes fp32 ('"
+     << s.fp32_nodes.front() << "' to '" << s.fp32_nodes.back() << "'): error " << s.chosen.error << " with "
+     << s.chosen.casts << " Casts\n";
+  if (s.fp32_nodes.size() <= 16) {
+    os << "policy entry: fp32_nodes: [";
+    for (size_t i = 0; i < s.fp32_nodes.size(); ++i) os << (i ? ", " : "") << nlohmann::json(s.fp32_nodes[i]).dump();
+    os << "]\n";
+  } else {
+    os << "policy entry: the report's precision_search.fp32_nodes (" << s.fp32_nodes.size() << " names)\n";
+  }
 }
 
 // Milliseconds since `start`, for --timings.
@@ -91,6 +153,15 @@ Status Convert(const ConvertArgs& args) {
   amp::ConvertOptions options;
   options.verify_each_pass = spdlog::should_log(spdlog::level::debug);
   Clock::time_point t0 = Clock::now();
+  std::optional<executor::PrecisionSearch> search;
+  if (args.max_error >= 0.0) {
+    AMP_ASSIGN_OR_RETURN(auto inputs, ValidationInputs(*graph, args));
+    executor::PrecisionSearchOptions so;
+    so.max_error = args.max_error;
+    so.threads = args.threads;
+    AMP_ASSIGN_OR_RETURN(search, executor::SearchFp32Prefix(*graph, policy, options, inputs, so));
+    policy = search->policy;
+  }
   AMP_ASSIGN_OR_RETURN(amp::Report report, amp::Convert(*graph, policy, options));
   WarnUnmatchedPatterns(report);
   const double amp_ms = MsSince(t0);
@@ -105,7 +176,9 @@ Status Convert(const ConvertArgs& args) {
   std::string report_tmp;
   Status written = Status::Ok();
   if (!args.report.empty()) {
-    StatusOr<std::string> t = WriteTemp(args.report, AmpReportJson(report, policy).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "report");
+    nlohmann::json json = AmpReportJson(report, policy);
+    if (search) json["precision_search"] = SearchJson(*search, args.max_error, args.validate_inputs.empty());
+    StatusOr<std::string> t = WriteTemp(args.report, json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n", "report");
     if (t.ok()) report_tmp = *t;
     else written = t.status();
   }
@@ -129,6 +202,7 @@ Status Convert(const ConvertArgs& args) {
                  MsSince(t0), MsSince(start));
 
   PrintAmpSummary(report, std::cout);
+  if (search) PrintSearch(*search, args.max_error, std::cout);
   spdlog::info("wrote {} ({} nodes){}", args.output, graph->num_nodes(),
                args.report.empty() ? "" : ", report " + args.report);
   return Status::Ok();
@@ -144,6 +218,16 @@ void AddConvertCommand(CLI::App& app, Status& result) {
   AddAmpFlags(cmd, args->amp, "default O2");
   cmd->add_option("--report", args->report, "Also write the conversion report as JSON");
   cmd->add_flag("--timings", args->timings, "Print the milliseconds of import, AMP passes and export to stderr");
+  CLI::Option* max_error =
+      cmd->add_option("--max-error", args->max_error,
+                      "Keep the fewest leading nodes fp32 for every float output to stay within this relative L2 "
+                      "error of the fp32 model on the validation inputs (measured here)")
+          ->check(NumberAtLeast(0.0));
+  cmd->add_option("--validate-input", args->validate_inputs,
+                  "Validation input NAME=X.npy for --max-error (repeatable; default: standard-normal float inputs)")
+      ->needs(max_error);
+  cmd->add_option("--threads", args->threads, "CPU threads for --max-error's runs (default: all cores)")
+      ->check(IntAtLeast(1, kMaxThreads));
   cmd->callback([args, &result] { result = Convert(*args); });
 }
 

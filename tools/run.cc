@@ -37,36 +37,6 @@ struct RunArgs {
 
 double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
-std::string InputNames(const ir::Graph& g) {
-  std::string names;
-  for (ir::Value v : g.inputs()) names += (names.empty() ? "'" : ", '") + g.name(v) + "'";
-  return names.empty() ? "none" : names;
-}
-
-StatusOr<std::map<std::string, ir::Tensor>> ReadInputs(const ir::Graph& g, const std::vector<std::string>& specs) {
-  std::map<std::string, ir::Tensor> inputs;
-  for (const std::string& spec : specs) {
-    std::string name, path;
-    size_t eq = spec.find('=');
-    if (eq == std::string::npos) {
-      if (g.inputs().size() != 1 || specs.size() != 1)
-        return InvalidArgument("--input '", spec, "' needs the form NAME=FILE.npy: the model has ", g.inputs().size(),
-                               " inputs (", InputNames(g), ")");
-      name = g.name(g.inputs()[0]);
-      path = spec;
-    } else {
-      name = spec.substr(0, eq);
-      path = spec.substr(eq + 1);
-    }
-    bool known = false;
-    for (ir::Value v : g.inputs()) known = known || g.name(v) == name;
-    if (!known) return InvalidArgument("unknown input '", name, "'; the model's inputs are ", InputNames(g));
-    if (inputs.count(name)) return InvalidArgument("input '", name, "' is given twice");
-    AMP_ASSIGN_OR_RETURN(inputs[name], executor::ReadNpy(path));
-  }
-  return inputs;
-}
-
 Status WriteOutputs(const ir::Graph& g, const std::vector<ir::Tensor>& outputs, const std::string& dir) {
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -87,7 +57,7 @@ Status Run(const RunArgs& args) {
   Clock::time_point start = Clock::now();
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
   spdlog::info("imported {} ({} nodes) in {:.1f} ms", args.model, graph->num_nodes(), MsSince(start));
-  AMP_ASSIGN_OR_RETURN(auto inputs, ReadInputs(*graph, args.inputs));
+  AMP_ASSIGN_OR_RETURN(auto inputs, ReadInputs(*graph, args.inputs, "--input"));
 
   executor::SessionOptions options;
   options.threads = args.threads;

@@ -106,7 +106,8 @@ TEST_F(AmpCliTest, HelpListsFlags) {
   CliResult h = Cli("convert --help");
   ASSERT_EQ(h.code, 0);
   for (const char* flag : {"--amp", "--dtype", "--fp16-ops", "--fp32-ops", "--fp16-nodes", "--fp32-nodes",
-                           "--policy", "--keep-io-types", "--no-keep-io-types", "--report", "--timings", "O2"})
+                           "--policy", "--keep-io-types", "--no-keep-io-types", "--report", "--timings", "--max-error",
+                           "--validate-input", "O2"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << "convert --help lacks " << flag;
   CliResult i = Cli("inspect --help");
   for (const char* flag : {"--amp", "--policy", "--dtype"})
@@ -208,7 +209,31 @@ TEST_F(AmpCliTest, InspectDryRunWritesNothing) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), before + 2);
 }
 
+// --max-error 0: only keeping the MatMul fp32 gives the fp32 model's output
+// exactly (random validation inputs, batch 2 for the symbolic batch).
+TEST_F(AmpCliTest, MaxErrorKeepsNodesFp32AndReportsEveryTrial) {
+  std::string report = (dir_ / "report.json").string();
+  CliResult r = Cli("convert " + model_ + " -o " + out_ + " --amp O2 --max-error 0 --report " + report);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("precision search (bound 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("policy entry: fp32_nodes: [\"mm\""), std::string::npos) << r.out;
+  json s = json::parse(ReadFile(report))["precision_search"];
+  EXPECT_EQ(s["max_error"], 0.0);
+  EXPECT_EQ(s["inputs"], "standard normal, seed 0");
+  EXPECT_GT(s["trials"][0]["error"].get<double>(), 0.0);
+  EXPECT_EQ(s["trials"][0]["fp32_nodes"], 0);
+  EXPECT_EQ(s["chosen"]["error"], 0.0);
+  ASSERT_FALSE(s["fp32_nodes"].empty());
+  EXPECT_EQ(s["fp32_nodes"][0], "mm");
+  EXPECT_EQ(NodeEntry(json::parse(ReadFile(report)), "mm")["dtype"], "float32");
+}
+
 TEST_F(AmpCliTest, BadInputIsOneClearError) {
+  ExpectConvertError("--max-error -1", "--max-error");
+  ExpectConvertError("--max-error nan", "--max-error");
+  ExpectConvertError("--validate-input x=" + (dir_ / "x.npy").string(), "--max-error");
+  ExpectConvertError("--max-error 1e-2 --validate-input x=" + (dir_ / "absent.npy").string(), "absent.npy");
+  ExpectConvertError("--max-error 0 --no-keep-io-types", "no conversion meets the error bound 0");
   ExpectConvertError("--fp16-ops MatMul,Convv", "Convv");
   ExpectConvertError("--fp32-ops Sofmax", "Sofmax");
   ExpectConvertError("--fp32-nodes 're:(unclosed'", "(unclosed");

@@ -90,7 +90,8 @@ DEFAULT_MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientne
                   "squeezenet1_1", "googlenet", "inception_v3", "mobilenet_v3_large", "efficientnet_v2_s"]
 
 # Run by --ort-python (the venv with onnxruntime and onnxconverter-common): argv = fp32 model, amptrain's
-# fp16 model, folder for onnxconverter-common's model, then NAME=FILE.npy per input. Prints one JSON line.
+# fp16 model, folder for onnxconverter-common's model ("-": no onnxconverter-common run), then NAME=FILE.npy
+# per input. Prints one JSON line.
 ORT_SCRIPT = r'''
 import json, sys, traceback
 import numpy as np, onnx, onnxruntime as ort
@@ -133,6 +134,8 @@ def judge(key, path):
     res[key] = r
 if ours != "-":
     judge("ours", ours)
+if work == "-":
+    print(json.dumps(res)); sys.exit(0)
 try:
     from onnxconverter_common import float16
     m = float16.convert_float_to_float16(onnx.load(fp32), keep_io_types=True)
@@ -143,6 +146,38 @@ except Exception as e:
     res["occ"] = {"convert_error": first_line(e)}
 print(json.dumps(res))
 '''
+
+
+# The accuracy-guided conversion (`convert --max-error`) of a model whose plain O2 fp16 conversion is
+# outside CONVERT_TOL: amptrain searches on its own random validation input (seed 0, not this script's x),
+# with half the tolerance as its bound, and ONNX Runtime judges the result on x as above.
+GUIDED_BOUND = CONVERT_TOL / 2
+
+
+def guided_conversion(args, sh, d, eval_onnx, feeds, res):
+    conv = os.path.join(d, "eval_o2_fp16_guided.onnx")
+    report = os.path.join(d, "convert_guided_report.json")
+    p = sh([args.amptrain, "convert", eval_onnx, "-o", conv, "--amp", "O2", "--dtype", "fp16",
+            "--max-error", str(GUIDED_BOUND), "--threads", str(args.threads), "--report", report],
+           "convert_guided", args.step_timeout)
+    g = {"bound": GUIDED_BOUND}
+    res["guided"] = g
+    if p.returncode != 0:
+        g["convert_error"] = amptrain_error(p)
+        return
+    search = json.load(open(report))["precision_search"]
+    g["fp32_nodes"] = search["chosen"]["fp32_nodes"]
+    g["candidates"] = search["candidates"]
+    g["search_error"] = search["chosen"]["error"]
+    g["trials"] = search["trials"]
+    try:
+        q = subprocess.run([args.ort_python, "-c", ORT_SCRIPT, eval_onnx, conv, "-"] + feeds,
+                           capture_output=True, text=True, timeout=args.step_timeout)
+        lines = q.stdout.strip().splitlines()
+        g["ort"] = json.loads(lines[-1]).get("ours", {}) if q.returncode == 0 and lines else \
+            {"ort_script_error": (q.stderr.strip().splitlines() or ["?"])[-1]}
+    except subprocess.TimeoutExpired:
+        g["ort"] = {"ort_script_error": "timed out"}
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -367,6 +402,10 @@ def run_case(args):
             except subprocess.TimeoutExpired:
                 res["ort"] = {"ort_script_error": "timed out"}
             save()
+            ours = res["ort"].get("ours", {})
+            if ours.get("rel_err", 0.0) > CONVERT_TOL:
+                guided_conversion(args, sh, d, eval_onnx, feeds, res)
+                save()
     # ---- 2. gradients ---------------------------------------------------------------------------------
     if args.skip_grad:
         return
@@ -510,6 +549,19 @@ def cell_convert(r):
         e = ("ORT fails: `" + c["ort_error"][:120] + "`") if "ort_error" in c else fmt_e(c.get("rel_err"))
         chk = "" if c.get("checker") == "ok" else " (checker fails)"
         s += f" / occ {e}, {c['casts']} Cast{chk}"
+    g = r.get("guided")
+    if g:
+        if "convert_error" in g:
+            s += "; guided: **amptrain fails**: `" + g["convert_error"][:160] + "`"
+        else:
+            u = g.get("ort", {})
+            if "rel_err" in u:
+                e = ("ok " if u["rel_err"] <= CONVERT_TOL and u.get("checker") == "ok" else "**err** ") + \
+                    fmt_e(u["rel_err"])
+            else:
+                e = "**ORT fails**: `" + str(u.get("ort_error", u.get("ort_script_error", "?")))[:120] + "`"
+            s += (f"; guided (`--max-error {g['bound']:g}`): {e}, {u.get('casts', '?')} Cast, "
+                  f"{g['fp32_nodes']} of {g['candidates']} low nodes kept fp32")
     return s
 
 
