@@ -34,9 +34,9 @@ StatusOr<ir::Tensor> AsDType(const ir::Tensor& t, ir::DType want) {
 class Trials {
  public:
   Trials(const ir::Graph& model, const amp::Policy& policy, const amp::ConvertOptions& convert,
-         const std::map<std::string, ir::Tensor>& inputs, const PrecisionSearchOptions& options,
+         const std::vector<InputBatch>& batches, const PrecisionSearchOptions& options,
          const std::vector<std::string>& candidates)
-      : model_(model), policy_(policy), convert_(convert), inputs_(inputs), options_(options),
+      : model_(model), policy_(policy), convert_(convert), batches_(batches), options_(options),
         candidates_(candidates) {}
 
   Status RunReference() {
@@ -58,10 +58,14 @@ class Trials {
     PrecisionTrial t;
     t.fp32_nodes = k;
     t.casts = report->casts_final;
-    StatusOr<std::vector<ir::Tensor>> outs = RunGraph(std::move(g));
+    StatusOr<std::vector<std::vector<ir::Tensor>>> outs = RunGraph(std::move(g));
     if (!outs.ok()) return outs.status().WithContext(StrCat("running the conversion with ", k, " nodes kept fp32"));
-    for (size_t i = 0; i < outs->size(); ++i)
-      if (IsFloatType(reference_[i].dtype())) t.error = std::max(t.error, RelativeL2Error((*outs)[i], reference_[i]));
+    for (size_t i = 0; i < reference_.front().size(); ++i) {
+      if (!IsFloatType(reference_.front()[i].dtype())) continue;
+      L2Error e;
+      for (size_t b = 0; b < reference_.size(); ++b) e.Add((*outs)[b][i], reference_[b][i]);
+      t.error = std::max(t.error, e.Relative());
+    }
     spdlog::info("precision search: {} of {} low nodes kept fp32: relative error {:.3g} ({} Casts)", k,
                  candidates_.size(), t.error, t.casts);
     trials_.push_back(t);
@@ -71,26 +75,34 @@ class Trials {
   std::vector<PrecisionTrial> trials() const { return trials_; }
 
  private:
-  StatusOr<std::vector<ir::Tensor>> RunGraph(std::unique_ptr<ir::Graph> g) {
-    std::map<std::string, ir::Tensor> feed;
-    for (ir::Value v : g->inputs()) {
-      auto it = inputs_.find(g->name(v));
-      if (it == inputs_.end()) return InvalidArgument("no validation input for graph input '", g->name(v), "'");
-      AMP_ASSIGN_OR_RETURN(feed[it->first], AsDType(it->second, g->type(v).dtype));
+  // The graph's outputs on every batch.
+  StatusOr<std::vector<std::vector<ir::Tensor>>> RunGraph(std::unique_ptr<ir::Graph> g) {
+    std::vector<InputBatch> feeds(batches_.size());
+    for (size_t b = 0; b < batches_.size(); ++b) {
+      for (ir::Value v : g->inputs()) {
+        auto it = batches_[b].find(g->name(v));
+        if (it == batches_[b].end()) return InvalidArgument("no validation input for graph input '", g->name(v), "'");
+        AMP_ASSIGN_OR_RETURN(feeds[b][it->first], AsDType(it->second, g->type(v).dtype));
+      }
     }
     SessionOptions so;
     so.threads = options_.threads;
     AMP_ASSIGN_OR_RETURN(auto session, InferenceSession::Create(std::move(g), so));
-    return session->Run(feed);
+    std::vector<std::vector<ir::Tensor>> outs;
+    for (const InputBatch& feed : feeds) {
+      AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> o, session->Run(feed));
+      outs.push_back(std::move(o));
+    }
+    return outs;
   }
 
   const ir::Graph& model_;
   const amp::Policy& policy_;
   const amp::ConvertOptions& convert_;
-  const std::map<std::string, ir::Tensor>& inputs_;
+  const std::vector<InputBatch>& batches_;
   const PrecisionSearchOptions& options_;
   const std::vector<std::string>& candidates_;
-  std::vector<ir::Tensor> reference_;
+  std::vector<std::vector<ir::Tensor>> reference_;  // per batch, per graph output
   std::vector<PrecisionTrial> trials_;
 };
 
@@ -114,21 +126,43 @@ StatusOr<std::vector<std::string>> LowNodes(const ir::Graph& model, const amp::P
 
 }  // namespace
 
-double RelativeL2Error(const ir::Tensor& got, const ir::Tensor& want) {
-  double diff = 0.0, norm = 0.0;
+void L2Error::Add(const ir::Tensor& got, const ir::Tensor& want) {
+  if (got.num_elements() != want.num_elements()) invalid = true;
   const int64_t n = std::min(got.num_elements(), want.num_elements());
-  for (int64_t i = 0; i < n; ++i) {
+  for (int64_t i = 0; i < n && !invalid; ++i) {
     const double g = got.GetAsDouble(i), w = want.GetAsDouble(i);
-    if (!std::isfinite(g)) return std::numeric_limits<double>::infinity();
+    if (!std::isfinite(g)) invalid = true;
     diff += (g - w) * (g - w);
     norm += w * w;
   }
-  if (got.num_elements() != want.num_elements()) return std::numeric_limits<double>::infinity();
+}
+
+double L2Error::Relative() const {
+  if (invalid) return std::numeric_limits<double>::infinity();
   if (norm == 0.0) return diff == 0.0 ? 0.0 : std::numeric_limits<double>::infinity();
   return std::sqrt(diff / norm);
 }
 
-StatusOr<std::map<std::string, ir::Tensor>> RandomNormalInputs(const ir::Graph& model, int64_t batch, uint64_t seed) {
+double RelativeL2Error(const ir::Tensor& got, const ir::Tensor& want) {
+  L2Error e;
+  e.Add(got, want);
+  return e.Relative();
+}
+
+StatusOr<std::vector<InputBatch>> RandomValidationBatches(const ir::Graph& model, int64_t samples, uint64_t seed) {
+  std::vector<InputBatch> out;
+  int64_t have = 0;
+  while (have < samples) {
+    AMP_ASSIGN_OR_RETURN(InputBatch b, RandomNormalInputs(model, samples, seed + out.size()));
+    // A model without inputs, or with a scalar one, has one sample a run.
+    const bool batched = !b.empty() && !b.begin()->second.dims().empty();
+    have += batched ? std::max<int64_t>(b.begin()->second.dims()[0], 1) : samples;
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+StatusOr<InputBatch> RandomNormalInputs(const ir::Graph& model, int64_t batch, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::map<std::string, ir::Tensor> out;
@@ -157,13 +191,13 @@ StatusOr<std::map<std::string, ir::Tensor>> RandomNormalInputs(const ir::Graph& 
 }
 
 StatusOr<PrecisionSearch> SearchFp32Prefix(const ir::Graph& model, const amp::Policy& policy,
-                                           const amp::ConvertOptions& convert,
-                                           const std::map<std::string, ir::Tensor>& inputs,
+                                           const amp::ConvertOptions& convert, const std::vector<InputBatch>& batches,
                                            const PrecisionSearchOptions& options) {
   if (!(options.max_error >= 0.0)) return InvalidArgument("the error bound must be >= 0, got ", options.max_error);
+  if (batches.empty()) return InvalidArgument("the precision search needs at least one validation batch");
   PrecisionSearch s;
   AMP_ASSIGN_OR_RETURN(s.candidates, LowNodes(model, policy, convert.capability));
-  Trials trials(model, policy, convert, inputs, options, s.candidates);
+  Trials trials(model, policy, convert, batches, options, s.candidates);
   AMP_RETURN_IF_ERROR(trials.RunReference());
 
   const int64_t n = static_cast<int64_t>(s.candidates.size());

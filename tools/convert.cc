@@ -27,8 +27,9 @@
 //
 // --max-error E makes the conversion accuracy-guided
 // (executor/precision_search.h): the model and its conversions run here on
-// validation inputs (--validate-input NAME=X.npy, or seeded standard-normal
-// float inputs of the model's shapes, batch 2 where the batch is dynamic),
+// validation inputs (--validate-input NAME=X.npy, or 16 seeded standard-normal
+// samples of the model's float inputs: one batch of 16 where the batch is
+// dynamic, else batches of the model's static batch size),
 // and the fewest leading low nodes are kept fp32 for every float output to
 // stay within relative L2 error E of the fp32 model. The summary and the
 // report's "precision_search" give every trial measured (nodes kept fp32,
@@ -84,10 +85,13 @@ StatusOr<std::string> WriteTemp(const std::string& path, const std::string& text
   return tmp;
 }
 
-// The validation inputs of --max-error: the files given, or random ones.
-StatusOr<std::map<std::string, ir::Tensor>> ValidationInputs(const ir::Graph& g, const ConvertArgs& args) {
+// Random validation samples of --max-error without --validate-input.
+constexpr int64_t kRandomValidationSamples = 16;
+
+// The validation batches of --max-error: the files given (one batch), or random ones.
+StatusOr<std::vector<executor::InputBatch>> ValidationBatches(const ir::Graph& g, const ConvertArgs& args) {
   if (args.validate_inputs.empty()) {
-    StatusOr<std::map<std::string, ir::Tensor>> r = executor::RandomNormalInputs(g, 2, 0);
+    auto r = executor::RandomValidationBatches(g, kRandomValidationSamples, 0);
     if (!r.ok()) return r.status().WithContext("--max-error without --validate-input");
     return r;
   }
@@ -95,7 +99,7 @@ StatusOr<std::map<std::string, ir::Tensor>> ValidationInputs(const ir::Graph& g,
   for (ir::Value v : g.inputs())
     if (!inputs.count(g.name(v)))
       return InvalidArgument("--validate-input: no file for the model's input '", g.name(v), "'");
-  return inputs;
+  return std::vector<executor::InputBatch>{inputs};
 }
 
 nlohmann::json SearchJson(const executor::PrecisionSearch& s, double bound, bool random_inputs) {
@@ -104,7 +108,8 @@ nlohmann::json SearchJson(const executor::PrecisionSearch& s, double bound, bool
     trials.push_back({{"fp32_nodes", t.fp32_nodes}, {"error", t.error}, {"casts", t.casts}});
   return {{"max_error", bound},
           {"metric", "largest relative L2 error over the float outputs, against the fp32 model, run by amptrain"},
-          {"inputs", random_inputs ? "standard normal, seed 0" : "--validate-input"},
+          {"inputs", random_inputs ? StrCat(kRandomValidationSamples, " standard-normal samples, seeds from 0")
+                                   : std::string("--validate-input")},
           {"candidates", s.candidates.size()},
           {"trials", trials},
           {"chosen", {{"fp32_nodes", s.chosen.fp32_nodes}, {"error", s.chosen.error}, {"casts", s.chosen.casts}}},
@@ -155,11 +160,11 @@ Status Convert(const ConvertArgs& args) {
   Clock::time_point t0 = Clock::now();
   std::optional<executor::PrecisionSearch> search;
   if (args.max_error >= 0.0) {
-    AMP_ASSIGN_OR_RETURN(auto inputs, ValidationInputs(*graph, args));
+    AMP_ASSIGN_OR_RETURN(auto batches, ValidationBatches(*graph, args));
     executor::PrecisionSearchOptions so;
     so.max_error = args.max_error;
     so.threads = args.threads;
-    AMP_ASSIGN_OR_RETURN(search, executor::SearchFp32Prefix(*graph, policy, options, inputs, so));
+    AMP_ASSIGN_OR_RETURN(search, executor::SearchFp32Prefix(*graph, policy, options, batches, so));
     policy = search->policy;
   }
   AMP_ASSIGN_OR_RETURN(amp::Report report, amp::Convert(*graph, policy, options));

@@ -210,7 +210,7 @@ TEST_F(AmpCliTest, InspectDryRunWritesNothing) {
 }
 
 // --max-error 0: only keeping the MatMul fp32 gives the fp32 model's output
-// exactly (random validation inputs, batch 2 for the symbolic batch).
+// exactly (random validation inputs, one batch of 16 for the symbolic batch).
 TEST_F(AmpCliTest, MaxErrorKeepsNodesFp32AndReportsEveryTrial) {
   std::string report = (dir_ / "report.json").string();
   CliResult r = Cli("convert " + model_ + " -o " + out_ + " --amp O2 --max-error 0 --report " + report);
@@ -219,7 +219,7 @@ TEST_F(AmpCliTest, MaxErrorKeepsNodesFp32AndReportsEveryTrial) {
   EXPECT_NE(r.out.find("policy entry: fp32_nodes: [\"mm\""), std::string::npos) << r.out;
   json s = json::parse(ReadFile(report))["precision_search"];
   EXPECT_EQ(s["max_error"], 0.0);
-  EXPECT_EQ(s["inputs"], "standard normal, seed 0");
+  EXPECT_EQ(s["inputs"], "16 standard-normal samples, seeds from 0");
   EXPECT_GT(s["trials"][0]["error"].get<double>(), 0.0);
   EXPECT_EQ(s["trials"][0]["fp32_nodes"], 0);
   EXPECT_EQ(s["chosen"]["error"], 0.0);

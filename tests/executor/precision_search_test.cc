@@ -51,6 +51,7 @@ class PrecisionSearchTest : public ::testing::Test {
   }
   std::unique_ptr<ir::Graph> model_;
   std::map<std::string, Tensor> inputs_;
+  std::vector<InputBatch> batches() const { return {inputs_}; }
   std::vector<Tensor> reference_;
 };
 
@@ -59,7 +60,7 @@ TEST_F(PrecisionSearchTest, KeepsTheShortestMeasuredPrefixWithinTheBound) {
   ASSERT_GT(plain, 0.0) << "fp16 rounding must show in the logits";
   PrecisionSearchOptions opts;
   opts.max_error = plain / 4;
-  auto s = SearchFp32Prefix(*model_, O2Fp16(), {}, inputs_, opts);
+  auto s = SearchFp32Prefix(*model_, O2Fp16(), {}, batches(), opts);
   ASSERT_TRUE(s.ok()) << s.status().message();
 
   ASSERT_FALSE(s->trials.empty());
@@ -83,7 +84,7 @@ TEST_F(PrecisionSearchTest, KeepsTheShortestMeasuredPrefixWithinTheBound) {
 TEST_F(PrecisionSearchTest, ABoundThePlainConversionMeetsKeepsNothing) {
   PrecisionSearchOptions opts;
   opts.max_error = 1.0;
-  auto s = SearchFp32Prefix(*model_, O2Fp16(), {}, inputs_, opts);
+  auto s = SearchFp32Prefix(*model_, O2Fp16(), {}, batches(), opts);
   ASSERT_TRUE(s.ok()) << s.status().message();
   EXPECT_EQ(s->trials.size(), 1u);
   EXPECT_EQ(s->chosen.fp32_nodes, 0);
@@ -98,7 +99,7 @@ TEST_F(PrecisionSearchTest, ABoundNoConversionMeetsIsAnErrorWithBothErrors) {
   p.keep_io_types = false;
   PrecisionSearchOptions opts;
   opts.max_error = 0.0;
-  auto s = SearchFp32Prefix(*model_, p, {}, inputs_, opts);
+  auto s = SearchFp32Prefix(*model_, p, {}, batches(), opts);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
   EXPECT_NE(s.status().message().find("no conversion meets the error bound 0"), std::string::npos)
@@ -115,6 +116,33 @@ TEST(RelativeL2Error, ComparesInDoubleAndFlagsWhatCannotBeCompared) {
   EXPECT_EQ(RelativeL2Error(Tensor::Floats({1.0f}, {1}), Tensor::Floats({0.0f}, {1})), inf);
   EXPECT_EQ(RelativeL2Error(Tensor::Floats({0.0f}, {1}), Tensor::Floats({0.0f}, {1})), 0.0);
   EXPECT_EQ(RelativeL2Error(Tensor::Floats({1.0f}, {1}), want), inf);
+}
+
+TEST(RelativeL2Error, PoolsBatchesAsIfConcatenated) {
+  L2Error pooled;
+  pooled.Add(Tensor::Floats({3.0f}, {1}), Tensor::Floats({3.0f}, {1}));
+  pooled.Add(Tensor::Floats({4.5f}, {1}), Tensor::Floats({4.0f}, {1}));
+  EXPECT_DOUBLE_EQ(pooled.Relative(), RelativeL2Error(Tensor::Floats({3.0f, 4.5f}, {2}), Tensor::Floats({3.0f, 4.0f}, {2})));
+  pooled.Add(Tensor::Floats({1.0f, 2.0f}, {2}), Tensor::Floats({1.0f}, {1}));
+  EXPECT_EQ(pooled.Relative(), std::numeric_limits<double>::infinity());
+}
+
+TEST(RandomValidationBatches, FillsTheSamplesWithTheModelsBatchSize) {
+  ir::Graph dynamic;
+  ir::Value x = dynamic.AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Symbolic("n"), ir::Dim::Static(3)})));
+  dynamic.AddOutput(dynamic.AddNode(ir::OpKind::kRelu, {x}, 1, "r", {"y"})->output(0));
+  auto one = RandomValidationBatches(dynamic, 16, 0);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().at("x").dims(), (std::vector<int64_t>{16, 3}));
+
+  ir::Graph fixed;
+  ir::Value f = fixed.AddInput("x", ir::TensorType::Of(DType::kFloat32, std::vector<int64_t>{3, 3}));
+  fixed.AddOutput(fixed.AddNode(ir::OpKind::kRelu, {f}, 1, "r", {"y"})->output(0));
+  auto six = RandomValidationBatches(fixed, 16, 0);
+  ASSERT_TRUE(six.ok()) << six.status().message();
+  ASSERT_EQ(six->size(), 6u);  // 18 samples >= 16
+  EXPECT_FALSE((*six)[0].at("x") == (*six)[1].at("x")) << "each batch has its own seed";
 }
 
 TEST(RandomNormalInputs, RefusesInputsItCannotMake) {

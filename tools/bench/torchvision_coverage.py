@@ -357,6 +357,9 @@ def run_case(args):
     xd = x.double() if x.is_floating_point() else x
     with torch.enable_grad():  # grad on: keeps nn.TransformerEncoderLayer off its fused fast path
         ref64 = m64(xd).detach().numpy()
+        # PyTorch's own float32 error against float64: the yardstick for a model whose conditioning puts
+        # even PyTorch's fp32 output above INFER_TOL (random-weight nets amplify rounding layer by layer).
+        res["torch32_rel_err"] = rel_l2(model(x).detach().numpy(), ref64)
     del m64
     eval_onnx = os.path.join(d, "eval.onnx")
     t0 = time.time()
@@ -384,6 +387,9 @@ def run_case(args):
             # How much of the logits depends on the input (near 0: the output is ~the head's bias).
             res["logit_spread"] = float(np.linalg.norm(ref64 - ref64.mean(0)) / max(np.linalg.norm(ref64), 1e-300))
             res["run_ok"] = res["run_rel_err"] <= INFER_TOL
+            # Within the fixed bound, or (marked ok*) within 10x PyTorch float32's own error, the gradient
+            # check's yardstick, where PyTorch float32 itself misses the fixed bound.
+            res["run_ok_yardstick"] = res["run_rel_err"] <= max(INFER_TOL, 10 * res["torch32_rel_err"])
         save()
         # ---- 3. conversion (before the gradients: it is cheap) ----------------------------------------
         if not args.skip_convert:
@@ -503,7 +509,9 @@ def cell_infer(r):
         return "**amptrain fails**: `" + r["run_error"][:200] + "`"
     if "run_rel_err" in r:
         flat = " (logits ~constant: spread %.0e)" % r["logit_spread"] if r.get("logit_spread", 1) < 1e-3 else ""
-        return ("ok " if r["run_ok"] else "**wrong** ") + fmt_e(r["run_rel_err"]) + flat
+        t32 = f" (torch32 {fmt_e(r['torch32_rel_err'])})" if "torch32_rel_err" in r else ""
+        verdict = "ok " if r["run_ok"] else "ok* " if r.get("run_ok_yardstick") else "**wrong** "
+        return verdict + fmt_e(r["run_rel_err"]) + t32 + flat
     return r.get("case_error", "not run")
 
 
@@ -603,14 +611,17 @@ def write_markdown(path, results, args):
         f"{sum(r.get('case_s', 0) for r in results) / 60:.1f} min of case wall time in all.",
         "- Random weights (seed 0), 10 classes, batch 2; Dropout, StochasticDepth and attention dropout p=0.",
         "- **Inference**: BN running statistics set to those of 16 other random images, then the exporter's default "
-        "eval export, `amptrain run` vs PyTorch float64 eval output, relative L2 (ok <= 1e-4).",
+        "eval export, `amptrain run` vs PyTorch float64 eval output, relative L2 (ok <= 1e-4; *ok\\** where "
+        "PyTorch float32 itself is above 1e-4 and ours is within 10x PyTorch float32's error, shown as torch32).",
         "- **Gradients**: training export (ts: `TrainingMode.TRAINING, do_constant_folding=False`; dynamo: "
         "`model.train()`, `optimize=False`), `amptrain grad` vs PyTorch float64; a tensor passes when "
         "`|ours-ref64| <= max(1e-4 |ref64|, 10 |torch32-ref64|)`; *worst* is the largest ratio of the "
         "error to that bound (<= 1 passes), *over* the tensors above it.",
         "- **Convert**: `amptrain convert --amp O2 --dtype fp16` of the eval export: checker, ONNX Runtime "
         "relative L2 vs the fp32 model in ONNX Runtime (ok <= 1e-2), Cast nodes; then onnxconverter-common "
-        "(`occ`, `convert_float_to_float16(keep_io_types=True)`): its error and Cast nodes.",
+        "(`occ`, `convert_float_to_float16(keep_io_types=True)`): its error and Cast nodes. Where ours is "
+        "above 1e-2, also `convert --max-error 5e-3` (*guided*: amptrain measures on its own random input, "
+        "seed 0, and keeps the fewest leading nodes fp32), judged by ONNX Runtime on this input as above.",
         "",
         "| model | input | params | exporter | opset | inference | gradients | convert O2 fp16 (ours / occ) |",
         "|---|---|---|---|---|---|---|---|",
