@@ -58,6 +58,11 @@ class ConvKernel : public Kernel {
   }
 
   size_t scratch_bytes() const override { return scratch_end_; }
+  // Y over Z: the sum post-op accumulates into dst, so when Z is already in
+  // dst's layout and dst is the output buffer itself, an aliased Z needs no copy.
+  int inplace_input(size_t output) const override {
+    return output == 0 && residual_ && !z_in_ && !dst_.reordered() ? 3 : -1;
+  }
 
   Status Run(KernelContext& ctx) override {
     try {

@@ -80,12 +80,17 @@ TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
   const std::string input = (*model)->name((*model)->inputs()[0]);
   std::map<std::string, Tensor> inputs = {{input, Tensor::Floats(x, {3, 3, 32, 32})}};
 
-  size_t convs = 0;
+  size_t convs = 0, residuals = 0, residuals_in_place = 0;
   BothRuns r = RunBoth(**model, inputs, [&](const Plan& plan) {
     for (const Step& s : plan.steps) {
       const ir::OpKind op = s.node->op();
       if (s.impl != "onednn" || (op != ir::OpKind::kConv && op != ir::OpKind::kFusedConv)) continue;
       const Slot& y = plan.slots[static_cast<size_t>(s.outputs[0])];
+      if (s.inputs.size() > 3 && s.inputs[3] >= 0) {
+        // The block's residual Z dies at its FusedConv: Y is written over it (no copy for the sum post-op).
+        ++residuals;
+        residuals_in_place += plan.slots[static_cast<size_t>(s.inputs[3])].buffer == y.buffer;
+      }
       if (y.dims[2] * y.dims[3] == 1) continue;  // layer4 at 32x32: 1x1 planes read the same either way
       ++convs;
       // BN folds into the convolutions, whose outputs are read by
@@ -95,6 +100,8 @@ TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
     }
   });
   EXPECT_GE(r.channels_last, convs);
+  EXPECT_EQ(residuals, 8u) << "ResNet-18's 8 basic blocks";
+  EXPECT_EQ(residuals_in_place, residuals);
   ExpectSameBits(r);
 }
 
