@@ -12,6 +12,7 @@
 
 #include "amp/passes.h"
 #include "executor/session.h"
+#include "kernels/cpu/cpu_info.h"
 #include "models/builders.h"
 
 namespace amptrain::executor {
@@ -86,8 +87,10 @@ TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
       const ir::OpKind op = s.node->op();
       if (s.impl != "onednn" || (op != ir::OpKind::kConv && op != ir::OpKind::kFusedConv)) continue;
       const Slot& y = plan.slots[static_cast<size_t>(s.outputs[0])];
-      if (s.inputs.size() > 3 && s.inputs[3] >= 0) {
-        // The block's residual Z dies at its FusedConv: Y is written over it (no copy for the sum post-op).
+      if (s.inputs.size() > 3 && s.inputs[3] >= 0 && s.kernel->inplace_input(0) == 3) {
+        // The block's residual Z dies at its FusedConv, which computes Y in Y's own buffer (oneDNN
+        // takes nhwc as it is; under an AVX2 cap it picks a blocked dst instead): Y is written over
+        // Z, and the sum post-op needs no copy.
         ++residuals;
         residuals_in_place += plan.slots[static_cast<size_t>(s.inputs[3])].buffer == y.buffer;
       }
@@ -100,7 +103,8 @@ TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
     }
   });
   EXPECT_GE(r.channels_last, convs);
-  EXPECT_EQ(residuals, 8u) << "ResNet-18's 8 basic blocks";
+  std::cout << "[ " << residuals << " of ResNet-18's 8 residuals can alias Y ]\n";
+  if (kernels::cpu::Cpu().onednn_bf16()) EXPECT_EQ(residuals, 8u);  // oneDNN at avx512_core or above
   EXPECT_EQ(residuals_in_place, residuals);
   ExpectSameBits(r);
 }
