@@ -130,6 +130,28 @@ TEST(ChannelsLast, ResidualIntoAPlainGraphOutputSameBits) {
   ExpectSameBits(both);
 }
 
+// x -> Conv c1 (3x3) -> Conv c2 (1x1, strides 2x3, no padding) -> y on
+// odd planes (7x9 -> 4x3): with X channels-last, c2 gathers every
+// stride-th pixel and runs a stride-1 convolution; the plain plan runs
+// oneDNN's strided one. Same bits.
+TEST(ChannelsLast, StridedPointwiseConvGathersSameBits) {
+  std::mt19937 rng(6);
+  auto random = [&](std::vector<int64_t> dims) { return Uniform(rng, -0.5f, 0.5f, std::move(dims)); };
+  ir::Graph g;
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {3, 8, 7, 9}));
+  ir::Node* c1 = g.AddNode(ir::OpKind::kConv, {x, g.AddInitializer("w1", random({16, 8, 3, 3}))}, 1, "c1");
+  c1->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* c2 = g.AddNode(ir::OpKind::kConv, {c1->output(0), g.AddInitializer("w2", random({24, 16, 1, 1})),
+                                               g.AddInitializer("b2", random({24}))}, 1, "c2");
+  c2->attrs().Set("strides", std::vector<int64_t>{2, 3});
+  g.AddOutput(c2->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  EXPECT_EQ(g.type(c2->output(0)).shape.ToString(), "[3,24,4,3]");
+  BothRuns both = RunBoth(g, {{"x", random({3, 8, 7, 9})}});
+  EXPECT_EQ(both.channels_last, 1u) << "c1's output";
+  ExpectSameBits(both);
+}
+
 // Conv -> MaxPool (3x3, stride 2, pad 1: overlapping windows, padding) ->
 // Conv -> AveragePool (3x3, stride 1, pad 1, count_include_pad) -> Conv ->
 // GlobalAveragePool -> y: the pools run on channels-last values (the direct
