@@ -23,6 +23,12 @@
 // reference (which sums in double, two-pass): tests/kernels/direct_test.cc
 // bounds the difference. Planes of fewer than 16 elements ([N, C] inputs) go
 // to the other kernels.
+//
+// Channels-last X, Y, dY and dX ([N, H, W, C], TensorSpec::channels_last;
+// KernelEntry::channels_last_together): 16 channels per work item for the
+// sums, with every channel's additions in the plain kernel's order, so the
+// statistics and every output have the plain kernel's bits; the affine pass
+// runs over pixels.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -96,6 +102,43 @@ void Affine(const Shape& s, int64_t c, const TX* x, const TZ* z, float a, float 
   portable::AffineChannel<kZ>(s, c, x, z, a, b, cz, out);
 }
 
+// Channels-last: the sums of channels [c0, c0 + 16) into out[16] (zeroed
+// here), shifts from the first pixel, written to k[16].
+template <bool kGrad, class TX, class TG>
+void SumsNhwc(const Shape& s, int64_t c0, const TX* x, const TG* dy, float* k, ChannelSums* out) {
+  for (int64_t q = 0; q < 16; ++q) {
+    k[q] = c0 + q < s.c ? static_cast<float>(x[c0 + q]) : 0.0f;
+    out[q] = ChannelSums{};
+  }
+#if defined(__x86_64__)
+  if (Cpu().vector512()) return avx512::SumChannelsNhwc<kGrad>(s, c0, x, dy, k, out);
+  if (Cpu().vector256()) return avx2::SumChannelsNhwc<kGrad>(s, c0, x, dy, k, out);
+#endif
+  portable::SumChannelsNhwc<kGrad>(s, c0, x, dy, k, out);
+}
+
+// Channels-last affine pass over all pixels, split among the threads.
+template <bool kZ, class TX, class TZ, class TO>
+void AffineNhwc(const Shape& s, int threads, const TX* x, const TZ* z, const float* a, const float* b, const float* cz,
+                TO* out) {
+  const int64_t pixels = s.n * s.plane;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t t = 0; t < threads; ++t) {
+    const int64_t p0 = pixels * t / threads, p1 = pixels * (t + 1) / threads;
+#if defined(__x86_64__)
+    if (Cpu().vector512()) {
+      avx512::AffinePixelsNhwc<kZ>(s.c, p0, p1, x, z, a, b, cz, out);
+      continue;
+    }
+    if (Cpu().vector256()) {
+      avx2::AffinePixelsNhwc<kZ>(s.c, p0, p1, x, z, a, b, cz, out);
+      continue;
+    }
+#endif
+    portable::AffinePixelsNhwc<kZ>(s.c, p0, p1, x, z, a, b, cz, out);
+  }
+}
+
 // Element c of a per-channel vector, fp32 or a 2-byte float; and its store,
 // rounded once. Per channel, so never on a hot path.
 float VecAt(const ir::TensorView& v, int64_t c) {
@@ -113,8 +156,10 @@ void SetVec(const ir::TensorView& v, int64_t c, double value) {
 template <class TX, class TY>
 class BatchNormKernel final : public Kernel {
  public:
-  BatchNormKernel(Shape s, bool training, double eps, double momentum, int threads)
-      : s_(s), training_(training), eps_(eps), momentum_(momentum), threads_(threads) {}
+  BatchNormKernel(Shape s, bool training, double eps, double momentum, int threads, bool nhwc)
+      : s_(s), training_(training), eps_(eps), momentum_(momentum), threads_(threads), nhwc_(nhwc) {
+    if (nhwc_) a_.resize(static_cast<size_t>(s.c)), b_.resize(static_cast<size_t>(s.c));
+  }
 
   Status Run(KernelContext& ctx) override {
     const TX* x = ctx.inputs[0].as<const TX>();
@@ -123,18 +168,39 @@ class BatchNormKernel final : public Kernel {
     const ir::TensorView &in_mean = ctx.inputs[3], &in_var = ctx.inputs[4];
     const bool run_mean = ctx.outputs.size() > 1 && ctx.outputs[1].data;
     const bool run_var = ctx.outputs.size() > 2 && ctx.outputs[2].data;
-#pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t c = 0; c < s_.c; ++c) {
+    // Channel c's statistics -> its affine factors (and running statistics).
+    auto channel = [&](int64_t c, const ChannelSums* sums, float first, double& a, double& b) {
       double mean = VecAt(in_mean, c), var = VecAt(in_var, c);
       if (training_) {
-        const ChannelSums sums = Sums<false>(s_, c, x, static_cast<const float*>(nullptr));
-        const double d = sums.d / s_.count();
-        mean = First(x, s_, c) + d;
-        var = std::max(sums.d2 / s_.count() - d * d, 0.0);
+        const double d = sums->d / s_.count();
+        mean = first + d;
+        var = std::max(sums->d2 / s_.count() - d * d, 0.0);
         if (run_mean) SetVec(ctx.outputs[1], c, VecAt(in_mean, c) * momentum_ + mean * (1.0 - momentum_));
         if (run_var) SetVec(ctx.outputs[2], c, VecAt(in_var, c) * momentum_ + var * (1.0 - momentum_));
       }
-      const double a = VecAt(scale, c) / std::sqrt(var + eps_), b = VecAt(bias, c) - mean * a;
+      a = VecAt(scale, c) / std::sqrt(var + eps_), b = VecAt(bias, c) - mean * a;
+    };
+    if (nhwc_) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+      for (int64_t c0 = 0; c0 < s_.c; c0 += 16) {
+        float k[16];
+        ChannelSums sums[16];
+        if (training_) SumsNhwc<false>(s_, c0, x, static_cast<const float*>(nullptr), k, sums);
+        for (int64_t c = c0; c < std::min(c0 + 16, s_.c); ++c) {
+          double a, b;
+          channel(c, &sums[c - c0], k[c - c0], a, b);
+          a_[static_cast<size_t>(c)] = static_cast<float>(a), b_[static_cast<size_t>(c)] = static_cast<float>(b);
+        }
+      }
+      AffineNhwc<false>(s_, threads_, x, static_cast<const float*>(nullptr), a_.data(), b_.data(), a_.data(), y);
+      return Status::Ok();
+    }
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t c = 0; c < s_.c; ++c) {
+      ChannelSums sums;
+      if (training_) sums = Sums<false>(s_, c, x, static_cast<const float*>(nullptr));
+      double a, b;
+      channel(c, &sums, First(x, s_, c), a, b);
       Affine<false>(s_, c, x, static_cast<const float*>(nullptr), static_cast<float>(a), static_cast<float>(b), 0.0f, y);
     }
     return Status::Ok();
@@ -145,12 +211,17 @@ class BatchNormKernel final : public Kernel {
   bool training_;
   double eps_, momentum_;
   int threads_;
+  bool nhwc_;
+  std::vector<float> a_, b_;  // channels-last: per-channel factors of the affine pass
 };
 
 template <class TG, class TX, class TD>
 class BatchNormGradKernel final : public Kernel {
  public:
-  BatchNormGradKernel(Shape s, double eps, int threads) : s_(s), eps_(eps), threads_(threads) {}
+  BatchNormGradKernel(Shape s, double eps, int threads, bool nhwc)
+      : s_(s), eps_(eps), threads_(threads), nhwc_(nhwc) {
+    if (nhwc_) k1_.resize(static_cast<size_t>(s.c)), k2_.resize(static_cast<size_t>(s.c)), k3_.resize(static_cast<size_t>(s.c));
+  }
 
   Status Run(KernelContext& ctx) override {
     const TG* dy = ctx.inputs[0].as<const TG>();
@@ -160,19 +231,37 @@ class BatchNormGradKernel final : public Kernel {
     const bool dscale = ctx.outputs.size() > 1 && ctx.outputs[1].data;
     const bool dbias = ctx.outputs.size() > 2 && ctx.outputs[2].data;
     const double count = s_.count();
-#pragma omp parallel for num_threads(threads_) schedule(static)
-    for (int64_t c = 0; c < s_.c; ++c) {
-      const ChannelSums sums = Sums<true>(s_, c, x, dy);
-      const double d = sums.d / count, mean = First(x, s_, c) + d;
+    // Channel c's sums -> dScale, dB and the factors of dX = k1 * dy + k2 * x + k3.
+    auto channel = [&](int64_t c, const ChannelSums& sums, float first, float& k1, float& k2, float& k3) {
+      const double d = sums.d / count, mean = first + d;
       const double inv = 1.0 / std::sqrt(std::max(sums.d2 / count - d * d, 0.0) + eps_);
       const double sdyx = inv * (sums.dy_d - d * sums.dy);  // sum dy * xhat
       if (dscale) SetVec(ctx.outputs[1], c, sdyx);
       if (dbias) SetVec(ctx.outputs[2], c, sums.dy);
-      if (!dx) continue;
-      // dX = scale * inv / M * (M * dy - sdy - xhat * sdyx) = k1 * dy + k2 * x + k3.
+      // dX = scale * inv / M * (M * dy - sdy - xhat * sdyx).
       const double a = VecAt(scale, c) * inv / count;
-      const double k1 = a * count, k2 = -a * inv * sdyx, k3 = -a * sums.dy + a * mean * inv * sdyx;
-      Affine<true>(s_, c, x, dy, static_cast<float>(k2), static_cast<float>(k3), static_cast<float>(k1), dx);
+      k1 = static_cast<float>(a * count), k2 = static_cast<float>(-a * inv * sdyx);
+      k3 = static_cast<float>(-a * sums.dy + a * mean * inv * sdyx);
+    };
+    if (nhwc_) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+      for (int64_t c0 = 0; c0 < s_.c; c0 += 16) {
+        float k[16];
+        ChannelSums sums[16];
+        SumsNhwc<true>(s_, c0, x, dy, k, sums);
+        for (int64_t c = c0; c < std::min(c0 + 16, s_.c); ++c) {
+          const auto i = static_cast<size_t>(c);
+          channel(c, sums[c - c0], k[c - c0], k1_[i], k2_[i], k3_[i]);
+        }
+      }
+      if (dx) AffineNhwc<true>(s_, threads_, x, dy, k2_.data(), k3_.data(), k1_.data(), dx);
+      return Status::Ok();
+    }
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t c = 0; c < s_.c; ++c) {
+      float k1, k2, k3;
+      channel(c, Sums<true>(s_, c, x, dy), First(x, s_, c), k1, k2, k3);
+      if (dx) Affine<true>(s_, c, x, dy, k2, k3, k1, dx);
     }
     return Status::Ok();
   }
@@ -181,6 +270,8 @@ class BatchNormGradKernel final : public Kernel {
   Shape s_;
   double eps_;
   int threads_;
+  bool nhwc_;
+  std::vector<float> k1_, k2_, k3_;  // channels-last: per-channel factors of dX
 };
 
 // [N, C, spatial...] with planes of at least 16 elements; the listed
@@ -225,12 +316,14 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
   AMP_ASSIGN_OR_RETURN(float momentum, init.attrs->GetFloat("momentum", 0.9f));
   AMP_ASSIGN_OR_RETURN(int64_t mode, init.attrs->GetInt("training_mode", 0));
   const bool training = init.training || mode != 0 || init.outputs.size() == 3;
+  const bool nhwc = init.inputs[0].channels_last;
+  if (init.outputs[0].channels_last != nhwc) return init.Error("X and Y in different layouts");
   const int threads = Threads(init);
   const DType x_type = init.inputs[0].dtype;
   return WithDType(x_type, [&](auto tx) {
     return WithSideType(tx, x_type, init.outputs[0].dtype, [&](auto ty) -> StatusOr<std::unique_ptr<Kernel>> {
       using K = BatchNormKernel<typename decltype(tx)::type, typename decltype(ty)::type>;
-      return std::unique_ptr<Kernel>(new K(s, training, eps, momentum, threads));
+      return std::unique_ptr<Kernel>(new K(s, training, eps, momentum, threads, nhwc));
     });
   });
 }
@@ -242,6 +335,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNormGrad(const KernelInit& init) {
   if (init.inputs[0].dims != x || init.outputs[0].dims != x) return init.Error("dY, X and dX must share dims");
   AMP_ASSIGN_OR_RETURN(Shape s, Check(init, 1, {2}, 1));
   AMP_ASSIGN_OR_RETURN(float eps, init.attrs->GetFloat("epsilon", 1e-5f));
+  const bool nhwc = init.inputs[1].channels_last;
+  if (init.inputs[0].channels_last != nhwc || init.outputs[0].channels_last != nhwc)
+    return init.Error("dY, X and dX in different layouts");
   const int threads = Threads(init);
   const DType x_type = init.inputs[1].dtype;
   return WithDType(x_type, [&](auto tx) {
@@ -249,7 +345,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNormGrad(const KernelInit& init) {
       return WithSideType(tx, x_type, init.outputs[0].dtype, [&](auto td) -> StatusOr<std::unique_ptr<Kernel>> {
         using K = BatchNormGradKernel<typename decltype(tg)::type, typename decltype(tx)::type,
                                       typename decltype(td)::type>;
-        return std::unique_ptr<Kernel>(new K(s, eps, threads));
+        return std::unique_ptr<Kernel>(new K(s, eps, threads, nhwc));
       });
     });
   });
@@ -262,6 +358,10 @@ void RegisterDirectBatchNorm(Registry& r) {
                              std::pair{OpKind::kBatchNormalizationGrad, &MakeBatchNormGrad}}) {
     KernelEntry e = DirectEntry(op, factory);
     e.fuses_casts = true;
+    // BatchNormalization: X and Y; its gradient: dY, X and dX.
+    e.channels_last_inputs = op == OpKind::kBatchNormalization ? 0b1u : 0b11u;
+    e.channels_last_outputs = 0b1;
+    e.channels_last_together = true;
     r.Add(std::move(e));
   }
 }

@@ -359,6 +359,45 @@ TEST_P(DirectPath, BatchNormGradCloseToReference) {
     }
 }
 
+// Channels-last X, Y, dY and dX give the plain kernel's bits: every channel's
+// sums take the same additions in the same order. Shapes with a partial block
+// of 16 channels (5, 20), plane tails (7x7, 4x5) and a flush inside a plane
+// (61x37 > 2048).
+TEST_P(DirectPath, BatchNormChannelsLastSameBits) {
+  const DType t = GetParam().dtype;
+  Attributes a;
+  a.Set("epsilon", 1e-3f);
+  a.Set("momentum", 0.8f);
+  for (const I& x : std::vector<I>{{8, 16, 7, 7}, {3, 5, 4, 5}, {2, 3, 61, 37}, {2, 20, 9, 9}, {4, 48, 4, 4}})
+    for (double offset : {0.0, 10.0})
+    for (DType p : ParamTypes(t)) {
+      const std::string what = ir::Shape::FromStatic(x).ToString() + " offset " + std::to_string(offset) +
+                               " parameters " + std::string(ir::DTypeName(p));
+      const std::vector<Tensor> bn = BatchNormInputs(x, t, offset, 40, p);
+      const std::vector<Tensor> grad = {Values(x, 41, t, false), bn[0], bn[1]};
+      struct Run { const char* name; OpKind op; const std::vector<Tensor>* in; Options plain; uint32_t inputs; };
+      const Run runs[] = {
+          {" training", OpKind::kBatchNormalization, &bn, Options{.num_outputs = 3, .training = true}, 0b1},
+          {" inference", OpKind::kBatchNormalization, &bn, Options{}, 0b1},
+          {" grad", OpKind::kBatchNormalizationGrad, &grad, Options{.num_outputs = 3}, 0b11},
+          {" grad, dX unused", OpKind::kBatchNormalizationGrad, &grad,
+           Options{.num_outputs = 3, .unused = {true, false, false}}, 0b11}};
+      for (const Run& r : runs) {
+        Options plain = r.plain, last = r.plain;
+        plain.impl = last.impl = "direct";
+        last.channels_last_inputs = r.inputs;
+        last.channels_last_outputs = 0b1;
+        auto want = RunKernel(r.op, a, *r.in, plain);
+        ASSERT_TRUE(want.ok()) << what << r.name << ": " << want.status().ToString();
+        auto got = RunKernel(r.op, a, *r.in, last);
+        ASSERT_TRUE(got.ok()) << what << r.name << ": " << got.status().ToString();
+        for (size_t o = 0; o < want->size(); ++o)
+          EXPECT_TRUE(SameBits((*got)[o], (*want)[o])) << what << r.name << " output " << o << " "
+                                                       << ir::DTypeName(t);
+      }
+    }
+}
+
 // The direct BatchNormalization's sums in the order kernels/cpu/batchnorm_lanes.inc
 // fixes, written out: 16 fp32 lanes over each plane's groups of 16, flushed into
 // double every 2048 elements and at the end, each plane's tail in double.

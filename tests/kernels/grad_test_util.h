@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -25,7 +26,28 @@ struct Options {
   uint64_t seed = 0;
   int threads = 2;
   std::vector<bool> unused;  // output i is passed with data == nullptr (stays zero)
+  // Bit i: rank-4 input (output) i goes to the kernel channels-last
+  // (TensorSpec::channels_last); RunKernel takes and returns NCHW either way.
+  uint32_t channels_last_inputs = 0, channels_last_outputs = 0;
 };
+
+// A rank-4 tensor's NCHW <-> NHWC copy (`to_nhwc`: its dims are N, C, H, W
+// either way; only the order of the bytes changes).
+inline ir::Tensor Relayout(const ir::Tensor& t, bool to_nhwc) {
+  ir::Tensor out = ir::Tensor::Zeros(t.dtype(), t.dims()).value();
+  const auto& d = t.dims();
+  const int64_t n = d[0], c = d[1], hw = d[2] * d[3];
+  const size_t e = ir::DTypeSize(t.dtype());
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t nchw = (b * c + ch) * hw + p, nhwc = (b * hw + p) * c + ch;
+        std::memcpy(dst + (to_nhwc ? nhwc : nchw) * e, src + (to_nhwc ? nchw : nhwc) * e, e);
+      }
+  return out;
+}
 
 // Absent optional inputs are empty Tensors.
 inline StatusOr<std::vector<ir::Tensor>> RunKernel(OpKind op, const ir::Attributes& attrs,
@@ -48,16 +70,27 @@ inline StatusOr<std::vector<ir::Tensor>> RunKernel(OpKind op, const ir::Attribut
   init.seed = opt.seed;
   init.threads = opt.threads;
   KernelContext ctx;
-  for (const ir::Tensor& t : inputs) {
+  auto last = [](uint32_t mask, size_t i, const std::vector<int64_t>& dims) {
+    return i < 32 && ((mask >> i) & 1u) != 0 && dims.size() == 4;
+  };
+  std::vector<ir::Tensor> relaid;  // the channels-last copies of inputs
+  relaid.reserve(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Tensor& t = inputs[i];
+    const bool cl = !t.empty() && last(opt.channels_last_inputs, i, t.dims());
     init.inputs.push_back(t.empty() ? TensorSpec{} : TensorSpec{t.dtype(), t.dims(), nullptr});
-    ctx.inputs.push_back(t.empty() ? ir::TensorView{} : ir::TensorView::Of(t));
+    init.inputs.back().channels_last = cl;
+    relaid.push_back(cl ? Relayout(t, true) : t);
+    ctx.inputs.push_back(t.empty() ? ir::TensorView{} : ir::TensorView::Of(relaid.back()));
   }
   std::vector<ir::Tensor> outputs;
+  outputs.reserve(ictx.outputs.size());
   for (size_t o = 0; o < ictx.outputs.size(); ++o) {
     const ir::TensorType& t = ictx.outputs[o];
     if (!t.has_shape || !t.shape.is_static()) return Internal("output ", o, " type ", t.ToString(), " is not static");
     AMP_ASSIGN_OR_RETURN(ir::Tensor out, ir::Tensor::Zeros(t.dtype, t.shape.static_dims()));
     init.outputs.push_back(TensorSpec{t.dtype, t.shape.static_dims(), nullptr});
+    init.outputs.back().channels_last = last(opt.channels_last_outputs, o, t.shape.static_dims());
     outputs.push_back(out);
     ctx.outputs.push_back(ir::TensorView::Of(outputs.back()));
     if (o < opt.unused.size() && opt.unused[o]) ctx.outputs.back().data = nullptr;
@@ -66,6 +99,8 @@ inline StatusOr<std::vector<ir::Tensor>> RunKernel(OpKind op, const ir::Attribut
   std::shared_ptr<std::byte> scratch = ir::AllocateAligned(kernel->scratch_bytes());
   ctx.scratch = scratch.get();
   AMP_RETURN_IF_ERROR(kernel->Run(ctx));
+  for (size_t o = 0; o < outputs.size(); ++o)
+    if (init.outputs[o].channels_last) outputs[o] = Relayout(outputs[o], false);
   return outputs;
 }
 
