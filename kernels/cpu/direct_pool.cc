@@ -1,8 +1,9 @@
 // Direct 2-D pooling over NCHW planes, impl "direct", priority 20 (above
 // oneDNN 2.6, whose plain-layout pooling is its slow simple_nchw): MaxPool,
 // AveragePool, GlobalAveragePool and MaxPoolGrad in fp32, fp16 and bf16;
-// the forward pools also over channels-last X and Y (TensorSpec::channels_last),
-// per pixel across the channels with the same taps in the same order. One plane (n, c) per
+// the forward pools and MaxPoolGrad also over channels-last X and Y (dY, X
+// and dX) (TensorSpec::channels_last), per pixel across the channels with the
+// same taps in the same order. One plane (n, c) per
 // work item on OpenMP; a 2-byte plane is widened to fp32 in a thread-local
 // buffer (a few KiB) and the result narrowed once, except on the 2x2 path
 // below, which widens and narrows in registers.
@@ -508,10 +509,53 @@ void ScatterPlane(const Geometry2d& p, const float* dy, const int32_t* arg, A* a
     if (arg[o] >= 0) acc[arg[o]] += static_cast<A>(dy[o]);
 }
 
+// MaxPoolGrad of image n of channels-last dY, X and dX ([N, H, W, C]): per
+// output pixel in order, each channel's first maximum over the taps in
+// MaxPlane's order, dY added there in double (`acc`, H * W * C), then every
+// element rounded once: per channel, the additions and the rounding of
+// ScatterPlane over a plane (which sums in double where windows overlap and
+// adds one term to +0 where they cannot, the same value).
+template <class T>
+void MaxGradImageNhwc(const Geometry2d& p, int64_t channels, const T* x, const T* dy, T* dx, std::vector<double>& acc,
+                      std::vector<float>& best, std::vector<int64_t>& arg, std::vector<float>& in) {
+  const auto c = static_cast<size_t>(channels);
+  acc.assign(static_cast<size_t>(p.in_size()) * c, 0.0);
+  best.resize(c);
+  arg.resize(c);
+  for (int64_t r = 0; r < p.oh; ++r) {
+    for (int64_t oc = 0; oc < p.ow; ++oc) {
+      std::fill(best.begin(), best.end(), -std::numeric_limits<float>::infinity());
+      std::fill(arg.begin(), arg.end(), int64_t{-1});
+      for (int64_t i = 0; i < p.kh; ++i) {
+        const int64_t ih = p.Row(r, i);
+        if (ih < 0 || ih >= p.h) continue;
+        for (int64_t j = 0; j < p.kw; ++j) {
+          if (oc < p.lo[j] || oc >= p.hi[j]) continue;
+          const int64_t pixel = ih * p.w + oc * p.sw + j * p.dw - p.pw;
+          const float* v = Widened(x + pixel * channels, channels, in);
+          for (size_t k = 0; k < c; ++k) {
+            const bool take = Wins(v[k], best[k]) | (arg[k] < 0);
+            best[k] = take ? v[k] : best[k];
+            arg[k] = take ? pixel : arg[k];
+          }
+        }
+      }
+      const float* g = Widened(dy + (r * p.ow + oc) * channels, channels, in);
+      for (size_t k = 0; k < c; ++k)
+        if (arg[k] >= 0) acc[static_cast<size_t>(arg[k]) * c + k] += static_cast<double>(g[k]);
+    }
+  }
+  in.resize(acc.size());
+  for (size_t i = 0; i < acc.size(); ++i) in[i] = static_cast<float>(acc[i]);
+  Store(in.data(), dx, static_cast<int64_t>(acc.size()));
+}
+
 template <class T>
 class MaxPoolGradKernel final : public Kernel {
  public:
-  MaxPoolGradKernel(Geometry2d p, int threads) : p_(std::move(p)), threads_(threads) {}
+  // channels > 0: dY, X and dX are channels-last with that many channels.
+  MaxPoolGradKernel(Geometry2d p, int threads, int64_t channels = 0)
+      : p_(std::move(p)), threads_(threads), channels_(channels) {}
 
   Status Run(KernelContext& ctx) override {
     if (!ctx.outputs[0].data) return Status::Ok();
@@ -519,6 +563,20 @@ class MaxPoolGradKernel final : public Kernel {
     const T* x = ctx.inputs[1].as<const T>();
     T* dx = ctx.outputs[0].as<T>();
     const int64_t in_size = p_.in_size(), out_size = p_.out_size();
+    if (channels_ > 0) {
+      const int64_t images = p_.planes / channels_;
+#pragma omp parallel num_threads(threads_)
+      {
+        std::vector<double> acc;
+        std::vector<float> best, in;
+        std::vector<int64_t> arg;
+#pragma omp for schedule(static)
+        for (int64_t n = 0; n < images; ++n)
+          MaxGradImageNhwc(p_, channels_, x + n * in_size * channels_, dy + n * out_size * channels_,
+                           dx + n * in_size * channels_, acc, best, arg, in);
+      }
+      return Status::Ok();
+    }
     const bool plain_2x2 = Has2x2Path(p_);
 #pragma omp parallel num_threads(threads_)
     {
@@ -553,6 +611,7 @@ class MaxPoolGradKernel final : public Kernel {
  private:
   Geometry2d p_;
   int threads_;
+  int64_t channels_;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
@@ -592,7 +651,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
   fwd.inputs = {init.inputs[1]};
   fwd.outputs = {init.inputs[0]};
   AMP_ASSIGN_OR_RETURN(Geometry2d p, Resolve(fwd, x, dy, false));
-  return ForDType<MaxPoolGradKernel>(t, std::move(p), Threads(init));
+  // The executor gives dY, X and dX one layout (KernelEntry::channels_last_together).
+  const int64_t channels = init.inputs[1].channels_last ? x[1] : 0;
+  return ForDType<MaxPoolGradKernel>(t, std::move(p), Threads(init), channels);
 }
 
 }  // namespace
@@ -604,7 +665,11 @@ void RegisterDirectPool(Registry& r) {
     e.channels_last_together = true;
     r.Add(std::move(e));
   }
-  r.Add(DirectEntry(OpKind::kMaxPoolGrad, MakeMaxPoolGrad));
+  KernelEntry grad = DirectEntry(OpKind::kMaxPoolGrad, MakeMaxPoolGrad);
+  grad.channels_last_inputs = 0b11;  // dY, X
+  grad.channels_last_outputs = 0b1;  // dX
+  grad.channels_last_together = true;
+  r.Add(std::move(grad));
   KernelEntry gap = DirectEntry(OpKind::kGlobalAveragePool, MakeGlobalAveragePool);
   gap.channels_last_inputs = 0b1;  // Y is [N, C, 1, 1]: the same bytes in either layout
   r.Add(std::move(gap));

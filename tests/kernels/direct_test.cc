@@ -155,6 +155,34 @@ TEST_P(DirectPath, MaxPoolGradMatchesReferenceBitwise) {
   }
 }
 
+// Channels-last dY, X and dX (and X, Y of the forward pools) give the
+// reference's bits on every geometry, with specials and with ties.
+TEST_P(DirectPath, PoolsChannelsLastMatchReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  Options last;
+  last.impl = "direct";
+  last.channels_last_inputs = 0b11;
+  last.channels_last_outputs = 0b1;
+  for (const PoolCase& c : PoolCases()) {
+    const Attributes a = PoolAttrs(c);
+    for (bool ties : {false, true}) {
+      const std::string what = std::string(c.name) + (ties ? ", ties" : "");
+      const Tensor x = ties ? *Tensor::Zeros(t, c.x) : Values(c.x, 8, t);
+      auto y = RunKernel(OpKind::kMaxPool, a, {x});
+      ASSERT_TRUE(y.ok()) << what << ": " << y.status().ToString();
+      auto y_last = RunKernel(OpKind::kMaxPool, a, {x}, last);
+      ASSERT_TRUE(y_last.ok()) << what << ": " << y_last.status().ToString();
+      EXPECT_TRUE(SameBits((*y_last)[0], (*y)[0])) << what << " MaxPool " << ir::DTypeName(t);
+      const std::vector<Tensor> in = {Values((*y)[0].dims(), 9, t), x};
+      auto want = RunKernel(OpKind::kMaxPoolGrad, a, in);
+      ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
+      auto got = RunKernel(OpKind::kMaxPoolGrad, a, in, last);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+      EXPECT_TRUE(SameBits((*got)[0], (*want)[0])) << what << " MaxPoolGrad " << ir::DTypeName(t);
+    }
+  }
+}
+
 // Unused dX (data == nullptr) is left alone.
 TEST_P(DirectPath, MaxPoolGradSkipsAnUnusedOutput) {
   const DType t = GetParam().dtype;
