@@ -139,6 +139,12 @@ struct KernelEntry {
   bool channels_last_together = false;
 };
 
+// `e` for an elementwise kernel that reads its operands as flat arrays: the
+// inputs and outputs of the masks may all be channels-last together (their
+// bytes are then permuted alike), so the entry declines channels-last
+// operands whose dims differ (a broadcast), which would not line up.
+KernelEntry ElementwiseChannelsLast(KernelEntry e, uint32_t inputs, uint32_t outputs);
+
 class Registry {
  public:
   // The process-wide registry, with every built-in kernel set registered.

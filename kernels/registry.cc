@@ -63,6 +63,39 @@ std::vector<const KernelEntry*> Registry::Entries(OpKind op, Device device) cons
   return out;
 }
 
+KernelEntry ElementwiseChannelsLast(KernelEntry e, uint32_t inputs, uint32_t outputs) {
+  // Error unless the masked specs of `init` are all plain, or all of one shape.
+  auto check = [inputs, outputs](const KernelInit& init) -> Status {
+    const std::vector<int64_t>* dims = nullptr;
+    bool any_last = false, mismatch = false;
+    auto visit = [&](uint32_t mask, const std::vector<TensorSpec>& specs) {
+      for (size_t i = 0; i < specs.size() && i < 32; ++i) {
+        if (!((mask >> i) & 1u) || !specs[i].present()) continue;
+        any_last = any_last || specs[i].channels_last;
+        if (dims && *dims != specs[i].dims) mismatch = true;
+        dims = &specs[i].dims;
+      }
+    };
+    visit(inputs, init.inputs);
+    visit(outputs, init.outputs);
+    if (any_last && mismatch) return init.Error("channels-last operands of different dims");
+    return Status::Ok();
+  };
+  KernelFactory factory = e.factory;
+  e.factory = [factory, check](const KernelInit& init) -> StatusOr<std::unique_ptr<Kernel>> {
+    AMP_RETURN_IF_ERROR(check(init));
+    return factory(init);
+  };
+  if (e.accepts) {
+    auto accepts = e.accepts;
+    e.accepts = [accepts, check](const KernelInit& init) { return check(init).ok() && accepts(init); };
+  }
+  e.channels_last_inputs = inputs;
+  e.channels_last_outputs = outputs;
+  e.channels_last_together = true;
+  return e;
+}
+
 StatusOr<const KernelEntry*> Registry::Select(const KernelInit& init, const std::string& impl) const {
   DType key = KeyDType(init);
   bool any_for_op = false;

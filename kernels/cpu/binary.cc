@@ -266,9 +266,11 @@ StatusOr<std::unique_ptr<Kernel>> CreatePow(const KernelInit& init) {
 }  // namespace
 
 void RegisterReferenceBinary(Registry& r) {
-  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMod, OpKind::kMax, OpKind::kMin,
+  for (OpKind op : {OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMod, OpKind::kMax, OpKind::kMin,
                     OpKind::kLess, OpKind::kGreater})
     r.Add(ReferenceEntry(op, ArithDTypes(), CreateArith));
+  // Add joins residual branches and sums the gradients that meet in training.
+  r.Add(ElementwiseChannelsLast(ReferenceEntry(OpKind::kAdd, ArithDTypes(), CreateArith), 0b11, 0b1));
   std::vector<DType> with_bool = ArithDTypes();
   with_bool.push_back(DType::kBool);
   r.Add(ReferenceEntry(OpKind::kEqual, with_bool, CreateArith));

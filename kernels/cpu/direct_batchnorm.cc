@@ -21,8 +21,8 @@
 // for AVX-512, AVX2 and plain C++ from one source and give the same bits on
 // each, so results do not depend on the CPU. Not bitwise equal to the
 // reference (which sums in double, two-pass): tests/kernels/direct_test.cc
-// bounds the difference. Planes of fewer than 16 elements ([N, C] inputs) go
-// to the other kernels.
+// bounds the difference. [N, C] inputs and 1-D planes of fewer than 16
+// elements go to the other kernels.
 //
 // Channels-last X, Y, dY and dX ([N, H, W, C], TensorSpec::channels_last;
 // KernelEntry::channels_last_together): 16 channels per work item for the
@@ -282,7 +282,9 @@ StatusOr<Shape> Check(const KernelInit& init, size_t x_input, const std::vector<
   if (x.size() < 3) return init.Error("the direct BatchNormalization takes [N, C, spatial...]");
   Shape s{x[0], x[1], 1};
   for (size_t d = 2; d < x.size(); ++d) s.plane *= x[d];
-  if (s.plane < 16 || s.n * s.plane == 0) return init.Error("planes of fewer than 16 elements");
+  // [N, C] and short [N, C, L] inputs go to the other kernels; 2-D planes of
+  // any size stay (ResNet's last stage at 2x2: a handful of tail elements per channel).
+  if ((s.plane < 16 && x.size() < 4) || s.n * s.plane == 0) return init.Error("planes of fewer than 16 elements");
   const std::vector<int64_t> c = {x[1]};
   const DType vec = init.inputs[vec_inputs.front()].dtype;
   if (vec != DType::kFloat32 && vec != init.inputs[x_input].dtype)

@@ -246,12 +246,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
 }  // namespace
 
 void RegisterDirectElementwise(Registry& r) {
-  r.Add(DirectEntry(OpKind::kRelu, MakeRelu, {DType::kFloat16, DType::kBFloat16}));
-  r.Add(DirectEntry(OpKind::kReluGrad, MakeReluGrad));
+  r.Add(ElementwiseChannelsLast(DirectEntry(OpKind::kRelu, MakeRelu, {DType::kFloat16, DType::kBFloat16}), 0b1, 0b1));
+  r.Add(ElementwiseChannelsLast(DirectEntry(OpKind::kReluGrad, MakeReluGrad), 0b11, 0b1));
   KernelEntry cast = DirectEntry(OpKind::kCast, MakeCast);
   cast.takes_widened = true;
   r.Add(std::move(cast));
-  r.Add(DirectEntry(OpKind::kAdd, MakeAdd));
+  r.Add(ElementwiseChannelsLast(DirectEntry(OpKind::kAdd, MakeAdd), 0b11, 0b1));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

@@ -8,7 +8,10 @@
 // scratch (dY once when both primitives read it in one layout), dX and dW
 // computed in scratch and reordered back (LayoutArg). When the picked
 // layouts still get a gemm or reference implementation, everything stays
-// plain with no reorders. Outputs with data == nullptr: dX's
+// plain with no reorders. Channels-last dY, X and dX (TensorSpec::
+// channels_last, kept so between kernels in training) are given to oneDNN as
+// they are first (its nhwc backward convolutions need no activation
+// reorders; weights still in its layout), before letting it pick. Outputs with data == nullptr: dX's
 // primitive is skipped; dW or dB alone still run the weights primitive,
 // writing the unused one into scratch. Other ranks, and configurations for
 // which oneDNN has only its reference implementation, fall back to the
@@ -98,7 +101,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
     using desc = dnnl::memory::desc;
     const std::vector<int64_t> wdims = group == 1 ? w : std::vector<int64_t>{group, w[0] / group, w[1], w[2], w[3]};
-    const desc x_plain = PlainDesc(x, t), dy_plain = PlainDesc(dy, t), w_plain = PlainDesc(wdims, t);
+    // The buffers' layouts: plain, or channels-last where the executor keeps the value so.
+    const desc x_plain = SpecDesc(init.inputs[1]), dy_plain = SpecDesc(init.inputs[0]), w_plain = PlainDesc(wdims, t);
+    const desc dx_plain = init.outputs[0].present() ? SpecDesc(init.outputs[0]) : PlainDesc(x, t);
+    const bool any_nhwc = init.inputs[0].channels_last || init.inputs[1].channels_last || init.outputs[0].channels_last;
     ConvGradKernel::Parts p;
     p.describe = init.Describe();
     p.b = PlainDesc({w[0]}, t);
@@ -107,17 +113,23 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
     const dnnl::memory::dims strides = Dims(g.strides), dil = {g.dilations[0] - 1, g.dilations[1] - 1};
     const dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
     const auto alg = dnnl::algorithm::convolution_direct;
-    // blocked: oneDNN picks every layout (its direct convolutions need
-    // blocked or channels-last ones); otherwise all stay plain.
+    // kBuffers: the activations as their buffers hold them, oneDNN picks the
+    // weights' layout; kBlocked: oneDNN picks every layout (its direct
+    // convolutions need blocked or channels-last ones); kPlain: all as the
+    // buffers hold them.
+    enum class Layouts { kBuffers, kBlocked, kPlain };
     struct Pds {
       dnnl::convolution_backward_data::primitive_desc data;
       dnnl::convolution_backward_weights::primitive_desc weights;
     };
-    auto make = [&](bool blocked) {
-      auto pick = [&](const desc& plain, const std::vector<int64_t>& dims) {
-        return blocked ? desc(Dims(dims), DataType(t), dnnl::memory::format_tag::any) : plain;
+    auto make = [&](Layouts layouts) {
+      const bool blocked = layouts != Layouts::kPlain;
+      auto pick = [&](const desc& buffer, const std::vector<int64_t>& dims, bool activation) {
+        if (layouts == Layouts::kBlocked || (layouts == Layouts::kBuffers && !activation))
+          return desc(Dims(dims), DataType(t), dnnl::memory::format_tag::any);
+        return layouts == Layouts::kBuffers ? buffer : PlainDesc(dims, t);
       };
-      const desc xd = pick(x_plain, x), dyd = pick(dy_plain, dy), wd = pick(w_plain, wdims);
+      const desc xd = pick(x_plain, x, true), dyd = pick(dy_plain, dy, true), wd = pick(w_plain, wdims, false);
       // bf16: dW accumulates in fp32 and is rounded once by the reorder to the plain buffer.
       const desc dwd = blocked && t == DType::kBFloat16
                            ? desc(Dims(wdims), dnnl::memory::data_type::f32, dnnl::memory::format_tag::any)
@@ -140,15 +152,16 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
       return IsGemmImpl(pds.data) || IsReferenceImpl(pds.data) ||
              (p.has_weights && (IsGemmImpl(pds.weights) || IsReferenceImpl(pds.weights)));
     };
-    Pds pds = make(true);
-    if (slow(pds)) pds = make(false);
+    Pds pds = make(any_nhwc ? Layouts::kBuffers : Layouts::kBlocked);
+    if (slow(pds) && any_nhwc) pds = make(Layouts::kBlocked);
+    if (slow(pds)) pds = make(Layouts::kPlain);
     if (IsReferenceImpl(pds.data)) return Unimplemented(p.describe, ": oneDNN has only its reference backward-data conv");
     if (p.has_weights && IsReferenceImpl(pds.weights))
       return Unimplemented(p.describe, ": oneDNN has only its reference backward-weights conv");
     p.data = dnnl::convolution_backward_data(pds.data);
     p.data_dy = LayoutArg(dy_plain, pds.data.diff_dst_desc(), /*input=*/true, &p.scratch);
     p.data_w = LayoutArg(w_plain, pds.data.weights_desc(), true, &p.scratch);
-    p.data_dx = LayoutArg(x_plain, pds.data.diff_src_desc(), /*input=*/false, &p.scratch);
+    p.data_dx = LayoutArg(dx_plain, pds.data.diff_src_desc(), /*input=*/false, &p.scratch);
     if (p.has_weights) {
       p.weights = dnnl::convolution_backward_weights(pds.weights);
       p.weights_x = LayoutArg(x_plain, pds.weights.src_desc(), true, &p.scratch);
@@ -168,6 +181,10 @@ void RegisterOneDnnConvGrad(Registry& r) {
   // the widened kernel passes the absent output on to the fp32 one.
   for (KernelEntry e : {OneDnnEntry(OpKind::kConvGrad, MakeConvGrad), WidenedEntry(OpKind::kConvGrad, MakeConvGrad)}) {
     e.skips_unused_outputs = true;
+    if (e.impl == "onednn") {
+      e.channels_last_inputs = 0b11;  // dY, X
+      e.channels_last_outputs = 0b1;  // dX
+    }
     r.Add(std::move(e));
   }
 }

@@ -200,7 +200,7 @@ void RegisterReferenceUnary(Registry& r) {
     r.Add(ReferenceEntry(op, FloatDTypes(), CreateFloat));
   std::vector<DType> signed_types = FloatDTypes();
   signed_types.insert(signed_types.end(), {DType::kInt64, DType::kInt32, DType::kInt8});
-  r.Add(ReferenceEntry(OpKind::kRelu, signed_types, CreateArith));
+  r.Add(ElementwiseChannelsLast(ReferenceEntry(OpKind::kRelu, signed_types, CreateArith), 0b1, 0b1));
   r.Add(ReferenceEntry(OpKind::kNeg, signed_types, CreateArith));
   r.Add(ReferenceEntry(OpKind::kAbs, ArithDTypes(), CreateArith));
   r.Add(ReferenceEntry(OpKind::kSign, ArithDTypes(), CreateArith));

@@ -3,6 +3,7 @@
 // stored channels-last, and every output keeps the bits of the plain plan.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -12,6 +13,7 @@
 
 #include "amp/passes.h"
 #include "executor/session.h"
+#include "executor/train/train_graph.h"
 #include "kernels/cpu/cpu_info.h"
 #include "models/builders.h"
 
@@ -65,15 +67,22 @@ void ExpectSameBits(const BothRuns& r) {
   }
 }
 
-TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
+// ResNet-18, 10 classes, 32x32 inputs.
+StatusOr<std::unique_ptr<ir::Graph>> ResNet18(uint64_t seed, bool training) {
   models::ResNetConfig c;
   c.depth = 18;
   c.num_classes = 10;
   c.height = c.width = 32;
-  c.seed = 4;
-  auto model = models::BuildResNet(c);
+  c.seed = seed;
+  c.training_mode = training;
+  AMP_ASSIGN_OR_RETURN(auto model, models::BuildResNet(c));
+  AMP_RETURN_IF_ERROR(model->InferShapes());
+  return model;
+}
+
+TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
+  auto model = ResNet18(4, /*training=*/true);  // as models write it; the inference session folds BN
   ASSERT_TRUE(model.ok()) << model.status().ToString();
-  ASSERT_TRUE((*model)->InferShapes().ok());
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   std::vector<float> x(3 * 3 * 32 * 32);
@@ -204,6 +213,67 @@ TEST_P(ChannelsLastPools, BetweenConvolutionsSameBits) {
     EXPECT_EQ(r.channels_last, 5u) << "every value from c1's output to c3's";
   }
   ExpectSameBits(r);
+}
+
+// A ResNet-18 training step (32x32, batch 4; forward, loss, backward: the
+// BatchNormalizations, their gradients, Relu/ReluGrad, the residual Adds,
+// the stem's MaxPool and its gradient, the convolutions and their
+// gradients): with the layout step, the activations and their gradients stay
+// channels-last from the stem to the head, and the loss, every gradient and
+// every BN statistic keep the plain plan's values. oneDNN's nhwc backward
+// convolutions sum in their own order, so gradients are compared by
+// normalized error against the plain plan, with fp32's rounding as the scale;
+// the forward's BN statistics and loss bitwise.
+TEST(ChannelsLast, ResNetTrainingStep) {
+  auto model = ResNet18(7, /*training=*/true);
+  ASSERT_TRUE(model.ok()) << model.status().ToString();
+  train::TrainGraphOptions opts;
+  opts.num_classes = 10;
+  auto tg = train::BuildTrainGraph(**model, opts);
+  ASSERT_TRUE(tg.ok()) << tg.status().ToString();
+  std::map<std::string, Tensor> inputs;
+  for (ir::Value v : (*model)->initializers())
+    for (ir::Value g : tg->graph->inputs())
+      if (tg->graph->name(g) == (*model)->name(v)) inputs[(*model)->name(v)] = *(*model)->ConstantValue(v);
+  std::mt19937 rng(12);
+  inputs[tg->data_inputs[0]] = Uniform(rng, -1.0f, 1.0f, {4, 3, 32, 32});
+  inputs[tg->target_input] = Tensor::Int64s({1, 7, 3, 0}, {4});
+  inputs[tg->loss_scale] = Tensor::Scalar(1.0f);
+
+  std::vector<Tensor> outs[2];
+  size_t channels_last = 0;
+  for (int layout = 0; layout < 2; ++layout) {
+    SessionOptions so;
+    so.training = true;
+    so.threads = 2;
+    so.channels_last = layout == 1;
+    auto session = InferenceSession::Create(tg->graph->Clone(), so);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    auto out = (*session)->Run(inputs);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    outs[layout] = std::move(*out);
+    if (layout == 1)
+      for (const Slot& s : (*session)->last_plan()->slots) channels_last += s.channels_last;
+  }
+  std::cout << "[ " << channels_last << " channels-last values in the training step ]\n";
+  EXPECT_GE(channels_last, 80u) << "activations and gradients between the stem and the head";
+  const ir::Graph& g = *tg->graph;
+  for (size_t i = 0; i < outs[0].size(); ++i) {
+    const std::string& name = g.name(g.outputs()[i]);
+    const bool forward = name == tg->loss || tg->stat_updates.count(name.substr(0, name.size() - 7)) ||
+                         name.find(".update") != std::string::npos;
+    if (forward) {
+      EXPECT_TRUE(outs[0][i] == outs[1][i]) << name << " changed with channels-last activations";
+      continue;
+    }
+    double diff = 0, scale = 0;
+    for (int64_t k = 0; k < outs[0][i].num_elements(); ++k) {
+      diff = std::max(diff, std::fabs(outs[1][i].GetAsDouble(k) - outs[0][i].GetAsDouble(k)));
+      scale = std::max(scale, std::fabs(outs[0][i].GetAsDouble(k)));
+    }
+    // fp32 sums of a few thousand products in another order: well inside 1e-4 of the tensor's scale.
+    EXPECT_LE(diff, 1e-4 * std::max(scale, 1e-30)) << name;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(DTypes, ChannelsLastPools, ::testing::Values(ir::DType::kFloat32, ir::DType::kBFloat16),

@@ -27,9 +27,12 @@ inline double OneDnnTolerance(ir::DType t) {
 // expects every output within OneDnnTolerance of the first input's dtype.
 inline void ExpectMatchesReference(const std::string& what, OpKind op, const ir::Attributes& a,
                                    const std::vector<ir::Tensor>& in, size_t outputs, std::vector<bool> unused = {},
-                                   const char* impl = "onednn") {
+                                   const char* impl = "onednn", uint32_t channels_last_inputs = 0,
+                                   uint32_t channels_last_outputs = 0) {
   Options dnn, ref;
   dnn.impl = impl;
+  dnn.channels_last_inputs = channels_last_inputs;
+  dnn.channels_last_outputs = channels_last_outputs;
   dnn.num_outputs = ref.num_outputs = outputs;
   dnn.unused = ref.unused = std::move(unused);
   auto got = RunKernel(op, a, in, dnn);
