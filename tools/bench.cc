@@ -1,5 +1,6 @@
 // amptrain bench MODEL [--batch N] [--threads T] [--warmup W] [--repeat R] [--json] [--reference]
 //                     [--profile] [--no-optimize]
+// amptrain bench --fma-peak [--threads T] [--json]
 // amptrain bench MODEL --train [--batch N] [--amp O1 --dtype bf16 ...] [--loss-scale ...] [--optimizer adam]
 //                     [--threads T] [--warmup W] [--repeat R] [--json] [--profile]
 //
@@ -30,10 +31,12 @@
 #include <chrono>
 #include <iostream>
 #include <random>
+#include <thread>
 
 #include <sys/resource.h>
 
 #include "executor/session.h"
+#include "kernels/cpu/cpu_info.h"
 #include "executor/train/trainer.h"
 #include "importer/onnx_import.h"
 #include "tools/amp_report.h"
@@ -54,6 +57,7 @@ struct BenchArgs {
   bool profile = false;
   bool no_optimize = false;
   bool train = false;
+  bool fma_peak = false;
   AmpFlags amp;
   std::string loss_scale = "auto", optimizer = "adam";
 };
@@ -183,7 +187,24 @@ Status BenchTrain(const BenchArgs& args) {
   return Status::Ok();
 }
 
+// The machine's fp32 FMA peak on --threads threads (kernels/cpu/cpu_info.h).
+Status BenchFmaPeak(const BenchArgs& args) {
+  if (!args.model.empty()) return InvalidArgument("--fma-peak takes no MODEL (got '", args.model, "')");
+  if (args.train) return InvalidArgument("--fma-peak and --train measure different things: give one");
+  const int threads = args.threads > 0 ? args.threads : static_cast<int>(std::thread::hardware_concurrency());
+  const double gflops = kernels::cpu::MeasureFp32FmaPeak(threads);
+  if (gflops <= 0.0) return Unimplemented("--fma-peak needs a CPU with AVX2 and FMA, or AVX-512");
+  if (args.json) {
+    std::cout << nlohmann::json{{"fma_peak_gflops", gflops}, {"threads", threads}}.dump() << "\n";
+  } else {
+    std::cout << "fp32 FMA peak: " << gflops << " GFLOP/s on " << threads << " thread(s)\n";
+  }
+  return Status::Ok();
+}
+
 Status Bench(const BenchArgs& args) {
+  if (args.fma_peak) return BenchFmaPeak(args);
+  if (args.model.empty()) return InvalidArgument("bench needs a MODEL (or --fma-peak)");
   if (args.train) return BenchTrain(args);
   using Clock = std::chrono::steady_clock;
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
@@ -233,7 +254,7 @@ Status Bench(const BenchArgs& args) {
 void AddBenchCommand(CLI::App& app, Status& result) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "Time inference on random inputs");
-  cmd->add_option("MODEL", args->model, "The .onnx file")->required();
+  cmd->add_option("MODEL", args->model, "The .onnx file");
   cmd->add_option("--batch", args->batch, "Size of the batch dimension")->check(IntAtLeast(1));
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(IntAtLeast(0));
@@ -243,6 +264,8 @@ void AddBenchCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--profile", args->profile, "Print per-op, per-implementation and top-node kernel times (stderr)");
   cmd->add_flag("--no-optimize", args->no_optimize, "Skip the inference graph optimizations (BN folding, conv fusion)");
   cmd->add_flag("--train", args->train, "Time training steps (forward, backward, optimizer) instead of inference");
+  cmd->add_flag("--fma-peak", args->fma_peak,
+                "Measure this CPU's fp32 FMA peak (GFLOP/s) on --threads threads instead (no MODEL)");
   AddAmpFlags(cmd, args->amp, "with --train; default O0: fp32");
   cmd->add_option("--loss-scale", args->loss_scale, "With --train: auto | dynamic | none | N (as for train)")
       ->capture_default_str();

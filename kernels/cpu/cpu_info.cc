@@ -98,6 +98,21 @@ __attribute__((target("avx512f,avx512bf16"))) float DpBf16Rounds(int64_t rounds)
   return SumFirstLanes(acc);
 }
 
+// The same FMA rounds on 256-bit registers (AVX2 CPUs).
+__attribute__((target("avx2,fma"))) float FmaRounds256(int64_t rounds) {
+  __m256 acc[kProbeChains];
+  for (int k = 0; k < kProbeChains; ++k) acc[k] = _mm256_set1_ps(static_cast<float>(k));
+  const __m256 a = _mm256_set1_ps(0.5f), b = _mm256_set1_ps(0.25f);
+  for (int64_t r = 0; r < rounds; ++r)
+    for (int k = 0; k < kProbeChains; ++k) acc[k] = _mm256_fmadd_ps(acc[k], a, b);
+  float out[8], sum = 0.0f;
+  for (int k = 0; k < kProbeChains; ++k) {
+    _mm256_storeu_ps(out, acc[k]);
+    sum += out[0];
+  }
+  return sum;
+}
+
 // Multiply-adds per second of VDPBF16PS over those of fp32 FMA, on this
 // thread: the fastest of five interleaved timings of each (a few ms in all),
 // so that a descheduled timing does not decide.
@@ -211,6 +226,31 @@ bool CpuInfo::bf16_faster() const {
 const CpuInfo& Cpu() {
   static const CpuInfo info = Detect();
   return info;
+}
+
+double MeasureFp32FmaPeak(int threads) {
+#if defined(__x86_64__)
+  const bool wide = Cpu().vector512(), narrow = Cpu().vector256() && Cpu().fma;
+  if (!wide && !narrow) return 0.0;
+  const int lanes = wide ? 16 : 8;
+  const int64_t rounds = 200000;  // 2.4M FMAs per thread per timing: about a millisecond
+  threads = std::max(threads, 1);
+  double best = 0.0;
+  volatile float sink = 0.0f;
+  for (int i = 0; i < 7; ++i) {
+    const double s = Seconds([&] {
+      float local = 0.0f;
+#pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(+ : local)
+      for (int t = 0; t < threads; ++t) local += wide ? FmaRounds(rounds) : FmaRounds256(rounds);
+      sink = sink + local;
+    });
+    if (s > 0.0) best = std::max(best, 2.0 * lanes * kProbeChains * static_cast<double>(rounds) * threads / s / 1e9);
+  }
+  return best;
+#else
+  (void)threads;
+  return 0.0;
+#endif
 }
 
 namespace {

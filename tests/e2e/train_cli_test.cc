@@ -235,5 +235,21 @@ TEST_F(TrainCliTest, BenchTrainReportsStepTimesPhasesAndMemory) {
   ExpectOneLineError("bench " + model_ + " --train --amp O9", "O9");
 }
 
+// `bench --fma-peak`: the machine's fp32 FMA peak that the benchmark scripts
+// rate achieved GFLOP/s against (a number, not a speed claim: > 0 on any CPU
+// with AVX2 and FMA, which every x86 machine here has).
+TEST_F(TrainCliTest, BenchFmaPeak) {
+  CliResult r = Cli("bench --fma-peak --threads 1 --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_GT(j["fma_peak_gflops"].get<double>(), 0.0);
+  EXPECT_EQ(j["threads"], 1);
+  r = Cli("bench --fma-peak --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("fp32 FMA peak: "), std::string::npos) << r.out;
+  ExpectOneLineError("bench --fma-peak " + model_, "takes no MODEL");
+  ExpectOneLineError("bench --threads 1", "needs a MODEL");
+}
+
 }  // namespace
 }  // namespace amptrain
