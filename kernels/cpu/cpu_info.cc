@@ -233,11 +233,13 @@ double MeasureFp32FmaPeak(int threads) {
   const bool wide = Cpu().vector512(), narrow = Cpu().vector256() && Cpu().fma;
   if (!wide && !narrow) return 0.0;
   const int lanes = wide ? 16 : 8;
-  const int64_t rounds = 200000;  // 2.4M FMAs per thread per timing: about a millisecond
+  // 24M FMAs per thread per timing, about 10 ms: long beside waking threads
+  // that sleep at barriers (OMP_WAIT_POLICY=passive); the first timing warms up.
+  const int64_t rounds = 2000000;
   threads = std::max(threads, 1);
   double best = 0.0;
   volatile float sink = 0.0f;
-  for (int i = 0; i < 7; ++i) {
+  for (int i = 0; i < 6; ++i) {
     const double s = Seconds([&] {
       float local = 0.0f;
 #pragma omp parallel for num_threads(threads) schedule(static, 1) reduction(+ : local)

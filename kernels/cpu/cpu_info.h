@@ -65,7 +65,7 @@ const CpuInfo& Cpu();
 // fp32 FMA throughput of `threads` threads in GFLOP/s (2 per multiply-add):
 // independent chains of 512-bit FMAs (256-bit on AVX2 CPUs, or where
 // ONEDNN_MAX_CPU_ISA caps the vector loops), the best of a few timings of
-// about a millisecond each. 0 where neither is available. For benchmarks:
+// about 10 ms each. 0 where neither is available. For benchmarks:
 // the machine's measured peak, against which they rate achieved GFLOP/s.
 double MeasureFp32FmaPeak(int threads);
 
