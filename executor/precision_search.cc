@@ -5,7 +5,6 @@
 #include <cmath>
 #include <limits>
 #include <random>
-#include <set>
 
 #include "amp/plan.h"
 #include "executor/session.h"
@@ -14,11 +13,6 @@
 namespace amptrain::executor {
 
 namespace {
-
-bool IsFloatType(ir::DType t) {
-  return t == ir::DType::kFloat32 || t == ir::DType::kFloat16 || t == ir::DType::kBFloat16 ||
-         t == ir::DType::kFloat64;
-}
 
 // `t` as the dtype `want` (float32 <-> float16/bfloat16), or `t` itself.
 StatusOr<ir::Tensor> AsDType(const ir::Tensor& t, ir::DType want) {
@@ -61,7 +55,7 @@ class Trials {
     StatusOr<std::vector<std::vector<ir::Tensor>>> outs = RunGraph(std::move(g));
     if (!outs.ok()) return outs.status().WithContext(StrCat("running the conversion with ", k, " nodes kept fp32"));
     for (size_t i = 0; i < reference_.front().size(); ++i) {
-      if (!IsFloatType(reference_.front()[i].dtype())) continue;
+      if (!ir::IsFloat(reference_.front()[i].dtype())) continue;
       L2Error e;
       for (size_t b = 0; b < reference_.size(); ++b) e.Add((*outs)[b][i], reference_[b][i]);
       t.error = std::max(t.error, e.Relative());

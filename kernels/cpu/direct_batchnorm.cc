@@ -192,7 +192,7 @@ class BatchNormKernel final : public Kernel {
           a_[static_cast<size_t>(c)] = static_cast<float>(a), b_[static_cast<size_t>(c)] = static_cast<float>(b);
         }
       }
-      AffineNhwc<false>(s_, threads_, x, static_cast<const float*>(nullptr), a_.data(), b_.data(), a_.data(), y);
+      AffineNhwc<false>(s_, threads_, x, static_cast<const float*>(nullptr), a_.data(), b_.data(), nullptr, y);
       return Status::Ok();
     }
 #pragma omp parallel for num_threads(threads_) schedule(static)

@@ -652,7 +652,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
   fwd.outputs = {init.inputs[0]};
   AMP_ASSIGN_OR_RETURN(Geometry2d p, Resolve(fwd, x, dy, false));
   // The executor gives dY, X and dX one layout (KernelEntry::channels_last_together).
-  const int64_t channels = init.inputs[1].channels_last ? x[1] : 0;
+  const bool nhwc = init.inputs[1].channels_last;
+  if (init.inputs[0].channels_last != nhwc || init.outputs[0].channels_last != nhwc)
+    return init.Error("dY, X and dX in different layouts");
+  const int64_t channels = nhwc ? x[1] : 0;
   return ForDType<MaxPoolGradKernel>(t, std::move(p), Threads(init), channels);
 }
 

@@ -115,8 +115,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
     const auto alg = dnnl::algorithm::convolution_direct;
     // kBuffers: the activations as their buffers hold them, oneDNN picks the
     // weights' layout; kBlocked: oneDNN picks every layout (its direct
-    // convolutions need blocked or channels-last ones); kPlain: all as the
-    // buffers hold them.
+    // convolutions need blocked or channels-last ones); kPlain: all plain
+    // nchw/oihw, the buffers reordered to it where they are channels-last.
     enum class Layouts { kBuffers, kBlocked, kPlain };
     struct Pds {
       dnnl::convolution_backward_data::primitive_desc data;
