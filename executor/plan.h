@@ -55,7 +55,7 @@
 namespace amptrain::executor {
 
 struct PlanOptions {
-  kernels::Device device = kernels::Device::kCpu;
+  kernels::DeviceKind device = kernels::DeviceKind::kCpu;
   std::string kernel_impl;  // "" = best available, "reference" = reference kernels only
   bool training = false;    // passed to kernels (Dropout, BatchNormalization)
   int threads = 1;          // passed to kernels

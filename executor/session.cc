@@ -48,8 +48,8 @@ InferenceSession::InferenceSession(std::unique_ptr<ir::Graph> graph, SessionOpti
 StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique_ptr<ir::Graph> graph,
                                                                      SessionOptions opts) {
   if (!graph) return InvalidArgument("no graph given");
-  if (opts.device != kernels::Device::kCpu)
-    return Unimplemented("the inference session runs on the cpu only (", kernels::DeviceName(opts.device),
+  if (opts.device != kernels::DeviceKind::kCpu)
+    return Unimplemented("the inference session runs on the cpu only (", kernels::DeviceKindName(opts.device),
                          " requested)");
   if (opts.threads < 0) return InvalidArgument("threads must be >= 0, got ", opts.threads);
   AMP_RETURN_IF_ERROR(ir::Verify(*graph));

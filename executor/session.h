@@ -30,7 +30,7 @@
 namespace amptrain::executor {
 
 struct SessionOptions {
-  kernels::Device device = kernels::Device::kCpu;
+  kernels::DeviceKind device = kernels::DeviceKind::kCpu;
   int threads = 0;          // 0 = all cores
   bool training = false;    // kernels in training mode (Dropout drops, BN uses batch statistics)
   std::string kernel_impl;  // "" = best, "reference" = reference kernels only

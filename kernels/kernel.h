@@ -21,14 +21,13 @@
 #include "ir/op_schema.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
+#include "kernels/device.h"
 
 namespace amptrain::kernels {
 
 using ir::DType;
 using ir::OpKind;
 
-enum class Device { kCpu, kCuda };
-const char* DeviceName(Device d);
 
 struct TensorSpec {
   DType dtype = DType::kUndefined;   // kUndefined: optional input absent
@@ -59,7 +58,7 @@ struct KernelInit {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;  // inferred types; kernels may rely on them
   std::string node_name;            // for error messages only
-  Device device = Device::kCpu;
+  DeviceKind device = DeviceKind::kCpu;
   // Training: Dropout drops (with `seed`), BatchNormalization uses batch statistics
   // regardless of the model's mode. Inference: Dropout is the identity and BN
   // follows the node (training_mode attribute or training-mode output count).
@@ -81,6 +80,9 @@ struct KernelContext {
   // Per-run seed of random kernels (training Dropout), mixed with KernelInit::seed so that each
   // run (training step) draws fresh values while staying reproducible; 0 = KernelInit::seed alone.
   uint64_t seed = 0;
+  // The run's stream, workspace and threads (kernels/device.h); set by the
+  // executor for every call, null only in direct kernel tests on the CPU.
+  const RunContext* run = nullptr;
 };
 
 class Kernel {
@@ -101,7 +103,7 @@ using KernelFactory = std::function<StatusOr<std::unique_ptr<Kernel>>(const Kern
 
 struct KernelEntry {
   OpKind op;
-  Device device;
+  DeviceKind device;
   std::string impl;                 // "reference", "onednn", "cudnn", ...
   int priority = 0;                 // higher wins among entries that accept
   std::vector<DType> dtypes;        // accepted dtype of the op's type input; empty = any
@@ -151,13 +153,13 @@ class Registry {
   static Registry& Global();
 
   void Add(KernelEntry entry);
-  bool Supports(OpKind op, Device device, DType dtype) const;
+  bool Supports(OpKind op, DeviceKind device, DType dtype) const;
   // Highest-priority accepting entry; `impl` restricts to one implementation
   // ("reference" in tests that use the reference kernels as the oracle).
   StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init, const std::string& impl = "") const;
   // The entry Create would use (same rules and errors), for callers that report the implementation.
   StatusOr<const KernelEntry*> Select(const KernelInit& init, const std::string& impl = "") const;
-  std::vector<const KernelEntry*> Entries(OpKind op, Device device) const;
+  std::vector<const KernelEntry*> Entries(OpKind op, DeviceKind device) const;
 
  private:
   std::vector<KernelEntry> entries_;

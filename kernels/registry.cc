@@ -4,8 +4,6 @@
 
 namespace amptrain::kernels {
 
-const char* DeviceName(Device d) { return d == Device::kCpu ? "cpu" : "cuda"; }
-
 std::string KernelInit::Describe() const {
   return StrCat(ir::Schema(op).name, " node '", node_name, "' (", ir::DTypeName(KeyDType(*this)), ")");
 }
@@ -49,13 +47,13 @@ bool AcceptsDType(const KernelEntry& e, DType t) {
 }
 }  // namespace
 
-bool Registry::Supports(OpKind op, Device device, DType dtype) const {
+bool Registry::Supports(OpKind op, DeviceKind device, DType dtype) const {
   for (const KernelEntry& e : entries_)
     if (e.op == op && e.device == device && AcceptsDType(e, dtype)) return true;
   return false;
 }
 
-std::vector<const KernelEntry*> Registry::Entries(OpKind op, Device device) const {
+std::vector<const KernelEntry*> Registry::Entries(OpKind op, DeviceKind device) const {
   std::vector<const KernelEntry*> out;
   for (const KernelEntry& e : entries_)
     if (e.op == op && e.device == device) out.push_back(&e);
@@ -108,8 +106,8 @@ StatusOr<const KernelEntry*> Registry::Select(const KernelInit& init, const std:
     return e;
   }
   if (!any_for_op)
-    return Unimplemented(init.Describe(), ": no ", DeviceName(init.device), " kernel for op ", ir::Schema(init.op).name);
-  return Unimplemented(init.Describe(), ": no ", DeviceName(init.device), " kernel", impl.empty() ? "" : " '" + impl + "'",
+    return Unimplemented(init.Describe(), ": no ", DeviceKindName(init.device), " kernel for op ", ir::Schema(init.op).name);
+  return Unimplemented(init.Describe(), ": no ", DeviceKindName(init.device), " kernel", impl.empty() ? "" : " '" + impl + "'",
                        " supports dtype ", ir::DTypeName(key), " with these attributes/shapes");
 }
 

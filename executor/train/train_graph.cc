@@ -232,7 +232,7 @@ StatusOr<amp::Report> ApplyTrainingPrecision(Graph& g, const amp::Policy& policy
   // (BN parameters and statistics included) stored in the low type, no master.
   co.convert_initializers = policy.level == amp::Level::kO3;
   co.capability = amp::Capability::Training([](ir::OpKind op, ir::DType t) {
-    return kernels::Registry::Global().Supports(op, kernels::Device::kCpu, t);
+    return kernels::Registry::Global().Supports(op, kernels::DeviceKind::kCpu, t);
   });
   co.capability.opset_limits = for_export;
   return amp::Convert(g, p, co);

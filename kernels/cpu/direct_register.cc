@@ -7,7 +7,7 @@ namespace amptrain::kernels::cpu {
 namespace direct {
 
 KernelEntry DirectEntry(OpKind op, KernelFactory factory, std::vector<DType> dtypes) {
-  KernelEntry e{op, Device::kCpu, "direct", 20, std::move(dtypes), factory, nullptr};
+  KernelEntry e{op, DeviceKind::kCpu, "direct", 20, std::move(dtypes), factory, nullptr};
   e.accepts = [factory](const KernelInit& init) { return factory(init).ok(); };
   return e;
 }

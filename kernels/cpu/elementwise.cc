@@ -18,7 +18,7 @@ Status CheckArity(const KernelInit& init, size_t min_inputs, size_t outputs) {
 KernelEntry ReferenceEntry(OpKind op, std::vector<DType> dtypes, KernelFactory factory) {
   KernelEntry e;
   e.op = op;
-  e.device = Device::kCpu;
+  e.device = DeviceKind::kCpu;
   e.impl = "reference";
   e.priority = 0;
   e.dtypes = std::move(dtypes);

@@ -20,13 +20,13 @@ Status CheckSameDType(const KernelInit& init, size_t from, size_t to) {
 void RegisterReferenceNN(Registry& r) {
   const std::vector<DType> floats = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
   auto add = [&](OpKind op, KernelFactory f) {
-    r.Add(KernelEntry{op, Device::kCpu, "reference", 0, floats, std::move(f), nullptr});
+    r.Add(KernelEntry{op, DeviceKind::kCpu, "reference", 0, floats, std::move(f), nullptr});
   };
   add(OpKind::kConv, nn::MakeConvReference);
   add(OpKind::kConvTranspose, nn::MakeConvTransposeReference);
   add(OpKind::kFusedConv, nn::MakeFusedConvReference);
   r.Add(KernelEntry{OpKind::kMaxPool,
-                    Device::kCpu,
+                    DeviceKind::kCpu,
                     "reference",
                     0,
                     {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt8, DType::kUInt8},

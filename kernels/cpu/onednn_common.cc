@@ -131,7 +131,7 @@ bool HasEmptyTensor(const KernelInit& init) {
 }  // namespace
 
 KernelEntry OneDnnEntry(OpKind op, KernelFactory factory, std::vector<DType> dtypes) {
-  KernelEntry e{op, Device::kCpu, "onednn", 10, std::move(dtypes), factory, nullptr};
+  KernelEntry e{op, DeviceKind::kCpu, "onednn", 10, std::move(dtypes), factory, nullptr};
   e.accepts = [factory](const KernelInit& init) { return !HasEmptyTensor(init) && factory(init).ok(); };
   e.preferred = [](const KernelInit& init) { return KeyDType(init) != DType::kBFloat16 || Cpu().bf16_faster(); };
   return e;
@@ -442,7 +442,7 @@ size_t WidenedSliceBytes() { return slice_bytes; }
 
 KernelEntry WidenedEntry(OpKind op, KernelFactory factory) {
   KernelFactory widened = [factory](const KernelInit& init) { return MakeWidened(factory, init); };
-  KernelEntry e{op, Device::kCpu, "onednn-widened", 5, {DType::kBFloat16, DType::kFloat16}, widened, nullptr};
+  KernelEntry e{op, DeviceKind::kCpu, "onednn-widened", 5, {DType::kBFloat16, DType::kFloat16}, widened, nullptr};
   e.accepts = [widened](const KernelInit& init) { return !HasEmptyTensor(init) && widened(init).ok(); };
   e.takes_widened = true;
   return e;

@@ -115,7 +115,7 @@ template <class K>
 KernelEntry ReferenceEntry(OpKind op, std::vector<DType> dtypes = {}) {
   KernelEntry e;
   e.op = op;
-  e.device = Device::kCpu;
+  e.device = DeviceKind::kCpu;
   e.impl = "reference";
   e.priority = 0;
   e.dtypes = std::move(dtypes);

@@ -279,12 +279,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeGradCheck(const KernelInit& init) {
 
 void RegisterStepKernels(Registry& r) {
   const std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-  r.Add({OpKind::kGradCheck, Device::kCpu, "fused", 0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+  r.Add({OpKind::kGradCheck, DeviceKind::kCpu, "fused", 0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
                                                         DType::kFloat64},
          MakeGradCheck, nullptr});
-  r.Add({OpKind::kSgdStep, Device::kCpu, "fused", 0, dtypes,
+  r.Add({OpKind::kSgdStep, DeviceKind::kCpu, "fused", 0, dtypes,
          [](const KernelInit& init) { return MakeStep<SgdStepKernel>(init, 4); }, nullptr});
-  r.Add({OpKind::kAdamStep, Device::kCpu, "fused", 0, dtypes,
+  r.Add({OpKind::kAdamStep, DeviceKind::kCpu, "fused", 0, dtypes,
          [](const KernelInit& init) { return MakeStep<AdamStepKernel>(init, 5); }, nullptr});
 }
 

@@ -47,7 +47,7 @@ void RegisterReferenceTraining(Registry& r) {
       {OpKind::kReduceSumTo, grad::MakeReduceSumTo},
   };
   for (const auto& [op, factory] : entries) {
-    KernelEntry e{op, Device::kCpu, "reference", 0, floats, factory, nullptr};
+    KernelEntry e{op, DeviceKind::kCpu, "reference", 0, floats, factory, nullptr};
     e.skips_unused_outputs = op == OpKind::kConvGrad;  // skips dX, and writes dW/dB only when asked
     if (op == OpKind::kReluGrad) e = ElementwiseChannelsLast(std::move(e), 0b11, 0b1);  // dY, Y -> dX
     r.Add(std::move(e));

@@ -33,7 +33,7 @@ StatusOr<DeviceInfo> QueryDevices() {
 
 // The CUDA kernel set (cuDNN convolution, cuBLAS GEMM, elementwise .cu files)
 // is the subject of a later issue; until then the registry has no CUDA entries
-// and asking for Device::kCuda fails with "no cuda kernel for op ...".
+// and asking for DeviceKind::kCuda fails with "no cuda kernel for op ...".
 void RegisterCudaKernels(Registry&) {}
 
 }  // namespace amptrain::kernels

@@ -348,7 +348,7 @@ TEST(Plan, UnknownKernelImplementationNamesTheNode) {
 
 TEST(Session, RejectsNonCpuDevices) {
   SessionOptions opts;
-  opts.device = kernels::Device::kCuda;
+  opts.device = kernels::DeviceKind::kCuda;
   auto session = InferenceSession::Create(Chain(), opts);
   EXPECT_EQ(session.status().code(), StatusCode::kUnimplemented);
 }

@@ -101,7 +101,7 @@ TEST(UnaryKernels, IntegerAndBoolOps) {
   EXPECT_EQ(n.dtype(), DType::kBool);
   ExpectNear(Values(n), {0, 1, 0});
   EXPECT_TRUE(Run1(OpKind::kIdentity, {i}) == i);
-  EXPECT_FALSE(Registry::Global().Supports(OpKind::kSigmoid, Device::kCpu, DType::kInt64));
+  EXPECT_FALSE(Registry::Global().Supports(OpKind::kSigmoid, DeviceKind::kCpu, DType::kInt64));
 }
 
 TEST(UnaryKernels, HalfAndBFloat16ComputeInFloat) {
@@ -146,7 +146,7 @@ TEST(UnaryKernels, HardActivationsInEveryFloatType) {
     ExpectNear(Values(sig), Values(MakeTensor(t, {4}, {0, 0.5 - alpha, 0.5 + alpha, 1})), 0);
     ExpectNear(Values(swish), Values(MakeTensor(t, {4}, {0, -(0.5 - 1 / 6.0), 0.5 + 1 / 6.0, 3.5})), 0);
   }
-  EXPECT_FALSE(Registry::Global().Supports(OpKind::kHardSwish, Device::kCpu, DType::kInt32));
+  EXPECT_FALSE(Registry::Global().Supports(OpKind::kHardSwish, DeviceKind::kCpu, DType::kInt32));
 }
 
 TEST(BinaryKernels, BroadcastShapes) {
