@@ -41,6 +41,7 @@
 #include "importer/onnx_import.h"
 #include "tools/amp_report.h"
 #include "tools/commands.h"
+#include "tools/device_flag.h"
 
 namespace amptrain::tools {
 
@@ -50,6 +51,7 @@ struct BenchArgs {
   std::string model;
   int64_t batch = 1;
   int threads = 0;
+  std::string device = "cpu";
   int warmup = 2;
   int repeat = 10;
   bool json = false;
@@ -104,9 +106,10 @@ StatusOr<ir::Tensor> RandomInput(const ir::Graph& g, ir::Value v, int64_t batch,
   return t;
 }
 
-Status BenchTrain(const BenchArgs& args) {
+Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
   namespace train = executor::train;
   using Clock = std::chrono::steady_clock;
+  AMP_RETURN_IF_ERROR(RequireCpuFor(device, "bench --train"));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   train::TrainConfig config;
   config.optimizer.kind = args.optimizer;
@@ -205,7 +208,8 @@ Status BenchFmaPeak(const BenchArgs& args) {
 Status Bench(const BenchArgs& args) {
   if (args.fma_peak) return BenchFmaPeak(args);
   if (args.model.empty()) return InvalidArgument("bench needs a MODEL (or --fma-peak)");
-  if (args.train) return BenchTrain(args);
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
+  if (args.train) return BenchTrain(args, device);
   using Clock = std::chrono::steady_clock;
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
   std::mt19937_64 rng(0);
@@ -215,6 +219,7 @@ Status Bench(const BenchArgs& args) {
   }
   executor::SessionOptions options;
   options.threads = args.threads;
+  ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
   options.profile = args.profile;
   options.optimize = !args.no_optimize;
@@ -257,6 +262,7 @@ void AddBenchCommand(CLI::App& app, Status& result) {
   cmd->add_option("MODEL", args->model, "The .onnx file");
   cmd->add_option("--batch", args->batch, "Size of the batch dimension")->check(IntAtLeast(1));
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
+  AddDeviceFlag(cmd, args->device);
   cmd->add_option("--warmup", args->warmup, "Untimed runs first")->check(IntAtLeast(0));
   cmd->add_option("--repeat", args->repeat, "Timed runs")->check(IntAtLeast(1));
   cmd->add_flag("--json", args->json, "One JSON line instead of text");

@@ -30,6 +30,7 @@
 #include "ir/infer/infer_util.h"
 #include "tools/amp_report.h"
 #include "tools/commands.h"
+#include "tools/device_flag.h"
 
 namespace amptrain::tools {
 
@@ -44,6 +45,7 @@ struct GradArgs {
   std::string output_dir;
   int threads = 0;
   bool reference = false;
+  std::string device = "cpu";
   AmpFlags amp;
   std::string loss_scale = "auto";
   std::vector<std::string> freeze;
@@ -70,6 +72,7 @@ StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const ir::Graph& g, const 
 }
 
 Status Grad(const GradArgs& args) {
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
   ir::Graph& g = *graph;
   if (g.outputs().size() != 1)
@@ -114,6 +117,7 @@ Status Grad(const GradArgs& args) {
 
   executor::SessionOptions options;
   options.threads = args.threads;
+  ApplyDevice(device, options);
   options.training = true;
   if (args.reference) options.kernel_impl = "reference";
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
@@ -162,6 +166,7 @@ void AddGradCommand(CLI::App& app, Status& result) {
   cmd->add_option("-o,--output-dir", args->output_dir, "Folder for loss.npy and grads/<initializer name>.npy")
       ->required();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
+  AddDeviceFlag(cmd, args->device);
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
   AddAmpFlags(cmd, args->amp, "default O0: fp32");
   cmd->add_option("--loss-scale", args->loss_scale,

@@ -1,4 +1,4 @@
-// amptrain eval MODEL [--data SPEC] [--batch-size B] [--threads N] [--reference] [--output NAME]
+// amptrain eval MODEL [--data SPEC] [--batch-size B] [--threads N] [--device D] [--reference] [--output NAME]
 //
 // Loss (mean softmax cross-entropy) and top-1 accuracy of an ONNX classifier
 // on the test split of a data set, in inference mode (BN running statistics,
@@ -10,6 +10,7 @@
 #include "executor/train/trainer.h"
 #include "importer/onnx_import.h"
 #include "tools/commands.h"
+#include "tools/device_flag.h"
 
 namespace amptrain::tools {
 
@@ -20,12 +21,15 @@ struct EvalArgs {
   int64_t batch_size = 128;
   int threads = 0;
   bool reference = false;
+  std::string device = "cpu";
   std::string output;
 };
 
 Status Eval(const EvalArgs& args) {
   namespace data = executor::data;
   namespace train = executor::train;
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
+  AMP_RETURN_IF_ERROR(RequireCpuFor(device, "eval"));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
@@ -53,6 +57,7 @@ void AddEvalCommand(CLI::App& app, Status& result) {
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
   cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
+  AddDeviceFlag(cmd, a->device);
   cmd->add_flag("--reference", a->reference, "Use the reference kernels only");
   cmd->callback([a, &result] { result = Eval(*a); });
 }

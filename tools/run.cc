@@ -19,6 +19,7 @@
 #include "executor/session.h"
 #include "importer/onnx_import.h"
 #include "tools/commands.h"
+#include "tools/device_flag.h"
 
 namespace amptrain::tools {
 
@@ -33,6 +34,7 @@ struct RunArgs {
   std::string output_dir;
   int threads = 0;
   bool reference = false;
+  std::string device = "cpu";
 };
 
 double MsSince(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
@@ -55,12 +57,14 @@ Status WriteOutputs(const ir::Graph& g, const std::vector<ir::Tensor>& outputs, 
 
 Status Run(const RunArgs& args) {
   Clock::time_point start = Clock::now();
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
   spdlog::info("imported {} ({} nodes) in {:.1f} ms", args.model, graph->num_nodes(), MsSince(start));
   AMP_ASSIGN_OR_RETURN(auto inputs, ReadInputs(*graph, args.inputs, "--input"));
 
   executor::SessionOptions options;
   options.threads = args.threads;
+  ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
   Clock::time_point run_start = Clock::now();
@@ -88,6 +92,7 @@ void AddRunCommand(CLI::App& app, Status& result) {
                   "Folder for <output name>.npy files ('/', '\\', ':' in names become '_')")
       ->required();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
+  AddDeviceFlag(cmd, args->device);
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
   cmd->callback([args, &result] { result = Run(*args); });
 }

@@ -49,6 +49,7 @@
 #include "kernels/cpu/cpu_info.h"
 #include "tools/amp_report.h"
 #include "tools/commands.h"
+#include "tools/device_flag.h"
 
 namespace amptrain::tools {
 
@@ -69,6 +70,7 @@ struct TrainArgs {
   double clip_grad_norm = 0.0;
   uint64_t seed = 0;
   int threads = 0;
+  std::string device = "cpu";
   std::string checkpoint_dir, resume, export_path, metrics, augment;
   int64_t checkpoint_every = 0, log_every = 50;
   int keep_last = 3;
@@ -259,6 +261,8 @@ void WarnIfBatchNormMayBeFolded(const ir::Graph& model) {
 Status Train(const TrainArgs& args) {
   namespace data = executor::data;
   namespace train = executor::train;
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
+  AMP_RETURN_IF_ERROR(RequireCpuFor(device, "train"));
   AMP_RETURN_IF_ERROR(CheckOutputs(args));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
@@ -425,6 +429,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   cmd->add_option("--seed", a->seed, "Seed of data order, augmentation and Dropout")->capture_default_str()
       ->check(IntAtLeast(0));
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
+  AddDeviceFlag(cmd, a->device);
   cmd->add_option("--checkpoint-dir", a->checkpoint_dir, "Write checkpoints here (each epoch end and the last step)");
   cmd->add_option("--checkpoint-every", a->checkpoint_every, "Also write a checkpoint every N steps")
       ->check(IntAtLeast(0));

@@ -1,0 +1,68 @@
+// Host-side helpers of the CUDA Kernel classes (kernels/cuda/*_kernels.cc):
+// the registry entry, the dtype switch to the launchers' Elem, the run's
+// stream, and per-family registration functions.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <optional>
+#include <vector>
+
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/launch.h"
+#include "kernels/kernel.h"
+
+namespace amptrain::kernels::cuda {
+
+// fp32, fp16, bf16: the dtypes every CUDA kernel takes.
+inline std::vector<DType> CudaFloatDTypes() { return {DType::kFloat32, DType::kFloat16, DType::kBFloat16}; }
+
+// The launchers' element type of `t`, nullopt for any other dtype.
+inline std::optional<Elem> ElemOf(DType t) {
+  switch (t) {
+    case DType::kFloat32: return Elem::kF32;
+    case DType::kFloat16: return Elem::kF16;
+    case DType::kBFloat16: return Elem::kBF16;
+    default: return std::nullopt;
+  }
+}
+
+// The stream of the run (the legacy default stream in direct tests without one).
+inline cudaStream_t StreamOf(const KernelContext& ctx) {
+  return ctx.run ? static_cast<cudaStream_t>(ctx.run->stream) : nullptr;
+}
+
+// Output 0 = input 0 (one device-to-device copy unless they alias).
+inline Status CopyInputToOutput(const KernelContext& ctx) {
+  if (ctx.outputs[0].data != ctx.inputs[0].data && ctx.outputs[0].nbytes() > 0)
+    CUDA_CHECK(cudaMemcpyAsync(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].nbytes(),
+                               cudaMemcpyDeviceToDevice, StreamOf(ctx)));
+  return Status::Ok();
+}
+
+// A DeviceKind::kCuda entry for fp32/fp16/bf16 (or `dtypes`).
+inline KernelEntry CudaEntry(OpKind op, const char* impl, KernelFactory factory, int priority = 10,
+                             std::vector<DType> dtypes = CudaFloatDTypes()) {
+  KernelEntry e;
+  e.op = op;
+  e.device = DeviceKind::kCuda;
+  e.impl = impl;
+  e.priority = priority;
+  e.dtypes = std::move(dtypes);
+  e.factory = std::move(factory);
+  return e;
+}
+
+// Error unless every present input and output listed has dtype `t`.
+Status CheckDTypes(const KernelInit& init, DType t, const std::vector<size_t>& inputs,
+                   const std::vector<size_t>& outputs);
+
+// Per-family registration, called by RegisterCudaKernels (register.cc).
+void RegisterElementwise(Registry& r);  // elementwise_kernels.cc: unary, binary, pointwise grads, Cast, Identity
+void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceSumTo
+void RegisterSteps(Registry& r);        // step_kernels.cc: GradCheck, SgdStep, AdamStep
+void RegisterLoss(Registry& r);         // loss_kernels.cc: SoftmaxCrossEntropyLoss and its gradient
+void RegisterBlas(Registry& r);         // blas_kernels.cc: Gemm, MatMul (cuBLAS)
+void RegisterCudnn(Registry& r);        // cudnn_*.cc: Conv, ConvGrad, BatchNormalization(+Grad), pools(+Grad)
+
+}  // namespace amptrain::kernels::cuda

@@ -1,0 +1,48 @@
+// Device-side helpers of the .cu files: storage types, float conversion,
+// launch geometry and the one Elem switch.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/launch.h"
+
+namespace amptrain::kernels::cuda {
+
+__device__ __forceinline__ float ToF(float x) { return x; }
+__device__ __forceinline__ float ToF(__half x) { return __half2float(x); }
+__device__ __forceinline__ float ToF(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+template <class T> __device__ __forceinline__ T FromF(float x);
+template <> __device__ __forceinline__ float FromF<float>(float x) { return x; }
+template <> __device__ __forceinline__ __half FromF<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 FromF<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+constexpr int kThreads = 256;
+
+// Blocks of kThreads for a grid-stride loop over n elements (n > 0).
+inline unsigned Blocks(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < (1 << 20) ? b : (1 << 20));
+}
+
+#define AMP_GRID_STRIDE(i, n)                                                              \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+
+template <class T> struct Tag { using type = T; };
+
+// fn(Tag<storage type>{}) for `t`.
+template <class Fn>
+cudaError_t DispatchElem(Elem t, Fn&& fn) {
+  switch (t) {
+    case Elem::kF32: return fn(Tag<float>{});
+    case Elem::kF16: return fn(Tag<__half>{});
+    case Elem::kBF16: return fn(Tag<__nv_bfloat16>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace amptrain::kernels::cuda

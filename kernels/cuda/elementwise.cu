@@ -1,0 +1,147 @@
+// Elementwise CUDA kernels: unary maps, broadcasting binary ops, the pointwise
+// backward ops and Cast. The math is kernels/cpu/unary.cc's, binary.cc's and
+// grad_misc.cc's in float (device libm: expf, tanhf and erff are within 2 ulp
+// of the CPU's, so results agree to rounding, not bitwise).
+#include "kernels/cuda/elem.cuh"
+
+namespace amptrain::kernels::cuda {
+
+namespace {
+
+__device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha) {
+  switch (op) {
+    case UnaryOp::kRelu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN
+    case UnaryOp::kLeakyRelu: return x < 0.0f ? alpha * x : x;
+    case UnaryOp::kSigmoid: {
+      if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+      const float e = expf(x);
+      return e / (1.0f + e);
+    }
+    case UnaryOp::kTanh: return tanhf(x);
+    case UnaryOp::kExp: return expf(x);
+    case UnaryOp::kLog: return logf(x);
+    case UnaryOp::kSqrt: return sqrtf(x);
+    case UnaryOp::kNeg: return -x;
+    case UnaryOp::kAbs: return x < 0.0f ? -x : x;
+    case UnaryOp::kReciprocal: return 1.0f / x;
+    case UnaryOp::kErf: return erff(x);
+    case UnaryOp::kGelu: return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    case UnaryOp::kGeluTanh: {
+      const float k = 0.7978845608028654f;  // sqrt(2 / pi)
+      return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
+    }
+  }
+  return x;
+}
+
+template <class T>
+__global__ void UnaryKernel(UnaryOp op, const T* x, T* y, int64_t n, float alpha) {
+  AMP_GRID_STRIDE(i, n) y[i] = FromF<T>(Unary(op, ToF(x[i]), alpha));
+}
+
+__device__ __forceinline__ float Binary(BinaryOp op, float a, float b) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + b;
+    case BinaryOp::kSub: return a - b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kMax: return a != a || a > b ? a : b;  // NaN propagates
+    case BinaryOp::kMin: return a != a || a < b ? a : b;
+    case BinaryOp::kReluGrad: return b > 0.0f ? a : 0.0f;
+    case BinaryOp::kGeluGrad: {
+      const float cdf = 0.5f * (1.0f + erff(b * 0.7071067811865476f));
+      const float pdf = expf(-0.5f * b * b) * 0.3989422804014327f;  // 1 / sqrt(2 pi)
+      return a * (cdf + b * pdf);
+    }
+    case BinaryOp::kGeluTanhGrad: {
+      const float k = 0.7978845608028654f, c = 0.044715f;
+      const float t = tanhf(k * (b + c * b * b * b));
+      const float d = 0.5f * (1.0f + t) + 0.5f * b * (1.0f - t * t) * k * (1.0f + 3.0f * c * b * b);
+      return a * d;
+    }
+  }
+  return a;
+}
+
+template <class T>
+__global__ void BinarySameShape(BinaryOp op, const T* a, const T* b, T* y, int64_t n) {
+  AMP_GRID_STRIDE(i, n) y[i] = FromF<T>(Binary(op, ToF(a[i]), ToF(b[i])));
+}
+
+template <class T>
+__global__ void BinaryBroadcast(BinaryOp op, const T* a, const T* b, T* y, int64_t n, Broadcast bc) {
+  AMP_GRID_STRIDE(i, n) {
+    int64_t rem = i, ia = 0, ib = 0;
+    for (int d = bc.rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % bc.out_dims[d];
+      rem /= bc.out_dims[d];
+      ia += idx * bc.a_strides[d];
+      ib += idx * bc.b_strides[d];
+    }
+    y[i] = FromF<T>(Binary(op, ToF(a[ia]), ToF(b[ib])));
+  }
+}
+
+template <class T>
+__global__ void BroadcastCopyKernel(const T* x, T* y, int64_t n, Broadcast bc) {
+  AMP_GRID_STRIDE(i, n) {
+    int64_t rem = i, ix = 0;
+    for (int d = bc.rank - 1; d >= 0; --d) {
+      ix += rem % bc.out_dims[d] * bc.a_strides[d];
+      rem /= bc.out_dims[d];
+    }
+    y[i] = x[ix];
+  }
+}
+
+template <class S, class D>
+__global__ void CastKernel(const S* x, D* y, int64_t n) {
+  AMP_GRID_STRIDE(i, n) y[i] = FromF<D>(ToF(x[i]));
+}
+
+}  // namespace
+
+cudaError_t LaunchUnary(UnaryOp op, Elem t, const void* x, void* y, int64_t n, float alpha, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    UnaryKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(x), static_cast<T*>(y), n, alpha);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchBinary(BinaryOp op, Elem t, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
+                         cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = static_cast<const T*>(a);
+    const T* pb = static_cast<const T*>(b);
+    if (bc) BinaryBroadcast<T><<<Blocks(n), kThreads, 0, stream>>>(op, pa, pb, static_cast<T*>(y), n, *bc);
+    else BinarySameShape<T><<<Blocks(n), kThreads, 0, stream>>>(op, pa, pb, static_cast<T*>(y), n);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchBroadcastCopy(Elem t, const void* x, void* y, int64_t n, const Broadcast& bc, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    BroadcastCopyKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n, bc);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchCast(Elem from, Elem to, const void* x, void* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return DispatchElem(from, [&](auto src) {
+    return DispatchElem(to, [&](auto dst) {
+      using S = typename decltype(src)::type;
+      using D = typename decltype(dst)::type;
+      CastKernel<S, D><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const S*>(x), static_cast<D*>(y), n);
+      return cudaGetLastError();
+    });
+  });
+}
+
+}  // namespace amptrain::kernels::cuda

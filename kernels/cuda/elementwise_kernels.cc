@@ -1,0 +1,215 @@
+// CUDA Kernel classes of the elementwise ops (launchers: elementwise.cu):
+//   unary   Relu LeakyRelu Sigmoid Tanh Exp Log Sqrt Neg Abs Reciprocal Erf Gelu
+//   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting)
+//   grads   ReluGrad(dY, Y), GeluGrad(dY, X) (one shape)
+//   Cast between fp32, fp16 and bf16; Identity.
+// Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
+// grad_misc.cc, cast.cc): output 0 has the inferred type, may overwrite input 0.
+#include <string>
+
+#include "kernels/cuda/common.h"
+
+namespace amptrain::kernels::cuda {
+
+Status CheckDTypes(const KernelInit& init, DType t, const std::vector<size_t>& inputs,
+                   const std::vector<size_t>& outputs) {
+  for (size_t i : inputs)
+    if (i < init.inputs.size() && init.inputs[i].present() && init.inputs[i].dtype != t)
+      return init.Error("input ", i, " is ", ir::DTypeName(init.inputs[i].dtype), ", expected ", ir::DTypeName(t));
+  for (size_t i : outputs)
+    if (i < init.outputs.size() && init.outputs[i].dtype != t)
+      return init.Error("output ", i, " is ", ir::DTypeName(init.outputs[i].dtype), ", expected ", ir::DTypeName(t));
+  return Status::Ok();
+}
+
+namespace {
+
+// Gelu's approximate attribute: true for "tanh", false for "none".
+StatusOr<bool> GeluTanh(const KernelInit& init) {
+  StatusOr<std::string> attr = init.attrs->GetString("approximate", "none");
+  if (!attr.ok()) return attr.status();
+  const std::string& approximate = *attr;
+  if (approximate != "none" && approximate != "tanh") return init.Error("unsupported approximate='", approximate, "'");
+  return approximate == "tanh";
+}
+
+class UnaryKernel final : public Kernel {
+ public:
+  UnaryKernel(UnaryOp op, Elem t, float alpha) : op_(op), t_(t), alpha_(alpha) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchUnary(op_, t_, ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[0].num_elements(), alpha_,
+                           StreamOf(ctx)));
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+
+ private:
+  UnaryOp op_;
+  Elem t_;
+  float alpha_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeUnary(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  if (init.outputs[0].dims != init.inputs[0].dims) return init.Error("output dims differ from the input's");
+  float alpha = 0.0f;
+  UnaryOp op;
+  switch (init.op) {
+    case OpKind::kRelu: op = UnaryOp::kRelu; break;
+    case OpKind::kLeakyRelu: {
+      op = UnaryOp::kLeakyRelu;
+      AMP_ASSIGN_OR_RETURN(alpha, init.attrs->GetFloat("alpha", 0.01f));
+      break;
+    }
+    case OpKind::kSigmoid: op = UnaryOp::kSigmoid; break;
+    case OpKind::kTanh: op = UnaryOp::kTanh; break;
+    case OpKind::kExp: op = UnaryOp::kExp; break;
+    case OpKind::kLog: op = UnaryOp::kLog; break;
+    case OpKind::kSqrt: op = UnaryOp::kSqrt; break;
+    case OpKind::kNeg: op = UnaryOp::kNeg; break;
+    case OpKind::kAbs: op = UnaryOp::kAbs; break;
+    case OpKind::kReciprocal: op = UnaryOp::kReciprocal; break;
+    case OpKind::kErf: op = UnaryOp::kErf; break;
+    case OpKind::kGelu: {
+      AMP_ASSIGN_OR_RETURN(const bool tanh, GeluTanh(init));
+      op = tanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu;
+      break;
+    }
+    default: return Internal(init.Describe(), ": not a CUDA unary op");
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<UnaryKernel>(op, *ElemOf(t), alpha));
+}
+
+class BinaryKernel final : public Kernel {
+ public:
+  BinaryKernel(BinaryOp op, Elem t, std::optional<Broadcast> bc, bool inplace)
+      : op_(op), t_(t), bc_(bc), inplace_(inplace) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchBinary(op_, t_, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data,
+                            ctx.outputs[0].num_elements(), bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 && inplace_ ? 0 : -1; }
+
+ private:
+  BinaryOp op_;
+  Elem t_;
+  std::optional<Broadcast> bc_;  // nullopt: both inputs have the output's dims
+  bool inplace_;
+};
+
+// Element strides of `in` (numpy broadcasting to `out`): 0 along broadcast dims.
+void BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* strides) {
+  const size_t lead = out.size() - in.size();
+  int64_t stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    const int64_t dim = d >= lead ? in[d - lead] : 1;
+    strides[d] = dim == 1 && out[d] != 1 ? 0 : stride;
+    stride *= dim;
+  }
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1}, {0}));
+  const std::vector<int64_t>& out = init.outputs[0].dims;
+  BinaryOp op;
+  bool same_shape_only = false;
+  switch (init.op) {
+    case OpKind::kAdd: op = BinaryOp::kAdd; break;
+    case OpKind::kSub: op = BinaryOp::kSub; break;
+    case OpKind::kMul: op = BinaryOp::kMul; break;
+    case OpKind::kDiv: op = BinaryOp::kDiv; break;
+    case OpKind::kMax: op = BinaryOp::kMax; break;
+    case OpKind::kMin: op = BinaryOp::kMin; break;
+    case OpKind::kReluGrad: op = BinaryOp::kReluGrad, same_shape_only = true; break;
+    case OpKind::kGeluGrad: {
+      AMP_ASSIGN_OR_RETURN(const bool tanh, GeluTanh(init));
+      op = tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad;
+      same_shape_only = true;
+      break;
+    }
+    default: return Internal(init.Describe(), ": not a CUDA binary op");
+  }
+  const bool same = init.inputs[0].dims == out && init.inputs[1].dims == out;
+  if (same_shape_only && !same) return init.Error("inputs 0 and 1 differ in shape");
+  std::optional<Broadcast> bc;
+  if (!same) {
+    if (out.size() > static_cast<size_t>(kMaxRank)) return init.Error("rank ", out.size(), " is over ", kMaxRank);
+    for (size_t i = 0; i < 2; ++i) {
+      const std::vector<int64_t>& in = init.inputs[i].dims;
+      if (in.size() > out.size()) return init.Error("input ", i, " has a higher rank than the output");
+      for (size_t d = 0; d < in.size(); ++d) {
+        const int64_t o = out[out.size() - in.size() + d];
+        if (in[d] != o && in[d] != 1) return init.Error("input ", i, " does not broadcast to the output");
+      }
+    }
+    Broadcast b;
+    b.rank = static_cast<int>(out.size());
+    for (size_t d = 0; d < out.size(); ++d) b.out_dims[d] = out[d];
+    BroadcastStrides(init.inputs[0].dims, out, b.a_strides);
+    BroadcastStrides(init.inputs[1].dims, out, b.b_strides);
+    bc = b;
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<BinaryKernel>(op, *ElemOf(t), bc, init.inputs[0].dims == out));
+}
+
+class CastKernel final : public Kernel {
+ public:
+  CastKernel(Elem from, Elem to) : from_(from), to_(to) {}
+  Status Run(KernelContext& ctx) override {
+    if (from_ == to_) return CopyInputToOutput(ctx);
+    CUDA_CHECK(LaunchCast(from_, to_, ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[0].num_elements(),
+                          StreamOf(ctx)));
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override {
+    return output == 0 && (from_ == to_ || (from_ != Elem::kF32 && to_ != Elem::kF32)) ? 0 : -1;
+  }
+
+ private:
+  Elem from_, to_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+  if (init.outputs[0].dims != init.inputs[0].dims) return init.Error("output dims differ from the input's");
+  const std::optional<Elem> from = ElemOf(init.inputs[0].dtype), to = ElemOf(init.outputs[0].dtype);
+  if (!from || !to)
+    return Unimplemented(init.Describe(), ": the CUDA Cast converts between float32, float16 and bfloat16, not to ",
+                         ir::DTypeName(init.outputs[0].dtype));
+  return std::unique_ptr<Kernel>(std::make_unique<CastKernel>(*from, *to));
+}
+
+class IdentityKernel final : public Kernel {
+ public:
+  Status Run(KernelContext& ctx) override { return CopyInputToOutput(ctx); }
+  int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+};
+
+}  // namespace
+
+void RegisterElementwise(Registry& r) {
+  for (OpKind op : {OpKind::kRelu, OpKind::kLeakyRelu, OpKind::kSigmoid, OpKind::kTanh, OpKind::kExp, OpKind::kLog,
+                    OpKind::kSqrt, OpKind::kNeg, OpKind::kAbs, OpKind::kReciprocal, OpKind::kErf, OpKind::kGelu})
+    r.Add(CudaEntry(op, "cuda", MakeUnary));
+  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin,
+                    OpKind::kReluGrad, OpKind::kGeluGrad}) {
+    KernelEntry e = CudaEntry(op, "cuda", MakeBinary);
+    // Variadic Max/Min: the two-input form only.
+    e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2; };
+    r.Add(std::move(e));
+  }
+  r.Add(CudaEntry(OpKind::kCast, "cuda", MakeCast));
+  r.Add(CudaEntry(OpKind::kIdentity, "cuda", [](const KernelInit& init) -> StatusOr<std::unique_ptr<Kernel>> {
+    AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+    if (init.outputs[0].dtype != init.inputs[0].dtype || init.outputs[0].dims != init.inputs[0].dims)
+      return init.Error("output type differs from the input's");
+    return std::unique_ptr<Kernel>(std::make_unique<IdentityKernel>());
+  }, 10, {}));
+}
+
+}  // namespace amptrain::kernels::cuda

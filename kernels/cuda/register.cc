@@ -1,0 +1,14 @@
+// The CUDA kernel set, one registration call per family (kernels/cuda/common.h).
+#include "kernels/cuda/common.h"
+
+namespace amptrain::kernels {
+
+void RegisterCudaKernels(Registry& r) {
+  cuda::RegisterElementwise(r);
+  cuda::RegisterReduce(r);
+  cuda::RegisterSteps(r);
+  cuda::RegisterLoss(r);
+  cuda::RegisterBlas(r);
+}
+
+}  // namespace amptrain::kernels

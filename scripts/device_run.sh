@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The device check's run on the GPU machine, packed by scripts/device_check.sh
+# as run.sh at the top of its tarball:
+#   tar xzf amptrain-device.tar.gz && bash amptrain-device/run.sh "$OUT"
+# 1. libraries: the tarball's lib/ first, then the CUDA runtime, cuBLAS and
+#    cuDNN from the Python nvidia-* wheels (site-packages/nvidia/*/lib), then
+#    /usr/local/cuda/lib64 and the driver's /usr/local/nvidia/lib64;
+# 2. the CUDA test suite: the Device tests, then CUDA against CPU for every
+#    op and gradient in fp32, fp16 and bf16;
+# 3. training benchmarks, batch 256, synthetic data: SimpleCNN and ResNet-50,
+#    amptrain --device cuda at O0, O1/O2 fp16 and bf16, and PyTorch on the
+#    same GPU (fp32, autocast fp16 + GradScaler, autocast bf16; channels_last).
+# Everything is written to OUT (default ./out): results.md (the table),
+# cuda_vs_cpu.md (per op and dtype), and the logs. A step that fails is a row
+# saying so; the run goes on. The whole run keeps to BUDGET_S (480) seconds.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${1:-${OUT:-$PWD/out}}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+BUDGET_S=${BUDGET_S:-480}
+PY=${PYTHON:-python3}
+BIN=$HERE/bin
+
+# ---- 1. libraries ----
+wheel_lib_dirs() {
+  local sp
+  for sp in $("$PY" -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+            /opt/torch/.venv/lib/python3*/site-packages; do
+    [ -d "$sp/nvidia" ] && find "$sp/nvidia" -maxdepth 3 -type d -name lib 2>/dev/null
+  done | sort -u | paste -sd: -
+}
+WHEELS=$(wheel_lib_dirs)
+export LD_LIBRARY_PATH="$HERE/lib${WHEELS:+:$WHEELS}:/usr/local/cuda/lib64:/usr/local/nvidia/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+RESULTS=$OUT/results.md
+row() { printf '| %s | %s | %s |\n' "$1" "$2" "$3" >>"$RESULTS"; }
+# The first line of a log that says what went wrong, for a table cell.
+why() { grep -m1 -iE 'error|fail|no cuda|not found|unimplemented|unknown' "$1" | tr '|' '/' | cut -c1-200; }
+left() { echo $((BUDGET_S - SECONDS)); }
+
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | head -1)
+{
+  echo "# amptrain device check"
+  echo
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), host $(uname -n), GPU: ${gpu:-none visible (nvidia-smi: $(nvidia-smi -L 2>&1 | head -1))}"
+  echo "build: $(cat "$HERE/MANIFEST" 2>/dev/null | paste -sd' ' -)"
+  echo
+  echo "| step | result | detail |"
+  echo "| --- | --- | --- |"
+} >"$RESULTS"
+
+missing=$(ldd "$BIN/amptrain" "$BIN/cuda_tests" 2>&1 | grep 'not found' | awk '{print $1}' | sort -u | paste -sd' ' -)
+cudnn=$(ldd "$BIN/amptrain" 2>/dev/null | awk '/libcudnn\.so|libcublas\.so/ {print $1 " -> " $3}' | paste -sd' ' -)
+if [ -n "$missing" ]; then row "libraries" "FAIL" "not found: $missing"; else row "libraries" "ok" "$cudnn"; fi
+"$BIN/amptrain" --version >"$OUT/version.log" 2>&1 && row "amptrain --version" "ok" "$(head -1 "$OUT/version.log")" ||
+  row "amptrain --version" "FAIL" "$(why "$OUT/version.log")"
+
+# ---- 2. the CUDA test suite ----
+# gtest's summary lines as "P passed, F failed, S skipped".
+summary() {
+  local p f s
+  p=$(grep -oE '^\[  PASSED  \] [0-9]+' "$1" | grep -oE '[0-9]+$' || true)
+  f=$(grep -oE '^\[  FAILED  \] [0-9]+ test' "$1" | grep -oE '[0-9]+' || true)
+  s=$(grep -oE '^\[  SKIPPED \] [0-9]+ test' "$1" | grep -oE '[0-9]+' || true)
+  echo "${p:-0} passed, ${f:-0} failed, ${s:-0} skipped"
+}
+suite() {  # name filter
+  local log=$OUT/$1.log
+  timeout 300 "$BIN/cuda_tests" --gtest_filter="$2" --gtest_output="xml:$OUT/$1.xml" >"$log" 2>&1
+  local rc=$?
+  local detail
+  detail="$(summary "$log")"
+  local skip
+  skip=$(grep -m1 '^no CUDA device' "$log" || true)
+  [ -n "$skip" ] && detail="$detail; $skip"
+  if [ $rc -eq 0 ]; then row "$1" "ok" "$detail"; else row "$1" "FAIL (exit $rc)" "$detail"; fi
+}
+suite cuda_device_tests 'CudaDevice*'
+suite cuda_vs_cpu 'Ops/CudaVsCpu.*'
+# Per op and dtype: OK / FAILED / SKIPPED.
+{
+  echo "| test (op_dtype) | result |"
+  echo "| --- | --- |"
+  sed -nE 's/^\[ +(OK|FAILED|SKIPPED) +\] Ops\/CudaVsCpu\.MatchesReference\/([A-Za-z0-9_]+).*/| \2 | \1 |/p' \
+    "$OUT/cuda_vs_cpu.log" | sort -u
+} >"$OUT/cuda_vs_cpu.md"
+
+# ---- 3. training benchmarks ----
+SIMPLECNN=$OUT/simplecnn.onnx RESNET50=$OUT/resnet50.onnx
+"$BIN/amptrain" models write simplecnn -o "$SIMPLECNN" >"$OUT/models.log" 2>&1
+"$BIN/amptrain" models write resnet --depth 50 -o "$RESNET50" >>"$OUT/models.log" 2>&1
+ours() {  # model-name onnx level dtype
+  local name="amptrain $1 $3${4:+ $4}" log=$OUT/bench_$1_$3${4:+_$4}.log
+  if [ "$(left)" -lt 60 ]; then row "$name" "skipped" "time budget"; return; fi
+  if timeout 120 "$BIN/amptrain" bench "$2" --train --batch 256 --amp "$3" ${4:+--dtype $4} --device cuda \
+      --warmup 3 --repeat 20 --json >"$log" 2>&1; then
+    row "$name" "ok" "$(tail -1 "$log")"
+  else
+    row "$name" "not yet" "$(why "$log")"
+  fi
+}
+torch_bench() {  # model precision
+  local name="PyTorch $1 $2" log=$OUT/torch_$1_$2.log
+  if [ "$(left)" -lt 60 ]; then row "$name" "skipped" "time budget"; return; fi
+  if timeout 150 "$PY" "$HERE/torch_gpu_train_bench.py" --model "$1" --batch 256 --precision "$2" >"$log" 2>&1; then
+    row "$name" "ok" "$(tail -1 "$log")"
+  else
+    row "$name" "FAIL" "$(why "$log")"
+  fi
+}
+for m in simplecnn resnet50; do
+  onnx=$SIMPLECNN
+  [ $m = resnet50 ] && onnx=$RESNET50
+  ours $m "$onnx" O0 ""
+  for dt in fp16 bf16; do
+    ours $m "$onnx" O1 $dt
+    ours $m "$onnx" O2 $dt
+  done
+  for prec in fp32 fp16 bf16; do torch_bench $m $prec; done
+done
+echo >>"$RESULTS"
+echo "run time: ${SECONDS}s of ${BUDGET_S}s" >>"$RESULTS"
+cat "$RESULTS"

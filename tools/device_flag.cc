@@ -1,0 +1,33 @@
+#include "tools/device_flag.h"
+
+namespace amptrain::tools {
+
+void AddDeviceFlag(CLI::App* cmd, std::string& device) {
+  cmd->add_option("--device", device, "cpu, cuda or cuda:N")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            StatusOr<kernels::DeviceSpec> spec = kernels::ParseDeviceSpec(text);
+            return spec.ok() ? "" : spec.status().message();
+          },
+          "DEVICE"));
+}
+
+StatusOr<kernels::DeviceSpec> OpenDeviceFlag(const std::string& text) {
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec spec, kernels::ParseDeviceSpec(text));
+  AMP_RETURN_IF_ERROR(kernels::OpenDevice(spec).status());
+  return spec;
+}
+
+void ApplyDevice(const kernels::DeviceSpec& spec, executor::SessionOptions& options) {
+  options.device = spec.kind;
+  options.device_index = spec.index;
+}
+
+Status RequireCpuFor(const kernels::DeviceSpec& spec, const std::string& command) {
+  if (spec.kind == kernels::DeviceKind::kCpu) return Status::Ok();
+  return Unimplemented(command, " on ", spec.ToString(),
+                       ": the trainer does not run on CUDA yet (issue 11: the executor's device seam)");
+}
+
+}  // namespace amptrain::tools
