@@ -235,16 +235,36 @@ kernels::TensorSpec SpecOf(const Plan& plan, int slot, bool widened) {
   return spec;
 }
 
+// Placement, then kernels: every step is checked against the device's
+// registry before any kernel is made, and all the steps it lacks are named
+// in one error (the first kMaxListed, then a count).
 Status CreateKernels(Plan& plan, const PlanOptions& options) {
+  constexpr size_t kMaxListed = 12;
+  std::vector<Status> missing;
+  size_t unsupported = 0;
+  for (Step& step : plan.steps) {
+    StatusOr<const kernels::KernelEntry*> entry =
+        kernels::Registry::Global().Select(KernelInitOf(plan, step, options), options.kernel_impl);
+    if (entry.ok()) {
+      step.entry = *entry;
+      continue;
+    }
+    if (++unsupported <= kMaxListed) missing.push_back(step.node->Annotate(entry.status()));
+  }
+  if (unsupported == 1) return missing[0];
+  if (unsupported > 1) {
+    std::string list;
+    for (const Status& m : missing) list += StrCat("\n  ", m.message());
+    if (unsupported > kMaxListed) list += StrCat("\n  ... and ", unsupported - kMaxListed, " more");
+    return Unimplemented(unsupported, " of ", plan.steps.size(), " nodes have no ",
+                         kernels::DeviceKindName(options.device), " kernel:", list);
+  }
   for (Step& step : plan.steps) {
     const kernels::KernelInit init = KernelInitOf(plan, step, options);
-    StatusOr<const kernels::KernelEntry*> entry = kernels::Registry::Global().Select(init, options.kernel_impl);
-    if (!entry.ok()) return step.node->Annotate(entry.status());
-    StatusOr<std::unique_ptr<kernels::Kernel>> kernel = (*entry)->factory(init);
+    StatusOr<std::unique_ptr<kernels::Kernel>> kernel = step.entry->factory(init);
     if (!kernel.ok()) return step.node->Annotate(kernel.status());
     step.kernel = std::move(*kernel);
-    step.impl = (*entry)->impl;
-    step.entry = *entry;
+    step.impl = step.entry->impl;
     spdlog::debug("kernel {} -> {}", init.Describe(), step.impl);
   }
   return Status::Ok();

@@ -43,17 +43,24 @@ bool AllInputsStatic(const ir::Graph& graph) {
 InferenceSession::InferenceSession(std::unique_ptr<ir::Graph> graph, SessionOptions opts)
     : graph_(std::move(graph)), opts_(std::move(opts)) {
   threads_ = opts_.threads > 0 ? opts_.threads : std::max(1, omp_get_num_procs());
+  bound_.resize(graph_->inputs().size());
+  bound_inputs_.resize(graph_->inputs().size());
 }
 
 StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique_ptr<ir::Graph> graph,
                                                                      SessionOptions opts) {
   if (!graph) return InvalidArgument("no graph given");
-  if (opts.device != kernels::DeviceKind::kCpu)
-    return Unimplemented("the inference session runs on the cpu only (", kernels::DeviceKindName(opts.device),
-                         " requested)");
   if (opts.threads < 0) return InvalidArgument("threads must be >= 0, got ", opts.threads);
+  AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice({opts.device, opts.device_index}));
+  // Kernels run on host memory only so far: the session does not yet move
+  // inputs and outputs to and from a device's memory.
+  if (device->kind() != kernels::DeviceKind::kCpu)
+    return Unimplemented("the executor runs on the cpu only so far (", device->Describe(),
+                         " opened; moving inputs and outputs to its memory is not implemented yet)");
   AMP_RETURN_IF_ERROR(ir::Verify(*graph));
   std::unique_ptr<InferenceSession> session(new InferenceSession(std::move(graph), std::move(opts)));
+  session->device_ = std::move(device);
+  AMP_ASSIGN_OR_RETURN(session->run_context_, session->device_->NewRunContext(session->threads_));
   if (session->opts_.optimize && !session->opts_.training) {
     std::unique_ptr<ir::Graph> clone = session->graph_->Clone();
     AMP_ASSIGN_OR_RETURN(bool changed, OptimizeForInference(*clone));
@@ -91,6 +98,7 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
 
   if (plans_.size() >= kMaxCachedPlans) {
     if (last_plan_ == &plans_[plan_order_.front()]->plan) last_plan_ = nullptr;
+    if (bound_plan_ == plans_[plan_order_.front()].get()) bound_plan_ = nullptr;
     plans_.erase(plan_order_.front());
     plan_order_.erase(plan_order_.begin());
   }
@@ -102,8 +110,9 @@ StatusOr<std::byte*> InferenceSession::Arena(size_t bytes) {
   if (arena_ && arena_bytes_ >= bytes) return arena_.get();
   arena_.reset();
   arena_bytes_ = 0;
-  arena_ = ir::AllocateAligned(bytes);
-  if (!arena_) return Status(StatusCode::kOutOfRange, StrCat("out of memory allocating an arena of ", bytes, " bytes"));
+  StatusOr<kernels::DeviceBuffer> arena = device_->Allocate(bytes);
+  if (!arena.ok()) return arena.status().WithContext("allocating the arena");
+  arena_ = std::move(*arena);
   arena_bytes_ = bytes;
   return arena_.get();
 }
@@ -138,39 +147,20 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
   Plan& plan = cached->plan;
   AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
 
-  // Views of every slot; graph outputs get tensors of their own (from the
-  // pool: stale contents, which the kernels overwrite).
-  std::vector<TensorView> views(plan.slots.size());
+  // Graph outputs get tensors of their own (from the pool: stale contents,
+  // which the kernels overwrite).
   std::vector<Tensor> owned(plan.slots.size());
   for (size_t i = 0; i < plan.slots.size(); ++i) {
-    const Slot& slot = plan.slots[i];
-    switch (slot.storage) {
-      case Storage::kInput: views[i] = TensorView::Of(inputs.at(slot.name)); break;
-      case Storage::kConstant: views[i] = TensorView::Of(slot.constant); break;
-      case Storage::kArena: views[i] = TensorView{arena + plan.buffers[slot.buffer].offset, slot.dtype, slot.dims}; break;
-      case Storage::kOutput: {
-        AMP_ASSIGN_OR_RETURN(owned[i], outputs_.Take(slot.dtype, slot.dims));
-        views[i] = TensorView::Of(owned[i]);
-        break;
-      }
-      case Storage::kAbsent: break;
-    }
+    if (plan.slots[i].storage != Storage::kOutput) continue;
+    AMP_ASSIGN_OR_RETURN(owned[i], outputs_.Take(plan.slots[i].dtype, plan.slots[i].dims));
   }
-
-  omp_set_num_threads(threads_);
-  for (Step& step : plan.steps) {
-    kernels::KernelContext ctx;
-    ctx.seed = run.seed;
-    for (int i : step.inputs) ctx.inputs.push_back(i >= 0 ? views[i] : TensorView{});
-    for (int o : step.outputs) ctx.outputs.push_back(views[o]);
-    if (step.scratch_buffer >= 0) ctx.scratch = arena + plan.buffers[step.scratch_buffer].offset;
-    const auto start = std::chrono::steady_clock::now();
-    Status status = step.kernel->Run(ctx);
-    if (!status.ok()) return status.WithContext(StrCat("while running ", step.node->Describe()));
-    if (opts_.profile)
-      profile_.Add(step, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    if (run.observer) run.observer(*step.node, ctx.outputs);
+  std::vector<const Tensor*> input_tensors(graph_->inputs().size(), nullptr);
+  for (size_t i = 0; i < input_tensors.size(); ++i) {
+    auto it = inputs.find(graph_->name(graph_->inputs()[i]));
+    if (it != inputs.end()) input_tensors[i] = &it->second;
   }
+  AMP_RETURN_IF_ERROR(PrepareViews(*cached, input_tensors, arena, owned));
+  AMP_RETURN_IF_ERROR(Execute(*cached, run));
 
   std::vector<Tensor> outputs;
   outputs.reserve(plan.outputs.size());
@@ -182,6 +172,143 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
   }
   last_plan_ = &plan;
   return outputs;
+}
+
+Status InferenceSession::PrepareViews(CachedPlan& cp, const std::vector<const Tensor*>& inputs, std::byte* arena,
+                                      const std::vector<Tensor>& slot_outputs) {
+  Plan& plan = cp.plan;
+  if (cp.views.empty() && !plan.slots.empty()) {
+    cp.views.resize(plan.slots.size());
+    for (size_t i = 0; i < plan.slots.size(); ++i) {
+      const Slot& slot = plan.slots[i];
+      if (slot.storage == Storage::kAbsent) continue;
+      cp.views[i] = TensorView{nullptr, slot.dtype, slot.dims};
+      if (slot.storage == Storage::kConstant) cp.views[i].data = const_cast<void*>(slot.constant.raw());
+    }
+    cp.contexts.resize(plan.steps.size());
+    for (size_t s = 0; s < plan.steps.size(); ++s) {
+      kernels::KernelContext& ctx = cp.contexts[s];
+      for (int i : plan.steps[s].inputs) ctx.inputs.push_back(i >= 0 ? cp.views[i] : TensorView{});
+      for (int o : plan.steps[s].outputs) ctx.outputs.push_back(cp.views[o]);
+      ctx.run = &run_context_;
+    }
+  }
+  for (size_t k = 0; k < plan.inputs.size(); ++k) {
+    const int slot = plan.inputs[k];
+    if (slot >= 0) cp.views[slot].data = inputs[k] ? const_cast<void*>(inputs[k]->raw()) : nullptr;
+  }
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const Slot& slot = plan.slots[i];
+    if (slot.storage == Storage::kArena) cp.views[i].data = arena + plan.buffers[slot.buffer].offset;
+    else if (slot.storage == Storage::kOutput) cp.views[i].data = const_cast<void*>(slot_outputs[i].raw());
+  }
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const Step& step = plan.steps[s];
+    kernels::KernelContext& ctx = cp.contexts[s];
+    for (size_t j = 0; j < step.inputs.size(); ++j)
+      if (step.inputs[j] >= 0) ctx.inputs[j].data = cp.views[step.inputs[j]].data;
+    for (size_t j = 0; j < step.outputs.size(); ++j) ctx.outputs[j].data = cp.views[step.outputs[j]].data;
+    ctx.scratch = step.scratch_buffer >= 0 ? arena + plan.buffers[step.scratch_buffer].offset : nullptr;
+  }
+  return Status::Ok();
+}
+
+Status InferenceSession::Execute(CachedPlan& cp, const RunOptions& run) {
+  omp_set_num_threads(threads_);
+  for (size_t s = 0; s < cp.plan.steps.size(); ++s) {
+    Step& step = cp.plan.steps[s];
+    kernels::KernelContext& ctx = cp.contexts[s];
+    ctx.seed = run.seed;
+    const auto start = opts_.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    Status status = step.kernel->Run(ctx);
+    if (!status.ok()) return status.WithContext(StrCat("while running ", step.node->Describe()));
+    if (opts_.profile)
+      profile_.Add(step, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    if (run.observer) run.observer(*step.node, ctx.outputs);
+  }
+  return Status::Ok();
+}
+
+Status InferenceSession::BindInput(const std::string& name, const Tensor& tensor) {
+  const int index = InputIndex(name);
+  if (index < 0) return InvalidArgument("the model has no input '", name, "' to bind");
+  const ir::DType want = graph_->type(graph_->inputs()[static_cast<size_t>(index)]).dtype;
+  if (tensor.dtype() != want)
+    return InvalidArgument("input '", name, "' is ", ir::DTypeName(want), "; cannot bind a ",
+                           ir::DTypeName(tensor.dtype()), " tensor to it");
+  BindInput(index, tensor);
+  return Status::Ok();
+}
+
+int InferenceSession::InputIndex(const std::string& name) const {
+  const auto& inputs = graph_->inputs();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (graph_->name(inputs[i]) == name) return static_cast<int>(i);
+  return -1;
+}
+
+StatusOr<InferenceSession::CachedPlan*> InferenceSession::BoundPlan() {
+  if (bound_plan_) {
+    const Plan& plan = bound_plan_->plan;
+    bool same = shape_inputs_.empty();
+    for (size_t k = 0; same && k < bound_.size(); ++k) {
+      const int slot = plan.inputs[k];
+      same = slot < 0 || (bound_[k].dtype() == plan.slots[slot].dtype && bound_[k].dims() == plan.slots[slot].dims);
+    }
+    if (same) return bound_plan_;
+  }
+  std::map<std::string, TensorType> types;
+  std::map<std::string, Tensor> values;
+  for (size_t k = 0; k < bound_.size(); ++k) {
+    const std::string& name = graph_->name(graph_->inputs()[k]);
+    if (bound_[k].empty()) return InvalidArgument("RunBound: input '", name, "' is not bound");
+    types[name] = TensorType::Of(bound_[k].dtype(), bound_[k].dims());
+    if (std::find(shape_inputs_.begin(), shape_inputs_.end(), name) != shape_inputs_.end()) values[name] = bound_[k];
+  }
+  AMP_ASSIGN_OR_RETURN(bound_plan_, PlanFor(types, values));
+  return bound_plan_;
+}
+
+Status InferenceSession::MakeBoundOutputs(CachedPlan& cp) {
+  const Plan& plan = cp.plan;
+  cp.slot_outputs.assign(plan.slots.size(), Tensor());
+  cp.outputs.assign(plan.outputs.size(), Tensor());
+  for (size_t k = 0; k < plan.outputs.size(); ++k) {
+    const int o = plan.outputs[k];
+    const Slot& slot = plan.slots[o];
+    if (slot.storage != Storage::kOutput) continue;
+    if (cp.slot_outputs[o].empty()) {
+      for (const auto& [key, other] : plans_)  // another plan's buffer for this output, if it fits
+        if (other.get() != &cp && k < other->outputs.size() && other->outputs[k].dtype() == slot.dtype &&
+            other->outputs[k].dims() == slot.dims) {
+          cp.slot_outputs[o] = other->outputs[k];
+          break;
+        }
+    }
+    if (cp.slot_outputs[o].empty()) {
+      AMP_ASSIGN_OR_RETURN(cp.slot_outputs[o], Tensor::Zeros(slot.dtype, slot.dims));
+    }
+    cp.outputs[k] = cp.slot_outputs[o];
+  }
+  return Status::Ok();
+}
+
+StatusOr<const std::vector<Tensor>*> InferenceSession::RunBound(const RunOptions& run) {
+  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, BoundPlan());
+  Plan& plan = cached->plan;
+  AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
+  if (cached->outputs.size() != plan.outputs.size()) AMP_RETURN_IF_ERROR(MakeBoundOutputs(*cached));
+  for (size_t k = 0; k < bound_.size(); ++k) bound_inputs_[k] = &bound_[k];
+  AMP_RETURN_IF_ERROR(PrepareViews(*cached, bound_inputs_, arena, cached->slot_outputs));
+  AMP_RETURN_IF_ERROR(Execute(*cached, run));
+  // Outputs that no step computes: the bound input or the constant itself.
+  for (size_t k = 0; k < plan.outputs.size(); ++k) {
+    const Slot& slot = plan.slots[plan.outputs[k]];
+    if (slot.storage == Storage::kInput) cached->outputs[k] = bound_[static_cast<size_t>(InputIndex(slot.name))];
+    else if (slot.storage == Storage::kConstant) cached->outputs[k] = slot.constant;
+  }
+  last_plan_ = &plan;
+  return &cached->outputs;
 }
 
 }  // namespace amptrain::executor

@@ -5,11 +5,25 @@
 //
 // Plans (executor/plan.h) are built per input-shape signature and cached, so a
 // new batch size re-plans once and later runs with it reuse the plan. All
-// plans share one arena, sized for the largest run so far: a training
-// epoch's shorter last batch does not hold a second arena. A graph whose inputs are all static is planned in Create, so that
-// unsupported ops fail there. Outputs are fresh tensors owned by the caller;
-// when the same value is listed twice as a graph output, both entries share
-// one buffer. Run is not thread-safe: one Run at a time per session.
+// plans share one arena, sized for the largest run so far and allocated on
+// the session's device (kernels/device.h): a training epoch's shorter last
+// batch does not hold a second arena. A graph whose inputs are all static is
+// planned in Create, so that unsupported ops fail there. Run(inputs) returns
+// fresh tensors owned by the caller; when the same value is listed twice as a
+// graph output, both entries share one buffer. Run is not thread-safe: one
+// Run at a time per session.
+//
+// Persistent buffers (training): the trainer binds the tensors that live
+// across steps (parameters, their low copies, BN statistics, the batch and
+// the loss scale) once, and RunBound() reads them in place and writes the
+// outputs into the session's own buffers, one set per plan, kept from run to
+// run (outputs of equal dtype and dims, such as the gradients, share one
+// buffer across plans). After the first run of a plan a bound run allocates
+// nothing: no map, no tensor, no view; every kernel call gets the session's
+// RunContext.
+//
+//   AMP_RETURN_IF_ERROR(session->BindInput("w", w));           // once
+//   AMP_ASSIGN_OR_RETURN(const std::vector<ir::Tensor>* outs, session->RunBound());
 #pragma once
 
 #include <cstddef>
@@ -31,6 +45,7 @@ namespace amptrain::executor {
 
 struct SessionOptions {
   kernels::DeviceKind device = kernels::DeviceKind::kCpu;
+  int device_index = 0;     // cuda:N
   int threads = 0;          // 0 = all cores
   bool training = false;    // kernels in training mode (Dropout drops, BN uses batch statistics)
   std::string kernel_impl;  // "" = best, "reference" = reference kernels only
@@ -68,6 +83,20 @@ class InferenceSession {
   StatusOr<std::vector<ir::Tensor>> Run(const std::map<std::string, ir::Tensor>& inputs);
   StatusOr<std::vector<ir::Tensor>> Run(const std::map<std::string, ir::Tensor>& inputs, const RunOptions& run);
 
+  // Graph input `name` is `tensor` at every later bound run, read in place:
+  // its values may change between runs (the caller writes them), and binding
+  // a tensor of other dims re-plans at the next run. Checks the name and the
+  // dtype (exactly the model's) now, the shape at the run.
+  Status BindInput(const std::string& name, const ir::Tensor& tensor);
+  // The same by input position (graph().inputs() order), for callers that
+  // rebind every step: no lookup, no check until the run.
+  int InputIndex(const std::string& name) const;  // -1 when no input has that name
+  void BindInput(int index, const ir::Tensor& tensor) { bound_[static_cast<size_t>(index)] = tensor; }
+  // A run on the bound inputs (every input must be bound). The outputs, in
+  // graph output order, are the session's buffers: valid until the next run
+  // and overwritten by it, so a caller that keeps a value copies it.
+  StatusOr<const std::vector<ir::Tensor>*> RunBound(const RunOptions& run = {});
+
   // The caller's graph (never optimized); its outputs match Run's.
   const ir::Graph& graph() const { return *graph_; }
   // The graph that runs: graph() or its optimized clone.
@@ -85,6 +114,12 @@ class InferenceSession {
  private:
   struct CachedPlan {
     Plan plan;
+    // Built at the plan's first run, then only their data pointers change:
+    // a view per slot and a kernel context per step.
+    std::vector<ir::TensorView> views;
+    std::vector<kernels::KernelContext> contexts;
+    std::vector<ir::Tensor> slot_outputs;  // RunBound's buffers, per kOutput slot
+    std::vector<ir::Tensor> outputs;       // RunBound's outputs, graph output order
   };
   static constexpr size_t kMaxCachedPlans = 8;
 
@@ -94,10 +129,23 @@ class InferenceSession {
                                 const std::map<std::string, ir::Tensor>& values);
   // The arena, at least `bytes` long: grown by freeing the old one first.
   StatusOr<std::byte*> Arena(size_t bytes);
+  // The plan for the bound inputs' types (the previous one while they match).
+  StatusOr<CachedPlan*> BoundPlan();
+  // Points the views of `cp` at `inputs` (graph input order), the arena and
+  // `slot_outputs` (a tensor per kOutput slot), building them at first use.
+  Status PrepareViews(CachedPlan& cp, const std::vector<const ir::Tensor*>& inputs, std::byte* arena,
+                      const std::vector<ir::Tensor>& slot_outputs);
+  // Runs every step of `cp` on its prepared views.
+  Status Execute(CachedPlan& cp, const RunOptions& run);
+  // RunBound's per-slot output buffers of `cp`: shared with another plan's
+  // output of the same position, dtype and dims, else allocated once.
+  Status MakeBoundOutputs(CachedPlan& cp);
 
   std::unique_ptr<ir::Graph> graph_;
   std::unique_ptr<ir::Graph> run_graph_;  // optimized clone; null when not optimizing
   SessionOptions opts_;
+  std::shared_ptr<kernels::Device> device_;
+  kernels::RunContext run_context_;
   Profile profile_;
   int threads_ = 1;
   std::vector<std::string> shape_inputs_;                     // inputs whose values decide shapes
@@ -107,6 +155,9 @@ class InferenceSession {
   std::shared_ptr<std::byte> arena_;
   size_t arena_bytes_ = 0;
   OutputPool outputs_;  // the graph outputs' buffers, reused from run to run
+  std::vector<ir::Tensor> bound_;                  // per graph input; empty = unbound
+  CachedPlan* bound_plan_ = nullptr;               // the plan of the last bound run
+  std::vector<const ir::Tensor*> bound_inputs_;    // pointers into bound_, per run
 };
 
 }  // namespace amptrain::executor

@@ -42,6 +42,9 @@ class Tensor {
   template <class T> const T* data() const { return static_cast<const T*>(raw()); }
 
   Tensor Clone() const;
+  // No other tensor shares this one's buffer: a caller may write it without
+  // changing anyone else's values (buffers reused from batch to batch).
+  bool sole_owner() const { return buffer_ && buffer_.use_count() == 1; }
   // Same buffer, new dims with the same element count.
   StatusOr<Tensor> Reshaped(std::vector<int64_t> dims) const;
   // Element i converted to double / int64 (any dtype); for small constants.

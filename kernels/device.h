@@ -65,8 +65,9 @@ class Device {
   virtual Status CopyOnDevice(void* dst, const void* src, size_t bytes, const RunContext& run) = 0;
   // Waits until everything queued on `run`'s stream has finished.
   virtual Status Synchronize(const RunContext& run) = 0;
-  // A context for runs on this device with `threads` host threads (its
-  // stream: the device's default stream; no workspace yet).
+  // A context for runs on this device with `threads` host threads: on CUDA
+  // a stream of its own, which lives as long as the device (a session makes
+  // one at its creation); no workspace yet.
   virtual StatusOr<RunContext> NewRunContext(int threads) = 0;
   // Bytes this process holds on the device now and at most so far (the
   // CPU: resident set, and its peak).

@@ -166,12 +166,25 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
 
 namespace {
 
-// Rows `perm[0..b)` of `src` [N, ...] into a fresh [b, ...] tensor.
-StatusOr<Tensor> GatherRows(const Tensor& src, const int64_t* perm, int64_t b) {
-  std::vector<int64_t> dims = src.dims();
+// `previous` when nothing else holds it and it is `dtype` [b, row_dims...]:
+// the next batch is written over the last one's buffer. Else a new tensor.
+StatusOr<Tensor> BatchTensor(Tensor previous, DType dtype, int64_t b, const std::vector<int64_t>& row_dims) {
+  const std::vector<int64_t>& d = previous.dims();
+  if (previous.sole_owner() && previous.dtype() == dtype && !d.empty() && d[0] == b &&
+      std::equal(d.begin() + 1, d.end(), row_dims.begin(), row_dims.end()))
+    return previous;
+  std::vector<int64_t> dims = {b};
+  dims.insert(dims.end(), row_dims.begin(), row_dims.end());
+  return Tensor::Zeros(dtype, std::move(dims));
+}
+
+// Rows `perm[0..b)` of `src` [N, ...] into a [b, ...] tensor (`previous`'s
+// buffer when BatchTensor may reuse it).
+StatusOr<Tensor> GatherRows(const Tensor& src, const int64_t* perm, int64_t b, Tensor previous) {
+  const std::vector<int64_t>& dims = src.dims();
   const int64_t n = dims[0];
-  dims[0] = b;
-  AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(src.dtype(), dims));
+  AMP_ASSIGN_OR_RETURN(Tensor out, BatchTensor(std::move(previous), src.dtype(), b,
+                                                std::vector<int64_t>(dims.begin() + 1, dims.end())));
   const size_t row = n ? src.nbytes() / static_cast<size_t>(n) : 0;
   const auto* from = static_cast<const std::byte*>(src.raw());
   auto* to = static_cast<std::byte*>(out.raw());
@@ -193,24 +206,27 @@ StatusOr<bool> BatchIterator::Next(Batch* batch) {
   const int64_t b = std::min(batch_size_, remaining);
   const int64_t* rows = perm_.data() + index_;
 
-  Batch out;
+  // The last batch's tensors are reused where the caller let go of them
+  // (the trainer does after each step): steady-state batches allocate nothing.
+  Batch out = std::move(*batch);
+  const size_t columns = 1 + ds_.more_inputs.size();
+  out.inputs.resize(columns);
   if (raw_) {
-    AMP_ASSIGN_OR_RETURN(Tensor samples, GatherRows(ds_.samples, rows, b));
-    out.inputs.emplace_back(ds_.sample_input, std::move(samples));
+    AMP_ASSIGN_OR_RETURN(out.inputs[0].second, GatherRows(ds_.samples, rows, b, std::move(out.inputs[0].second)));
   } else {
-    std::vector<int64_t> dims = {b};
-    dims.insert(dims.end(), ds_.sample_dims.begin(), ds_.sample_dims.end());
-    AMP_ASSIGN_OR_RETURN(Tensor samples, Tensor::Zeros(DType::kFloat32, dims));
+    AMP_ASSIGN_OR_RETURN(out.inputs[0].second,
+                         BatchTensor(std::move(out.inputs[0].second), DType::kFloat32, b, ds_.sample_dims));
     const int64_t sample_size = channels_ * plane_;
-    float* dst = samples.data<float>();
+    float* dst = out.inputs[0].second.data<float>();
     for (int64_t i = 0; i < b; ++i) FillSample(rows[i], index_ + i, dst + i * sample_size);
-    out.inputs.emplace_back(ds_.sample_input, std::move(samples));
   }
-  for (const InputColumn& c : ds_.more_inputs) {
-    AMP_ASSIGN_OR_RETURN(Tensor values, GatherRows(c.values, rows, b));
-    out.inputs.emplace_back(c.name, std::move(values));
+  out.inputs[0].first = ds_.sample_input;
+  for (size_t c = 0; c < ds_.more_inputs.size(); ++c) {
+    const InputColumn& col = ds_.more_inputs[c];
+    AMP_ASSIGN_OR_RETURN(out.inputs[c + 1].second, GatherRows(col.values, rows, b, std::move(out.inputs[c + 1].second)));
+    out.inputs[c + 1].first = col.name;
   }
-  AMP_ASSIGN_OR_RETURN(out.labels, GatherRows(ds_.labels, rows, b));
+  AMP_ASSIGN_OR_RETURN(out.labels, GatherRows(ds_.labels, rows, b, std::move(out.labels)));
   index_ += b;
   *batch = std::move(out);
   return true;

@@ -10,51 +10,72 @@ namespace amptrain::executor::train {
 using ir::DType;
 using ir::Tensor;
 
-StatusOr<OverflowCheck> GradientChecker::Check(const std::map<std::string, Tensor>& grads, float scale) {
-  if (!(scale > 0.0f) || !std::isfinite(scale))
-    return InvalidArgument("loss scaler: cannot unscale by a scale of ", scale);
+bool GradientChecker::Matches(const std::map<std::string, Tensor>& grads) const {
+  if (fingerprint_.empty() || grads.size() != fingerprint_.size()) return false;
+  size_t i = 0;
+  for (const auto& [name, g] : grads) {
+    const auto& [data, dtype, elements] = fingerprint_[i++];
+    if (data != g.raw() || dtype != g.dtype() || elements != g.num_elements()) return false;
+  }
+  return true;
+}
+
+Status GradientChecker::Prepare(const std::map<std::string, Tensor>& grads) {
+  groups_.clear();
+  order_.clear();
+  fingerprint_.clear();
+  scale_ = Tensor::Scalar(1.0f);
   std::map<DType, std::vector<const std::pair<const std::string, Tensor>*>> by_dtype;
   for (const auto& entry : grads) by_dtype[entry.second.dtype()].push_back(&entry);
-  Tensor s = Tensor::Scalar(scale);
-  std::map<std::string, bool> bad;
-  std::map<std::string, double> squares;
-  OverflowCheck check;
-  for (const auto& [dtype, group] : by_dtype) {
+  std::map<std::string, std::pair<size_t, int64_t>> where;  // gradient -> (group, row)
+  for (const auto& [dtype, members] : by_dtype) {
+    Group group;
     kernels::KernelInit init;
     init.op = ir::OpKind::kGradCheck;
     init.node_name = "gradient check";
-    kernels::KernelContext ctx;
     std::string key(ir::DTypeName(dtype));
-    for (const auto* g : group) {
+    for (const auto* g : members) {
       init.inputs.push_back({dtype, g->second.dims(), nullptr});
-      ctx.inputs.push_back(ir::TensorView::Of(g->second));
+      group.ctx.inputs.push_back(ir::TensorView::Of(g->second));
       key += "|" + g->first;
+      where[g->first] = {groups_.size(), static_cast<int64_t>(group.ctx.inputs.size()) - 1};
     }
     init.inputs.push_back({DType::kFloat32, {}, nullptr});
-    ctx.inputs.push_back(ir::TensorView::Of(s));
-    const int64_t k = static_cast<int64_t>(group.size());
+    group.ctx.inputs.push_back(ir::TensorView::Of(scale_));
+    const int64_t k = static_cast<int64_t>(members.size());
     init.outputs.push_back({DType::kFloat64, {k, 2}, nullptr});
-    AMP_ASSIGN_OR_RETURN(Tensor stats, Tensor::Zeros(DType::kFloat64, {k, 2}));
-    ctx.outputs.push_back(ir::TensorView::Of(stats));
+    AMP_ASSIGN_OR_RETURN(group.stats, Tensor::Zeros(DType::kFloat64, {k, 2}));
+    group.ctx.outputs.push_back(ir::TensorView::Of(group.stats));
     auto it = kernels_.find(key);
     if (it == kernels_.end()) {
       AMP_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> kernel, kernels::Registry::Global().Create(init));
       it = kernels_.emplace(key, std::move(kernel)).first;
     }
-    AMP_RETURN_IF_ERROR(it->second->Run(ctx));
-    const double* st = stats.data<double>();
-    for (int64_t i = 0; i < k; ++i) {
-      bad[group[i]->first] = st[2 * i] != 0.0;
-      squares[group[i]->first] = st[2 * i + 1];
-    }
+    group.kernel = it->second.get();
+    groups_.push_back(std::move(group));
   }
+  for (const auto& [name, g] : grads) {  // name order
+    order_.push_back({name, where.at(name).first, where.at(name).second});
+    fingerprint_.emplace_back(g.raw(), g.dtype(), g.num_elements());
+  }
+  return Status::Ok();
+}
+
+StatusOr<OverflowCheck> GradientChecker::Check(const std::map<std::string, Tensor>& grads, float scale) {
+  if (!(scale > 0.0f) || !std::isfinite(scale))
+    return InvalidArgument("loss scaler: cannot unscale by a scale of ", scale);
+  if (!Matches(grads)) AMP_RETURN_IF_ERROR(Prepare(grads));
+  *scale_.data<float>() = scale;
+  for (Group& g : groups_) AMP_RETURN_IF_ERROR(g.kernel->Run(g.ctx));
   // Added in name order, so the norm does not depend on how the dtypes group.
-  for (const auto& [name, sum] : squares) check.sum_squares += sum;
-  for (const auto& [name, b] : bad) {  // name order, as the gradients map
-    if (!b) continue;
-    check.found_inf = true;
-    check.first_overflow = name;
-    break;
+  OverflowCheck check;
+  for (const Row& row : order_) {
+    const double* st = groups_[row.group].stats.data<double>() + 2 * row.row;
+    check.sum_squares += st[1];
+    if (st[0] != 0.0 && !check.found_inf) {
+      check.found_inf = true;
+      check.first_overflow = row.name;
+    }
   }
   return check;
 }

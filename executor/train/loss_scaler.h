@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -59,7 +60,27 @@ class GradientChecker {
   static float InverseScale(float scale) { return static_cast<float>(1.0 / static_cast<double>(scale)); }
 
  private:
+  // The kernel calls are made once per set of gradient buffers (the
+  // trainer's persistent ones) and reused while the same buffers come:
+  // a check then allocates nothing.
+  struct Group {  // one GradCheck call: the gradients of one dtype
+    kernels::Kernel* kernel = nullptr;  // owned by kernels_
+    kernels::KernelContext ctx;
+    ir::Tensor stats;  // float64 [k, 2]: (any inf/NaN, sum of squares) per gradient
+  };
+  struct Row {  // a gradient, in name order: its group and row
+    std::string name;
+    size_t group;
+    int64_t row;
+  };
+  bool Matches(const std::map<std::string, ir::Tensor>& grads) const;
+  Status Prepare(const std::map<std::string, ir::Tensor>& grads);
+
   std::map<std::string, std::unique_ptr<kernels::Kernel>> kernels_;  // by dtype and gradient layout
+  std::vector<Group> groups_;
+  std::vector<Row> order_;
+  std::vector<std::tuple<const void*, ir::DType, int64_t>> fingerprint_;  // per gradient, name order
+  ir::Tensor scale_;  // float32 scalar, the scale of this check
 };
 
 class LossScaler {

@@ -71,6 +71,27 @@ StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& c)
   return opt;
 }
 
+bool Optimizer::Prepared::Matches(const std::map<std::string, Tensor>& params,
+                                  const std::map<std::string, Tensor>& grads,
+                                  const std::map<std::string, Tensor>* low_copies) const {
+  if (!valid || grads.size() != fingerprint.size()) return false;
+  size_t i = 0;
+  for (const auto& [name, g] : grads) {
+    auto p = params.find(name);
+    if (p == params.end()) return false;
+    const void* low = nullptr;
+    if (low_copies) {
+      auto it = low_copies->find(name);
+      if (it != low_copies->end()) low = it->second.raw();
+    }
+    const Entry& e = fingerprint[i++];
+    if (e.param != p->second.raw() || e.grad != g.raw() || e.low != low || e.grad_dtype != g.dtype() ||
+        e.elements != g.num_elements() || p->second.num_elements() != g.num_elements())
+      return false;
+  }
+  return true;
+}
+
 Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads, float lr,
                        GradScaling scaling, std::map<std::string, Tensor>* low_copies) {
   if (!std::isfinite(lr) || lr < 0.0f) return InvalidArgument("optimizer ", config_.kind, ": lr must be finite and >= 0, got ", lr);
@@ -78,6 +99,21 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
       !(std::isfinite(scaling.clip_coef) && scaling.clip_coef > 0.0f))
     return InvalidArgument("optimizer ", config_.kind, ": unscale factor ", scaling.inv_scale, " and clip coefficient ",
                            scaling.clip_coef, " must be finite and > 0");
+  if (!prepared_.Matches(params, grads, low_copies)) AMP_RETURN_IF_ERROR(Prepare(params, grads, low_copies));
+  ++step_count_;
+  for (PreparedGroup& g : prepared_.groups) {
+    SetHyper(g, lr, scaling);
+    AMP_RETURN_IF_ERROR(g.kernel->Run(g.ctx));
+  }
+  // SGD's momentum buffers exist now: the next step groups them as such.
+  for (const PreparedGroup& g : prepared_.groups)
+    if (g.first) prepared_.valid = false;
+  return Status::Ok();
+}
+
+Status Optimizer::Prepare(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads,
+                          std::map<std::string, Tensor>* low_copies) {
+  prepared_ = Prepared();
   for (const auto& [name, grad] : grads) {
     auto it = params.find(name);
     if (it == params.end()) return NotFound("optimizer ", config_.kind, ": gradient '", name, "' names no parameter");
@@ -107,7 +143,6 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
                                DimsString(slot->second.dims()), " but parameter '", name, "' has ", DimsString(p.dims()));
     }
   }
-  ++step_count_;
   // Parameter groups: one fused kernel call per (dtype, gradient dtype,
   // first step of its state) over every parameter in it (SGD's momentum
   // buffer starts as the first gradient).
@@ -118,8 +153,20 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
     if (sgd_momentum) first = !slots_.count(name + kMomentumSuffix);
     groups[{params.at(name).dtype(), grad.dtype(), first}].push_back(name);
   }
-  for (const auto& [key, names] : groups)
-    AMP_RETURN_IF_ERROR(StepGroup(params, grads, low_copies, names, lr, scaling, std::get<2>(key)));
+  for (const auto& [key, names] : groups) {
+    AMP_ASSIGN_OR_RETURN(PreparedGroup g, PrepareGroup(params, grads, low_copies, names, std::get<2>(key)));
+    prepared_.groups.push_back(std::move(g));
+  }
+  for (const auto& [name, g] : grads) {
+    Prepared::Entry e;
+    e.param = params.at(name).raw();
+    e.grad = g.raw();
+    e.grad_dtype = g.dtype();
+    e.elements = g.num_elements();
+    if (low_copies && low_copies->count(name)) e.low = low_copies->at(name).raw();
+    prepared_.fingerprint.push_back(e);
+  }
+  prepared_.valid = true;
   return Status::Ok();
 }
 
@@ -129,11 +176,14 @@ Tensor* Optimizer::Slot(const std::string& name, const Tensor& param) {
   return &it->second;
 }
 
-Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& grads,
-                            std::map<std::string, Tensor>* low_copies, const std::vector<std::string>& names, float lr,
-                            GradScaling scaling, bool first) {
+StatusOr<Optimizer::PreparedGroup> Optimizer::PrepareGroup(std::map<std::string, Tensor>& params,
+                                                           const std::map<std::string, Tensor>& grads,
+                                                           std::map<std::string, Tensor>* low_copies,
+                                                           const std::vector<std::string>& names, bool first) {
   const bool sgd = kind_ == Kind::kSgd;
-  kernels::KernelContext ctx;
+  PreparedGroup group;
+  group.first = first;
+  kernels::KernelContext& ctx = group.ctx;
   kernels::KernelInit init;
   init.op = sgd ? ir::OpKind::kSgdStep : ir::OpKind::kAdamStep;
   init.attrs = &attrs_;
@@ -164,21 +214,10 @@ Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::ma
     ctx.inputs.push_back(low ? ir::TensorView::Of(*low) : ir::TensorView{});
     init.inputs.push_back(low ? kernels::TensorSpec{low->dtype(), low->dims(), nullptr} : kernels::TensorSpec{});
   }
-  std::vector<float> hyper;
-  if (sgd) {
-    hyper = {lr, scaling.inv_scale, scaling.clip_coef, first ? 1.0f : 0.0f};
-  } else {
-    const double beta1 = config_.beta1, beta2 = config_.beta2, t = static_cast<double>(step_count_);
-    const double step_size = static_cast<double>(lr) / (1.0 - std::pow(beta1, t));
-    hyper = {static_cast<float>(-step_size), static_cast<float>(std::sqrt(1.0 - std::pow(beta2, t))),
-             static_cast<float>(1.0 - static_cast<double>(lr) * config_.weight_decay), scaling.inv_scale,
-             scaling.clip_coef};
-  }
-  Tensor h = *Tensor::Zeros(DType::kFloat32, {static_cast<int64_t>(hyper.size())});
-  std::copy(hyper.begin(), hyper.end(), h.data<float>());
-  ctx.inputs.push_back(ir::TensorView::Of(h));
-  init.inputs.push_back({DType::kFloat32, h.dims(), nullptr});
-  // The kernel is made once per group layout (names and dtypes) and reused.
+  AMP_ASSIGN_OR_RETURN(group.hyper, Tensor::Zeros(DType::kFloat32, {sgd ? 4 : 5}));
+  ctx.inputs.push_back(ir::TensorView::Of(group.hyper));
+  init.inputs.push_back({DType::kFloat32, group.hyper.dims(), nullptr});
+  // The kernel is made once per group layout (names and dtypes) and kept.
   std::string key = StrCat(ir::DTypeName(init.inputs[0].dtype), "/", ir::DTypeName(init.inputs[1].dtype),
                            first ? "+first" : "");
   const size_t per = sgd ? 4 : 5;  // inputs per parameter, its low copy last
@@ -189,7 +228,26 @@ Status Optimizer::StepGroup(std::map<std::string, Tensor>& params, const std::ma
     AMP_ASSIGN_OR_RETURN(std::unique_ptr<kernels::Kernel> k, kernels::Registry::Global().Create(init));
     it = kernels_.emplace(key, std::move(k)).first;
   }
-  return it->second->Run(ctx);
+  group.kernel = it->second.get();
+  return group;
+}
+
+void Optimizer::SetHyper(PreparedGroup& g, float lr, GradScaling scaling) const {
+  float* h = g.hyper.data<float>();
+  if (kind_ == Kind::kSgd) {
+    h[0] = lr;
+    h[1] = scaling.inv_scale;
+    h[2] = scaling.clip_coef;
+    h[3] = g.first ? 1.0f : 0.0f;
+    return;
+  }
+  const double beta1 = config_.beta1, beta2 = config_.beta2, t = static_cast<double>(step_count_);
+  const double step_size = static_cast<double>(lr) / (1.0 - std::pow(beta1, t));
+  h[0] = static_cast<float>(-step_size);
+  h[1] = static_cast<float>(std::sqrt(1.0 - std::pow(beta2, t)));
+  h[2] = static_cast<float>(1.0 - static_cast<double>(lr) * config_.weight_decay);
+  h[3] = scaling.inv_scale;
+  h[4] = scaling.clip_coef;
 }
 
 Status Optimizer::LoadState(const std::map<std::string, Tensor>& slots, int64_t step_count) {
@@ -206,6 +264,7 @@ Status Optimizer::LoadState(const std::map<std::string, Tensor>& slots, int64_t 
   }
   slots_ = std::move(copies);
   step_count_ = step_count;
+  prepared_ = Prepared();
   return Status::Ok();
 }
 

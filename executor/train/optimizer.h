@@ -94,11 +94,43 @@ class Optimizer {
 
   // The slot `name` for `param`; created zeroed (fp32) when missing.
   ir::Tensor* Slot(const std::string& name, const ir::Tensor& param);
-  // One fused kernel call over `names` (one dtype; `first`: SGD momentum
-  // buffers start now).
-  Status StepGroup(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads,
-                   std::map<std::string, ir::Tensor>* low_copies, const std::vector<std::string>& names, float lr,
-                   GradScaling scaling, bool first);
+
+  // One fused kernel call over a parameter group (one dtype; `first`: SGD
+  // momentum buffers start now), made once: its kernel, its context over the
+  // tensors' buffers and the hyperparameters a step rewrites.
+  struct PreparedGroup {
+    kernels::Kernel* kernel = nullptr;  // owned by kernels_
+    kernels::KernelContext ctx;
+    ir::Tensor hyper;
+    bool first = false;
+  };
+  // The groups of the last Step, reused while the parameters, gradients and
+  // low copies are the same buffers (the trainer's persistent ones): a step
+  // then checks pointers, writes the hyperparameters and runs the kernels,
+  // allocating nothing.
+  struct Prepared {
+    struct Entry {
+      const void* param = nullptr;
+      const void* grad = nullptr;
+      const void* low = nullptr;
+      ir::DType grad_dtype = ir::DType::kUndefined;
+      int64_t elements = 0;
+    };
+    bool valid = false;
+    std::vector<Entry> fingerprint;  // per gradient, in name order
+    std::vector<PreparedGroup> groups;
+    bool Matches(const std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads,
+                 const std::map<std::string, ir::Tensor>* low_copies) const;
+  };
+  // Checks everything Step promises to check, then makes prepared_.
+  Status Prepare(std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& grads,
+                 std::map<std::string, ir::Tensor>* low_copies);
+  StatusOr<PreparedGroup> PrepareGroup(std::map<std::string, ir::Tensor>& params,
+                                       const std::map<std::string, ir::Tensor>& grads,
+                                       std::map<std::string, ir::Tensor>* low_copies,
+                                       const std::vector<std::string>& names, bool first);
+  // The step kernels' hyperparameters of this step into `g.hyper`.
+  void SetHyper(PreparedGroup& g, float lr, GradScaling scaling) const;
 
   OptimizerConfig config_;
   Kind kind_;
@@ -106,6 +138,7 @@ class Optimizer {
   int64_t step_count_ = 0;
   std::map<std::string, ir::Tensor> slots_;
   std::map<std::string, std::unique_ptr<kernels::Kernel>> kernels_;  // by group layout
+  Prepared prepared_;
 };
 
 }  // namespace amptrain::executor::train

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <type_traits>
 
@@ -211,6 +212,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   options.profile = config.profile;
   AMP_ASSIGN_OR_RETURN(t->session_, InferenceSession::Create(std::move(t->train_.graph), options));
   t->out_index_ = OutputIndex(t->session_->graph());
+  AMP_RETURN_IF_ERROR(t->PrepareBindings());
   spdlog::debug("training graph: {} nodes, {} parameters, {} running statistics", t->session_->graph().num_nodes(),
                 t->train_.params.size(), t->train_.running_stats.size());
   return t;
@@ -227,12 +229,73 @@ StatusOr<std::map<std::string, Tensor>> Trainer::Feeds(const TrainGraph& g, cons
   return feeds;
 }
 
-StatusOr<std::optional<OverflowSite>> Trainer::Diagnose(const std::map<std::string, Tensor>& feeds, uint64_t seed) {
+Status Trainer::BindStep(const data::Batch& batch, float loss_scale) {
+  for (const StateBinding& b : state_bindings_) session_->BindInput(b.input, *b.tensor);
+  if (loss_scale_index_ >= 0) {
+    *loss_scale_.data<float>() = loss_scale;
+    session_->BindInput(loss_scale_index_, loss_scale_);
+  }
+  session_->BindInput(target_index_, batch.labels);
+  const std::vector<std::string>& inputs = train_.data_inputs;
+  bool in_place = batch.inputs.size() == inputs.size();
+  for (size_t i = 0; in_place && i < inputs.size(); ++i) {
+    const auto& [name, t] = batch.inputs[i];
+    in_place = (name == inputs[i] || (name.empty() && inputs.size() == 1)) && t.dtype() == input_dtypes_.at(inputs[i]);
+  }
+  if (in_place) {
+    for (size_t i = 0; i < inputs.size(); ++i) session_->BindInput(data_input_index_[i], batch.inputs[i].second);
+    return Status::Ok();
+  }
+  AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(inputs, input_dtypes_, batch));
+  for (size_t i = 0; i < inputs.size(); ++i) session_->BindInput(data_input_index_[i], feeds.at(inputs[i]));
+  return Status::Ok();
+}
+
+Status Trainer::PrepareBindings() {
+  auto index = [this](const std::string& name) -> StatusOr<int> {
+    const int i = session_->InputIndex(name);
+    if (i < 0) return Internal("the training graph has no input '", name, "'");
+    return i;
+  };
+  for (const auto& [name, t] : params_) {
+    AMP_ASSIGN_OR_RETURN(int i, index(name));
+    state_bindings_.push_back({i, &t});
+  }
+  for (const auto& [name, t] : stats_) {
+    AMP_ASSIGN_OR_RETURN(int i, index(name));
+    state_bindings_.push_back({i, &t});
+  }
+  for (const auto& [param, input] : train_.low_weights) {
+    AMP_ASSIGN_OR_RETURN(int i, index(input));
+    state_bindings_.push_back({i, &low_weights_.at(param)});
+  }
+  for (const std::string& name : train_.data_inputs) {
+    AMP_ASSIGN_OR_RETURN(int i, index(name));
+    data_input_index_.push_back(i);
+  }
+  AMP_ASSIGN_OR_RETURN(target_index_, index(train_.target_input));
+  if (!train_.loss_scale.empty()) {
+    AMP_ASSIGN_OR_RETURN(loss_scale_index_, index(train_.loss_scale));
+    loss_scale_ = Tensor::Scalar(1.0f);
+  }
+  for (const auto& [param, grad] : train_.grads) {
+    Tensor* entry = &grads_[param];
+    grad_outputs_.emplace_back(entry, out_index_.at(grad));
+  }
+  return Status::Ok();
+}
+
+void Trainer::UnbindBatch() {
+  session_->BindInput(target_index_, Tensor());
+  for (int index : data_input_index_) session_->BindInput(index, Tensor());
+}
+
+StatusOr<std::optional<OverflowSite>> Trainer::Diagnose(uint64_t seed) {
   std::optional<OverflowSite> site;
   RunOptions run;
   run.seed = seed;
   run.observer = FirstNonFiniteObserver(session_->run_graph(), &site);
-  AMP_RETURN_IF_ERROR(session_->Run(feeds, run).status());
+  AMP_RETURN_IF_ERROR(session_->RunBound(run).status());
   if (site) AttributeToModelNode(session_->graph(), *site);
   return site;
 }
@@ -248,15 +311,32 @@ Status Trainer::CheckInputs(const data::Batch& batch) const {
   return BatchFeeds(train_.data_inputs, input_dtypes_, batch).status();
 }
 
+namespace {
+
+// `out` (fp32, or `dst`'s dtype) into the buffer of `dst`: copied, or rounded
+// to nearest even (O3's low statistics).
+void StoreInto(const Tensor& out, Tensor& dst) {
+  if (out.dtype() == dst.dtype()) std::memcpy(dst.raw(), out.raw(), out.nbytes());
+  else kernels::cpu::NarrowFromFloat(dst.dtype(), out.data<float>(), dst.raw(), out.num_elements(), 1);
+}
+
+}  // namespace
+
 StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
   const Tensor& labels = batch.labels;
   RunOptions run;
   run.seed = StepSeed(config_.seed, step_);
   StepResult r;
   r.loss_scale = scaler_ ? scaler_->scale() : 1.0f;
-  AMP_ASSIGN_OR_RETURN(const FeedMap feeds, Feeds(train_, batch, r.loss_scale));
+  if (labels.empty()) return InvalidArgument("the batch has no labels");
+  AMP_RETURN_IF_ERROR(BindStep(batch, r.loss_scale));
+  struct Unbind {
+    Trainer* t;
+    ~Unbind() { t->UnbindBatch(); }
+  } unbind{this};
   if (config_.debug_overflow) run.observer = FirstNonFiniteObserver(session_->run_graph(), &r.site);
-  AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session_->Run(feeds, run));
+  AMP_ASSIGN_OR_RETURN(const std::vector<Tensor>* outs_ptr, session_->RunBound(run));
+  const std::vector<Tensor>& outs = *outs_ptr;
   if (r.site) AttributeToModelNode(session_->graph(), *r.site);
   r.loss = outs[out_index_.at(train_.loss)].GetAsDouble(0);
   r.count = batch.size();
@@ -266,11 +346,10 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
                                                   "; the step was not applied (try a lower learning rate)"));
   if (config_.graph.loss == "cross_entropy") r.correct = CountCorrect(outs[out_index_.at(train_.logits)], labels);
 
-  std::map<std::string, Tensor> grads;
-  for (const auto& [param, grad] : train_.grads) grads.emplace(param, outs[out_index_.at(grad)]);
-  if (config_.gradient_hook) config_.gradient_hook(step_, grads);
+  for (auto& [grad, index] : grad_outputs_) *grad = outs[index];
+  if (config_.gradient_hook) config_.gradient_hook(step_, grads_);
   // inf/NaN in the gradients, unscaled (by 1 without a scaler), in one read.
-  AMP_ASSIGN_OR_RETURN(OverflowCheck check, grad_checker_.Check(grads, r.loss_scale));
+  AMP_ASSIGN_OR_RETURN(OverflowCheck check, grad_checker_.Check(grads_, r.loss_scale));
   if (!loss_finite && !check.found_inf) check = {true, train_.loss};
   r.applied = !check.found_inf;
   if (check.found_inf) r.overflow = check.first_overflow;
@@ -279,7 +358,7 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
     // Diagnosed once per run of overflows at the floor, and for the stuck error.
     const bool at_floor = check.found_inf && scaler_->scale() <= config_.loss_scaler->min_scale;
     if ((!applied.ok() || (at_floor && !diagnosed_at_floor_)) && !r.site) {
-      AMP_ASSIGN_OR_RETURN(r.site, Diagnose(feeds, run.seed));
+      AMP_ASSIGN_OR_RETURN(r.site, Diagnose(run.seed));
       diagnosed_at_floor_ = at_floor;
     }
     if (!check.found_inf) diagnosed_at_floor_ = false;
@@ -312,17 +391,11 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
       const double coef = ClipCoefficient(r.grad_norm, config_.clip_grad_norm);
       if (coef < 1.0) scaling.clip_coef = static_cast<float>(coef);
     }
-    AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads, r.lr, scaling, &low_weights_));
+    AMP_RETURN_IF_ERROR(optimizer_->Step(params_, grads_, r.lr, scaling, &low_weights_));
     // The update outputs are fp32 (graph outputs keep their types); at O3 the
-    // statistics are stored low, rounded once.
-    for (const auto& [stat, update] : train_.stat_updates) {
-      Tensor& out = outs[out_index_.at(update)];
-      if (out.dtype() == stats_[stat].dtype()) {
-        stats_[stat] = out;
-      } else {
-        AMP_ASSIGN_OR_RETURN(stats_[stat], InDType(out, stats_[stat].dtype()));
-      }
-    }
+    // statistics are stored low, rounded once. They are the session's
+    // buffers: copied into the statistics, which the next step reads.
+    for (const auto& [stat, update] : train_.stat_updates) StoreInto(outs[out_index_.at(update)], stats_[stat]);
     ++lr_step_;
   }
   ++step_;

@@ -185,8 +185,22 @@ class Trainer {
   // so what they hold between steps is never read. Called whenever params_
   // gets new buffers (Create, Restore).
   void ShareModelWeights();
-  // Re-runs the step's forward and backward with an observer: where inf/NaN first appeared.
-  StatusOr<std::optional<OverflowSite>> Diagnose(const std::map<std::string, ir::Tensor>& feeds, uint64_t seed);
+  // Re-runs the step's forward and backward (on the inputs still bound) with
+  // an observer: where inf/NaN first appeared.
+  StatusOr<std::optional<OverflowSite>> Diagnose(uint64_t seed);
+  // Binds the step's inputs to the training session (InferenceSession::
+  // BindInput): the state (parameters, low copies, statistics: their current
+  // buffers, so a Restore needs no other call), the loss scale and the batch.
+  // A batch already in the inputs' dtypes is read in place; one that is not
+  // (or names its inputs otherwise) goes through BatchFeeds' conversions
+  // and checks.
+  Status BindStep(const data::Batch& batch, float loss_scale);
+  // The session input positions and gradient outputs of state_bindings_,
+  // data_input_index_, grads_ (once, after the session is made).
+  Status PrepareBindings();
+  // Drops the batch's bindings after a step, so that the batch iterator can
+  // write the next batch into the same buffers.
+  void UnbindBatch();
 
   TrainConfig config_;
   std::unique_ptr<ir::Graph> model_;            // the imported model, for export and evaluation;
@@ -199,6 +213,19 @@ class Trainer {
   std::map<std::string, ir::Tensor> params_;    // fp32 masters
   std::map<std::string, ir::Tensor> stats_;     // BN running statistics
   std::map<std::string, ir::Tensor> low_weights_;  // fp16/bf16 copies of masters, by param (low_weights)
+  // What each step binds, by session input position (BindStep).
+  struct StateBinding {
+    int input = -1;
+    const ir::Tensor* tensor = nullptr;  // a value of params_, stats_ or low_weights_
+  };
+  std::vector<StateBinding> state_bindings_;
+  std::vector<int> data_input_index_;  // per train_.data_inputs
+  int target_index_ = -1, loss_scale_index_ = -1;
+  ir::Tensor loss_scale_;               // the f32 scalar bound to loss_scale
+  // The step's gradients by parameter: the session's output buffers, entries
+  // made once and repointed each step (grad_outputs_: entry, output index).
+  std::map<std::string, ir::Tensor> grads_;
+  std::vector<std::pair<ir::Tensor*, int>> grad_outputs_;
   GradientChecker grad_checker_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<LrSchedule> schedule_;
