@@ -23,6 +23,8 @@
 // usual downsampling) take a path with the same taps in the same order, 16
 // or 8 windows at a time, and none of the general per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
 // the reference kernel.
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -555,7 +557,7 @@ class MaxPoolGradKernel final : public Kernel {
  public:
   // channels > 0: dY, X and dX are channels-last with that many channels.
   MaxPoolGradKernel(Geometry2d p, int threads, int64_t channels = 0)
-      : p_(std::move(p)), threads_(threads), channels_(channels) {}
+      : p_(std::move(p)), threads_(threads), channels_(channels), buffers_(static_cast<size_t>(std::max(threads, 1))) {}
 
   Status Run(KernelContext& ctx) override {
     if (!ctx.outputs[0].data) return Status::Ok();
@@ -567,22 +569,25 @@ class MaxPoolGradKernel final : public Kernel {
       const int64_t images = p_.planes / channels_;
 #pragma omp parallel num_threads(threads_)
       {
-        std::vector<double> acc;
-        std::vector<float> best, in;
-        std::vector<int64_t> arg;
+        Buffers& b = buffers_[static_cast<size_t>(omp_get_thread_num())];
 #pragma omp for schedule(static)
         for (int64_t n = 0; n < images; ++n)
           MaxGradImageNhwc(p_, channels_, x + n * in_size * channels_, dy + n * out_size * channels_,
-                           dx + n * in_size * channels_, acc, best, arg, in);
+                           dx + n * in_size * channels_, b.acc, b.best, b.arg64, b.in);
       }
       return Status::Ok();
     }
     const bool plain_2x2 = Has2x2Path(p_);
 #pragma omp parallel num_threads(threads_)
     {
-      std::vector<float> xbuf, dybuf, best(static_cast<size_t>(out_size)), sum(static_cast<size_t>(in_size));
-      std::vector<int32_t> arg(static_cast<size_t>(out_size));
-      std::vector<double> wide(p_.overlapping() ? static_cast<size_t>(in_size) : 0);
+      Buffers& buf = buffers_[static_cast<size_t>(omp_get_thread_num())];
+      std::vector<float>&xbuf = buf.in, &dybuf = buf.dy, &best = buf.best, &sum = buf.sum;
+      std::vector<int32_t>& arg = buf.arg32;
+      std::vector<double>& wide = buf.acc;
+      best.resize(static_cast<size_t>(out_size));
+      sum.resize(static_cast<size_t>(in_size));
+      arg.resize(static_cast<size_t>(out_size));
+      wide.resize(p_.overlapping() ? static_cast<size_t>(in_size) : 0);
 #pragma omp for schedule(static)
       for (int64_t plane = 0; plane < p_.planes; ++plane) {
         T* out = dx + plane * in_size;
@@ -609,9 +614,18 @@ class MaxPoolGradKernel final : public Kernel {
   }
 
  private:
+  // Per-thread work buffers, kept from call to call (a call allocates nothing
+  // once they have their sizes).
+  struct Buffers {
+    std::vector<double> acc;
+    std::vector<float> best, in, dy, sum;
+    std::vector<int64_t> arg64;
+    std::vector<int32_t> arg32;
+  };
   Geometry2d p_;
   int threads_;
   int64_t channels_;
+  std::vector<Buffers> buffers_;  // one per thread
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {

@@ -20,8 +20,12 @@ template <class Fn>
 void Chunked(int64_t n, int threads, Fn&& fn) {
   if (n <= 0) return;  // an empty tensor (the loop's step would be 0)
   const int t = n >= kParallelMin ? std::max(threads, 1) : 1;
+  if (t == 1) {  // no parallel region: libgomp makes (allocates) a team even for one thread
+    fn(0, n);
+    return;
+  }
   const int64_t step = ((n + t - 1) / t + 15) / 16 * 16;
-#pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
+#pragma omp parallel for num_threads(t) schedule(static)
   for (int64_t b = 0; b < n; b += step) fn(b, std::min(n, b + step));
 }
 

@@ -50,20 +50,37 @@ PrimitiveKernel::PrimitiveKernel(std::string describe, dnnl::primitive primitive
       primitive_(std::move(primitive)),
       bindings_(std::move(bindings)),
       owned_(std::move(owned)),
-      stream_(Engine()) {}
+      stream_(Engine()) {
+  for (const Binding& b : bindings_) {
+    if (b.source == Binding::kOwned) args_.Add(b.arg, owned_[b.index]);
+    else args_.Add(b.arg, b.desc);
+  }
+}
+
+size_t ExecArgs::Add(int arg, const dnnl::memory::desc& desc) {
+  return Add(arg, dnnl::memory(desc, Engine(), DNNL_MEMORY_NONE));
+}
+
+size_t ExecArgs::Add(int arg, const dnnl::memory& fixed) {
+  memories_.push_back(fixed);
+  c_args_.push_back({arg, fixed.get()});
+  return memories_.size() - 1;
+}
+
+void ExecArgs::Execute(const dnnl::primitive& p, dnnl::stream& s) const {
+  dnnl::error::wrap_c_api(
+      dnnl_primitive_execute(p.get(), s.get(), static_cast<int>(c_args_.size()), c_args_.data()),
+      "could not execute a primitive");
+}
 
 Status PrimitiveKernel::Run(KernelContext& ctx) {
   try {
-    std::unordered_map<int, dnnl::memory> args;
-    for (const Binding& b : bindings_) {
-      if (b.source == Binding::kOwned) {
-        args.emplace(b.arg, owned_[b.index]);
-        continue;
-      }
-      void* data = b.source == Binding::kInput ? ctx.inputs[b.index].data : ctx.outputs[b.index].data;
-      args.emplace(b.arg, dnnl::memory(b.desc, Engine(), data));
+    for (size_t i = 0; i < bindings_.size(); ++i) {
+      const Binding& b = bindings_[i];
+      if (b.source != Binding::kOwned)
+        args_.Set(i, b.source == Binding::kInput ? ctx.inputs[b.index].data : ctx.outputs[b.index].data);
     }
-    primitive_.execute(stream_, args);
+    args_.Execute(primitive_, stream_);
     stream_.wait();
   } catch (const dnnl::error& e) {
     return Internal(describe_, ": oneDNN execution failed: ", e.what());
@@ -82,29 +99,41 @@ bool IsGemmImpl(const dnnl::primitive_desc_base& pd) {
 LayoutArg::LayoutArg(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen, bool input,
                      size_t* scratch_end)
     : plain_(plain), chosen_(chosen) {
-  if (chosen_ == plain_) return;
+  if (chosen_ == plain_) {
+    plain_arg_ = reorder_args_.Add(DNNL_ARG_FROM, plain_);
+    return;
+  }
   reorder_ = input ? dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), plain_, Engine(), chosen_))
                    : dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), chosen_, Engine(), plain_));
+  plain_arg_ = reorder_args_.Add(input ? DNNL_ARG_FROM : DNNL_ARG_TO, plain_);
+  chosen_arg_ = reorder_args_.Add(input ? DNNL_ARG_TO : DNNL_ARG_FROM, chosen_);
   offset_ = *scratch_end;
   *scratch_end += (chosen_.get_size() + 63) / 64 * 64;
 }
 
-dnnl::memory LayoutArg::In(dnnl::stream& s, void* data, std::byte* scratch) const {
-  dnnl::memory plain(plain_, Engine(), data);
-  if (!reorder_) return plain;
-  dnnl::memory copy(chosen_, Engine(), scratch + offset_);
-  reorder_.execute(s, plain, copy);
-  return copy;
+dnnl::memory LayoutArg::In(dnnl::stream& s, void* data, std::byte* scratch) {
+  reorder_args_.Set(plain_arg_, data);
+  if (!reorder_) return reorder_args_.memory(plain_arg_);
+  reorder_args_.Set(chosen_arg_, scratch + offset_);
+  reorder_args_.Execute(reorder_, s);
+  return reorder_args_.memory(chosen_arg_);
 }
 
-dnnl::memory LayoutArg::Target(void* data, std::byte* scratch) const {
-  return reorder_ ? dnnl::memory(chosen_, Engine(), scratch + offset_) : dnnl::memory(plain_, Engine(), data);
+dnnl::memory LayoutArg::Target(void* data, std::byte* scratch) {
+  if (!reorder_) {
+    reorder_args_.Set(plain_arg_, data);
+    return reorder_args_.memory(plain_arg_);
+  }
+  reorder_args_.Set(chosen_arg_, scratch + offset_);
+  return reorder_args_.memory(chosen_arg_);
 }
 
-void LayoutArg::Out(dnnl::stream& s, dnnl::memory computed, void* data) const {
+void LayoutArg::Out(dnnl::stream& s, const dnnl::memory& computed, void* data) {
   if (!reorder_) return;
-  dnnl::memory plain(plain_, Engine(), data);
-  reorder_.execute(s, computed, plain);
+  reorder_args_.Set(plain_arg_, data);
+  if (computed.get() != reorder_args_.memory(chosen_arg_).get())
+    reorder_args_.Set(chosen_arg_, computed.get_data_handle());
+  reorder_args_.Execute(reorder_, s);
 }
 
 dnnl::memory ReorderConstant(const ir::Tensor& value, const dnnl::memory::desc& plain,

@@ -39,6 +39,27 @@ struct Binding {
   dnnl::memory::desc desc;  // ignored for kOwned
 };
 
+// The arguments of one primitive's calls, made once: a memory per argument
+// over a handle that each call repoints (Set), and the C argument array that
+// dnnl_primitive_execute takes, so that a call builds no map, vector or
+// memory object (oneDNN's own execution context still allocates inside).
+class ExecArgs {
+ public:
+  // An argument over a memory of `desc` whose buffer Set gives; its index.
+  size_t Add(int arg, const dnnl::memory::desc& desc);
+  // An argument over a memory that stays as it is (a kernel-owned weight).
+  size_t Add(int arg, const dnnl::memory& fixed);
+  void Set(size_t index, void* data) { memories_[index].set_data_handle(data); }
+  bool empty() const { return memories_.empty(); }
+  const dnnl::memory& memory(size_t index) const { return memories_[index]; }
+  // Runs `p` on `s` with these arguments; throws dnnl::error as execute does.
+  void Execute(const dnnl::primitive& p, dnnl::stream& s) const;
+
+ private:
+  std::vector<dnnl::memory> memories_;
+  std::vector<dnnl_exec_arg_t> c_args_;
+};
+
 // A kernel that executes one primitive with the given bindings.
 class PrimitiveKernel : public Kernel {
  public:
@@ -51,6 +72,7 @@ class PrimitiveKernel : public Kernel {
   dnnl::primitive primitive_;
   std::vector<Binding> bindings_;
   std::vector<dnnl::memory> owned_;
+  ExecArgs args_;  // one per binding, in bindings_ order
   dnnl::stream stream_;
 };
 
@@ -70,16 +92,22 @@ class LayoutArg {
   // Places the scratch copy (if any) at *scratch_end, which it advances.
   LayoutArg(const dnnl::memory::desc& plain, const dnnl::memory::desc& chosen, bool input, size_t* scratch_end);
   // The memory the primitive reads: `data` itself, or its reordered copy.
-  dnnl::memory In(dnnl::stream& s, void* data, std::byte* scratch) const;
+  // The memories returned are the LayoutArg's own, repointed at each call:
+  // valid until its next In/Target/Out.
+  dnnl::memory In(dnnl::stream& s, void* data, std::byte* scratch);
   // The memory the primitive writes; Out() then reorders it into `data`.
-  dnnl::memory Target(void* data, std::byte* scratch) const;
-  void Out(dnnl::stream& s, dnnl::memory computed, void* data) const;
+  dnnl::memory Target(void* data, std::byte* scratch);
+  void Out(dnnl::stream& s, const dnnl::memory& computed, void* data);
   bool reordered() const { return static_cast<bool>(reorder_); }
 
  private:
   dnnl::memory::desc plain_, chosen_;
   dnnl::reorder reorder_;  // empty when chosen == plain
   size_t offset_ = 0;
+  // The plain buffer and the scratch copy (DNNL_ARG_FROM/TO of the reorder,
+  // in its direction), repointed at each call.
+  ExecArgs reorder_args_;
+  size_t plain_arg_ = 0, chosen_arg_ = 0;
 };
 
 // True when oneDNN picked a gemm-based implementation (im2col + gemm).

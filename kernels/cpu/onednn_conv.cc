@@ -116,10 +116,15 @@ class ConvKernel : public Kernel {
           std::memcpy(target, z.data, z_plain_.get_size());  // Z has y's layout (out's, or scratch's)
         }
       }
-      std::unordered_map<int, dnnl::memory> args = {{DNNL_ARG_SRC, x}, {DNNL_ARG_DST, y}};
-      args.emplace(DNNL_ARG_WEIGHTS, weights_ ? weights_ : w_arg_.In(stream_, ctx.inputs[1].data, scratch));
-      if (has_bias_) args.emplace(DNNL_ARG_BIAS, dnnl::memory(bias_, Engine(), ctx.inputs[2].data));
-      conv_.execute(stream_, args);
+      dnnl::memory w = weights_ ? weights_ : w_arg_.In(stream_, ctx.inputs[1].data, scratch);
+      if (args_.empty()) {  // LayoutArg memories are the same objects at every call
+        args_.Add(DNNL_ARG_SRC, x);
+        args_.Add(DNNL_ARG_DST, y);
+        args_.Add(DNNL_ARG_WEIGHTS, w);
+        if (has_bias_) args_.Add(DNNL_ARG_BIAS, bias_);
+      }
+      if (has_bias_) args_.Set(3, ctx.inputs[2].data);
+      args_.Execute(conv_, stream_);
       dst_.Out(stream_, y, out);
       stream_.wait();
     } catch (const dnnl::error& e) {
@@ -137,6 +142,7 @@ class ConvKernel : public Kernel {
   dnnl::reorder z_in_;          // residual into dst's layout; empty when Z already has it
   Subsample subsample_;         // active: X's pixels are gathered into scratch first
   int threads_ = 1;
+  ExecArgs args_;  // made at the first call
   size_t scratch_end_ = 0;
   bool has_bias_, residual_;
   dnnl::stream stream_;

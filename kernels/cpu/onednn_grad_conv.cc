@@ -16,7 +16,6 @@
 // writing the unused one into scratch. Other ranks, and configurations for
 // which oneDNN has only its reference implementation, fall back to the
 // reference kernel (kernels/cpu/grad_conv.cc).
-#include <unordered_map>
 
 #include "kernels/cpu/conv_geometry.h"
 #include "kernels/cpu/grad_kernels.h"
@@ -56,21 +55,31 @@ class ConvGradKernel : public Kernel {
       if (dx) {
         dy_for_data = p_.data_dy.In(stream_, dy, scratch);
         dnnl::memory dx_mem = p_.data_dx.Target(dx, scratch);
-        p_.data.execute(stream_, {{DNNL_ARG_DIFF_DST, dy_for_data},
-                                  {DNNL_ARG_WEIGHTS, p_.data_w.In(stream_, ctx.inputs[2].data, scratch)},
-                                  {DNNL_ARG_DIFF_SRC, dx_mem}});
+        dnnl::memory w_mem = p_.data_w.In(stream_, ctx.inputs[2].data, scratch);
+        if (data_args_.empty()) {  // LayoutArg memories are the same objects at every call
+          data_args_.Add(DNNL_ARG_DIFF_DST, dy_for_data);
+          data_args_.Add(DNNL_ARG_WEIGHTS, w_mem);
+          data_args_.Add(DNNL_ARG_DIFF_SRC, dx_mem);
+        }
+        data_args_.Execute(p_.data, stream_);
         p_.data_dx.Out(stream_, dx_mem, dx);
       }
       if (p_.has_weights && (dw || db)) {
         void* dw_plain = dw ? dw : unused;
         dnnl::memory dw_mem = p_.weights_dw.Target(dw_plain, scratch);
-        std::unordered_map<int, dnnl::memory> args = {
-            {DNNL_ARG_SRC, p_.weights_x.In(stream_, ctx.inputs[1].data, scratch)},
-            {DNNL_ARG_DIFF_DST, dx && p_.shared_dy ? dy_for_data : p_.weights_dy.In(stream_, dy, scratch)},
-            {DNNL_ARG_DIFF_WEIGHTS, dw_mem}};
-        if (p_.has_bias)
-          args.emplace(DNNL_ARG_DIFF_BIAS, dnnl::memory(p_.b, Engine(), db ? db : unused + WeightBytes()));
-        p_.weights.execute(stream_, args);
+        dnnl::memory x_mem = p_.weights_x.In(stream_, ctx.inputs[1].data, scratch);
+        const bool shared = dx && p_.shared_dy;
+        dnnl::memory dy_mem = shared ? dy_for_data : p_.weights_dy.In(stream_, dy, scratch);
+        // Made per dY source (this call's dX decides whether dY's copy is shared).
+        ExecArgs& args = weight_args_[shared ? 1 : 0];
+        if (args.empty()) {
+          args.Add(DNNL_ARG_SRC, x_mem);
+          args.Add(DNNL_ARG_DIFF_DST, dy_mem);
+          args.Add(DNNL_ARG_DIFF_WEIGHTS, dw_mem);
+          if (p_.has_bias) args.Add(DNNL_ARG_DIFF_BIAS, p_.b);
+        }
+        if (p_.has_bias) args.Set(3, db ? db : unused + WeightBytes());
+        args.Execute(p_.weights, stream_);
         p_.weights_dw.Out(stream_, dw_mem, dw_plain);
       }
       stream_.wait();
@@ -85,6 +94,7 @@ class ConvGradKernel : public Kernel {
 
   Parts p_;
   dnnl::stream stream_;
+  ExecArgs data_args_, weight_args_[2];  // made at the first call
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {

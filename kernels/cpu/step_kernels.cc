@@ -34,7 +34,11 @@ constexpr int64_t kChunk = 1 << 14;
 template <class Fn>
 void ForChunks(int64_t n, Fn&& fn) {
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
+  if (chunks <= 1) {  // no parallel region: libgomp makes (allocates) a team even for one thread
+    if (chunks == 1) fn(0, 0, n);
+    return;
+  }
+#pragma omp parallel for schedule(static)
   for (int64_t c = 0; c < chunks; ++c) fn(c, c * kChunk, std::min(n, (c + 1) * kChunk));
 }
 

@@ -6,6 +6,7 @@
 // (the handle keeps CUBLAS_DEFAULT_MATH). Row-major Y = A B is computed as
 // the column-major Y^T = B^T A^T, so no operand is copied.
 #include "kernels/cuda/common.h"
+#include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/library.h"
 
 namespace amptrain::kernels::cuda {
@@ -34,6 +35,7 @@ class GemmKernel final : public Kernel {
   Status Run(KernelContext& ctx) override {
     const cudaStream_t stream = StreamOf(ctx);
     AMP_ASSIGN_OR_RETURN(cublasHandle_t h, CublasHandle(stream));
+    AMP_ASSIGN_OR_RETURN(const CublasApi* blas, Cublas());
     const auto* a = static_cast<const std::byte*>(ctx.inputs[0].data);
     const auto* b = static_cast<const std::byte*>(ctx.inputs[1].data);
     auto* y = static_cast<std::byte*>(ctx.outputs[0].data);
@@ -52,13 +54,13 @@ class GemmKernel final : public Kernel {
     const int lda = static_cast<int>(p_.ta ? p_.m : p_.k), ldb = static_cast<int>(p_.tb ? p_.k : p_.n);
     const cudaDataType_t type = CudaType(t_);
     if (p_.strided) {
-      CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, opb, opa, n, m, k, &p_.alpha, b, type, ldb, p_.b_stride, a, type, lda,
+      CUBLAS_CHECK(blas->GemmStridedBatchedEx(h, opb, opa, n, m, k, &p_.alpha, b, type, ldb, p_.b_stride, a, type, lda,
                                               p_.a_stride, &beta, y, type, n, p_.m * p_.n,
                                               static_cast<int>(p_.batch), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
       return Status::Ok();
     }
     for (int64_t i = 0; i < p_.batch; ++i)
-      CUBLAS_CHECK(cublasGemmEx(h, opb, opa, n, m, k, &p_.alpha, b + p_.b_off[i] * size_, type, ldb,
+      CUBLAS_CHECK(blas->GemmEx(h, opb, opa, n, m, k, &p_.alpha, b + p_.b_off[i] * size_, type, ldb,
                                 a + p_.a_off[i] * size_, type, lda, &beta, y + i * p_.m * p_.n * size_, type, n,
                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
     return Status::Ok();

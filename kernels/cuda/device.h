@@ -8,6 +8,7 @@
 #include <string>
 
 #include "ir/status.h"
+#include "kernels/cuda/cublas_api.h"
 
 namespace amptrain::kernels::cuda {
 
@@ -44,8 +45,7 @@ std::string NoDeviceReason();
   do {                                                                                               \
     cublasStatus_t amp_err_ = (expr);                                                                \
     if (amp_err_ != CUBLAS_STATUS_SUCCESS)                                                           \
-      return AMP_CUDA_FAIL_(expr, ::amptrain::StrCat(cublasGetStatusName(amp_err_), " (",           \
-                                                     cublasGetStatusString(amp_err_), ")"));         \
+      return AMP_CUDA_FAIL_(expr, ::amptrain::kernels::cuda::CublasStatusText(amp_err_));             \
   } while (0)
 
 #define CUDNN_CHECK(expr)                                                  \

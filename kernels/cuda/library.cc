@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "kernels/cuda/cublas_api.h"
 #include "kernels/cuda/device.h"
 
 namespace amptrain::kernels::cuda {
@@ -10,12 +11,13 @@ StatusOr<cublasHandle_t> CublasHandle(cudaStream_t stream) {
   thread_local std::map<int, cublasHandle_t> handles;
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
+  AMP_ASSIGN_OR_RETURN(const CublasApi* blas, Cublas());
   cublasHandle_t& h = handles[device];
   if (!h) {
-    CUBLAS_CHECK(cublasCreate(&h));
-    CUBLAS_CHECK(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(blas->Create(&h));
+    CUBLAS_CHECK(blas->SetMathMode(h, CUBLAS_DEFAULT_MATH));
   }
-  CUBLAS_CHECK(cublasSetStream(h, stream));
+  CUBLAS_CHECK(blas->SetStream(h, stream));
   return h;
 }
 
