@@ -52,11 +52,10 @@ StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique
   if (!graph) return InvalidArgument("no graph given");
   if (opts.threads < 0) return InvalidArgument("threads must be >= 0, got ", opts.threads);
   AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice({opts.device, opts.device_index}));
-  // Kernels run on host memory only so far: the session does not yet move
-  // inputs and outputs to and from a device's memory.
-  if (device->kind() != kernels::DeviceKind::kCpu)
-    return Unimplemented("the executor runs on the cpu only so far (", device->Describe(),
-                         " opened; moving inputs and outputs to its memory is not implemented yet)");
+  if (device->kind() != kernels::DeviceKind::kCpu && opts.training)
+    return Unimplemented("training on ", device->Describe(),
+                         " is not implemented yet: the session runs inference there (persistent device buffers "
+                         "for the trainer's state are the next step of issue 11)");
   AMP_RETURN_IF_ERROR(ir::Verify(*graph));
   std::unique_ptr<InferenceSession> session(new InferenceSession(std::move(graph), std::move(opts)));
   session->device_ = std::move(device);
@@ -159,8 +158,30 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
     auto it = inputs.find(graph_->name(graph_->inputs()[i]));
     if (it != inputs.end()) input_tensors[i] = &it->second;
   }
-  AMP_RETURN_IF_ERROR(PrepareViews(*cached, input_tensors, arena, owned));
-  AMP_RETURN_IF_ERROR(Execute(*cached, run));
+  if (on_host()) {
+    AMP_RETURN_IF_ERROR(PrepareViews(*cached, input_tensors, arena, owned));
+    AMP_RETURN_IF_ERROR(Execute(*cached, run));
+  } else {
+    // The inputs go into the plan's device buffers, the kernels run there,
+    // and the outputs come back into the host tensors.
+    if (run.observer) return Unimplemented("the step observer reads host memory; it cannot watch a ", device_->Describe(), " run");
+    if (cached->device_slots.empty()) AMP_RETURN_IF_ERROR(MakeDeviceSlots(*cached));
+    std::vector<const Tensor*> device_inputs(input_tensors.size(), nullptr);
+    for (size_t k = 0; k < plan.inputs.size(); ++k) {
+      const int slot = plan.inputs[k];
+      if (slot < 0 || !input_tensors[k]) continue;
+      Tensor& dev = cached->device_slots[static_cast<size_t>(slot)];
+      AMP_RETURN_IF_ERROR(device_->CopyToDevice(dev.raw(), input_tensors[k]->raw(), dev.nbytes(), run_context_));
+      device_inputs[k] = &dev;
+    }
+    AMP_RETURN_IF_ERROR(PrepareViews(*cached, device_inputs, arena, cached->device_slots));
+    AMP_RETURN_IF_ERROR(Execute(*cached, run));
+    for (size_t i = 0; i < plan.slots.size(); ++i)
+      if (plan.slots[i].storage == Storage::kOutput)
+        AMP_RETURN_IF_ERROR(
+            device_->CopyToHost(owned[i].raw(), cached->device_slots[i].raw(), owned[i].nbytes(), run_context_));
+    AMP_RETURN_IF_ERROR(device_->Synchronize(run_context_));
+  }
 
   std::vector<Tensor> outputs;
   outputs.reserve(plan.outputs.size());
@@ -201,6 +222,7 @@ Status InferenceSession::PrepareViews(CachedPlan& cp, const std::vector<const Te
     const Slot& slot = plan.slots[i];
     if (slot.storage == Storage::kArena) cp.views[i].data = arena + plan.buffers[slot.buffer].offset;
     else if (slot.storage == Storage::kOutput) cp.views[i].data = const_cast<void*>(slot_outputs[i].raw());
+    else if (slot.storage == Storage::kConstant && !cp.device_slots.empty()) cp.views[i].data = cp.device_slots[i].raw();
   }
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
@@ -221,11 +243,30 @@ Status InferenceSession::Execute(CachedPlan& cp, const RunOptions& run) {
     ctx.seed = run.seed;
     const auto start = opts_.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     Status status = step.kernel->Run(ctx);
+    if (status.ok() && opts_.profile && !on_host()) status = device_->Synchronize(run_context_);
     if (!status.ok()) return status.WithContext(StrCat("while running ", step.node->Describe()));
     if (opts_.profile)
       profile_.Add(step, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
     if (run.observer) run.observer(*step.node, ctx.outputs);
   }
+  return Status::Ok();
+}
+
+Status InferenceSession::MakeDeviceSlots(CachedPlan& cp) {
+  const Plan& plan = cp.plan;
+  std::vector<Tensor> slots(plan.slots.size());
+  for (size_t i = 0; i < plan.slots.size(); ++i) {
+    const Slot& slot = plan.slots[i];
+    if (slot.storage != Storage::kInput && slot.storage != Storage::kOutput && slot.storage != Storage::kConstant)
+      continue;
+    AMP_ASSIGN_OR_RETURN(size_t bytes, Tensor::NBytes(slot.dtype, slot.dims));
+    AMP_ASSIGN_OR_RETURN(kernels::DeviceBuffer buffer, device_->Allocate(std::max<size_t>(bytes, 1)));
+    AMP_ASSIGN_OR_RETURN(slots[i], Tensor::OverBuffer(slot.dtype, slot.dims, std::move(buffer)));
+    if (slot.storage == Storage::kConstant)
+      AMP_RETURN_IF_ERROR(device_->CopyToDevice(slots[i].raw(), slot.constant.raw(), bytes, run_context_));
+  }
+  AMP_RETURN_IF_ERROR(device_->Synchronize(run_context_));
+  cp.device_slots = std::move(slots);
   return Status::Ok();
 }
 
@@ -294,6 +335,7 @@ Status InferenceSession::MakeBoundOutputs(CachedPlan& cp) {
 }
 
 StatusOr<const std::vector<Tensor>*> InferenceSession::RunBound(const RunOptions& run) {
+  if (!on_host()) return Unimplemented("bound runs on ", device_->Describe(), " are not implemented yet");
   AMP_ASSIGN_OR_RETURN(CachedPlan * cached, BoundPlan());
   Plan& plan = cached->plan;
   AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));

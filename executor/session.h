@@ -120,6 +120,10 @@ class InferenceSession {
     std::vector<kernels::KernelContext> contexts;
     std::vector<ir::Tensor> slot_outputs;  // RunBound's buffers, per kOutput slot
     std::vector<ir::Tensor> outputs;       // RunBound's outputs, graph output order
+    // On a device other than the CPU, per slot, made once: the constants
+    // uploaded, and device buffers that the inputs are copied into and the
+    // outputs copied out of (tensors over device memory, never read here).
+    std::vector<ir::Tensor> device_slots;
   };
   static constexpr size_t kMaxCachedPlans = 8;
 
@@ -137,6 +141,9 @@ class InferenceSession {
                       const std::vector<ir::Tensor>& slot_outputs);
   // Runs every step of `cp` on its prepared views.
   Status Execute(CachedPlan& cp, const RunOptions& run);
+  // cp.device_slots: constants uploaded, input and output buffers allocated.
+  Status MakeDeviceSlots(CachedPlan& cp);
+  bool on_host() const { return device_->kind() == kernels::DeviceKind::kCpu; }
   // RunBound's per-slot output buffers of `cp`: shared with another plan's
   // output of the same position, dtype and dims, else allocated once.
   Status MakeBoundOutputs(CachedPlan& cp);

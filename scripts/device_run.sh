@@ -90,6 +90,18 @@ suite cuda_vs_cpu 'Ops/CudaVsCpu.*'
 SIMPLECNN=$OUT/simplecnn.onnx RESNET50=$OUT/resnet50.onnx
 "$BIN/amptrain" models write simplecnn -o "$SIMPLECNN" >"$OUT/models.log" 2>&1
 "$BIN/amptrain" models write resnet --depth 50 -o "$RESNET50" >>"$OUT/models.log" 2>&1
+# Inference through the executor on the GPU (placement names every node
+# without a CUDA kernel at once).
+for m in simplecnn resnet50; do
+  onnx=$SIMPLECNN
+  [ $m = resnet50 ] && onnx=$RESNET50
+  log=$OUT/infer_$m.log
+  if timeout 120 "$BIN/amptrain" bench "$onnx" --batch 64 --device cuda --warmup 2 --repeat 10 --json >"$log" 2>&1; then
+    row "amptrain $m inference" "ok" "$(tail -1 "$log")"
+  else
+    row "amptrain $m inference" "not yet" "$(why "$log")"
+  fi
+done
 ours() {  # model-name onnx level dtype
   local name="amptrain $1 $3${4:+ $4}" log=$OUT/bench_$1_$3${4:+_$4}.log
   if [ "$(left)" -lt 60 ]; then row "$name" "skipped" "time budget"; return; fi

@@ -346,12 +346,13 @@ TEST(Plan, UnknownKernelImplementationNamesTheNode) {
   EXPECT_NE(plan.status().message().find("Neg node 'a'"), std::string::npos) << plan.status().message();
 }
 
-// A CUDA session fails cleanly: built without CUDA (Unimplemented), no GPU
-// (FailedPrecondition: "no CUDA device"), or a GPU that the executor cannot
-// yet move data to (Unimplemented).
-TEST(Session, RejectsNonCpuDevices) {
+// A CUDA training session fails cleanly: built without CUDA
+// (Unimplemented), no GPU (FailedPrecondition: "no CUDA device"), or a GPU,
+// where the session runs inference only so far (Unimplemented).
+TEST(Session, RejectsCudaTrainingSessions) {
   SessionOptions opts;
   opts.device = kernels::DeviceKind::kCuda;
+  opts.training = true;
   auto session = InferenceSession::Create(Chain(), opts);
   ASSERT_FALSE(session.ok());
   EXPECT_TRUE(session.status().code() == StatusCode::kUnimplemented ||
