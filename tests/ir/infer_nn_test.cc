@@ -173,5 +173,31 @@ TEST(InferMatMul, NumpySemantics) {
   EXPECT_FALSE(OneNode(OpKind::kMatMul, F32({2, 4}), {F32({5, 6})}, A({})).status.ok());
 }
 
+
+// The optimizer-step ops' layout (ir/ops.def): AdamStep takes (p, g, m, v,
+// low) per parameter and the hyper-parameters; an fp32 master may have a
+// bf16 gradient and a bf16 low copy; a low copy of a bf16 parameter and
+// mixed parameter dtypes are refused by name.
+TEST(InferOptimizerStep, AdamStepGroupsOfFiveWithLowGradientsAndCopies) {
+  auto run = [](std::vector<TensorType> in) {
+    Graph g;
+    std::vector<Value> values;
+    for (size_t i = 0; i < in.size(); ++i)
+      values.push_back(in[i].dtype == DType::kUndefined ? Value{} : g.AddInput("in" + std::to_string(i), in[i]));
+    g.AddNode(OpKind::kAdamStep, values, 0, "adam");
+    return g.InferShapes();
+  };
+  const TensorType f32 = F32(I{4}), bf16 = TensorType::Of(DType::kBFloat16, I{4}), none;
+  const TensorType hyper = F32(I{5});
+  EXPECT_TRUE(run({f32, f32, f32, f32, none, hyper}).ok());
+  Status low = run({f32, bf16, f32, f32, bf16, f32, f32, f32, f32, none, hyper});
+  EXPECT_TRUE(low.ok()) << low.message();
+  EXPECT_FALSE(run({f32, f32, f32, f32, hyper}).ok());  // four inputs per parameter
+  Status mixed = run({f32, f32, f32, f32, none, bf16, bf16, f32, f32, none, hyper});
+  EXPECT_NE(mixed.message().find("mixes dtypes"), std::string::npos) << mixed.message();
+  Status copy = run({bf16, bf16, f32, f32, bf16, hyper});
+  EXPECT_NE(copy.message().find("low copy"), std::string::npos) << copy.message();
+}
+
 }  // namespace
 }  // namespace amptrain::ir
