@@ -118,4 +118,21 @@ cudaError_t LaunchSoftmaxCrossEntropyGrad(const LossShape& s, Elem t, const void
                                           const void* labels, const void* weights, void* dscores, void* scratch,
                                           cudaStream_t stream);
 
+// ---- epilogues of the cuDNN kernels (kernels/cuda/cudnn_aux.cu) ----
+
+// Over y [outer, channels, plane] in place: y = act(y + bias[c] + z), bias
+// [channels] and z (y's shape) of t, either null; act = max(., 0) when relu.
+// Conv's bias and FusedConv's residual and Relu, in one pass.
+cudaError_t LaunchBiasAct(Elem t, void* y, const void* bias, const void* z, int64_t outer, int64_t channels,
+                          int64_t plane, bool relu, cudaStream_t stream);
+
+// BatchNormalization's running statistics, per channel (all fp32 [c]):
+//   out_mean = in_mean * momentum + batch_mean * (1 - momentum)
+//   out_var  = in_var * momentum + batch_var_unbiased * unbias * (1 - momentum)
+// unbias = (count - 1) / count turns cuDNN's unbiased batch variance into
+// the biased one the CPU kernels use. out_* may alias in_*.
+cudaError_t LaunchBnRunningUpdate(int64_t c, const float* in_mean, const float* in_var, const float* batch_mean,
+                                  const float* batch_var_unbiased, float* out_mean, float* out_var, float momentum,
+                                  float unbias, cudaStream_t stream);
+
 }  // namespace amptrain::kernels::cuda

@@ -9,6 +9,7 @@ void RegisterCudaKernels(Registry& r) {
   cuda::RegisterSteps(r);
   cuda::RegisterLoss(r);
   cuda::RegisterBlas(r);
+  cuda::RegisterCudnn(r);
 }
 
 }  // namespace amptrain::kernels

@@ -14,9 +14,17 @@
 //   float64 1e-12: GradCheck's double sums of exact squares in another order.
 // The optimizer steps must match bitwise (tolerance 0): the CUDA build turns
 // off FMA contraction and uses IEEE sqrt and division, as the CPU kernels do.
+// The cuDNN convolutions (Conv, FusedConv, ConvGrad) get 4x these: the
+// algorithm is picked by timing on the GPU, and the Winograd and FFT ones
+// transform the operands (in the data type for fp16/bf16) before the fp32
+// accumulation, a few more roundings per output than a direct sum; a low Y
+// with a bias is also rounded twice (convolution, then bias). Pooling, batch
+// norm and their gradients keep the plain tolerances (fp32 arithmetic, one
+// rounding; MaxPool's inputs have no ties within a window, see Distinct).
 // Without a GPU every test skips, naming the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <cstring>
@@ -72,6 +80,9 @@ struct Case {
   std::string cpu_impl = "reference";
   bool bitwise = false;          // outputs and updated inputs must match exactly
   std::vector<size_t> updated;   // inputs the kernel writes in place, compared too
+  bool training = true;          // KernelInit::training
+  std::vector<bool> unused;      // outputs passed as data == nullptr (skipped by the kernel)
+  double tol_factor = 1.0;       // times Tolerance(dtype); see the cuDNN cases
 };
 
 ir::Attributes NoAttrs(DType) { return {}; }
@@ -94,6 +105,146 @@ ir::Attributes Attr(const std::string& name, ir::AttrValue v) {
   ir::Attributes a;
   a.Set(name, std::move(v));
   return a;
+}
+
+// Values distinct within every [H, W] plane (a shuffled (k - P/2) / 64 for k
+// < P = H * W <= 256: exact in fp16 and bf16), so that no max-pooling window
+// has a tie whose winner the devices could pick differently.
+Tensor Distinct(DType t, std::vector<int64_t> dims, std::mt19937& rng) {
+  Tensor x = *Tensor::Zeros(t, dims);
+  const int64_t plane = dims[dims.size() - 2] * dims.back();
+  std::vector<int64_t> perm(static_cast<size_t>(plane));
+  for (int64_t p = 0; p * plane < x.num_elements(); ++p) {
+    for (int64_t k = 0; k < plane; ++k) perm[static_cast<size_t>(k)] = k;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (int64_t k = 0; k < plane; ++k)
+      ir::SetElementFromDouble(x, p * plane + k, static_cast<double>(perm[static_cast<size_t>(k)] - plane / 2) / 64.0);
+  }
+  return x;
+}
+
+using Ints = std::vector<int64_t>;
+
+// Window attributes: kernel_shape (pools only, when given), strides, pads,
+// dilations (when given), group, plus `extra`.
+std::function<ir::Attributes(DType)> Window(Ints kernel, Ints strides, Ints pads, Ints dilations = {},
+                                            int64_t group = 1, std::vector<std::pair<std::string, ir::AttrValue>> extra = {}) {
+  return [=](DType) {
+    ir::Attributes a;
+    if (!kernel.empty()) a.Set("kernel_shape", kernel);
+    a.Set("strides", strides);
+    a.Set("pads", pads);
+    if (!dilations.empty()) a.Set("dilations", dilations);
+    if (group != 1) a.Set("group", group);
+    for (const auto& [k, v] : extra) a.Set(k, v);
+    return a;
+  };
+}
+
+// cuDNN: convolutions, batch norm, pooling and their gradients.
+void AddCudnnCases(std::vector<Case>& c) {
+  auto conv = [](Case k) {
+    k.tol_factor = 4.0;
+    return k;
+  };
+  // Grouped, strided, padded 3x3 with a bias; dilated without; a 1x1
+  // strided projection (ResNet's shortcut).
+  c.push_back(conv(Case{"ConvGroupedStridedBias", OpKind::kConv, Window({}, {2, 2}, {1, 1, 1, 1}, {}, 2),
+                        Shapes({{2, 6, 9, 9}, {4, 3, 3, 3}, {4}})}));
+  c.push_back(conv(Case{"ConvDilated", OpKind::kConv, Window({}, {1, 1}, {2, 2, 2, 2}, {2, 2}),
+                        Shapes({{2, 3, 11, 11}, {5, 3, 3, 3}})}));
+  c.push_back(conv(Case{"Conv1x1Stride2", OpKind::kConv, Window({}, {2, 2}, {0, 0, 0, 0}),
+                        Shapes({{2, 8, 8, 8}, {16, 8, 1, 1}})}));
+  c.push_back(conv(Case{"FusedConvBiasResidualRelu", OpKind::kFusedConv,
+                        [](DType t) {
+                          ir::Attributes a = Window({}, {1, 1}, {1, 1, 1, 1})(t);
+                          a.Set("activation", std::string("Relu"));
+                          return a;
+                        },
+                        Shapes({{2, 4, 7, 7}, {6, 4, 3, 3}, {6}, {2, 6, 7, 7}})}));
+  c.push_back(conv(Case{"FusedConvResidualNoBias", OpKind::kFusedConv, Window({}, {2, 2}, {1, 1, 1, 1}),
+                        [](DType t, std::mt19937& rng) {
+                          return std::vector<Tensor>{Random(t, {2, 4, 8, 8}, rng), Random(t, {6, 4, 3, 3}, rng),
+                                                     Tensor(), Random(t, {2, 6, 4, 4}, rng)};
+                        }}));
+  // ConvGrad(dY, X, W) -> dX, dW, dB; the second without dX (the first
+  // convolution's, which the executor never allocates).
+  Case grad{"ConvGradGroupedStrided", OpKind::kConvGrad, Window({}, {2, 2}, {1, 1, 1, 1}, {}, 2),
+            Shapes({{2, 4, 5, 5}, {2, 6, 9, 9}, {4, 3, 3, 3}}), 3};
+  c.push_back(conv(grad));
+  grad.name = "ConvGradNoDX";
+  grad.unused = {true, false, false};
+  c.push_back(conv(grad));
+  c.push_back(conv(Case{"ConvGradDilated", OpKind::kConvGrad, Window({}, {1, 1}, {2, 2, 2, 2}, {2, 2}),
+                        Shapes({{2, 5, 11, 11}, {2, 3, 11, 11}, {5, 3, 3, 3}}), 3}));
+  c.push_back(conv(Case{"ConvGrad1x1Stride2", OpKind::kConvGrad, Window({}, {2, 2}, {0, 0, 0, 0}),
+                        Shapes({{4, 16, 4, 4}, {4, 8, 8, 8}, {16, 8, 1, 1}}), 3}));
+
+  // BatchNormalization: X of the test dtype (mean 1), fp32 parameters and
+  // statistics.
+  auto bn_inputs = [](Ints x) {
+    return [x](DType t, std::mt19937& rng) {
+      const int64_t ch = x[1];
+      return std::vector<Tensor>{Random(t, x, rng, -1.0, 3.0), Random(DType::kFloat32, {ch}, rng, 0.5, 1.5),
+                                 Random(DType::kFloat32, {ch}, rng, -0.5, 0.5),
+                                 Random(DType::kFloat32, {ch}, rng, -0.2, 0.2),
+                                 Random(DType::kFloat32, {ch}, rng, 0.5, 1.5)};
+    };
+  };
+  auto bn_attrs = [](DType) {
+    ir::Attributes a;
+    a.Set("momentum", 0.9f);
+    a.Set("epsilon", 1e-5f);
+    return a;
+  };
+  c.push_back(Case{"BatchNormTraining", OpKind::kBatchNormalization, bn_attrs, bn_inputs({4, 6, 5, 5}), 3});
+  c.push_back(Case{"BatchNormTraining2D", OpKind::kBatchNormalization, bn_attrs, bn_inputs({32, 10}), 3});
+  c.push_back(Case{"BatchNormTrainingNoStats", OpKind::kBatchNormalization, bn_attrs, bn_inputs({4, 6, 5, 5}), 1});
+  Case bn_inf{"BatchNormInference", OpKind::kBatchNormalization, bn_attrs, bn_inputs({4, 6, 5, 5}), 1};
+  bn_inf.training = false;
+  c.push_back(bn_inf);
+  c.push_back(Case{"BatchNormGrad", OpKind::kBatchNormalizationGrad, bn_attrs,
+                   [](DType t, std::mt19937& rng) {
+                     return std::vector<Tensor>{Random(t, {4, 6, 5, 5}, rng), Random(t, {4, 6, 5, 5}, rng, -1.0, 3.0),
+                                                Random(DType::kFloat32, {6}, rng, 0.5, 1.5)};
+                   },
+                   3});
+  c.push_back(Case{"BatchNormGradDXOnly", OpKind::kBatchNormalizationGrad, bn_attrs,
+                   [](DType t, std::mt19937& rng) {
+                     return std::vector<Tensor>{Random(t, {8, 3, 4, 4}, rng), Random(t, {8, 3, 4, 4}, rng),
+                                                Random(DType::kFloat32, {3}, rng, 0.5, 1.5)};
+                   },
+                   1});
+
+  // Pooling and its gradients.
+  auto distinct = [](Ints dims) {
+    return [dims](DType t, std::mt19937& rng) { return std::vector<Tensor>{Distinct(t, dims, rng)}; };
+  };
+  auto with_dy = [](Ints dy, Ints x, bool distinct_x) {
+    return [=](DType t, std::mt19937& rng) {
+      Tensor g = Random(t, dy, rng);
+      return std::vector<Tensor>{g, distinct_x ? Distinct(t, x, rng) : Random(t, x, rng)};
+    };
+  };
+  auto include_pad = std::vector<std::pair<std::string, ir::AttrValue>>{{"count_include_pad", int64_t{1}}};
+  auto ceil = std::vector<std::pair<std::string, ir::AttrValue>>{{"ceil_mode", int64_t{1}}};
+  c.push_back(Case{"MaxPool3x3s2p1", OpKind::kMaxPool, Window({3, 3}, {2, 2}, {1, 1, 1, 1}), distinct({2, 3, 9, 9})});
+  c.push_back(Case{"MaxPool2x2s2", OpKind::kMaxPool, Window({2, 2}, {2, 2}, {0, 0, 0, 0}), distinct({2, 3, 8, 8})});
+  c.push_back(Case{"AveragePool3x3s2p1", OpKind::kAveragePool, Window({3, 3}, {2, 2}, {1, 1, 1, 1}),
+                   Shapes({{2, 3, 9, 9}})});
+  c.push_back(Case{"AveragePoolIncludePad", OpKind::kAveragePool, Window({3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, include_pad),
+                   Shapes({{2, 3, 9, 9}})});
+  c.push_back(Case{"AveragePoolCeilNoOverhang", OpKind::kAveragePool, Window({2, 2}, {2, 2}, {0, 0, 0, 0}, {}, 1, ceil),
+                   Shapes({{2, 3, 8, 8}})});
+  c.push_back(Case{"GlobalAveragePool", OpKind::kGlobalAveragePool, NoAttrs, Shapes({{2, 8, 7, 7}})});
+  c.push_back(Case{"MaxPoolGrad3x3s2p1", OpKind::kMaxPoolGrad, Window({3, 3}, {2, 2}, {1, 1, 1, 1}),
+                   with_dy({2, 3, 5, 5}, {2, 3, 9, 9}, true)});
+  c.push_back(Case{"MaxPoolGrad2x2s2", OpKind::kMaxPoolGrad, Window({2, 2}, {2, 2}, {0, 0, 0, 0}),
+                   with_dy({2, 3, 4, 4}, {2, 3, 8, 8}, true)});
+  c.push_back(Case{"AveragePoolGrad3x3s2p1", OpKind::kAveragePoolGrad, Window({3, 3}, {2, 2}, {1, 1, 1, 1}),
+                   with_dy({2, 3, 5, 5}, {2, 3, 9, 9}, false)});
+  c.push_back(Case{"AveragePoolGradIncludePad", OpKind::kAveragePoolGrad,
+                   Window({3, 3}, {2, 2}, {1, 1, 1, 1}, {}, 1, include_pad), with_dy({2, 3, 5, 5}, {2, 3, 9, 9}, false)});
 }
 
 // Cast from the test dtype to `to`.
@@ -283,6 +434,7 @@ std::vector<Case> Cases() {
                      return in;
                    },
                    0, {}, "fused", true, {0, 2, 3}});
+  AddCudnnCases(c);
   return c;
 }
 
@@ -313,16 +465,18 @@ TEST_P(CudaVsCpu, MatchesReference) {
     }
     return out;
   };
-  auto cpu = RunOnDevice(*CpuDevice(), tc.cpu_impl, tc.op, attrs, copy(inputs), tc.outputs, tc.constant);
+  auto cpu = RunOnDevice(*CpuDevice(), tc.cpu_impl, tc.op, attrs, copy(inputs), tc.outputs, tc.constant, tc.training,
+                         tc.unused);
   ASSERT_TRUE(cpu.ok()) << "cpu: " << cpu.status().ToString();
-  auto planned = PlanKernel(DeviceKind::kCuda, "", tc.op, attrs, inputs, tc.outputs, tc.constant);
+  auto planned = PlanKernel(DeviceKind::kCuda, "", tc.op, attrs, inputs, tc.outputs, tc.constant, tc.training);
   ASSERT_TRUE(planned.ok()) << "cuda kernel: " << planned.status().ToString();
   if (!Gpu().ok()) GTEST_SKIP() << Gpu().status().message();
-  auto gpu = RunOnDevice(**Gpu(), "", tc.op, attrs, copy(inputs), tc.outputs, tc.constant);
+  auto gpu = RunOnDevice(**Gpu(), "", tc.op, attrs, copy(inputs), tc.outputs, tc.constant, tc.training, tc.unused);
   ASSERT_TRUE(gpu.ok()) << "cuda: " << gpu.status().ToString();
   auto judge = [&](const Tensor& got, const Tensor& want, const std::string& what) {
+    if (want.empty() && got.empty()) return;  // an unused output
     const double err = NormalizedError(got, want);
-    const double tol = tc.bitwise ? 0.0 : Tolerance(want.dtype());
+    const double tol = tc.bitwise ? 0.0 : Tolerance(want.dtype()) * tc.tol_factor;
     EXPECT_LE(err, tol) << what << " (" << ir::DTypeName(want.dtype()) << ")";
   };
   for (size_t o = 0; o < cpu->outputs.size(); ++o) judge(gpu->outputs[o], cpu->outputs[o], "output " + std::to_string(o));
@@ -337,6 +491,54 @@ INSTANTIATE_TEST_SUITE_P(Ops, CudaVsCpu,
                            return std::get<0>(info.param).name + "_" +
                                   std::string(ir::DTypeName(std::get<1>(info.param)));
                          });
+
+// What the cuDNN kernels decline (their entries' accepts): no CUDA kernel is
+// created, while the CPU reference takes the same node. Runs without a GPU.
+TEST(CudnnDeclines, WhatCudnnCannotDo) {
+  std::mt19937 rng(7);
+  struct Declined {
+    std::string name;
+    OpKind op;
+    ir::Attributes attrs;
+    std::vector<Tensor> inputs;
+    size_t outputs = 1;
+  };
+  const DType f32 = DType::kFloat32, f16 = DType::kFloat16;
+  ir::Attributes same_upper = Window({}, {2, 2}, {0, 0, 0, 0})(f32);
+  same_upper.Erase("pads");
+  same_upper.Set("auto_pad", std::string("SAME_UPPER"));
+  ir::Attributes ceil = Window({2, 2}, {2, 2}, {0, 0, 0, 0})(f32);
+  ceil.Set("ceil_mode", int64_t{1});
+  ir::Attributes bn;
+  bn.Set("momentum", 0.9f);
+  const std::vector<Declined> cases = {
+      {"ConvAsymmetricPads", OpKind::kConv, same_upper, {Random(f32, {1, 2, 8, 8}, rng), Random(f32, {3, 2, 3, 3}, rng)}},
+      {"Conv3D", OpKind::kConv, Window({}, {1, 1, 1}, {0, 0, 0, 0, 0, 0})(f32),
+       {Random(f32, {1, 2, 4, 4, 4}, rng), Random(f32, {3, 2, 3, 3, 3}, rng)}},
+      {"ConvGradAsymmetricPads", OpKind::kConvGrad, same_upper,
+       {Random(f32, {1, 3, 4, 4}, rng), Random(f32, {1, 2, 8, 8}, rng), Random(f32, {3, 2, 3, 3}, rng)}, 3},
+      {"MaxPoolCeilOverhang", OpKind::kMaxPool, ceil, {Random(f32, {1, 1, 9, 9}, rng)}},
+      {"MaxPoolIndices", OpKind::kMaxPool, Window({2, 2}, {2, 2}, {0, 0, 0, 0})(f32), {Random(f32, {1, 1, 8, 8}, rng)}, 2},
+      {"AveragePoolAsymmetricPads", OpKind::kAveragePool, Window({2, 2}, {1, 1}, {0, 0, 1, 1})(f32),
+       {Random(f32, {1, 1, 8, 8}, rng)}},
+      {"MaxPoolGradCeilOverhang", OpKind::kMaxPoolGrad, ceil,
+       {Random(f32, {1, 1, 5, 5}, rng), Random(f32, {1, 1, 9, 9}, rng)}},
+      {"BatchNormLowParams", OpKind::kBatchNormalization, bn,
+       {Random(f16, {2, 3, 4, 4}, rng), Random(f16, {3}, rng), Random(f16, {3}, rng), Random(f16, {3}, rng),
+        Random(f16, {3}, rng, 0.5, 1.5)},
+       3},
+  };
+  for (const Declined& d : cases) {
+    auto cpu = PlanKernel(DeviceKind::kCpu, "reference", d.op, d.attrs, d.inputs, d.outputs);
+    EXPECT_TRUE(cpu.ok()) << d.name << ": the CPU reference should take it: " << cpu.status().ToString();
+    auto gpu = PlanKernel(DeviceKind::kCuda, "", d.op, d.attrs, d.inputs, d.outputs);
+    EXPECT_FALSE(gpu.ok()) << d.name << ": a CUDA kernel was created";
+    // Declined by the entry (accepts), not failed by its factory.
+    if (!gpu.ok()) {
+      EXPECT_NE(gpu.status().message().find("no cuda kernel supports"), std::string::npos) << gpu.status().ToString();
+    }
+  }
+}
 
 }  // namespace
 }  // namespace amptrain::kernels::devtest
