@@ -44,7 +44,7 @@ InferenceSession::InferenceSession(std::unique_ptr<ir::Graph> graph, SessionOpti
     : graph_(std::move(graph)), opts_(std::move(opts)) {
   threads_ = opts_.threads > 0 ? opts_.threads : std::max(1, omp_get_num_procs());
   bound_.resize(graph_->inputs().size());
-  bound_inputs_.resize(graph_->inputs().size());
+  for (const Tensor& t : bound_) bound_inputs_.push_back(&t);
 }
 
 StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique_ptr<ir::Graph> graph,
@@ -340,7 +340,6 @@ StatusOr<const std::vector<Tensor>*> InferenceSession::RunBound(const RunOptions
   Plan& plan = cached->plan;
   AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
   if (cached->outputs.size() != plan.outputs.size()) AMP_RETURN_IF_ERROR(MakeBoundOutputs(*cached));
-  for (size_t k = 0; k < bound_.size(); ++k) bound_inputs_[k] = &bound_[k];
   AMP_RETURN_IF_ERROR(PrepareViews(*cached, bound_inputs_, arena, cached->slot_outputs));
   AMP_RETURN_IF_ERROR(Execute(*cached, run));
   // Outputs that no step computes: the bound input or the constant itself.

@@ -164,7 +164,7 @@ class InferenceSession {
   OutputPool outputs_;  // the graph outputs' buffers, reused from run to run
   std::vector<ir::Tensor> bound_;                  // per graph input; empty = unbound
   CachedPlan* bound_plan_ = nullptr;               // the plan of the last bound run
-  std::vector<const ir::Tensor*> bound_inputs_;    // pointers into bound_, per run
+  std::vector<const ir::Tensor*> bound_inputs_;    // &bound_[k], for PrepareViews (bound_ never resizes)
 };
 
 }  // namespace amptrain::executor

@@ -49,13 +49,20 @@ std::map<std::string, int> OutputIndex(const ir::Graph& g) {
   return index;
 }
 
+// `out` (fp32, or `dst`'s dtype, same dims) into the buffer of `dst`: copied,
+// or rounded to nearest even (fp16/bf16).
+void StoreInto(const Tensor& out, Tensor& dst) {
+  if (out.dtype() == dst.dtype()) std::memcpy(dst.raw(), out.raw(), out.nbytes());
+  else kernels::cpu::NarrowFromFloat(dst.dtype(), out.data<float>(), dst.raw(), out.num_elements(), 1);
+}
+
 // `t` (fp32, or already `dtype`) as `dtype`: fp16/bf16 rounded to nearest even.
 StatusOr<Tensor> InDType(const Tensor& t, ir::DType dtype) {
   if (t.dtype() == dtype) return t.Clone();
   if (t.dtype() != ir::DType::kFloat32 || !kernels::cpu::IsTwoByteFloat(dtype))
     return Internal("cannot convert a ", ir::DTypeName(t.dtype()), " tensor to ", ir::DTypeName(dtype));
   AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(dtype, t.dims()));
-  kernels::cpu::NarrowFromFloat(dtype, t.data<float>(), out.raw(), t.num_elements(), 1);
+  StoreInto(t, out);
   return out;
 }
 
@@ -310,17 +317,6 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
 Status Trainer::CheckInputs(const data::Batch& batch) const {
   return BatchFeeds(train_.data_inputs, input_dtypes_, batch).status();
 }
-
-namespace {
-
-// `out` (fp32, or `dst`'s dtype) into the buffer of `dst`: copied, or rounded
-// to nearest even (O3's low statistics).
-void StoreInto(const Tensor& out, Tensor& dst) {
-  if (out.dtype() == dst.dtype()) std::memcpy(dst.raw(), out.raw(), out.nbytes());
-  else kernels::cpu::NarrowFromFloat(dst.dtype(), out.data<float>(), dst.raw(), out.num_elements(), 1);
-}
-
-}  // namespace
 
 StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
   const Tensor& labels = batch.labels;

@@ -49,10 +49,9 @@ PrimitiveKernel::PrimitiveKernel(std::string describe, dnnl::primitive primitive
     : describe_(std::move(describe)),
       primitive_(std::move(primitive)),
       bindings_(std::move(bindings)),
-      owned_(std::move(owned)),
       stream_(Engine()) {
   for (const Binding& b : bindings_) {
-    if (b.source == Binding::kOwned) args_.Add(b.arg, owned_[b.index]);
+    if (b.source == Binding::kOwned) args_.Add(b.arg, owned[b.index]);
     else args_.Add(b.arg, b.desc);
   }
 }

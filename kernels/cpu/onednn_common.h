@@ -71,8 +71,7 @@ class PrimitiveKernel : public Kernel {
   std::string describe_;
   dnnl::primitive primitive_;
   std::vector<Binding> bindings_;
-  std::vector<dnnl::memory> owned_;
-  ExecArgs args_;  // one per binding, in bindings_ order
+  ExecArgs args_;  // one per binding, in bindings_ order (holding the owned memories)
   dnnl::stream stream_;
 };
 

@@ -21,6 +21,7 @@
 #include "kernels/cpu/float_convert.h"
 #include "kernels/cpu/register.h"
 #include "kernels/cpu/step_math.h"
+#include "kernels/step_group.h"
 
 namespace amptrain::kernels::cpu {
 
@@ -214,41 +215,9 @@ class AdamStepKernel : public Kernel {
   AdamScalars s_{};  // the attributes' part; Run adds the per-step scalars
 };
 
-// Every parameter of a group has the dims of its gradient, state and low
-// copy (the group's last input, optional: fp16/bf16 of an fp32 parameter),
-// and the gradients share one dtype: the parameters', or a 2-byte one for
-// fp32 parameters (returned).
-StatusOr<DType> CheckGroup(const KernelInit& init, size_t per) {
-  if (init.inputs.empty() || (init.inputs.size() - 1) % per != 0)
-    return init.Error(init.inputs.size(), " inputs; expected groups of ", per, " and the hyper-parameters");
-  const DType p = KeyDType(init), g = init.inputs.size() > 1 ? init.inputs[1].dtype : p;
-  if (g != p && !(p == DType::kFloat32 && (g == DType::kFloat16 || g == DType::kBFloat16)))
-    return init.Error(ir::DTypeName(p), " parameters with ", ir::DTypeName(g),
-                      " gradients; the gradients must be of the parameters' dtype, or fp16/bf16 for fp32 ones");
-  for (size_t i = 0; i + 1 < init.inputs.size(); i += per) {
-    if (init.inputs[i].dtype != p || init.inputs[i + 1].dtype != g)
-      return init.Error("parameter input ", i, " and its gradient are not ", ir::DTypeName(p), " and ",
-                        ir::DTypeName(g), " as the group's first");
-    for (size_t s = i + 1; s < i + per; ++s)
-      if (init.inputs[s].present() && init.inputs[s].dims != init.inputs[i].dims)
-        return init.Error("input ", s, " does not have the dims of parameter input ", i);
-    const DType low = init.inputs[i + per - 1].dtype;
-    if (low != DType::kUndefined && (p != DType::kFloat32 || (low != DType::kFloat16 && low != DType::kBFloat16)))
-      return init.Error("the low copy of parameter input ", i, " is ", ir::DTypeName(low),
-                        "; it must be fp16 or bf16, of an fp32 parameter");
-  }
-  return g;
-}
-
 template <template <class, class> class K>
-StatusOr<std::unique_ptr<Kernel>> MakeStep(const KernelInit& init, size_t per) {
-  if (!init.attrs) return init.Error("no attributes");
-  AMP_ASSIGN_OR_RETURN(const DType grad, CheckGroup(init, per));
-  if (per == 4 && init.attrs->Float("momentum", 0.0f) != 0.0f)
-    for (size_t i = 2; i + 1 < init.inputs.size(); i += 4)
-      if (!init.inputs[i].present()) return init.Error("SGD with momentum needs a momentum buffer for input ", i - 2);
-  if (init.inputs.back().num_elements() < static_cast<int64_t>(per))
-    return init.Error("the hyper-parameter input has ", init.inputs.back().num_elements(), " values");
+StatusOr<std::unique_ptr<Kernel>> MakeStep(const KernelInit& init) {
+  AMP_ASSIGN_OR_RETURN(const DType grad, CheckStepGroups(init));
   std::unique_ptr<Kernel> k;
   Status st = DispatchFloat(KeyDType(init), [&](auto tag) -> Status {
     using T = typename decltype(tag)::type;
@@ -287,9 +256,9 @@ void RegisterStepKernels(Registry& r) {
                                                         DType::kFloat64},
          MakeGradCheck, nullptr});
   r.Add({OpKind::kSgdStep, DeviceKind::kCpu, "fused", 0, dtypes,
-         [](const KernelInit& init) { return MakeStep<SgdStepKernel>(init, 4); }, nullptr});
+         [](const KernelInit& init) { return MakeStep<SgdStepKernel>(init); }, nullptr});
   r.Add({OpKind::kAdamStep, DeviceKind::kCpu, "fused", 0, dtypes,
-         [](const KernelInit& init) { return MakeStep<AdamStepKernel>(init, 5); }, nullptr});
+         [](const KernelInit& init) { return MakeStep<AdamStepKernel>(init); }, nullptr});
 }
 
 }  // namespace amptrain::kernels::cpu

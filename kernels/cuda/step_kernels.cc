@@ -3,6 +3,7 @@
 // (ir/ops.def, "Optimizer-step ops"). Every tensor, the scale and the
 // hyper-parameters included, is device memory; one launch per parameter.
 #include "kernels/cuda/common.h"
+#include "kernels/step_group.h"
 
 namespace amptrain::kernels::cuda {
 
@@ -37,37 +38,6 @@ StatusOr<std::unique_ptr<Kernel>> MakeGradCheck(const KernelInit& init) {
   if (init.outputs[0].dtype != DType::kFloat64 || init.outputs[0].num_elements() != 2 * k)
     return init.Error("stats must be float64 [", k, ", 2]");
   return std::unique_ptr<Kernel>(std::make_unique<GradCheckKernel>(*ElemOf(t)));
-}
-
-// As kernels/cpu/step_kernels.cc's CheckGroup (a copy until kernels/ has a
-// device-neutral home for it): groups of `per` inputs (p, g, state..., low)
-// and the hyper-parameters; the gradients' dtype is returned.
-StatusOr<DType> CheckGroup(const KernelInit& init, size_t per) {
-  if (init.inputs.empty() || (init.inputs.size() - 1) % per != 0)
-    return init.Error(init.inputs.size(), " inputs; expected groups of ", per, " and the hyper-parameters");
-  const DType p = KeyDType(init), g = init.inputs.size() > 1 ? init.inputs[1].dtype : p;
-  if (g != p && !(p == DType::kFloat32 && (g == DType::kFloat16 || g == DType::kBFloat16)))
-    return init.Error(ir::DTypeName(p), " parameters with ", ir::DTypeName(g),
-                      " gradients; the gradients must be of the parameters' dtype, or fp16/bf16 for fp32 ones");
-  for (size_t i = 0; i + 1 < init.inputs.size(); i += per) {
-    if (init.inputs[i].dtype != p || init.inputs[i + 1].dtype != g)
-      return init.Error("parameter input ", i, " and its gradient are not ", ir::DTypeName(p), " and ",
-                        ir::DTypeName(g), " as the group's first");
-    for (size_t s = i + 1; s < i + per; ++s)
-      if (init.inputs[s].present() && init.inputs[s].dims != init.inputs[i].dims)
-        return init.Error("input ", s, " does not have the dims of parameter input ", i);
-    for (size_t s = i + 2; s + 1 < i + per; ++s)
-      if (init.inputs[s].present() && init.inputs[s].dtype != DType::kFloat32)
-        return init.Error("optimizer state input ", s, " must be float32");
-    const DType low = init.inputs[i + per - 1].dtype;
-    if (low != DType::kUndefined && (p != DType::kFloat32 || (low != DType::kFloat16 && low != DType::kBFloat16)))
-      return init.Error("the low copy of parameter input ", i, " is ", ir::DTypeName(low),
-                        "; it must be fp16 or bf16, of an fp32 parameter");
-  }
-  const TensorSpec& hyper = init.inputs.back();
-  if (hyper.dtype != DType::kFloat32 || hyper.num_elements() < static_cast<int64_t>(per))
-    return init.Error("the hyper-parameter input must be float32 with ", per, " values");
-  return g;
 }
 
 // The low copy of a group: its Elem and data (null when absent).
@@ -115,24 +85,16 @@ class AdamKernel final : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeSgd(const KernelInit& init) {
-  if (!init.attrs) return init.Error("no attributes");
-  AMP_ASSIGN_OR_RETURN(const DType g, CheckGroup(init, 4));
+  AMP_ASSIGN_OR_RETURN(const DType g, CheckStepGroups(init));
   SgdAttrs a;
   a.momentum = init.attrs->Float("momentum", 0.0f);
   a.weight_decay = init.attrs->Float("weight_decay", 0.0f);
   a.nesterov = init.attrs->Int("nesterov", 0) != 0;
-  if (a.momentum != 0.0f)
-    for (size_t i = 2; i + 1 < init.inputs.size(); i += 4)
-      if (!init.inputs[i].present()) return init.Error("SGD with momentum needs a momentum buffer for input ", i - 2);
   return std::unique_ptr<Kernel>(std::make_unique<SgdKernel>(a, *ElemOf(KeyDType(init)), *ElemOf(g)));
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeAdam(const KernelInit& init) {
-  if (!init.attrs) return init.Error("no attributes");
-  AMP_ASSIGN_OR_RETURN(const DType g, CheckGroup(init, 5));
-  for (size_t i = 0; i + 1 < init.inputs.size(); i += 5)
-    if (!init.inputs[i + 2].present() || !init.inputs[i + 3].present())
-      return init.Error("Adam needs both moments for parameter input ", i);
+  AMP_ASSIGN_OR_RETURN(const DType g, CheckStepGroups(init));
   const ir::Attributes& at = *init.attrs;
   AdamAttrs a;
   a.beta1 = at.Float("beta1", 0.9f);
