@@ -51,11 +51,12 @@ StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique
                                                                      SessionOptions opts) {
   if (!graph) return InvalidArgument("no graph given");
   if (opts.threads < 0) return InvalidArgument("threads must be >= 0, got ", opts.threads);
-  AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice({opts.device, opts.device_index}));
-  if (device->kind() != kernels::DeviceKind::kCpu && opts.training)
-    return Unimplemented("training on ", device->Describe(),
-                         " is not implemented yet: the session runs inference there (persistent device buffers "
-                         "for the trainer's state are the next step of issue 11)");
+  std::shared_ptr<kernels::Device> device = opts.device_instance;
+  if (!device) {
+    AMP_ASSIGN_OR_RETURN(device, kernels::OpenDevice({opts.device, opts.device_index}));
+  }
+  opts.device = device->kind();
+  opts.device_index = device->index();
   AMP_RETURN_IF_ERROR(ir::Verify(*graph));
   std::unique_ptr<InferenceSession> session(new InferenceSession(std::move(graph), std::move(opts)));
   session->device_ = std::move(device);
@@ -165,7 +166,7 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
     // The inputs go into the plan's device buffers, the kernels run there,
     // and the outputs come back into the host tensors.
     if (run.observer) return Unimplemented("the step observer reads host memory; it cannot watch a ", device_->Describe(), " run");
-    if (cached->device_slots.empty()) AMP_RETURN_IF_ERROR(MakeDeviceSlots(*cached));
+    if (!cached->device_io) AMP_RETURN_IF_ERROR(MakeDeviceSlots(*cached, /*io=*/true));
     std::vector<const Tensor*> device_inputs(input_tensors.size(), nullptr);
     for (size_t k = 0; k < plan.inputs.size(); ++k) {
       const int slot = plan.inputs[k];
@@ -252,21 +253,24 @@ Status InferenceSession::Execute(CachedPlan& cp, const RunOptions& run) {
   return Status::Ok();
 }
 
-Status InferenceSession::MakeDeviceSlots(CachedPlan& cp) {
+Status InferenceSession::MakeDeviceSlots(CachedPlan& cp, bool io) {
   const Plan& plan = cp.plan;
-  std::vector<Tensor> slots(plan.slots.size());
+  const bool constants = cp.device_slots.empty();
+  cp.device_slots.resize(plan.slots.size());
   for (size_t i = 0; i < plan.slots.size(); ++i) {
     const Slot& slot = plan.slots[i];
-    if (slot.storage != Storage::kInput && slot.storage != Storage::kOutput && slot.storage != Storage::kConstant)
-      continue;
+    const bool want = slot.storage == Storage::kConstant ? constants
+                                                         : io && (slot.storage == Storage::kInput ||
+                                                                  slot.storage == Storage::kOutput);
+    if (!want) continue;
     AMP_ASSIGN_OR_RETURN(size_t bytes, Tensor::NBytes(slot.dtype, slot.dims));
     AMP_ASSIGN_OR_RETURN(kernels::DeviceBuffer buffer, device_->Allocate(std::max<size_t>(bytes, 1)));
-    AMP_ASSIGN_OR_RETURN(slots[i], Tensor::OverBuffer(slot.dtype, slot.dims, std::move(buffer)));
+    AMP_ASSIGN_OR_RETURN(cp.device_slots[i], Tensor::OverBuffer(slot.dtype, slot.dims, std::move(buffer)));
     if (slot.storage == Storage::kConstant)
-      AMP_RETURN_IF_ERROR(device_->CopyToDevice(slots[i].raw(), slot.constant.raw(), bytes, run_context_));
+      AMP_RETURN_IF_ERROR(device_->CopyToDevice(cp.device_slots[i].raw(), slot.constant.raw(), bytes, run_context_));
   }
   AMP_RETURN_IF_ERROR(device_->Synchronize(run_context_));
-  cp.device_slots = std::move(slots);
+  cp.device_io = cp.device_io || io;
   return Status::Ok();
 }
 
@@ -327,7 +331,7 @@ Status InferenceSession::MakeBoundOutputs(CachedPlan& cp) {
         }
     }
     if (cp.slot_outputs[o].empty()) {
-      AMP_ASSIGN_OR_RETURN(cp.slot_outputs[o], Tensor::Zeros(slot.dtype, slot.dims));
+      AMP_ASSIGN_OR_RETURN(cp.slot_outputs[o], device_tensors().Zeros(slot.dtype, slot.dims));
     }
     cp.outputs[k] = cp.slot_outputs[o];
   }
@@ -335,10 +339,12 @@ Status InferenceSession::MakeBoundOutputs(CachedPlan& cp) {
 }
 
 StatusOr<const std::vector<Tensor>*> InferenceSession::RunBound(const RunOptions& run) {
-  if (!on_host()) return Unimplemented("bound runs on ", device_->Describe(), " are not implemented yet");
+  if (run.observer && !on_host())
+    return Unimplemented("the step observer reads host memory; it cannot watch a ", device_->Describe(), " run");
   AMP_ASSIGN_OR_RETURN(CachedPlan * cached, BoundPlan());
   Plan& plan = cached->plan;
   AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
+  if (!on_host() && cached->device_slots.empty()) AMP_RETURN_IF_ERROR(MakeDeviceSlots(*cached, /*io=*/false));
   if (cached->outputs.size() != plan.outputs.size()) AMP_RETURN_IF_ERROR(MakeBoundOutputs(*cached));
   AMP_RETURN_IF_ERROR(PrepareViews(*cached, bound_inputs_, arena, cached->slot_outputs));
   AMP_RETURN_IF_ERROR(Execute(*cached, run));
@@ -346,7 +352,8 @@ StatusOr<const std::vector<Tensor>*> InferenceSession::RunBound(const RunOptions
   for (size_t k = 0; k < plan.outputs.size(); ++k) {
     const Slot& slot = plan.slots[plan.outputs[k]];
     if (slot.storage == Storage::kInput) cached->outputs[k] = bound_[static_cast<size_t>(InputIndex(slot.name))];
-    else if (slot.storage == Storage::kConstant) cached->outputs[k] = slot.constant;
+    else if (slot.storage == Storage::kConstant)
+      cached->outputs[k] = on_host() ? slot.constant : cached->device_slots[plan.outputs[k]];
   }
   last_plan_ = &plan;
   return &cached->outputs;

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/device_tensors.h"
 #include "executor/output_pool.h"
 #include "executor/plan.h"
 #include "executor/profile.h"
@@ -46,6 +47,9 @@ namespace amptrain::executor {
 struct SessionOptions {
   kernels::DeviceKind device = kernels::DeviceKind::kCpu;
   int device_index = 0;     // cuda:N
+  // A device already open (the trainer's, or kernels::StagedCpuDevice() in
+  // tests); when set it wins over `device` and `device_index`.
+  std::shared_ptr<kernels::Device> device_instance;
   int threads = 0;          // 0 = all cores
   bool training = false;    // kernels in training mode (Dropout drops, BN uses batch statistics)
   std::string kernel_impl;  // "" = best, "reference" = reference kernels only
@@ -94,8 +98,17 @@ class InferenceSession {
   void BindInput(int index, const ir::Tensor& tensor) { bound_[static_cast<size_t>(index)] = tensor; }
   // A run on the bound inputs (every input must be bound). The outputs, in
   // graph output order, are the session's buffers: valid until the next run
-  // and overwritten by it, so a caller that keeps a value copies it.
+  // and overwritten by it, so a caller that keeps a value copies it. On a
+  // device without host memory the bound inputs are device tensors (made
+  // with device_tensors()), the outputs are too, and the run is queued on
+  // run_context()'s stream (device_tensors().Download synchronises).
   StatusOr<const std::vector<ir::Tensor>*> RunBound(const RunOptions& run = {});
+
+  // The device the session runs on, and the context of its runs: state that
+  // lives across runs is made and copied with device_tensors().
+  const std::shared_ptr<kernels::Device>& device() const { return device_; }
+  const kernels::RunContext& run_context() const { return run_context_; }
+  DeviceTensors device_tensors() const { return DeviceTensors{device_, &run_context_}; }
 
   // The caller's graph (never optimized); its outputs match Run's.
   const ir::Graph& graph() const { return *graph_; }
@@ -120,10 +133,12 @@ class InferenceSession {
     std::vector<kernels::KernelContext> contexts;
     std::vector<ir::Tensor> slot_outputs;  // RunBound's buffers, per kOutput slot
     std::vector<ir::Tensor> outputs;       // RunBound's outputs, graph output order
-    // On a device other than the CPU, per slot, made once: the constants
-    // uploaded, and device buffers that the inputs are copied into and the
-    // outputs copied out of (tensors over device memory, never read here).
+    // On a device without host memory, per slot, made once: the constants
+    // uploaded, and (for Run) device buffers that the inputs are copied into
+    // and the outputs copied out of (tensors over device memory, never read
+    // here). Bound runs need only the constants.
     std::vector<ir::Tensor> device_slots;
+    bool device_io = false;  // device_slots has Run's input and output buffers
   };
   static constexpr size_t kMaxCachedPlans = 8;
 
@@ -141,9 +156,10 @@ class InferenceSession {
                       const std::vector<ir::Tensor>& slot_outputs);
   // Runs every step of `cp` on its prepared views.
   Status Execute(CachedPlan& cp, const RunOptions& run);
-  // cp.device_slots: constants uploaded, input and output buffers allocated.
-  Status MakeDeviceSlots(CachedPlan& cp);
-  bool on_host() const { return device_->kind() == kernels::DeviceKind::kCpu; }
+  // cp.device_slots: the constants uploaded (once), and with `io` the input
+  // and output buffers allocated.
+  Status MakeDeviceSlots(CachedPlan& cp, bool io);
+  bool on_host() const { return device_->host_memory(); }
   // RunBound's per-slot output buffers of `cp`: shared with another plan's
   // output of the same position, dtype and dims, else allocated once.
   Status MakeBoundOutputs(CachedPlan& cp);

@@ -32,7 +32,7 @@ StatusOr<DeviceSpec> ParseDeviceSpec(const std::string& text) {
 
 namespace {
 
-class HostDevice final : public Device {
+class HostDevice : public Device {
  public:
   DeviceKind kind() const override { return DeviceKind::kCpu; }
   int index() const override { return 0; }
@@ -77,11 +77,22 @@ class HostDevice final : public Device {
   }
 };
 
+class StagedHostDevice final : public HostDevice {
+ public:
+  bool host_memory() const override { return false; }
+  std::string Describe() const override { return StrCat("cpu (", cpu::Cpu().model, "; staged as a device)"); }
+};
+
 }  // namespace
 
 std::shared_ptr<Device> CpuDevice() {
   static const std::shared_ptr<Device> cpu = std::make_shared<HostDevice>();
   return cpu;
+}
+
+std::shared_ptr<Device> StagedCpuDevice() {
+  static const std::shared_ptr<Device> staged = std::make_shared<StagedHostDevice>();
+  return staged;
 }
 
 StatusOr<std::shared_ptr<Device>> OpenDevice(const DeviceSpec& spec) {

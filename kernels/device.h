@@ -52,6 +52,9 @@ class Device {
   virtual ~Device() = default;
   virtual DeviceKind kind() const = 0;
   virtual int index() const = 0;
+  // Whether the host reads and writes this device's memory directly (the
+  // CPU). When not, the executor reaches it only through the copies below.
+  virtual bool host_memory() const { return kind() == DeviceKind::kCpu; }
   // "cpu (AMD EPYC)", "cuda:0 (NVIDIA H200, sm_90, 139.8 GiB)".
   virtual std::string Describe() const = 0;
 
@@ -77,6 +80,12 @@ class Device {
 
 // The host CPU. Process-wide, never fails.
 std::shared_ptr<Device> CpuDevice();
+
+// The CPU treated as a device with memory of its own (host_memory() false):
+// its memory is host memory, but the executor and the trainer reach it only
+// through the copies, as they do a GPU's, with the CPU kernels. Tests run the
+// device code paths with it and compare them bitwise with the host's.
+std::shared_ptr<Device> StagedCpuDevice();
 
 // The device `spec` names. CUDA: an error when this build has no CUDA backend
 // ("built without the CUDA backend"), when no GPU is visible ("no CUDA

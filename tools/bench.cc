@@ -109,9 +109,10 @@ StatusOr<ir::Tensor> RandomInput(const ir::Graph& g, ir::Value v, int64_t batch,
 Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
   namespace train = executor::train;
   using Clock = std::chrono::steady_clock;
-  AMP_RETURN_IF_ERROR(RequireCpuFor(device, "bench --train"));
+  AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> opened, kernels::OpenDevice(device));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   train::TrainConfig config;
+  config.device = opened;
   config.optimizer.kind = args.optimizer;
   config.threads = args.threads;
   config.profile = args.profile;

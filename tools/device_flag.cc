@@ -24,10 +24,4 @@ void ApplyDevice(const kernels::DeviceSpec& spec, executor::SessionOptions& opti
   options.device_index = spec.index;
 }
 
-Status RequireCpuFor(const kernels::DeviceSpec& spec, const std::string& command) {
-  if (spec.kind == kernels::DeviceKind::kCpu) return Status::Ok();
-  return Unimplemented(command, " on ", spec.ToString(),
-                       ": the trainer does not run on CUDA yet (issue 11: the executor's device seam)");
-}
-
 }  // namespace amptrain::tools

@@ -22,8 +22,4 @@ StatusOr<kernels::DeviceSpec> OpenDeviceFlag(const std::string& text);
 // Puts `spec` into the session options.
 void ApplyDevice(const kernels::DeviceSpec& spec, executor::SessionOptions& options);
 
-// For the commands whose executor entry point takes no device yet (train,
-// eval): OK for the CPU, Unimplemented naming the command for CUDA.
-Status RequireCpuFor(const kernels::DeviceSpec& spec, const std::string& command);
-
 }  // namespace amptrain::tools

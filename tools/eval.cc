@@ -28,8 +28,8 @@ struct EvalArgs {
 Status Eval(const EvalArgs& args) {
   namespace data = executor::data;
   namespace train = executor::train;
-  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
-  AMP_RETURN_IF_ERROR(RequireCpuFor(device, "eval"));
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device_spec, kernels::ParseDeviceSpec(args.device));
+  AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice(device_spec));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
@@ -39,7 +39,7 @@ Status Eval(const EvalArgs& args) {
   opts.classes_at_least = test_set.classes_from_labels;
   opts.output = args.output;
   AMP_ASSIGN_OR_RETURN(auto evaluator,
-                       train::Evaluator::Create(*model, opts, args.threads, args.reference ? "reference" : ""));
+                       train::Evaluator::Create(*model, opts, args.threads, args.reference ? "reference" : "", device));
   data::BatchIterator batches(test_set, args.batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {});
   AMP_ASSIGN_OR_RETURN(train::EvalResult r, evaluator->Evaluate(batches));
   spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,

@@ -261,8 +261,8 @@ void WarnIfBatchNormMayBeFolded(const ir::Graph& model) {
 Status Train(const TrainArgs& args) {
   namespace data = executor::data;
   namespace train = executor::train;
-  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
-  AMP_RETURN_IF_ERROR(RequireCpuFor(device, "train"));
+  AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device_spec, kernels::ParseDeviceSpec(args.device));
+  AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice(device_spec));
   AMP_RETURN_IF_ERROR(CheckOutputs(args));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
@@ -308,6 +308,7 @@ Status Train(const TrainArgs& args) {
   config.clip_grad_norm = args.clip_grad_norm;
   config.seed = args.seed;
   config.threads = args.threads;
+  config.device = device;
   if (args.reference) config.kernel_impl = "reference";
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;

@@ -24,7 +24,11 @@ Status GradientChecker::Prepare(const std::map<std::string, Tensor>& grads) {
   groups_.clear();
   order_.clear();
   fingerprint_.clear();
-  scale_ = Tensor::Scalar(1.0f);
+  scale_host_ = Tensor::Scalar(1.0f);
+  scale_ = scale_host_;
+  if (!dev_.on_host()) {
+    AMP_ASSIGN_OR_RETURN(scale_, dev_.Upload(scale_host_));
+  }
   std::map<DType, std::vector<const std::pair<const std::string, Tensor>*>> by_dtype;
   for (const auto& entry : grads) by_dtype[entry.second.dtype()].push_back(&entry);
   std::map<std::string, std::pair<size_t, int64_t>> where;  // gradient -> (group, row)
@@ -32,6 +36,8 @@ Status GradientChecker::Prepare(const std::map<std::string, Tensor>& grads) {
     Group group;
     kernels::KernelInit init;
     init.op = ir::OpKind::kGradCheck;
+    init.device = dev_.kind();
+    group.ctx.run = dev_.run;
     init.node_name = "gradient check";
     std::string key(ir::DTypeName(dtype));
     for (const auto* g : members) {
@@ -44,7 +50,11 @@ Status GradientChecker::Prepare(const std::map<std::string, Tensor>& grads) {
     group.ctx.inputs.push_back(ir::TensorView::Of(scale_));
     const int64_t k = static_cast<int64_t>(members.size());
     init.outputs.push_back({DType::kFloat64, {k, 2}, nullptr});
-    AMP_ASSIGN_OR_RETURN(group.stats, Tensor::Zeros(DType::kFloat64, {k, 2}));
+    AMP_ASSIGN_OR_RETURN(group.stats_host, Tensor::Zeros(DType::kFloat64, {k, 2}));
+    group.stats = group.stats_host;
+    if (!dev_.on_host()) {
+      AMP_ASSIGN_OR_RETURN(group.stats, dev_.Upload(group.stats_host));
+    }
     group.ctx.outputs.push_back(ir::TensorView::Of(group.stats));
     auto it = kernels_.find(key);
     if (it == kernels_.end()) {
@@ -52,6 +62,10 @@ Status GradientChecker::Prepare(const std::map<std::string, Tensor>& grads) {
       it = kernels_.emplace(key, std::move(kernel)).first;
     }
     group.kernel = it->second.get();
+    if (const size_t bytes = group.kernel->scratch_bytes(); bytes > 0) {
+      AMP_ASSIGN_OR_RETURN(group.scratch, dev_.Zeros(DType::kUInt8, {static_cast<int64_t>(bytes)}));
+      group.ctx.scratch = group.scratch.raw();
+    }
     groups_.push_back(std::move(group));
   }
   for (const auto& [name, g] : grads) {  // name order
@@ -65,12 +79,15 @@ StatusOr<OverflowCheck> GradientChecker::Check(const std::map<std::string, Tenso
   if (!(scale > 0.0f) || !std::isfinite(scale))
     return InvalidArgument("loss scaler: cannot unscale by a scale of ", scale);
   if (!Matches(grads)) AMP_RETURN_IF_ERROR(Prepare(grads));
-  *scale_.data<float>() = scale;
+  *scale_host_.data<float>() = scale;
+  if (!dev_.on_host()) AMP_RETURN_IF_ERROR(dev_.CopyIn(scale_, scale_host_));
   for (Group& g : groups_) AMP_RETURN_IF_ERROR(g.kernel->Run(g.ctx));
+  if (!dev_.on_host())
+    for (Group& g : groups_) AMP_RETURN_IF_ERROR(dev_.CopyOut(g.stats_host, g.stats));
   // Added in name order, so the norm does not depend on how the dtypes group.
   OverflowCheck check;
   for (const Row& row : order_) {
-    const double* st = groups_[row.group].stats.data<double>() + 2 * row.row;
+    const double* st = groups_[row.group].stats_host.data<double>() + 2 * row.row;
     check.sum_squares += st[1];
     if (st[0] != 0.0 && !check.found_inf) {
       check.found_inf = true;

@@ -22,6 +22,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "executor/device_tensors.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
 #include "kernels/kernel.h"
@@ -54,6 +55,12 @@ struct OverflowCheck {
 // kernels unscale them in registers (Optimizer::GradScaling).
 class GradientChecker {
  public:
+  // Where the gradients live and the GradCheck kernels run (default: the
+  // host); on a device the per-gradient results are copied back once per check.
+  void SetDevice(DeviceTensors device) {
+    dev_ = std::move(device);
+    fingerprint_.clear();
+  }
   StatusOr<OverflowCheck> Check(const std::map<std::string, ir::Tensor>& grads, float scale);
 
   // 1/scale as the unscale uses it.
@@ -66,7 +73,9 @@ class GradientChecker {
   struct Group {  // one GradCheck call: the gradients of one dtype
     kernels::Kernel* kernel = nullptr;  // owned by kernels_
     kernels::KernelContext ctx;
-    ir::Tensor stats;  // float64 [k, 2]: (any inf/NaN, sum of squares) per gradient
+    ir::Tensor stats;       // float64 [k, 2]: (any inf/NaN, sum of squares) per gradient
+    ir::Tensor stats_host;  // stats on the host (stats itself there)
+    ir::Tensor scratch;     // the kernel's scratch_bytes(), on the device
   };
   struct Row {  // a gradient, in name order: its group and row
     std::string name;
@@ -80,7 +89,9 @@ class GradientChecker {
   std::vector<Group> groups_;
   std::vector<Row> order_;
   std::vector<std::tuple<const void*, ir::DType, int64_t>> fingerprint_;  // per gradient, name order
-  ir::Tensor scale_;  // float32 scalar, the scale of this check
+  ir::Tensor scale_;       // float32 scalar, the scale of this check (what the kernels read)
+  ir::Tensor scale_host_;  // written by Check; scale_ itself on the host
+  DeviceTensors dev_;
 };
 
 class LossScaler {

@@ -30,7 +30,7 @@ std::string DimsString(const std::vector<int64_t>& dims) {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& c) {
+StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& c, DeviceTensors device) {
   Kind kind;
   if (c.kind == "sgd") {
     kind = Kind::kSgd;
@@ -55,7 +55,8 @@ StatusOr<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerConfig& c)
         return InvalidArgument("optimizer ", c.kind, ": betas must be in [0, 1), got ", c.beta1, ", ", c.beta2);
     if (!finite_non_negative(c.eps)) return InvalidArgument("optimizer ", c.kind, ": eps must be finite and >= 0, got ", c.eps);
   }
-  std::unique_ptr<Optimizer> opt(new Optimizer(c, kind));
+  if (!device.on_host() && !device.run) return Internal("optimizer ", c.kind, ": a device without a run context");
+  std::unique_ptr<Optimizer> opt(new Optimizer(c, kind, std::move(device)));
   ir::Attributes& a = opt->attrs_;
   if (kind == Kind::kSgd) {
     a.Set("momentum", c.momentum);
@@ -103,6 +104,7 @@ Status Optimizer::Step(std::map<std::string, Tensor>& params, const std::map<std
   ++step_count_;
   for (PreparedGroup& g : prepared_.groups) {
     SetHyper(g, lr, scaling);
+    if (!dev_.on_host()) AMP_RETURN_IF_ERROR(dev_.CopyIn(g.hyper, g.hyper_host));
     AMP_RETURN_IF_ERROR(g.kernel->Run(g.ctx));
   }
   // SGD's momentum buffers exist now: the next step groups them as such.
@@ -170,9 +172,12 @@ Status Optimizer::Prepare(std::map<std::string, Tensor>& params, const std::map<
   return Status::Ok();
 }
 
-Tensor* Optimizer::Slot(const std::string& name, const Tensor& param) {
+StatusOr<Tensor*> Optimizer::Slot(const std::string& name, const Tensor& param) {
   auto it = slots_.find(name);
-  if (it == slots_.end()) it = slots_.emplace(name, *Tensor::Zeros(DType::kFloat32, param.dims())).first;
+  if (it == slots_.end()) {
+    AMP_ASSIGN_OR_RETURN(Tensor zeros, dev_.Zeros(DType::kFloat32, param.dims()));
+    it = slots_.emplace(name, std::move(zeros)).first;
+  }
   return &it->second;
 }
 
@@ -193,10 +198,16 @@ StatusOr<Optimizer::PreparedGroup> Optimizer::PrepareGroup(std::map<std::string,
     const Tensor& g = grads.at(name);
     std::vector<Tensor*> state;
     if (sgd) {
-      state.push_back(config_.momentum != 0.0f ? Slot(name + kMomentumSuffix, p) : nullptr);
+      Tensor* buf = nullptr;
+      if (config_.momentum != 0.0f) {
+        AMP_ASSIGN_OR_RETURN(buf, Slot(name + kMomentumSuffix, p));
+      }
+      state.push_back(buf);
     } else {
-      state.push_back(Slot(name + kExpAvgSuffix, p));
-      state.push_back(Slot(name + kExpAvgSqSuffix, p));
+      for (const char* suffix : {kExpAvgSuffix, kExpAvgSqSuffix}) {
+        AMP_ASSIGN_OR_RETURN(Tensor * slot, Slot(name + suffix, p));
+        state.push_back(slot);
+      }
     }
     ctx.inputs.push_back(ir::TensorView::Of(p));
     ctx.inputs.push_back(ir::TensorView::Of(g));
@@ -214,8 +225,14 @@ StatusOr<Optimizer::PreparedGroup> Optimizer::PrepareGroup(std::map<std::string,
     ctx.inputs.push_back(low ? ir::TensorView::Of(*low) : ir::TensorView{});
     init.inputs.push_back(low ? kernels::TensorSpec{low->dtype(), low->dims(), nullptr} : kernels::TensorSpec{});
   }
-  AMP_ASSIGN_OR_RETURN(group.hyper, Tensor::Zeros(DType::kFloat32, {sgd ? 4 : 5}));
+  AMP_ASSIGN_OR_RETURN(group.hyper_host, Tensor::Zeros(DType::kFloat32, {sgd ? 4 : 5}));
+  group.hyper = group.hyper_host;
+  if (!dev_.on_host()) {
+    AMP_ASSIGN_OR_RETURN(group.hyper, dev_.Upload(group.hyper_host));
+  }
   ctx.inputs.push_back(ir::TensorView::Of(group.hyper));
+  ctx.run = dev_.run;
+  init.device = dev_.kind();
   init.inputs.push_back({DType::kFloat32, group.hyper.dims(), nullptr});
   // The kernel is made once per group layout (names and dtypes) and kept.
   std::string key = StrCat(ir::DTypeName(init.inputs[0].dtype), "/", ir::DTypeName(init.inputs[1].dtype),
@@ -233,7 +250,7 @@ StatusOr<Optimizer::PreparedGroup> Optimizer::PrepareGroup(std::map<std::string,
 }
 
 void Optimizer::SetHyper(PreparedGroup& g, float lr, GradScaling scaling) const {
-  float* h = g.hyper.data<float>();
+  float* h = g.hyper_host.data<float>();
   if (kind_ == Kind::kSgd) {
     h[0] = lr;
     h[1] = scaling.inv_scale;
@@ -260,12 +277,21 @@ Status Optimizer::LoadState(const std::map<std::string, Tensor>& slots, int64_t 
     if (t.dtype() != DType::kFloat32)
       return InvalidArgument("optimizer ", config_.kind, ": state slot '", name, "' is ", ir::DTypeName(t.dtype()),
                              ", expected float32");
-    copies.emplace(name, t.Clone());
+    AMP_ASSIGN_OR_RETURN(Tensor copy, dev_.Upload(t));
+    copies.emplace(name, std::move(copy));
   }
   slots_ = std::move(copies);
   step_count_ = step_count;
   prepared_ = Prepared();
   return Status::Ok();
+}
+
+StatusOr<std::map<std::string, Tensor>> Optimizer::HostStateTensors() const {
+  std::map<std::string, Tensor> host;
+  for (const auto& [name, t] : slots_) {
+    AMP_ASSIGN_OR_RETURN(host[name], dev_.Download(t));
+  }
+  return host;
 }
 
 }  // namespace amptrain::executor::train

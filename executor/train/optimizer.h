@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "executor/device_tensors.h"
 #include "ir/attribute.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -60,8 +61,10 @@ struct GradScaling {
 class Optimizer {
  public:
   // Validates the config (kind, non-negative lr/decay/eps, betas in [0, 1),
-  // nesterov only with momentum).
-  static StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config);
+  // nesterov only with momentum). `device`: where the parameters, gradients
+  // and slots live and the step kernels run (default: the host); on a device
+  // without host memory Step takes device tensors and the slots are made there.
+  static StatusOr<std::unique_ptr<Optimizer>> Create(const OptimizerConfig& config, DeviceTensors device = {});
 
   using GradScaling = train::GradScaling;
 
@@ -80,20 +83,23 @@ class Optimizer {
   int64_t step_count() const { return step_count_; }
   const OptimizerConfig& config() const { return config_; }
 
-  // Every slot tensor by name (sharing the optimizer's buffers); with
-  // step_count() this is the whole state.
+  // Every slot tensor by name (sharing the optimizer's buffers: device
+  // tensors on a device); with step_count() this is the whole state.
   std::map<std::string, ir::Tensor> StateTensors() const { return slots_; }
-  // Replaces the state with deep copies of `slots`. Slot names must carry a
-  // suffix this kind uses and be fp32; shapes are checked against the
-  // parameters at the next Step.
+  // The same on the host (copies of device slots; the slots themselves on the host).
+  StatusOr<std::map<std::string, ir::Tensor>> HostStateTensors() const;
+  // Replaces the state with deep copies of `slots` (host tensors; uploaded
+  // to the device). Slot names must carry a suffix this kind uses and be
+  // fp32; shapes are checked against the parameters at the next Step.
   Status LoadState(const std::map<std::string, ir::Tensor>& slots, int64_t step_count);
 
  private:
   enum class Kind { kSgd, kAdam, kAdamW };
-  Optimizer(const OptimizerConfig& config, Kind kind) : config_(config), kind_(kind) {}
+  Optimizer(const OptimizerConfig& config, Kind kind, DeviceTensors device)
+      : config_(config), kind_(kind), dev_(std::move(device)) {}
 
   // The slot `name` for `param`; created zeroed (fp32) when missing.
-  ir::Tensor* Slot(const std::string& name, const ir::Tensor& param);
+  StatusOr<ir::Tensor*> Slot(const std::string& name, const ir::Tensor& param);
 
   // One fused kernel call over a parameter group (one dtype; `first`: SGD
   // momentum buffers start now), made once: its kernel, its context over the
@@ -101,7 +107,8 @@ class Optimizer {
   struct PreparedGroup {
     kernels::Kernel* kernel = nullptr;  // owned by kernels_
     kernels::KernelContext ctx;
-    ir::Tensor hyper;
+    ir::Tensor hyper;       // what the kernel reads (on the device)
+    ir::Tensor hyper_host;  // SetHyper writes here; `hyper` itself on the host
     bool first = false;
   };
   // The groups of the last Step, reused while the parameters, gradients and
@@ -134,6 +141,7 @@ class Optimizer {
 
   OptimizerConfig config_;
   Kind kind_;
+  DeviceTensors dev_;
   ir::Attributes attrs_;  // the step kernels' attributes, from config_
   int64_t step_count_ = 0;
   std::map<std::string, ir::Tensor> slots_;

@@ -90,8 +90,10 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     state.data_index = cursor.index;
     state.config = config.config;
     prunable.insert(trainer.step());
-    AMP_RETURN_IF_ERROR(SaveCheckpoint(config.checkpoint_dir, trainer.ModelState(),
-                                       trainer.optimizer().StateTensors(), state, config.keep_last, &prunable));
+    AMP_ASSIGN_OR_RETURN(const auto model_state, trainer.HostModelState());
+    AMP_ASSIGN_OR_RETURN(const auto optimizer_state, trainer.HostOptimizerState());
+    AMP_RETURN_IF_ERROR(
+        SaveCheckpoint(config.checkpoint_dir, model_state, optimizer_state, state, config.keep_last, &prunable));
     saved_step = trainer.step();
     result.last_checkpoint = CheckpointPath(config.checkpoint_dir, trainer.step());
     if (callbacks.on_checkpoint) callbacks.on_checkpoint(result.last_checkpoint);

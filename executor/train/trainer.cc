@@ -190,35 +190,46 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   // State in the dtype the training graph reads it in: the model's fp32
   // values, or (O3: weights stored low) those values rounded once.
   const ir::Graph& tg = *t->train_.graph;
+  std::map<std::string, Tensor> params, stats;
   for (const std::string& name : t->train_.params) {
     AMP_ASSIGN_OR_RETURN(Tensor value, InitializerValue(model, name));
     if (value.dtype() != ir::DType::kFloat32)
       return Unimplemented("parameter '", name, "' is ", ir::DTypeName(value.dtype()),
                            "; training needs float32 parameters in the model");
-    AMP_ASSIGN_OR_RETURN(t->params_[name], InDType(value, tg.type(tg.FindValue(name)).dtype));
+    AMP_ASSIGN_OR_RETURN(params[name], InDType(value, tg.type(tg.FindValue(name)).dtype));
   }
   for (const std::string& name : t->train_.running_stats) {
     AMP_ASSIGN_OR_RETURN(Tensor value, InitializerValue(model, name));
-    AMP_ASSIGN_OR_RETURN(t->stats_[name], InDType(value, tg.type(tg.FindValue(name)).dtype));
+    AMP_ASSIGN_OR_RETURN(stats[name], InDType(value, tg.type(tg.FindValue(name)).dtype));
   }
-  for (const auto& [param, input] : t->train_.low_weights) {
-    AMP_ASSIGN_OR_RETURN(t->low_weights_[param], InDType(t->params_.at(param), tg.type(tg.FindValue(input)).dtype));
-  }
-  t->ShareModelWeights();
-  AMP_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::Create(config.optimizer));
+  std::map<std::string, ir::DType> low_dtypes;
+  for (const auto& [param, input] : t->train_.low_weights) low_dtypes[param] = tg.type(tg.FindValue(input)).dtype;
   AMP_ASSIGN_OR_RETURN(LrSchedule schedule, LrSchedule::Create(config.schedule));
   t->schedule_ = std::make_unique<LrSchedule>(schedule);
   if (!(config.clip_grad_norm >= 0.0 && std::isfinite(config.clip_grad_norm)))
     return InvalidArgument("the gradient-norm clip must be finite and >= 0, got ", config.clip_grad_norm);
 
   t->input_dtypes_ = InputDTypes(tg, t->train_.data_inputs);
+  if (config.debug_overflow && config.device && !config.device->host_memory())
+    return Unimplemented("--debug-overflow watches every node's outputs in host memory; on ",
+                         config.device->Describe(), " it cannot (run it on the CPU)");
   SessionOptions options;
   options.threads = config.threads;
   options.training = true;
   options.kernel_impl = config.kernel_impl;
   options.profile = config.profile;
+  options.device_instance = config.device;
   AMP_ASSIGN_OR_RETURN(t->session_, InferenceSession::Create(std::move(t->train_.graph), options));
+  t->dev_ = t->session_->device_tensors();
   t->out_index_ = OutputIndex(t->session_->graph());
+  // The low copies' dtypes, then the state in place (uploaded on a device).
+  for (const auto& [param, dtype] : low_dtypes) {
+    AMP_ASSIGN_OR_RETURN(t->low_weights_[param], Tensor::Zeros(dtype, {}));
+  }
+  AMP_RETURN_IF_ERROR(t->SetState(params, stats));
+  t->ShareModelWeights();
+  AMP_ASSIGN_OR_RETURN(t->optimizer_, Optimizer::Create(config.optimizer, t->dev_));
+  t->grad_checker_.SetDevice(t->dev_);
   AMP_RETURN_IF_ERROR(t->PrepareBindings());
   spdlog::debug("training graph: {} nodes, {} parameters, {} running statistics", t->session_->graph().num_nodes(),
                 t->train_.params.size(), t->train_.running_stats.size());
@@ -239,22 +250,89 @@ StatusOr<std::map<std::string, Tensor>> Trainer::Feeds(const TrainGraph& g, cons
 Status Trainer::BindStep(const data::Batch& batch, float loss_scale) {
   for (const StateBinding& b : state_bindings_) session_->BindInput(b.input, *b.tensor);
   if (loss_scale_index_ >= 0) {
-    *loss_scale_.data<float>() = loss_scale;
+    if (*loss_scale_host_.data<float>() != loss_scale || dev_.on_host()) {
+      *loss_scale_host_.data<float>() = loss_scale;
+      AMP_RETURN_IF_ERROR(dev_.CopyIn(loss_scale_, loss_scale_host_));
+    }
     session_->BindInput(loss_scale_index_, loss_scale_);
   }
-  session_->BindInput(target_index_, batch.labels);
   const std::vector<std::string>& inputs = train_.data_inputs;
+  // On the host the batch's tensors are bound as they are; on a device they
+  // are copied into the staged buffers (synchronised below, so that the
+  // converted feeds may go).
+  auto bind = [&](int index, size_t slot, const Tensor& t) -> Status {
+    if (dev_.on_host()) {
+      session_->BindInput(index, t);
+      return Status::Ok();
+    }
+    AMP_ASSIGN_OR_RETURN(const Tensor* staged, Staged(slot, t));
+    session_->BindInput(index, *staged);
+    return Status::Ok();
+  };
+  AMP_RETURN_IF_ERROR(bind(target_index_, inputs.size(), batch.labels));
   bool in_place = batch.inputs.size() == inputs.size();
   for (size_t i = 0; in_place && i < inputs.size(); ++i) {
     const auto& [name, t] = batch.inputs[i];
     in_place = (name == inputs[i] || (name.empty() && inputs.size() == 1)) && t.dtype() == input_dtypes_.at(inputs[i]);
   }
   if (in_place) {
-    for (size_t i = 0; i < inputs.size(); ++i) session_->BindInput(data_input_index_[i], batch.inputs[i].second);
-    return Status::Ok();
+    for (size_t i = 0; i < inputs.size(); ++i) AMP_RETURN_IF_ERROR(bind(data_input_index_[i], i, batch.inputs[i].second));
+  } else {
+    AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(inputs, input_dtypes_, batch));
+    for (size_t i = 0; i < inputs.size(); ++i) AMP_RETURN_IF_ERROR(bind(data_input_index_[i], i, feeds.at(inputs[i])));
   }
-  AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(inputs, input_dtypes_, batch));
-  for (size_t i = 0; i < inputs.size(); ++i) session_->BindInput(data_input_index_[i], feeds.at(inputs[i]));
+  return dev_.Synchronize();
+}
+
+StatusOr<const Tensor*> Trainer::Staged(size_t slot, const Tensor& host) {
+  if (staged_.size() <= slot) staged_.resize(slot + 1);
+  Tensor& d = staged_[slot];
+  if (d.empty() || d.dtype() != host.dtype() || d.dims() != host.dims()) {
+    AMP_ASSIGN_OR_RETURN(d, dev_.Zeros(host.dtype(), host.dims()));
+  }
+  AMP_RETURN_IF_ERROR(dev_.CopyIn(d, host));
+  return &d;
+}
+
+Status Trainer::SetState(const std::map<std::string, Tensor>& params, const std::map<std::string, Tensor>& stats) {
+  // Everything is made before anything changes: on error the state stays.
+  auto placed = [this](const Tensor& host) -> StatusOr<Tensor> {
+    if (dev_.on_host()) return host;
+    return dev_.Upload(host);
+  };
+  std::map<std::string, Tensor> new_params, new_stats, new_low;
+  for (const auto& [name, t] : params) {
+    AMP_ASSIGN_OR_RETURN(new_params[name], placed(t));
+  }
+  for (const auto& [name, t] : stats) {
+    AMP_ASSIGN_OR_RETURN(new_stats[name], placed(t));
+  }
+  for (const auto& [name, low] : low_weights_) {
+    AMP_ASSIGN_OR_RETURN(Tensor host, InDType(params.at(name), low.dtype()));
+    AMP_ASSIGN_OR_RETURN(new_low[name], placed(host));
+  }
+  // Assigned into the existing entries: state_bindings_ points at them.
+  for (auto& [name, t] : new_params) params_[name] = std::move(t);
+  for (auto& [name, t] : new_stats) stats_[name] = std::move(t);
+  for (auto& [name, t] : new_low) low_weights_[name] = std::move(t);
+  return Status::Ok();
+}
+
+Status Trainer::StoreStats(const std::vector<Tensor>& outs) {
+  for (const auto& [stat, update] : train_.stat_updates) {
+    const Tensor& out = outs[out_index_.at(update)];
+    Tensor& dst = stats_[stat];
+    if (dev_.on_host()) {
+      StoreInto(out, dst);
+    } else if (out.dtype() == dst.dtype()) {
+      AMP_RETURN_IF_ERROR(dev_.CopyOnDevice(dst, out));
+    } else {  // O3's statistics stored low: rounded on the host (a few values per channel)
+      AMP_ASSIGN_OR_RETURN(Tensor wide, dev_.Download(out));
+      AMP_ASSIGN_OR_RETURN(Tensor low, InDType(wide, dst.dtype()));
+      AMP_RETURN_IF_ERROR(dev_.CopyIn(dst, low));
+      AMP_RETURN_IF_ERROR(dev_.Synchronize());
+    }
+  }
   return Status::Ok();
 }
 
@@ -283,7 +361,11 @@ Status Trainer::PrepareBindings() {
   AMP_ASSIGN_OR_RETURN(target_index_, index(train_.target_input));
   if (!train_.loss_scale.empty()) {
     AMP_ASSIGN_OR_RETURN(loss_scale_index_, index(train_.loss_scale));
-    loss_scale_ = Tensor::Scalar(1.0f);
+    loss_scale_host_ = Tensor::Scalar(1.0f);
+    loss_scale_ = loss_scale_host_;
+    if (!dev_.on_host()) {
+      AMP_ASSIGN_OR_RETURN(loss_scale_, dev_.Upload(loss_scale_host_));
+    }
   }
   for (const auto& [param, grad] : train_.grads) {
     Tensor* entry = &grads_[param];
@@ -299,6 +381,12 @@ void Trainer::UnbindBatch() {
 
 StatusOr<std::optional<OverflowSite>> Trainer::Diagnose(uint64_t seed) {
   std::optional<OverflowSite> site;
+  if (!dev_.on_host()) {  // the observer reads host memory
+    spdlog::info("overflow provenance reads every node's outputs on the host; on {} it is off (train on the CPU "
+                 "with --debug-overflow to find the node)",
+                 session_->device()->Describe());
+    return site;
+  }
   RunOptions run;
   run.seed = seed;
   run.observer = FirstNonFiniteObserver(session_->run_graph(), &site);
@@ -334,16 +422,42 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
   AMP_ASSIGN_OR_RETURN(const std::vector<Tensor>* outs_ptr, session_->RunBound(run));
   const std::vector<Tensor>& outs = *outs_ptr;
   if (r.site) AttributeToModelNode(session_->graph(), *r.site);
-  r.loss = outs[out_index_.at(train_.loss)].GetAsDouble(0);
+  {
+    AMP_ASSIGN_OR_RETURN(Tensor loss, dev_.Download(outs[out_index_.at(train_.loss)]));
+    r.loss = loss.GetAsDouble(0);
+  }
   r.count = batch.size();
   const bool loss_finite = std::isfinite(r.loss);
   if (!loss_finite && !scaler_)
     return Status(StatusCode::kOutOfRange, StrCat("the loss is ", r.loss, " at step ", step_,
                                                   "; the step was not applied (try a lower learning rate)"));
-  if (config_.graph.loss == "cross_entropy") r.correct = CountCorrect(outs[out_index_.at(train_.logits)], labels);
+  if (config_.graph.loss == "cross_entropy") {
+    const Tensor& logits = outs[out_index_.at(train_.logits)];
+    if (dev_.on_host()) {
+      r.correct = CountCorrect(logits, labels);
+    } else {
+      if (logits_host_.dims() != logits.dims() || logits_host_.dtype() != logits.dtype()) {
+        AMP_ASSIGN_OR_RETURN(logits_host_, Tensor::Zeros(logits.dtype(), logits.dims()));
+      }
+      AMP_RETURN_IF_ERROR(dev_.CopyOut(logits_host_, logits));
+      r.correct = CountCorrect(logits_host_, labels);
+    }
+  }
 
   for (auto& [grad, index] : grad_outputs_) *grad = outs[index];
-  if (config_.gradient_hook) config_.gradient_hook(step_, grads_);
+  if (config_.gradient_hook) {
+    if (dev_.on_host()) {
+      config_.gradient_hook(step_, grads_);
+    } else {  // the hook gets host copies, copied back
+      std::map<std::string, Tensor> host;
+      for (const auto& [name, g] : grads_) {
+        AMP_ASSIGN_OR_RETURN(host[name], dev_.Download(g));
+      }
+      config_.gradient_hook(step_, host);
+      for (const auto& [name, g] : grads_) AMP_RETURN_IF_ERROR(dev_.CopyIn(g, host.at(name)));
+      AMP_RETURN_IF_ERROR(dev_.Synchronize());
+    }
+  }
   // inf/NaN in the gradients, unscaled (by 1 without a scaler), in one read.
   AMP_ASSIGN_OR_RETURN(OverflowCheck check, grad_checker_.Check(grads_, r.loss_scale));
   if (!loss_finite && !check.found_inf) check = {true, train_.loss};
@@ -391,7 +505,7 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
     // The update outputs are fp32 (graph outputs keep their types); at O3 the
     // statistics are stored low, rounded once. They are the session's
     // buffers: copied into the statistics, which the next step reads.
-    for (const auto& [stat, update] : train_.stat_updates) StoreInto(outs[out_index_.at(update)], stats_[stat]);
+    AMP_RETURN_IF_ERROR(StoreStats(outs));
     ++lr_step_;
   }
   ++step_;
@@ -404,8 +518,8 @@ void Trainer::ShareModelWeights() {
     ir::Value v = model_->FindValue(name);
     ir::Node* n = v.valid() ? model_->producer(v) : nullptr;
     if (!n || n->op() != ir::OpKind::kInitializer) continue;
-    if (param.dtype() == model_->type(v).dtype) n->attrs().Set("value", param);
-    else n->attrs().Erase("value");
+    if (param.dtype() == model_->type(v).dtype && dev_.on_host()) n->attrs().Set("value", param);
+    else n->attrs().Erase("value");  // stored low (O3), or on a device
   }
 }
 
@@ -418,6 +532,7 @@ Status Trainer::CreateEvalSession() {
   SessionOptions options;
   options.threads = config_.threads;
   options.kernel_impl = config_.kernel_impl;
+  options.device_instance = session_->device();
   AMP_ASSIGN_OR_RETURN(eval_session_, InferenceSession::Create(std::move(eval_.graph), options));
   eval_out_index_ = OutputIndex(eval_session_->graph());
   return Status::Ok();
@@ -458,7 +573,7 @@ StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
   // training and evaluation, not their sum.
   session_->ReleaseMemory();
   // The eval graph computes in fp32: O3's low weights are fed widened.
-  const std::map<std::string, Tensor> state = Fp32ModelState();
+  AMP_ASSIGN_OR_RETURN(const FeedMap state, Fp32ModelState());
   StatusOr<EvalResult> r =
       RunEvaluation(*eval_session_, eval_, eval_out_index_, batches,
                     [this, &state](const data::Batch& b) -> StatusOr<std::map<std::string, Tensor>> {
@@ -471,7 +586,8 @@ StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
 }
 
 StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, const TrainGraphOptions& opts,
-                                                       int threads, const std::string& kernel_impl) {
+                                                       int threads, const std::string& kernel_impl,
+                                                       std::shared_ptr<kernels::Device> device) {
   std::unique_ptr<Evaluator> e(new Evaluator());
   TrainGraphOptions o = opts;
   o.label_smoothing = 0.0f;
@@ -480,6 +596,7 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, c
   SessionOptions options;
   options.threads = threads;
   options.kernel_impl = kernel_impl;
+  options.device_instance = std::move(device);
   AMP_ASSIGN_OR_RETURN(e->session_, InferenceSession::Create(std::move(e->eval_.graph), options));
   e->out_index_ = OutputIndex(e->session_->graph());
   return e;
@@ -501,8 +618,16 @@ std::map<std::string, Tensor> Trainer::ModelState() const {
   return state;
 }
 
-std::map<std::string, Tensor> Trainer::Fp32ModelState() const {
+StatusOr<std::map<std::string, Tensor>> Trainer::HostModelState() const {
   std::map<std::string, Tensor> state = ModelState();
+  for (auto& [name, t] : state) {
+    AMP_ASSIGN_OR_RETURN(t, dev_.Download(t));
+  }
+  return state;
+}
+
+StatusOr<std::map<std::string, Tensor>> Trainer::Fp32ModelState() const {
+  AMP_ASSIGN_OR_RETURN(FeedMap state, HostModelState());
   for (auto& [name, t] : state) {
     if (!kernels::cpu::IsTwoByteFloat(t.dtype())) continue;
     Tensor wide = *Tensor::Zeros(ir::DType::kFloat32, t.dims());
@@ -563,7 +688,7 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
       AMP_RETURN_IF_ERROR(scaler->LoadStateJson(ckpt.state.scaler)
                               .WithContext(StrCat("checkpoint '", ckpt.path, "' (loss scaler state)")));
   }
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::Create(config_.optimizer));
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer, Optimizer::Create(config_.optimizer, dev_));
   AMP_RETURN_IF_ERROR(optimizer->LoadState(ckpt.optimizer, ckpt.state.optimizer_step)
                           .WithContext(StrCat("checkpoint '", ckpt.path, "' (optimizer state)")));
   for (const auto& [name, slot] : optimizer->StateTensors()) {
@@ -573,12 +698,11 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
       return InvalidArgument("checkpoint '", ckpt.path, "': optimizer slot '", name,
                              "' does not match a parameter of the model");
   }
+  std::map<std::string, Tensor> params, stats;
+  for (const auto& [name, t] : params_) params[name] = ckpt.model.at(name).Clone();
+  for (const auto& [name, t] : stats_) stats[name] = ckpt.model.at(name).Clone();
+  AMP_RETURN_IF_ERROR(SetState(params, stats));
   optimizer_ = std::move(optimizer);
-  for (auto& [name, t] : params_) t = ckpt.model.at(name).Clone();
-  for (auto& [name, t] : stats_) t = ckpt.model.at(name).Clone();
-  for (auto& [name, t] : low_weights_) {
-    AMP_ASSIGN_OR_RETURN(t, InDType(params_.at(name), t.dtype()));
-  }
   ShareModelWeights();
   step_ = ckpt.state.step;
   lr_step_ = ckpt.state.lr_step;
@@ -587,7 +711,8 @@ Status Trainer::Restore(const LoadedCheckpoint& ckpt) {
 }
 
 StatusOr<std::unique_ptr<ir::Graph>> Trainer::TrainedModel(bool inference) const {
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, WithInitializers(*model_, Fp32ModelState()));
+  AMP_ASSIGN_OR_RETURN(const FeedMap state, Fp32ModelState());
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, WithInitializers(*model_, state));
   if (inference) AMP_RETURN_IF_ERROR(ToInferenceMode(*g));
   return g;
 }

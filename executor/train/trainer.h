@@ -87,7 +87,16 @@ struct TrainConfig {
   std::optional<bool> low_weights;
   // Fault injection (tests): called with each step's gradients, as backward
   // wrote them (scaled), before the all-finite check; it may change values.
+  // On a device the hook gets host copies, copied back after it.
   std::function<void(int64_t step, std::map<std::string, ir::Tensor>& grads)> gradient_hook;
+  // Where the step runs and the state lives (kernels::OpenDevice); null: the
+  // CPU. On a device without host memory (a GPU) the parameters, low copies,
+  // BN statistics, optimizer slots, loss scale and batch are device buffers:
+  // a step uploads the batch, runs forward, backward, the all-finite check
+  // and the optimizer there, and copies back the loss, the logits (for
+  // accuracy) and the check's 16 bytes per gradient. Checkpoints, export and
+  // evaluation read host copies (HostModelState, HostOptimizerState).
+  std::shared_ptr<kernels::Device> device;
 };
 
 struct StepResult {
@@ -148,12 +157,21 @@ class Trainer {
   const std::vector<std::string>& data_inputs() const { return train_.data_inputs; }
   // Every initializer: trained, frozen, BN statistic, or untrained and why (train_graph.h).
   const ParameterReport& parameter_report() const { return train_.parameters; }
+  // The parameters (device tensors when training on a device: dims and
+  // dtypes only; HostModelState for values).
   const std::map<std::string, ir::Tensor>& params() const { return params_; }
-  // Parameters and BN running statistics by initializer name (shared buffers).
+  // Parameters and BN running statistics by initializer name (shared
+  // buffers; device tensors when training on a device).
   std::map<std::string, ir::Tensor> ModelState() const;
-  // ModelState() with fp16/bf16 tensors (O3) widened to fp32 exactly: what
-  // export and the fp32 evaluation graph read.
-  std::map<std::string, ir::Tensor> Fp32ModelState() const;
+  // ModelState() on the host: the same buffers on the CPU, copies from a device.
+  StatusOr<std::map<std::string, ir::Tensor>> HostModelState() const;
+  // The optimizer's slots on the host (Optimizer::HostStateTensors).
+  StatusOr<std::map<std::string, ir::Tensor>> HostOptimizerState() const { return optimizer_->HostStateTensors(); }
+  // HostModelState() with fp16/bf16 tensors (O3) widened to fp32 exactly:
+  // what export and the fp32 evaluation graph read.
+  StatusOr<std::map<std::string, ir::Tensor>> Fp32ModelState() const;
+  // Where the step runs (the training session's device).
+  const kernels::Device& device() const { return *session_->device(); }
 
   // Replaces the whole state (parameters, running statistics, optimizer slots
   // and step, step count, lr position) from a checkpoint after checking that
@@ -201,6 +219,14 @@ class Trainer {
   // Drops the batch's bindings after a step, so that the batch iterator can
   // write the next batch into the same buffers.
   void UnbindBatch();
+  // On a device: the tensors of `feeds` (a data input, the labels) copied into
+  // device buffers kept per input and reused while dims and dtype stay.
+  StatusOr<const ir::Tensor*> Staged(size_t slot, const ir::Tensor& host);
+  // The model's state as the training graph reads it (params_, stats_,
+  // low_weights_) from host values: on the device, uploaded.
+  Status SetState(const std::map<std::string, ir::Tensor>& params, const std::map<std::string, ir::Tensor>& stats);
+  // The step's statistics updates (graph outputs, fp32) into stats_.
+  Status StoreStats(const std::vector<ir::Tensor>& outs);
 
   TrainConfig config_;
   std::unique_ptr<ir::Graph> model_;            // the imported model, for export and evaluation;
@@ -222,6 +248,10 @@ class Trainer {
   std::vector<int> data_input_index_;  // per train_.data_inputs
   int target_index_ = -1, loss_scale_index_ = -1;
   ir::Tensor loss_scale_;               // the f32 scalar bound to loss_scale
+  ir::Tensor loss_scale_host_;          // its value on the host (loss_scale_ itself there)
+  DeviceTensors dev_;                   // the training session's device and run context
+  std::vector<ir::Tensor> staged_;      // on a device: the batch's buffers, per data input then labels
+  ir::Tensor logits_host_;              // on a device: the logits copied back for accuracy
   // The step's gradients by parameter: the session's output buffers, entries
   // made once and repointed each step (grad_outputs_: entry, output index).
   std::map<std::string, ir::Tensor> grads_;
@@ -244,8 +274,10 @@ class Trainer {
 // low-precision logits are read through an fp32 Cast.
 class Evaluator {
  public:
+  // `device`: where the model runs (null: the CPU); batches are copied there.
   static StatusOr<std::unique_ptr<Evaluator>> Create(const ir::Graph& model, const TrainGraphOptions& opts,
-                                                     int threads = 0, const std::string& kernel_impl = "");
+                                                     int threads = 0, const std::string& kernel_impl = "",
+                                                     std::shared_ptr<kernels::Device> device = nullptr);
   StatusOr<EvalResult> Evaluate(data::BatchIterator& batches);
 
  private:

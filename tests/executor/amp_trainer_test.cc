@@ -155,7 +155,9 @@ TEST(AmpTrainer, LossFallsAsInFp32UnderEachLevelAndType) {
     auto [first, last] = TrainThreeEpochs(**t);
     EXPECT_LT(last, 0.5 * first) << what << ": first " << first << " last " << last;
     for (const auto& [name, s] : (*t)->ModelState()) EXPECT_EQ(s.dtype(), low) << what << " after training: " << name;
-    for (const auto& [name, s] : (*t)->Fp32ModelState()) EXPECT_EQ(s.dtype(), DType::kFloat32) << name;
+    auto fp32_state = (*t)->Fp32ModelState();
+    ASSERT_TRUE(fp32_state.ok()) << fp32_state.status().message();
+    for (const auto& [name, s] : *fp32_state) EXPECT_EQ(s.dtype(), DType::kFloat32) << name;
     auto exported = (*t)->TrainedModel(true);
     EXPECT_TRUE(exported.ok()) << what << ": " << exported.status().message();
   }
