@@ -5,8 +5,9 @@
 # 1. libraries: the tarball's lib/ first, then the CUDA runtime, cuBLAS and
 #    cuDNN from the Python nvidia-* wheels (site-packages/nvidia/*/lib), then
 #    /usr/local/cuda/lib64 and the driver's /usr/local/nvidia/lib64;
-# 2. the CUDA test suite: the Device tests, then CUDA against CPU for every
-#    op and gradient in fp32, fp16 and bf16;
+# 2. the CUDA test suite: the Device tests, CUDA against CPU for every op
+#    and gradient in fp32, fp16 and bf16, then training steps on the GPU
+#    against the CPU's;
 # 3. training benchmarks, batch 256, synthetic data: SimpleCNN and ResNet-50,
 #    amptrain --device cuda at O0, O1/O2 fp16 and bf16, and PyTorch on the
 #    same GPU (fp32, autocast fp16 + GradScaler, autocast bf16; channels_last).
@@ -78,6 +79,9 @@ suite() {  # name filter
 }
 suite cuda_device_tests 'CudaDevice*'
 suite cuda_vs_cpu 'Ops/CudaVsCpu.*'
+# The Trainer on the GPU: placement of the training graphs, then a few
+# SimpleCNN and ResNet-18 steps against the same steps on the CPU.
+suite cuda_training 'Training/CudaPlacement.*:CudaTraining.*'
 # Per op and dtype: OK / FAILED / SKIPPED.
 {
   echo "| test (op_dtype) | result |"

@@ -9,33 +9,18 @@
 //     seed = KernelInit::seed, mixed with KernelContext::seed when that is
 //     non-zero (a fresh mask per training step).
 //     The stream is counter-based (a pure function of seed and the element
-//     index), so results are bitwise identical for any thread count.
+//     index), so results are bitwise identical for any thread count, and
+//     shared with the CUDA kernel (kernels/dropout_stream.h).
 #include <omp.h>
 
 #include <cstdint>
 
 #include "kernels/cpu/nn_kernels.h"
+#include "kernels/dropout_stream.h"
 
 namespace amptrain::kernels::cpu::nn {
 
 namespace {
-
-// splitmix64 finalizer of (seed, index): a uniform double in [0, 1).
-inline double Uniform(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
-}
-
-// The per-node seed combined with the per-run seed (splitmix64 of their mix).
-inline uint64_t MixSeed(uint64_t node_seed, uint64_t run_seed) {
-  uint64_t z = node_seed ^ (run_seed * 0xd1b54a32d192ed03ull + 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 template <class T>
 class DropoutReference : public Kernel {
@@ -64,10 +49,10 @@ class DropoutReference : public Kernel {
       return Status::Ok();
     }
     const double scale = 1.0 / (1.0 - ratio);
-    const uint64_t seed = ctx.seed == 0 ? seed_ : MixSeed(seed_, ctx.seed);
+    const uint64_t seed = DropoutSeed(seed_, ctx.seed);
 #pragma omp parallel for num_threads(threads_) schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const bool keep = Uniform(seed, static_cast<uint64_t>(i)) >= ratio;
+      const bool keep = DropoutUniform(seed, static_cast<uint64_t>(i)) >= ratio;
       y[i] = static_cast<T>(static_cast<Acc<T>>(keep ? static_cast<double>(x[i]) * scale : 0.0));
       if (mask) mask[i] = keep;
     }

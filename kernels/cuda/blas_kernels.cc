@@ -21,7 +21,7 @@ cudaDataType_t CudaType(DType t) {
 class GemmKernel final : public Kernel {
  public:
   GemmKernel(GemmPlan p, std::optional<Broadcast> c, DType t)
-      : p_(std::move(p)), c_(c), t_(t), elem_(*ElemOf(t)), size_(ir::DTypeSize(t)) {}
+      : p_(std::move(p)), c_(c), t_(t), size_(ir::DTypeSize(t)) {}
 
   Status Run(KernelContext& ctx) override {
     const cudaStream_t stream = StreamOf(ctx);
@@ -32,7 +32,7 @@ class GemmKernel final : public Kernel {
     auto* y = static_cast<std::byte*>(ctx.outputs[0].data);
     float beta = 0.0f;
     if (c_) {
-      CUDA_CHECK(LaunchBroadcastCopy(elem_, ctx.inputs[2].data, y, p_.m * p_.n, *c_, stream));
+      CUDA_CHECK(LaunchBroadcastCopy(size_, ctx.inputs[2].data, y, p_.m * p_.n, *c_, stream));
       beta = p_.beta;
     }
     if (p_.m == 0 || p_.n == 0) return Status::Ok();
@@ -61,7 +61,6 @@ class GemmKernel final : public Kernel {
   GemmPlan p_;
   std::optional<Broadcast> c_;  // Gemm's C, broadcast into Y before the product
   DType t_;
-  Elem elem_;
   size_t size_;
 };
 

@@ -57,8 +57,16 @@ inline KernelEntry CudaEntry(OpKind op, const char* impl, KernelFactory factory,
 Status CheckDTypes(const KernelInit& init, DType t, const std::vector<size_t>& inputs,
                    const std::vector<size_t>& outputs);
 
+// Numpy broadcasting of `in` to `out` (dims right-aligned, each 1 or equal),
+// and the element strides of `in` read at `out`'s indices: 0 along broadcast
+// dims (Broadcast::a_strides/b_strides).
+bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+void BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* strides);
+
 // Per-family registration, called by RegisterCudaKernels (register.cc).
 void RegisterElementwise(Registry& r);  // elementwise_kernels.cc: unary, binary, pointwise grads, Cast, Identity
+void RegisterShape(Registry& r);        // shape_kernels.cc: Reshape, Flatten, Squeeze, Unsqueeze, Expand
+void RegisterDropout(Registry& r);      // dropout_kernels.cc: Dropout, DropoutGrad
 void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceSumTo
 void RegisterSteps(Registry& r);        // step_kernels.cc: GradCheck, SgdStep, AdamStep
 void RegisterLoss(Registry& r);         // loss_kernels.cc: SoftmaxCrossEntropyLoss and its gradient

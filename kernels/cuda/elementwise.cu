@@ -1,5 +1,5 @@
 // Elementwise CUDA kernels: unary maps, broadcasting binary ops, the pointwise
-// backward ops and Cast. The math is kernels/cpu/unary.cc's, binary.cc's and
+// backward ops, Cast and the broadcast copy (Gemm's C, Expand). The math is kernels/cpu/unary.cc's, binary.cc's and
 // grad_misc.cc's in float (device libm: expf, tanhf and erff are within 2 ulp
 // of the CPU's, so results agree to rounding, not bitwise).
 #include "kernels/cuda/elem.cuh"
@@ -123,13 +123,21 @@ cudaError_t LaunchBinary(BinaryOp op, Elem t, const void* a, const void* b, void
   });
 }
 
-cudaError_t LaunchBroadcastCopy(Elem t, const void* x, void* y, int64_t n, const Broadcast& bc, cudaStream_t stream) {
+cudaError_t LaunchBroadcastCopy(size_t elem_bytes, const void* x, void* y, int64_t n, const Broadcast& bc,
+                                cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  return DispatchElem(t, [&](auto tag) {
+  auto launch = [&](auto tag) {
     using T = typename decltype(tag)::type;
     BroadcastCopyKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n, bc);
     return cudaGetLastError();
-  });
+  };
+  switch (elem_bytes) {
+    case 1: return launch(Tag<uint8_t>{});
+    case 2: return launch(Tag<uint16_t>{});
+    case 4: return launch(Tag<uint32_t>{});
+    case 8: return launch(Tag<uint64_t>{});
+  }
+  return cudaErrorInvalidValue;
 }
 
 cudaError_t LaunchCast(Elem from, Elem to, const void* x, void* y, int64_t n, cudaStream_t stream) {

@@ -22,6 +22,25 @@ Status CheckDTypes(const KernelInit& init, DType t, const std::vector<size_t>& i
   return Status::Ok();
 }
 
+bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
+  if (in.size() > out.size()) return false;
+  for (size_t d = 0; d < in.size(); ++d) {
+    const int64_t o = out[out.size() - in.size() + d];
+    if (in[d] != o && in[d] != 1) return false;
+  }
+  return true;
+}
+
+void BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* strides) {
+  const size_t lead = out.size() - in.size();
+  int64_t stride = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    const int64_t dim = d >= lead ? in[d - lead] : 1;
+    strides[d] = dim == 1 && out[d] != 1 ? 0 : stride;
+    stride *= dim;
+  }
+}
+
 namespace {
 
 // Gelu's approximate attribute: true for "tanh", false for "none".
@@ -100,17 +119,6 @@ class BinaryKernel final : public Kernel {
   bool inplace_;
 };
 
-// Element strides of `in` (numpy broadcasting to `out`): 0 along broadcast dims.
-void BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* strides) {
-  const size_t lead = out.size() - in.size();
-  int64_t stride = 1;
-  for (size_t d = out.size(); d-- > 0;) {
-    const int64_t dim = d >= lead ? in[d - lead] : 1;
-    strides[d] = dim == 1 && out[d] != 1 ? 0 : stride;
-    stride *= dim;
-  }
-}
-
 StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
   const DType t = init.inputs[0].dtype;
@@ -139,14 +147,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
   std::optional<Broadcast> bc;
   if (!same) {
     if (out.size() > static_cast<size_t>(kMaxRank)) return init.Error("rank ", out.size(), " is over ", kMaxRank);
-    for (size_t i = 0; i < 2; ++i) {
-      const std::vector<int64_t>& in = init.inputs[i].dims;
-      if (in.size() > out.size()) return init.Error("input ", i, " has a higher rank than the output");
-      for (size_t d = 0; d < in.size(); ++d) {
-        const int64_t o = out[out.size() - in.size() + d];
-        if (in[d] != o && in[d] != 1) return init.Error("input ", i, " does not broadcast to the output");
-      }
-    }
+    for (size_t i = 0; i < 2; ++i)
+      if (!BroadcastsTo(init.inputs[i].dims, out)) return init.Error("input ", i, " does not broadcast to the output");
     Broadcast b;
     b.rank = static_cast<int>(out.size());
     for (size_t d = 0; d < out.size(); ++d) b.out_dims[d] = out[d];

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace amptrain::kernels::cuda {
@@ -45,8 +46,10 @@ struct Broadcast {
 cudaError_t LaunchBinary(BinaryOp op, Elem t, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
                          cudaStream_t stream);
 
-// y[i] = x[offset of i under bc's a_strides]: a broadcast copy (Gemm's C).
-cudaError_t LaunchBroadcastCopy(Elem t, const void* x, void* y, int64_t n, const Broadcast& bc, cudaStream_t stream);
+// y[i] = x[offset of i under bc's a_strides]: a broadcast copy (Gemm's C,
+// Expand) of elements of elem_bytes = 1, 2, 4 or 8 bytes (any dtype).
+cudaError_t LaunchBroadcastCopy(size_t elem_bytes, const void* x, void* y, int64_t n, const Broadcast& bc,
+                                cudaStream_t stream);
 
 // y[i] = to(from(x[i])): exact widening, round-to-nearest-even narrowing
 // (fp32 beyond fp16's range becomes +-inf).
@@ -61,6 +64,19 @@ struct Reduction {
   int64_t outputs = 1, count = 1;
 };
 cudaError_t LaunchReduceSum(Elem t, const void* x, void* y, const Reduction& r, float scale, cudaStream_t stream);
+
+// ---- Dropout (kernels/cpu/dropout.cc and grad_misc.cc have the definition) ----
+
+// Training Dropout: element i is kept when DropoutUniform(seed, i) >= ratio
+// (kernels/dropout_stream.h); y[i] = keep ? x[i] * scale : 0 in double,
+// rounded to float and then to t (the CPU's two roundings); mask[i] = keep
+// (mask may be null). y may alias x.
+cudaError_t LaunchDropout(Elem t, const void* x, void* y, bool* mask, int64_t n, uint64_t seed, double ratio,
+                          double scale, cudaStream_t stream);
+// DropoutGrad: dx[i] = mask[i] ? dy[i] * scale : 0 in float, rounded once to t.
+// dx may alias dy.
+cudaError_t LaunchDropoutGrad(Elem t, const void* dy, const bool* mask, void* dx, int64_t n, float scale,
+                              cudaStream_t stream);
 
 // ---- fused optimizer steps (kernels/cpu/step_math.h has the formulas) ----
 

@@ -5,6 +5,8 @@ namespace amptrain::kernels {
 
 void RegisterCudaKernels(Registry& r) {
   cuda::RegisterElementwise(r);
+  cuda::RegisterShape(r);
+  cuda::RegisterDropout(r);
   cuda::RegisterReduce(r);
   cuda::RegisterSteps(r);
   cuda::RegisterLoss(r);

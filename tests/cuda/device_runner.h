@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -25,6 +26,12 @@ struct DeviceResult {
   std::vector<ir::Tensor> inputs;  // after the run (empty where absent)
 };
 
+// The seeds of random kernels (Dropout): KernelInit::seed, the node's, and
+// KernelContext::seed, the run's.
+struct Seeds {
+  uint64_t node = 0, run = 0;
+};
+
 struct PlannedKernel {
   KernelInit init;  // its attrs and constant values point at the caller's
   std::unique_ptr<Kernel> kernel;
@@ -33,11 +40,12 @@ struct PlannedKernel {
 // Infers the output types and creates the kernel for `device` (impl "" = the
 // registry's choice). Creation touches no device memory, so this runs
 // without a GPU too. `constant[i]`: input i is a plan-time value;
-// `training`: KernelInit::training (BatchNormalization's batch statistics).
+// `training`: KernelInit::training (BatchNormalization's batch statistics,
+// Dropout's drops); `seeds.node`: KernelInit::seed.
 inline StatusOr<PlannedKernel> PlanKernel(DeviceKind device, const std::string& impl, ir::OpKind op,
                                           const ir::Attributes& attrs, const std::vector<ir::Tensor>& inputs,
                                           size_t num_outputs, const std::vector<bool>& constant = {},
-                                          bool training = true) {
+                                          bool training = true, Seeds seeds = {}) {
   auto is_constant = [&](size_t i) { return i < constant.size() && constant[i]; };
   ir::InferContext ic;
   ic.attrs = &attrs;
@@ -66,6 +74,7 @@ inline StatusOr<PlannedKernel> PlanKernel(DeviceKind device, const std::string& 
   init.node_name = "test";
   init.device = device;
   init.training = training;
+  init.seed = seeds.node;
   init.threads = 2;
   for (size_t i = 0; i < inputs.size(); ++i) {
     TensorSpec s;
@@ -84,13 +93,15 @@ inline StatusOr<PlannedKernel> PlanKernel(DeviceKind device, const std::string& 
 // PlanKernel for `dev`, then one run there with the inputs uploaded and the
 // outputs and inputs downloaded. `unused[o]`: output o gets data == nullptr
 // (as the executor passes for an output nobody reads, to kernels whose entry
-// sets skips_unused_outputs) and comes back empty.
+// sets skips_unused_outputs) and comes back empty. `seeds.run`: the run's
+// KernelContext::seed.
 inline StatusOr<DeviceResult> RunOnDevice(Device& dev, const std::string& impl, ir::OpKind op,
                                           const ir::Attributes& attrs, const std::vector<ir::Tensor>& inputs,
                                           size_t num_outputs, const std::vector<bool>& constant = {},
-                                          bool training = true, const std::vector<bool>& unused = {}) {
+                                          bool training = true, const std::vector<bool>& unused = {},
+                                          Seeds seeds = {}) {
   AMP_ASSIGN_OR_RETURN(PlannedKernel planned,
-                       PlanKernel(dev.kind(), impl, op, attrs, inputs, num_outputs, constant, training));
+                       PlanKernel(dev.kind(), impl, op, attrs, inputs, num_outputs, constant, training, seeds));
   const KernelInit& init = planned.init;
   Kernel* kernel = planned.kernel.get();
   AMP_ASSIGN_OR_RETURN(RunContext run, dev.NewRunContext(2));
@@ -130,6 +141,7 @@ inline StatusOr<DeviceResult> RunOnDevice(Device& dev, const std::string& impl, 
     ctx.scratch = scratch.get();
   }
   ctx.run = &run;
+  ctx.seed = seeds.run;
   AMP_RETURN_IF_ERROR(kernel->Run(ctx));
 
   DeviceResult result;

@@ -1,0 +1,190 @@
+// Training on CUDA, end to end through the Trainer: the training graphs of
+// SimpleCNN and ResNet-18 (fp32 and AMP) are placed on CUDA kernels (this
+// part runs on every machine with the backend built: it needs the registry,
+// not a GPU), and where a GPU is visible a few steps on it follow the CPU's:
+// the same losses within the kernels' rounding, the same skipped steps, and
+// parameters that moved as on the CPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "executor/plan.h"
+#include "executor/train/train_graph.h"
+#include "executor/train/trainer.h"
+#include "kernels/cuda/device.h"
+#include "kernels/device.h"
+#include "models/builders.h"
+
+namespace amptrain::executor::train {
+namespace {
+
+using ir::DType;
+
+std::unique_ptr<ir::Graph> SimpleCnn(int64_t side) {
+  models::SimpleCnnConfig c;
+  c.in_channels = 3;
+  c.height = c.width = side;
+  c.num_classes = 10;
+  c.seed = 1;
+  auto g = models::BuildSimpleCnn(c);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE((*g)->InferShapes().ok());
+  return std::move(*g);
+}
+
+std::unique_ptr<ir::Graph> ResNet18(int64_t side) {
+  models::ResNetConfig c;
+  c.depth = 18;
+  c.num_classes = 10;
+  c.height = c.width = side;
+  c.small_input = true;
+  c.training_mode = true;
+  c.seed = 1;
+  auto g = models::BuildResNet(c);
+  EXPECT_TRUE(g.ok()) << g.status().message();
+  EXPECT_TRUE((*g)->InferShapes().ok());
+  return std::move(*g);
+}
+
+std::optional<amp::Policy> Policy(std::optional<amp::Level> level, DType low) {
+  if (!level) return std::nullopt;
+  amp::Policy p;
+  p.level = *level;
+  p.low = low;
+  return p;
+}
+
+struct Placement {
+  std::string name;
+  std::optional<amp::Level> level;
+  DType low = DType::kFloat16;
+};
+
+class CudaPlacement : public ::testing::TestWithParam<Placement> {};
+
+// Every node of the training graph has a CUDA kernel that takes it: the plan
+// gets past placement (kernel creation itself may then need a GPU).
+TEST_P(CudaPlacement, TrainingGraphsHaveCudaKernels) {
+  const Placement& p = GetParam();
+  for (auto& [model_name, model] : {std::pair{"simplecnn", SimpleCnn(32)}, std::pair{"resnet18", ResNet18(32)}}) {
+    TrainGraphOptions opts;
+    opts.num_classes = 10;
+    opts.amp = Policy(p.level, p.low);
+    auto tg = BuildTrainGraph(*model, opts);
+    ASSERT_TRUE(tg.ok()) << tg.status().message();
+    std::map<std::string, ir::TensorType> types;
+    for (ir::Value v : tg->graph->inputs()) {
+      ir::TensorType t = tg->graph->type(v);
+      std::vector<int64_t> dims;
+      for (const auto& d : t.shape.dims()) dims.push_back(d.is_static() ? d.value : 8);  // batch 8
+      types[tg->graph->name(v)] = ir::TensorType::Of(t.dtype, dims);
+    }
+    PlanOptions options;
+    options.device = kernels::DeviceKind::kCuda;
+    options.training = true;
+    StatusOr<Plan> plan = BuildPlan(*tg->graph, types, options);
+    if (plan.ok()) continue;
+    const std::string msg = plan.status().message();
+    EXPECT_EQ(msg.find("no cuda kernel"), std::string::npos) << model_name << " " << p.name << ": " << msg;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Training, CudaPlacement,
+                         ::testing::Values(Placement{"fp32"}, Placement{"o1_fp16", amp::Level::kO1},
+                                           Placement{"o2_fp16", amp::Level::kO2},
+                                           Placement{"o2_bf16", amp::Level::kO2, DType::kBFloat16}),
+                         [](const ::testing::TestParamInfo<Placement>& info) { return info.param.name; });
+
+// A few steps on the GPU against the same steps on the CPU.
+class CudaTraining : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    StatusOr<std::shared_ptr<kernels::Device>> dev = kernels::OpenDevice({kernels::DeviceKind::kCuda, 0});
+    if (!dev.ok()) GTEST_SKIP() << dev.status().message();
+    gpu_ = *dev;
+  }
+  std::shared_ptr<kernels::Device> gpu_;
+};
+
+struct TrainRun {
+  std::vector<double> losses;
+  std::vector<bool> applied;
+  std::map<std::string, ir::Tensor> state;
+};
+
+TrainRun Train(const ir::Graph& model, TrainConfig config, int steps, int64_t side) {
+  TrainRun r;
+  auto t = Trainer::Create(model, config);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  if (!t.ok()) return r;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (int s = 0; s < steps; ++s) {
+    ir::Tensor x = *ir::Tensor::Zeros(DType::kFloat32, {8, 3, side, side});
+    ir::Tensor y = *ir::Tensor::Zeros(DType::kInt64, {8});
+    for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = normal(rng);
+    for (int64_t i = 0; i < 8; ++i) y.data<int64_t>()[i] = (i * 7 + s) % 10;
+    auto step = (*t)->Step(x, y);
+    EXPECT_TRUE(step.ok()) << "step " << s << ": " << step.status().message();
+    if (!step.ok()) return r;
+    r.losses.push_back(step->loss);
+    r.applied.push_back(step->applied);
+  }
+  auto state = (*t)->HostModelState();
+  EXPECT_TRUE(state.ok()) << state.status().message();
+  if (state.ok()) r.state = *state;
+  return r;
+}
+
+void ExpectClose(const TrainRun& cpu, const TrainRun& gpu, double loss_tol, const std::string& what) {
+  ASSERT_EQ(cpu.losses.size(), gpu.losses.size()) << what;
+  for (size_t s = 0; s < cpu.losses.size(); ++s) {
+    EXPECT_NEAR(gpu.losses[s], cpu.losses[s], loss_tol * std::max(1.0, std::abs(cpu.losses[s])))
+        << what << " step " << s;
+    EXPECT_EQ(gpu.applied[s], cpu.applied[s]) << what << " step " << s;
+  }
+  // Parameters: relative L2 distance of the GPU's from the CPU's.
+  for (const auto& [name, c] : cpu.state) {
+    ASSERT_TRUE(gpu.state.count(name)) << name;
+    const ir::Tensor& g = gpu.state.at(name);
+    double diff = 0, norm = 0;
+    for (int64_t i = 0; i < c.num_elements(); ++i) {
+      const double a = c.GetAsDouble(i), b = g.GetAsDouble(i);
+      diff += (a - b) * (a - b);
+      norm += a * a;
+    }
+    EXPECT_LE(std::sqrt(diff), 1e-3 * std::sqrt(norm) + 1e-6) << what << " " << name;
+  }
+}
+
+TEST_F(CudaTraining, SimpleCnnFollowsTheCpu) {
+  auto model = SimpleCnn(32);
+  for (const Placement& p : {Placement{"fp32"}, Placement{"o2_fp16", amp::Level::kO2}}) {
+    TrainConfig c;
+    c.graph.num_classes = 10;
+    c.graph.amp = Policy(p.level, p.low);
+    c.threads = 2;
+    c.seed = 5;
+    if (p.level) c.loss_scaler = LossScalerConfig{};
+    // Dropout draws its mask from the same counter-based stream on both devices.
+    TrainRun cpu = Train(*model, c, 5, 32);
+    c.device = gpu_;
+    TrainRun gpu = Train(*model, c, 5, 32);
+    ExpectClose(cpu, gpu, p.level ? 2e-2 : 1e-3, "simplecnn " + p.name);
+  }
+}
+
+TEST_F(CudaTraining, ResNet18FollowsTheCpu) {
+  auto model = ResNet18(32);
+  TrainConfig c;
+  c.graph.num_classes = 10;
+  c.threads = 2;
+  TrainRun cpu = Train(*model, c, 3, 32);
+  c.device = gpu_;
+  TrainRun gpu = Train(*model, c, 3, 32);
+  ExpectClose(cpu, gpu, 1e-3, "resnet18 fp32");
+}
+
+}  // namespace
+}  // namespace amptrain::executor::train
