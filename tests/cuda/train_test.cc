@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "executor/data/dataset.h"
 #include "executor/plan.h"
 #include "executor/train/train_graph.h"
 #include "executor/train/trainer.h"
@@ -172,6 +173,65 @@ TEST_F(CudaTraining, SimpleCnnFollowsTheCpu) {
     c.device = gpu_;
     TrainRun gpu = Train(*model, c, 5, 32);
     ExpectClose(cpu, gpu, p.level ? 2e-2 : 1e-3, "simplecnn " + p.name);
+  }
+}
+
+// A few hundred steps on a learnable data set: the GPU's loss curve stays
+// within the CPU run's (window means of 30 steps), and both fall.
+std::vector<double> LossCurve(const ir::Graph& model, const TrainConfig& config, int steps) {
+  std::vector<double> losses;
+  auto t = Trainer::Create(model, config);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  if (!t.ok()) return losses;
+  auto spec = data::ParseDataSpec("synthetic:N=2048,C=3,H=32,W=32,classes=10,seed=2");
+  EXPECT_TRUE(spec.ok());
+  auto train = data::LoadDataset(*spec, "train");
+  EXPECT_TRUE(train.ok()) << train.status().message();
+  if (!train.ok()) return losses;
+  data::BatchIterator batches(*train, 32, true, 0, data::DefaultNormalization(*spec), {});
+  ir::Tensor x, y;
+  while (static_cast<int>(losses.size()) < steps) {
+    if (!*batches.Next(&x, &y)) {
+      batches.NextEpoch();
+      continue;
+    }
+    auto r = (*t)->Step(x, y);
+    EXPECT_TRUE(r.ok()) << r.status().message();
+    if (!r.ok()) return losses;
+    losses.push_back(r->loss);
+  }
+  return losses;
+}
+
+TEST_F(CudaTraining, SimpleCnnLossCurveOverThreeHundredSteps) {
+  auto model = SimpleCnn(32);
+  for (const Placement& p : {Placement{"fp32"}, Placement{"o2_fp16", amp::Level::kO2},
+                             Placement{"o2_bf16", amp::Level::kO2, DType::kBFloat16}}) {
+    TrainConfig c;
+    c.graph.num_classes = 10;
+    c.graph.amp = Policy(p.level, p.low);
+    c.threads = 2;
+    c.seed = 5;
+    if (p.level && p.low == DType::kFloat16) c.loss_scaler = LossScalerConfig{};
+    c.optimizer.lr = 2e-5f;  // a curve that falls over all 300 steps (1.06 -> 0.004 on the CPU), not in the first 50
+    constexpr int kSteps = 300, kWindow = 30;
+    std::vector<double> cpu = LossCurve(*model, c, kSteps);
+    c.device = gpu_;
+    std::vector<double> gpu = LossCurve(*model, c, kSteps);
+    ASSERT_EQ(cpu.size(), static_cast<size_t>(kSteps)) << p.name;
+    ASSERT_EQ(gpu.size(), static_cast<size_t>(kSteps)) << p.name;
+    double first_cpu = 0, last_cpu = 0;
+    for (int w = 0; w < kSteps / kWindow; ++w) {
+      double a = 0, b = 0;
+      for (int s = w * kWindow; s < (w + 1) * kWindow; ++s) {
+        a += cpu[s] / kWindow;
+        b += gpu[s] / kWindow;
+      }
+      EXPECT_NEAR(b, a, 0.005 + 0.1 * a) << p.name << " window " << w;
+      if (w == 0) first_cpu = a;
+      last_cpu = a;
+    }
+    EXPECT_LT(last_cpu, 0.1 * first_cpu) << p.name << ": the data set must be learnable for the curve to mean anything";
   }
 }
 
