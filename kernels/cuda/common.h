@@ -62,12 +62,18 @@ Status CheckDTypes(const KernelInit& init, DType t, const std::vector<size_t>& i
 // dims (Broadcast::a_strides/b_strides).
 bool BroadcastsTo(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
 void BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>& out, int64_t* strides);
+// The broadcast of the inputs `operands` (read as a, b, c: a_strides,
+// b_strides, c_strides) to output 0's dims, up to rank 8; nullopt when every
+// one has the output's dims. Errors name the input that does not broadcast.
+StatusOr<std::optional<Broadcast>> PlanBroadcast(const KernelInit& init, const std::vector<size_t>& operands);
 
 // Per-family registration, called by RegisterCudaKernels (register.cc).
-void RegisterElementwise(Registry& r);  // elementwise_kernels.cc: unary, binary, pointwise grads, Cast, Identity
+void RegisterElementwise(Registry& r);  // elementwise_kernels.cc: unary, binary, Pow, pointwise grads, Cast, Identity
 void RegisterShape(Registry& r);        // shape_kernels.cc: Reshape, Flatten, Squeeze, Unsqueeze, Expand
+void RegisterMovement(Registry& r);     // movement_kernels.cc: Transpose, Slice, Concat, Split, Gather(+Grad), Where
+void RegisterNorm(Registry& r);         // norm_kernels.cc: Softmax, LogSoftmax, LayerNormalization and their grads
 void RegisterDropout(Registry& r);      // dropout_kernels.cc: Dropout, DropoutGrad
-void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceSumTo
+void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceMax, ReduceL2, ReduceSumTo
 void RegisterSteps(Registry& r);        // step_kernels.cc: GradCheck, SgdStep, AdamStep
 void RegisterLoss(Registry& r);         // loss_kernels.cc: SoftmaxCrossEntropyLoss and its gradient
 void RegisterBlas(Registry& r);         // blas_kernels.cc: Gemm, MatMul (cuBLAS)

@@ -45,4 +45,23 @@ cudaError_t DispatchElem(Elem t, Fn&& fn) {
   return cudaErrorInvalidValue;
 }
 
+// The sum (kMax: the max, NaN skipped as by fmaxf) of v over a block of
+// kBlock threads (a power of two), returned to every thread; `shared` holds
+// kBlock floats. The tree order is fixed, so the result is deterministic.
+template <int kBlock, bool kMax>
+__device__ float BlockReduce(float v, float* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = kBlock / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) {
+      const float o = shared[threadIdx.x + s];
+      shared[threadIdx.x] = kMax ? fmaxf(shared[threadIdx.x], o) : shared[threadIdx.x] + o;
+    }
+    __syncthreads();
+  }
+  const float r = shared[0];
+  __syncthreads();
+  return r;
+}
+
 }  // namespace amptrain::kernels::cuda

@@ -1,5 +1,7 @@
-// Elementwise CUDA kernels: unary maps, broadcasting binary ops, the pointwise
-// backward ops, Cast and the broadcast copy (Gemm's C, Expand). The math is kernels/cpu/unary.cc's, binary.cc's and
+// Elementwise CUDA kernels: unary maps, broadcasting binary ops, compares,
+// Pow, Where,
+// the pointwise backward ops, Cast and the strided copy (Gemm's C, Expand,
+// Transpose, Slice). The math is kernels/cpu/unary.cc's, binary.cc's and
 // grad_misc.cc's in float (device libm: expf, tanhf and erff are within 2 ulp
 // of the CPU's, so results agree to rounding, not bitwise).
 #include "kernels/cuda/elem.cuh"
@@ -8,7 +10,13 @@ namespace amptrain::kernels::cuda {
 
 namespace {
 
-__device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha) {
+// max(0, min(1, t)); NaN stays NaN.
+__device__ __forceinline__ float Clamp01(float t) {
+  t = t < 0.0f ? 0.0f : t;
+  return t > 1.0f ? 1.0f : t;
+}
+
+__device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha, float beta) {
   switch (op) {
     case UnaryOp::kRelu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN
     case UnaryOp::kLeakyRelu: return x < 0.0f ? alpha * x : x;
@@ -30,13 +38,22 @@ __device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha) {
       const float k = 0.7978845608028654f;  // sqrt(2 / pi)
       return 0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x)));
     }
+    case UnaryOp::kHardSigmoid: return Clamp01(alpha * x + beta);
+    case UnaryOp::kHardSwish: return x * Clamp01(x * static_cast<float>(1.0 / 6.0) + 0.5f);
+    case UnaryOp::kFloor: return floorf(x);
+    case UnaryOp::kCeil: return ceilf(x);
+    case UnaryOp::kSign: return x > 0.0f ? 1.0f : x < 0.0f ? -1.0f : x;  // keeps -0 and NaN
+    case UnaryOp::kClip: {  // min > max gives max; NaN stays NaN
+      const float v = x < alpha ? alpha : x;
+      return v > beta ? beta : v;
+    }
   }
   return x;
 }
 
 template <class T>
-__global__ void UnaryKernel(UnaryOp op, const T* x, T* y, int64_t n, float alpha) {
-  AMP_GRID_STRIDE(i, n) y[i] = FromF<T>(Unary(op, ToF(x[i]), alpha));
+__global__ void UnaryKernel(UnaryOp op, const T* x, T* y, int64_t n, float alpha, float beta) {
+  AMP_GRID_STRIDE(i, n) y[i] = FromF<T>(Unary(op, ToF(x[i]), alpha, beta));
 }
 
 __device__ __forceinline__ float Binary(BinaryOp op, float a, float b) {
@@ -82,6 +99,73 @@ __global__ void BinaryBroadcast(BinaryOp op, const T* a, const T* b, T* y, int64
   }
 }
 
+__device__ __forceinline__ float Pow(float a, float b) { return b == 2.0f ? a * a : powf(a, b); }
+
+template <class T, class E>
+__global__ void PowKernel(const T* a, const E* b, T* y, int64_t n, Broadcast bc) {
+  AMP_GRID_STRIDE(i, n) {
+    int64_t rem = i, ia = 0, ib = 0;
+    for (int d = bc.rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % bc.out_dims[d];
+      rem /= bc.out_dims[d];
+      ia += idx * bc.a_strides[d];
+      ib += idx * bc.b_strides[d];
+    }
+    y[i] = FromF<T>(Pow(ToF(a[ia]), ToF(b[ib])));
+  }
+}
+
+template <class T>
+__global__ void CompareKernel(CompareOp op, const T* a, const T* b, bool* y, int64_t n, Broadcast bc) {
+  AMP_GRID_STRIDE(i, n) {
+    int64_t rem = i, ia = 0, ib = 0;
+    for (int d = bc.rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % bc.out_dims[d];
+      rem /= bc.out_dims[d];
+      ia += idx * bc.a_strides[d];
+      ib += idx * bc.b_strides[d];
+    }
+    const float x = ToF(a[ia]), z = ToF(b[ib]);
+    y[i] = op == CompareOp::kEqual ? x == z : op == CompareOp::kLess ? x < z : x > z;
+  }
+}
+
+template <class U>
+__global__ void WhereKernel(const bool* c, const U* a, const U* b, U* y, int64_t n, Broadcast bc) {
+  AMP_GRID_STRIDE(i, n) {
+    int64_t rem = i, ia = 0, ib = 0, ic = 0;
+    for (int d = bc.rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % bc.out_dims[d];
+      rem /= bc.out_dims[d];
+      ia += idx * bc.a_strides[d];
+      ib += idx * bc.b_strides[d];
+      ic += idx * bc.c_strides[d];
+    }
+    y[i] = c[ic] ? a[ia] : b[ib];
+  }
+}
+
+// Calls fn(Tag<U>{}) with U an unsigned integer of elem_bytes bytes.
+template <class Fn>
+cudaError_t DispatchBytes(size_t elem_bytes, Fn&& fn) {
+  switch (elem_bytes) {
+    case 1: return fn(Tag<uint8_t>{});
+    case 2: return fn(Tag<uint16_t>{});
+    case 4: return fn(Tag<uint32_t>{});
+    case 8: return fn(Tag<uint64_t>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// bc for operands in y's layout (a rank-1 walk with unit strides).
+Broadcast Flat(int64_t n) {
+  Broadcast bc;
+  bc.rank = 1;
+  bc.out_dims[0] = n;
+  bc.a_strides[0] = bc.b_strides[0] = bc.c_strides[0] = 1;
+  return bc;
+}
+
 template <class T>
 __global__ void BroadcastCopyKernel(const T* x, T* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
@@ -101,11 +185,13 @@ __global__ void CastKernel(const S* x, D* y, int64_t n) {
 
 }  // namespace
 
-cudaError_t LaunchUnary(UnaryOp op, Elem t, const void* x, void* y, int64_t n, float alpha, cudaStream_t stream) {
+cudaError_t LaunchUnary(UnaryOp op, Elem t, const void* x, void* y, int64_t n, float alpha, float beta,
+                        cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   return DispatchElem(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    UnaryKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(x), static_cast<T*>(y), n, alpha);
+    UnaryKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(x), static_cast<T*>(y), n, alpha,
+                                                       beta);
     return cudaGetLastError();
   });
 }
@@ -123,21 +209,53 @@ cudaError_t LaunchBinary(BinaryOp op, Elem t, const void* a, const void* b, void
   });
 }
 
+cudaError_t LaunchPow(Elem t, Elem te, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
+                      cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const Broadcast walk = bc ? *bc : Flat(n);
+  return DispatchElem(t, [&](auto base) {
+    return DispatchElem(te, [&](auto exponent) {
+      using T = typename decltype(base)::type;
+      using E = typename decltype(exponent)::type;
+      PowKernel<T, E><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(a), static_cast<const E*>(b),
+                                                          static_cast<T*>(y), n, walk);
+      return cudaGetLastError();
+    });
+  });
+}
+
+cudaError_t LaunchCompare(CompareOp op, Elem t, const void* a, const void* b, bool* y, int64_t n, const Broadcast* bc,
+                          cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const Broadcast walk = bc ? *bc : Flat(n);
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    CompareKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b), y, n,
+                                                         walk);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchWhere(size_t elem_bytes, const bool* cond, const void* a, const void* b, void* y, int64_t n,
+                        const Broadcast* bc, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const Broadcast walk = bc ? *bc : Flat(n);
+  return DispatchBytes(elem_bytes, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    WhereKernel<U><<<Blocks(n), kThreads, 0, stream>>>(cond, static_cast<const U*>(a), static_cast<const U*>(b),
+                                                       static_cast<U*>(y), n, walk);
+    return cudaGetLastError();
+  });
+}
+
 cudaError_t LaunchBroadcastCopy(size_t elem_bytes, const void* x, void* y, int64_t n, const Broadcast& bc,
                                 cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  auto launch = [&](auto tag) {
+  return DispatchBytes(elem_bytes, [&](auto tag) {
     using T = typename decltype(tag)::type;
     BroadcastCopyKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n, bc);
     return cudaGetLastError();
-  };
-  switch (elem_bytes) {
-    case 1: return launch(Tag<uint8_t>{});
-    case 2: return launch(Tag<uint16_t>{});
-    case 4: return launch(Tag<uint32_t>{});
-    case 8: return launch(Tag<uint64_t>{});
-  }
-  return cudaErrorInvalidValue;
+  });
 }
 
 cudaError_t LaunchCast(Elem from, Elem to, const void* x, void* y, int64_t n, cudaStream_t stream) {

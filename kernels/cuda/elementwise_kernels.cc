@@ -1,10 +1,16 @@
 // CUDA Kernel classes of the elementwise ops (launchers: elementwise.cu):
 //   unary   Relu LeakyRelu Sigmoid Tanh Exp Log Sqrt Neg Abs Reciprocal Erf Gelu
-//   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting)
+//           HardSigmoid HardSwish Floor Ceil Sign; Clip with bounds known at
+//           plan time (absent, or constants: the entry declines computed ones)
+//   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting); Pow
+//           (a float exponent of any of the three dtypes); Equal Less
+//           Greater (bool output; float inputs only, the CPU also compares
+//           integers and bools)
 //   grads   ReluGrad(dY, Y), GeluGrad(dY, X) (one shape)
 //   Cast between fp32, fp16 and bf16; Identity.
 // Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
 // grad_misc.cc, cast.cc): output 0 has the inferred type, may overwrite input 0.
+#include <cmath>
 #include <string>
 
 #include "kernels/cuda/common.h"
@@ -41,6 +47,24 @@ void BroadcastStrides(const std::vector<int64_t>& in, const std::vector<int64_t>
   }
 }
 
+StatusOr<std::optional<Broadcast>> PlanBroadcast(const KernelInit& init, const std::vector<size_t>& operands) {
+  const std::vector<int64_t>& out = init.outputs[0].dims;
+  bool same = true;
+  for (size_t i : operands) same = same && init.inputs[i].dims == out;
+  if (same) return std::optional<Broadcast>();
+  if (out.size() > static_cast<size_t>(kMaxRank)) return init.Error("rank ", out.size(), " is over ", kMaxRank);
+  Broadcast b;
+  b.rank = static_cast<int>(out.size());
+  for (size_t d = 0; d < out.size(); ++d) b.out_dims[d] = out[d];
+  int64_t* strides[] = {b.a_strides, b.b_strides, b.c_strides};
+  for (size_t k = 0; k < operands.size() && k < 3; ++k) {
+    const std::vector<int64_t>& in = init.inputs[operands[k]].dims;
+    if (!BroadcastsTo(in, out)) return init.Error("input ", operands[k], " does not broadcast to the output");
+    BroadcastStrides(in, out, strides[k]);
+  }
+  return std::optional<Broadcast>(b);
+}
+
 namespace {
 
 // Gelu's approximate attribute: true for "tanh", false for "none".
@@ -54,10 +78,10 @@ StatusOr<bool> GeluTanh(const KernelInit& init) {
 
 class UnaryKernel final : public Kernel {
  public:
-  UnaryKernel(UnaryOp op, Elem t, float alpha) : op_(op), t_(t), alpha_(alpha) {}
+  UnaryKernel(UnaryOp op, Elem t, float alpha, float beta) : op_(op), t_(t), alpha_(alpha), beta_(beta) {}
   Status Run(KernelContext& ctx) override {
     CUDA_CHECK(LaunchUnary(op_, t_, ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[0].num_elements(), alpha_,
-                           StreamOf(ctx)));
+                           beta_, StreamOf(ctx)));
     return Status::Ok();
   }
   int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
@@ -65,15 +89,29 @@ class UnaryKernel final : public Kernel {
  private:
   UnaryOp op_;
   Elem t_;
-  float alpha_;
+  float alpha_, beta_;
 };
 
+// Whether Clip's bound input i is absent or known at plan time.
+bool BoundKnown(const KernelInit& init, size_t i) {
+  return i >= init.inputs.size() || !init.inputs[i].present() || init.inputs[i].value != nullptr;
+}
+
+// Clip's bound input i (BoundKnown) as float, `none` when absent.
+StatusOr<float> Bound(const KernelInit& init, size_t i, float none) {
+  if (i >= init.inputs.size() || !init.inputs[i].present()) return none;
+  const TensorSpec& b = init.inputs[i];
+  if (b.dtype != init.inputs[0].dtype || b.num_elements() < 1) return init.Error("bound ", i, " must be a scalar of X's dtype");
+  if (!b.value) return init.Error("bound ", i, " is not known at plan time");
+  return static_cast<float>(b.value->GetAsDouble(0));
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeUnary(const KernelInit& init) {
-  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, init.op == OpKind::kClip ? 3 : 1, 1, 1));
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
   if (init.outputs[0].dims != init.inputs[0].dims) return init.Error("output dims differ from the input's");
-  float alpha = 0.0f;
+  float alpha = 0.0f, beta = 0.0f;
   UnaryOp op;
   switch (init.op) {
     case OpKind::kRelu: op = UnaryOp::kRelu; break;
@@ -96,9 +134,25 @@ StatusOr<std::unique_ptr<Kernel>> MakeUnary(const KernelInit& init) {
       op = tanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu;
       break;
     }
+    case OpKind::kHardSigmoid: {
+      op = UnaryOp::kHardSigmoid;
+      AMP_ASSIGN_OR_RETURN(alpha, init.attrs->GetFloat("alpha", 0.2f));
+      AMP_ASSIGN_OR_RETURN(beta, init.attrs->GetFloat("beta", 0.5f));
+      break;
+    }
+    case OpKind::kHardSwish: op = UnaryOp::kHardSwish; break;
+    case OpKind::kFloor: op = UnaryOp::kFloor; break;
+    case OpKind::kCeil: op = UnaryOp::kCeil; break;
+    case OpKind::kSign: op = UnaryOp::kSign; break;
+    case OpKind::kClip: {
+      op = UnaryOp::kClip;
+      AMP_ASSIGN_OR_RETURN(alpha, Bound(init, 1, -INFINITY));
+      AMP_ASSIGN_OR_RETURN(beta, Bound(init, 2, INFINITY));
+      break;
+    }
     default: return Internal(init.Describe(), ": not a CUDA unary op");
   }
-  return std::unique_ptr<Kernel>(std::make_unique<UnaryKernel>(op, *ElemOf(t), alpha));
+  return std::unique_ptr<Kernel>(std::make_unique<UnaryKernel>(op, *ElemOf(t), alpha, beta));
 }
 
 class BinaryKernel final : public Kernel {
@@ -142,21 +196,64 @@ StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
     }
     default: return Internal(init.Describe(), ": not a CUDA binary op");
   }
-  const bool same = init.inputs[0].dims == out && init.inputs[1].dims == out;
-  if (same_shape_only && !same) return init.Error("inputs 0 and 1 differ in shape");
-  std::optional<Broadcast> bc;
-  if (!same) {
-    if (out.size() > static_cast<size_t>(kMaxRank)) return init.Error("rank ", out.size(), " is over ", kMaxRank);
-    for (size_t i = 0; i < 2; ++i)
-      if (!BroadcastsTo(init.inputs[i].dims, out)) return init.Error("input ", i, " does not broadcast to the output");
-    Broadcast b;
-    b.rank = static_cast<int>(out.size());
-    for (size_t d = 0; d < out.size(); ++d) b.out_dims[d] = out[d];
-    BroadcastStrides(init.inputs[0].dims, out, b.a_strides);
-    BroadcastStrides(init.inputs[1].dims, out, b.b_strides);
-    bc = b;
-  }
+  if (same_shape_only && (init.inputs[0].dims != out || init.inputs[1].dims != out))
+    return init.Error("inputs 0 and 1 differ in shape");
+  AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
   return std::unique_ptr<Kernel>(std::make_unique<BinaryKernel>(op, *ElemOf(t), bc, init.inputs[0].dims == out));
+}
+
+class PowKernel final : public Kernel {
+ public:
+  PowKernel(Elem t, Elem te, std::optional<Broadcast> bc, bool inplace) : t_(t), te_(te), bc_(bc), inplace_(inplace) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchPow(t_, te_, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data,
+                         ctx.outputs[0].num_elements(), bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 && inplace_ ? 0 : -1; }
+
+ private:
+  Elem t_, te_;
+  std::optional<Broadcast> bc_;  // nullopt: both inputs have the output's dims
+  bool inplace_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakePow(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  const std::optional<Elem> te = ElemOf(init.inputs[1].dtype);
+  if (!te) return init.Error("the exponent is ", ir::DTypeName(init.inputs[1].dtype), ", expected a float dtype");
+  AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<PowKernel>(*ElemOf(t), *te, bc, init.inputs[0].dims == init.outputs[0].dims));
+}
+
+class CompareKernel final : public Kernel {
+ public:
+  CompareKernel(CompareOp op, Elem t, std::optional<Broadcast> bc) : op_(op), t_(t), bc_(bc) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchCompare(op_, t_, ctx.inputs[0].data, ctx.inputs[1].data, static_cast<bool*>(ctx.outputs[0].data),
+                             ctx.outputs[0].num_elements(), bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  CompareOp op_;
+  Elem t_;
+  std::optional<Broadcast> bc_;  // nullopt: both inputs have the output's dims
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeCompare(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1}, {}));
+  if (init.outputs[0].dtype != DType::kBool) return init.Error("output must be bool");
+  const CompareOp op = init.op == OpKind::kEqual  ? CompareOp::kEqual
+                       : init.op == OpKind::kLess ? CompareOp::kLess
+                                                  : CompareOp::kGreater;
+  AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
+  return std::unique_ptr<Kernel>(std::make_unique<CompareKernel>(op, *ElemOf(t), bc));
 }
 
 class CastKernel final : public Kernel {
@@ -196,8 +293,16 @@ class IdentityKernel final : public Kernel {
 
 void RegisterElementwise(Registry& r) {
   for (OpKind op : {OpKind::kRelu, OpKind::kLeakyRelu, OpKind::kSigmoid, OpKind::kTanh, OpKind::kExp, OpKind::kLog,
-                    OpKind::kSqrt, OpKind::kNeg, OpKind::kAbs, OpKind::kReciprocal, OpKind::kErf, OpKind::kGelu})
+                    OpKind::kSqrt, OpKind::kNeg, OpKind::kAbs, OpKind::kReciprocal, OpKind::kErf, OpKind::kGelu,
+                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kFloor, OpKind::kCeil, OpKind::kSign})
     r.Add(CudaEntry(op, "cuda", MakeUnary));
+  KernelEntry clip = CudaEntry(OpKind::kClip, "cuda", MakeUnary);
+  clip.accepts = [](const KernelInit& init) { return BoundKnown(init, 1) && BoundKnown(init, 2); };
+  r.Add(std::move(clip));
+  for (OpKind op : {OpKind::kEqual, OpKind::kLess, OpKind::kGreater}) r.Add(CudaEntry(op, "cuda", MakeCompare));
+  KernelEntry pow = CudaEntry(OpKind::kPow, "cuda", MakePow);
+  pow.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && ElemOf(init.inputs[1].dtype).has_value(); };
+  r.Add(std::move(pow));
   for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin,
                     OpKind::kReluGrad, OpKind::kGeluGrad}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeBinary);

@@ -23,9 +23,12 @@ constexpr int kMaxRank = 8;
 
 enum class UnaryOp : int {
   kRelu, kLeakyRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kErf, kGelu, kGeluTanh,
+  kHardSigmoid, kHardSwish, kFloor, kCeil, kSign, kClip,
 };
-// y[i] = f(x[i]); alpha: LeakyRelu's slope.
-cudaError_t LaunchUnary(UnaryOp op, Elem t, const void* x, void* y, int64_t n, float alpha, cudaStream_t stream);
+// y[i] = f(x[i]); alpha: LeakyRelu's slope, HardSigmoid's alpha, Clip's
+// lower bound; beta: HardSigmoid's beta, Clip's upper bound.
+cudaError_t LaunchUnary(UnaryOp op, Elem t, const void* x, void* y, int64_t n, float alpha, float beta,
+                        cudaStream_t stream);
 
 enum class BinaryOp : int {
   kAdd, kSub, kMul, kDiv, kMax, kMin,
@@ -41,15 +44,53 @@ struct Broadcast {
   int64_t out_dims[kMaxRank] = {};
   int64_t a_strides[kMaxRank] = {};
   int64_t b_strides[kMaxRank] = {};
+  int64_t c_strides[kMaxRank] = {};  // a third operand (Where's condition)
 };
 // `bc` null: a, b and y all have n elements in the same layout.
 cudaError_t LaunchBinary(BinaryOp op, Elem t, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
                          cudaStream_t stream);
 
-// y[i] = x[offset of i under bc's a_strides]: a broadcast copy (Gemm's C,
-// Expand) of elements of elem_bytes = 1, 2, 4 or 8 bytes (any dtype).
+// y[i] = a op b as bool (Equal, Less, Greater on the values widened to
+// float, as the CPU compares them). `bc` as for LaunchBinary.
+enum class CompareOp : int { kEqual, kLess, kGreater };
+cudaError_t LaunchCompare(CompareOp op, Elem t, const void* a, const void* b, bool* y, int64_t n, const Broadcast* bc,
+                          cudaStream_t stream);
+
+// Pow(a, b) of the CPU kernel: a of t, b of te (any float Elem), y of t:
+// y = b == 2 ? a * a : powf(a, b) in float. `bc` as for LaunchBinary.
+cudaError_t LaunchPow(Elem t, Elem te, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
+                      cudaStream_t stream);
+
+// Where: y[i] = cond[ic] ? a[ia] : b[ib] with the offsets of i under bc's
+// c_strides, a_strides and b_strides (`bc` null: one layout), elements of
+// elem_bytes = 1, 2, 4 or 8 bytes (any dtype).
+cudaError_t LaunchWhere(size_t elem_bytes, const bool* cond, const void* a, const void* b, void* y, int64_t n,
+                        const Broadcast* bc, cudaStream_t stream);
+
+// y[i] = x[offset of i under bc's a_strides]: a strided copy of elements of
+// elem_bytes = 1, 2, 4 or 8 bytes (any dtype). A broadcast (Gemm's C,
+// Expand: strides 0), a permutation (Transpose) or a slice (x at the first
+// element, strides step * stride, possibly negative).
 cudaError_t LaunchBroadcastCopy(size_t elem_bytes, const void* x, void* y, int64_t n, const Broadcast& bc,
                                 cudaStream_t stream);
+
+// Gather along one axis, data viewed as [outer, dim, inner] and y as
+// [outer, n_idx, inner]: y[o, j, i] = x[o, idx[j] (+ dim when negative), i].
+// An index outside [-dim, dim) (the CPU kernel's error) gives `bad` (the
+// dtype's NaN bits for floats) for its slice: no host read of the indices.
+struct GatherShape {
+  int64_t outer = 1, dim = 1, inner = 1, n_idx = 0;
+  bool idx_int64 = true;
+};
+cudaError_t LaunchGather(size_t elem_bytes, const void* x, const void* idx, void* y, const GatherShape& g,
+                         uint64_t bad, cudaStream_t stream);
+// GatherGrad: dx [outer, dim, inner] = zeros with dy [outer, n_idx, inner]'s
+// slices added at their index, each row summing its slices in index order
+// (a stable counting sort in one block, then one thread per element): the
+// same bits on every run. Any bad index makes every element NaN.
+size_t GatherGradScratchBytes(const GatherShape& g);
+cudaError_t LaunchGatherGrad(Elem t, const void* dy, const void* idx, void* dx, const GatherShape& g, void* scratch,
+                             cudaStream_t stream);
 
 // y[i] = to(from(x[i])): exact widening, round-to-nearest-even narrowing
 // (fp32 beyond fp16's range becomes +-inf).
@@ -63,7 +104,46 @@ struct Reduction {
   int64_t red_dims[kMaxRank] = {}, red_strides[kMaxRank] = {};
   int64_t outputs = 1, count = 1;
 };
-cudaError_t LaunchReduceSum(Elem t, const void* x, void* y, const Reduction& r, float scale, cudaStream_t stream);
+// kSum: scale * the sum; kMax: the maximum (NaN propagates, -inf when
+// empty); kL2: sqrtf of the sum of squares.
+enum class ReduceOp : int { kSum, kMax, kL2 };
+cudaError_t LaunchReduce(ReduceOp op, Elem t, const void* x, void* y, const Reduction& r, float scale,
+                         cudaStream_t stream);
+inline cudaError_t LaunchReduceSum(Elem t, const void* x, void* y, const Reduction& r, float scale,
+                                   cudaStream_t stream) {
+  return LaunchReduce(ReduceOp::kSum, t, x, y, r, scale, stream);
+}
+
+// ---- Softmax, LayerNormalization and their gradients (kernels/cpu/softmax.cc,
+// grad_misc.cc, grad_norm.cc have the definitions; float here, double there) ----
+
+// Lanes of n elements at stride inner: x viewed as [outer, n, inner].
+struct SoftmaxShape {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+// log: y = x - max - log(sum exp(x - max)); else exp(x - max) / sum. y may alias x.
+cudaError_t LaunchSoftmax(Elem t, bool log, const void* x, void* y, const SoftmaxShape& s, cudaStream_t stream);
+// log: dx = dy - exp(y) * sum(dy); else dx = y * (dy - sum(dy * y)).
+cudaError_t LaunchSoftmaxGrad(Elem t, bool log, const void* dy, const void* y, void* dx, const SoftmaxShape& s,
+                              cudaStream_t stream);
+
+// Rows of cols elements. scale/bias[j] of column j at the offset of j under
+// scale_bc's a_strides (bias: b_strides) over the normalized dims; rank 0:
+// they have the cols elements in order.
+struct LayerNormShape {
+  int64_t rows = 1, cols = 1;
+  float epsilon = 1e-5f;
+  Broadcast scale_bc;
+};
+// Y = (X - mean) * inv_std * scale + bias (bias may be null), biased
+// variance; mean and inv_std per row in `stash` (either may be null).
+cudaError_t LaunchLayerNorm(Elem t, const void* x, const void* scale, const void* bias, void* y, Elem stash,
+                            void* mean, void* inv_std, const LayerNormShape& s, cudaStream_t stream);
+// dX (may be null), dScale and dBias (scale has the cols elements; either
+// may be null) from the statistics recomputed from X.
+size_t LayerNormGradScratchBytes(const LayerNormShape& s);
+cudaError_t LaunchLayerNormGrad(Elem t, const void* dy, const void* x, const void* scale, void* dx, void* dscale,
+                                void* dbias, const LayerNormShape& s, void* scratch, cudaStream_t stream);
 
 // ---- Dropout (kernels/cpu/dropout.cc and grad_misc.cc have the definition) ----
 

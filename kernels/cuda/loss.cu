@@ -26,21 +26,6 @@ __device__ __forceinline__ float Weight(const T* w, int64_t k) {
   return w ? ToF(w[k]) : 1.0f;
 }
 
-__device__ float BlockReduce(float v, float* shared, bool max) {
-  shared[threadIdx.x] = v;
-  __syncthreads();
-  for (int s = kLossThreads / 2; s > 0; s >>= 1) {
-    if (threadIdx.x < s) {
-      const float o = shared[threadIdx.x + s];
-      shared[threadIdx.x] = max ? fmaxf(shared[threadIdx.x], o) : shared[threadIdx.x] + o;
-    }
-    __syncthreads();
-  }
-  const float r = shared[0];
-  __syncthreads();
-  return r;
-}
-
 // Per sample: log_prob, and loss/target weight into per_sample[2 i], [2 i + 1]
 // (kNone: the loss straight into `loss`).
 template <class T, class I>
@@ -52,10 +37,10 @@ __global__ void LossSamples(LossShape s, const T* scores, const I* labels, const
     const int64_t base = i / s.d * s.c * s.d + i % s.d;
     float mx = -INFINITY;
     for (int64_t k = threadIdx.x; k < s.c; k += blockDim.x) mx = fmaxf(mx, ToF(scores[base + k * s.d]));
-    mx = BlockReduce(mx, shared, true);
+    mx = BlockReduce<kLossThreads, true>(mx, shared);
     float sum = 0.0f;
     for (int64_t k = threadIdx.x; k < s.c; k += blockDim.x) sum += expf(ToF(scores[base + k * s.d]) - mx);
-    sum = BlockReduce(sum, shared, false);
+    sum = BlockReduce<kLossThreads, false>(sum, shared);
     const float lse = mx + logf(sum);
     float smooth = 0.0f;
     for (int64_t k = threadIdx.x; k < s.c; k += blockDim.x) {
@@ -63,7 +48,7 @@ __global__ void LossSamples(LossShape s, const T* scores, const I* labels, const
       if (log_prob) log_prob[base + k * s.d] = FromF<T>(lp);
       smooth -= Weight(w, k) * lp;
     }
-    smooth = BlockReduce(smooth, shared, false);
+    smooth = BlockReduce<kLossThreads, false>(smooth, shared);
     if (threadIdx.x == 0) {
       const I y = labels[i];
       double li = 0.0, wi = 0.0;

@@ -1,5 +1,5 @@
-// CUDA ReduceSum, ReduceMean and ReduceSumTo (launcher: reduce.cu), float
-// dtypes. Axes must be known when the kernel is created (absent, or a
+// CUDA ReduceSum, ReduceMean, ReduceMax, ReduceL2 and ReduceSumTo (launcher:
+// reduce.cu), float dtypes. Axes must be known when the kernel is created (absent, or a
 // plan-time constant), as every training graph has them; noop_with_empty_axes
 // and empty axes behave as on the CPU (kernels/cpu/reduce.cc). ReduceSumTo's
 // output dims are the inferred ones (kernels/cpu/grad_scatter.cc); its shape
@@ -44,14 +44,16 @@ StatusOr<Reduction> Plan(const KernelInit& init, const std::vector<int64_t>& dim
 
 class ReduceKernel final : public Kernel {
  public:
-  ReduceKernel(Elem t, Reduction r, float scale, bool copy) : t_(t), r_(r), scale_(scale), copy_(copy) {}
+  ReduceKernel(ReduceOp op, Elem t, Reduction r, float scale, bool copy)
+      : op_(op), t_(t), r_(r), scale_(scale), copy_(copy) {}
   Status Run(KernelContext& ctx) override {
     if (copy_) return CopyInputToOutput(ctx);
-    CUDA_CHECK(LaunchReduceSum(t_, ctx.inputs[0].data, ctx.outputs[0].data, r_, scale_, StreamOf(ctx)));
+    CUDA_CHECK(LaunchReduce(op_, t_, ctx.inputs[0].data, ctx.outputs[0].data, r_, scale_, StreamOf(ctx)));
     return Status::Ok();
   }
 
  private:
+  ReduceOp op_;
   Elem t_;
   Reduction r_;
   float scale_;
@@ -96,13 +98,17 @@ StatusOr<std::unique_ptr<Kernel>> MakeReduce(const KernelInit& init) {
   if (!copy && r.outputs != init.outputs[0].num_elements())
     return init.Error("output has ", init.outputs[0].num_elements(), " elements, the reduction gives ", r.outputs);
   const float scale = init.op == OpKind::kReduceMean ? static_cast<float>(1.0 / static_cast<double>(r.count)) : 1.0f;
-  return std::unique_ptr<Kernel>(std::make_unique<ReduceKernel>(*ElemOf(t), r, scale, copy));
+  const ReduceOp op = init.op == OpKind::kReduceMax ? ReduceOp::kMax
+                     : init.op == OpKind::kReduceL2 ? ReduceOp::kL2
+                                                    : ReduceOp::kSum;
+  return std::unique_ptr<Kernel>(std::make_unique<ReduceKernel>(op, *ElemOf(t), r, scale, copy));
 }
 
 }  // namespace
 
 void RegisterReduce(Registry& r) {
-  for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceSumTo}) {
+  for (OpKind op :
+       {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceL2, OpKind::kReduceSumTo}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeReduce);
     // Axes (ReduceSumTo: the shape) known at plan time, or absent.
     e.accepts = [](const KernelInit& init) {

@@ -6,6 +6,8 @@ namespace amptrain::kernels {
 void RegisterCudaKernels(Registry& r) {
   cuda::RegisterElementwise(r);
   cuda::RegisterShape(r);
+  cuda::RegisterMovement(r);
+  cuda::RegisterNorm(r);
   cuda::RegisterDropout(r);
   cuda::RegisterReduce(r);
   cuda::RegisterSteps(r);
