@@ -21,7 +21,8 @@
 //            reference) and in fp32 where they cannot (one term: exact).
 // On AVX-512 and AVX2 CPUs, 2x2 windows at stride 2 without padding (the
 // usual downsampling) take a path with the same taps in the same order, 16
-// or 8 windows at a time, and none of the general per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
+// or 8 windows (channels-last: channels) at a time, and none of the general
+// per-tap bookkeeping. The Indices output of MaxPool and other ranks go to
 // the reference kernel.
 #include <omp.h>
 
@@ -361,6 +362,72 @@ AMP_POOL256 void Max2x2GradPlane8(const Geometry2d& p, const T* x, const T* dy, 
     }
   }
 }
+// Channels-last images ([H, W, C]) with the 2x2 stride-2 geometry: per output
+// pixel the four taps are four C-vectors, scanned in MaxPlane's order for 16
+// (8) channels at a time, so each channel has the bits of the plain path.
+// The gradient: 0 + dY at the winning tap, +0 at the other three (one term
+// per input element: the double sum of MaxGradImageNhwc, rounded, is this).
+template <class T>
+AMP_POOL512 void Max2x2ImageNhwc(const Geometry2d& p, int64_t channels, const T* x, const T* dy, T* y_or_dx) {
+  const int64_t row = p.w * channels;
+  for (int64_t r = 0; r < p.oh; ++r)
+    for (int64_t oc = 0; oc < p.ow; ++oc) {
+      const T* t0 = x + 2 * r * row + 2 * oc * channels;
+      const T* taps[4] = {t0, t0 + channels, t0 + row, t0 + row + channels};
+      for (int64_t k = 0; k < channels; k += 16) {
+        const __mmask16 lanes = FirstLanes(channels - k);
+        __m512 m = Load16(taps[0] + k, lanes);
+        __m512i tap = _mm512_setzero_si512();
+        for (int t = 1; t < 4; ++t) {
+          const __m512 v = Load16(taps[t] + k, lanes);
+          const __mmask16 win = Wins16(v, m);
+          m = _mm512_mask_mov_ps(m, win, v);
+          tap = _mm512_mask_mov_epi32(tap, win, _mm512_set1_epi32(t));
+        }
+        if (!dy) {
+          Store16(y_or_dx + (r * p.ow + oc) * channels + k, lanes, m);
+          continue;
+        }
+        const __m512 g = _mm512_add_ps(_mm512_setzero_ps(), Load16(dy + (r * p.ow + oc) * channels + k, lanes));
+        T* d0 = y_or_dx + 2 * r * row + 2 * oc * channels + k;
+        T* dst[4] = {d0, d0 + channels, d0 + row, d0 + row + channels};
+        for (int t = 0; t < 4; ++t)
+          Store16(dst[t], lanes, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(tap, _mm512_set1_epi32(t)), g));
+      }
+    }
+}
+
+template <class T>
+AMP_POOL256 void Max2x2ImageNhwc8(const Geometry2d& p, int64_t channels, const T* x, const T* dy, T* y_or_dx) {
+  const int64_t row = p.w * channels;
+  for (int64_t r = 0; r < p.oh; ++r)
+    for (int64_t oc = 0; oc < p.ow; ++oc) {
+      const T* t0 = x + 2 * r * row + 2 * oc * channels;
+      const T* taps[4] = {t0, t0 + channels, t0 + row, t0 + row + channels};
+      for (int64_t k = 0; k < channels; k += 8) {
+        const int64_t n = std::min<int64_t>(8, channels - k);
+        __m256 m = Load8(taps[0] + k, n);
+        __m256i tap = _mm256_setzero_si256();
+        for (int t = 1; t < 4; ++t) {
+          const __m256 v = Load8(taps[t] + k, n);
+          const __m256 win = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ),
+                                          _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(m, m, _CMP_ORD_Q)));
+          m = _mm256_blendv_ps(m, v, win);
+          tap = _mm256_castps_si256(
+              _mm256_blendv_ps(_mm256_castsi256_ps(tap), _mm256_castsi256_ps(_mm256_set1_epi32(t)), win));
+        }
+        if (!dy) {
+          Store8(y_or_dx + (r * p.ow + oc) * channels + k, n, m);
+          continue;
+        }
+        const __m256 g = _mm256_add_ps(_mm256_setzero_ps(), Load8(dy + (r * p.ow + oc) * channels + k, n));
+        T* d0 = y_or_dx + 2 * r * row + 2 * oc * channels + k;
+        T* dst[4] = {d0, d0 + channels, d0 + row, d0 + row + channels};
+        for (int t = 0; t < 4; ++t)
+          Store8(dst[t], n, _mm256_and_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(tap, _mm256_set1_epi32(t))), g));
+      }
+    }
+}
 #undef AMP_POOL512
 #undef AMP_POOL256
 
@@ -402,6 +469,22 @@ void Max2x2Grad(const Geometry2d& p, const T* x, const T* dy, T* dx) {
   if (Use512()) Max2x2GradPlane(p, x, dy, dx);
   else Max2x2GradPlane8(p, x, dy, dx);
   ZeroUncovered(p, dx);
+#endif
+}
+
+// One channels-last image: MaxPool (dy == nullptr: y_or_dx is Y) or its
+// gradient (y_or_dx is dX, the uncovered last row and column +0).
+template <class T>
+void Max2x2Nhwc(const Geometry2d& p, int64_t channels, const T* x, const T* dy, T* y_or_dx) {
+#if defined(__x86_64__)
+  if (Use512()) Max2x2ImageNhwc(p, channels, x, dy, y_or_dx);
+  else Max2x2ImageNhwc8(p, channels, x, dy, y_or_dx);
+  if (!dy) return;
+  const int64_t row = p.w * channels;
+  if (2 * p.ow < p.w)
+    for (int64_t r = 0; r < 2 * p.oh; ++r)
+      std::fill(y_or_dx + r * row + 2 * p.ow * channels, y_or_dx + (r + 1) * row, T(0.0f));
+  std::fill(y_or_dx + 2 * p.oh * row, y_or_dx + p.h * row, T(0.0f));
 #endif
 }
 
@@ -464,6 +547,12 @@ class PoolKernel final : public Kernel {
     T* y = ctx.outputs[0].as<T>();
     if (channels_ > 0) {
       const int64_t images = p_.planes / channels_;
+      if (is_max_ && Has2x2Path(p_)) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+        for (int64_t n = 0; n < images; ++n)
+          Max2x2Nhwc<T>(p_, channels_, x + n * p_.in_size() * channels_, nullptr, y + n * p_.out_size() * channels_);
+        return Status::Ok();
+      }
 #pragma omp parallel num_threads(threads_)
       {
         std::vector<double> acc;
@@ -567,6 +656,13 @@ class MaxPoolGradKernel final : public Kernel {
     const int64_t in_size = p_.in_size(), out_size = p_.out_size();
     if (channels_ > 0) {
       const int64_t images = p_.planes / channels_;
+      if (Has2x2Path(p_)) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+        for (int64_t n = 0; n < images; ++n)
+          Max2x2Nhwc<T>(p_, channels_, x + n * in_size * channels_, dy + n * out_size * channels_,
+                        dx + n * in_size * channels_);
+        return Status::Ok();
+      }
 #pragma omp parallel num_threads(threads_)
       {
         Buffers& b = buffers_[static_cast<size_t>(omp_get_thread_num())];

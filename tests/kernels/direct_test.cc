@@ -92,6 +92,7 @@ const std::vector<PoolCase>& PoolCases() {
       {"whole plane", {2, 3, 5, 6}, {5, 6}, {1, 1}, {}, {}},
       {"empty batch", {0, 3, 8, 8}, {2, 2}, {2, 2}, {}, {}},
       {"2x2 s2 wide rows", {1, 3, 5, 71}, {2, 2}, {2, 2}, {}, {}},  // 16 windows at a time, then 3
+      {"2x2 s2 many channels", {2, 37, 7, 6}, {2, 2}, {2, 2}, {}, {}},  // channels-last: 16, 16, then 5 lanes
   };
   return cases;
 }
