@@ -367,7 +367,7 @@ AMP_POOL256 void Max2x2GradPlane8(const Geometry2d& p, const T* x, const T* dy, 
 // (8) channels at a time, so each channel has the bits of the plain path.
 // The gradient: 0 + dY at the winning tap, +0 at the other three (one term
 // per input element: the double sum of MaxGradImageNhwc, rounded, is this).
-template <class T>
+template <class T, bool kGrad>
 AMP_POOL512 void Max2x2ImageNhwc(const Geometry2d& p, int64_t channels, const T* x, const T* dy, T* y_or_dx) {
   const int64_t row = p.w * channels;
   for (int64_t r = 0; r < p.oh; ++r)
@@ -382,9 +382,9 @@ AMP_POOL512 void Max2x2ImageNhwc(const Geometry2d& p, int64_t channels, const T*
           const __m512 v = Load16(taps[t] + k, lanes);
           const __mmask16 win = Wins16(v, m);
           m = _mm512_mask_mov_ps(m, win, v);
-          tap = _mm512_mask_mov_epi32(tap, win, _mm512_set1_epi32(t));
+          if constexpr (kGrad) tap = _mm512_mask_mov_epi32(tap, win, _mm512_set1_epi32(t));
         }
-        if (!dy) {
+        if constexpr (!kGrad) {
           Store16(y_or_dx + (r * p.ow + oc) * channels + k, lanes, m);
           continue;
         }
@@ -397,7 +397,7 @@ AMP_POOL512 void Max2x2ImageNhwc(const Geometry2d& p, int64_t channels, const T*
     }
 }
 
-template <class T>
+template <class T, bool kGrad>
 AMP_POOL256 void Max2x2ImageNhwc8(const Geometry2d& p, int64_t channels, const T* x, const T* dy, T* y_or_dx) {
   const int64_t row = p.w * channels;
   for (int64_t r = 0; r < p.oh; ++r)
@@ -413,10 +413,11 @@ AMP_POOL256 void Max2x2ImageNhwc8(const Geometry2d& p, int64_t channels, const T
           const __m256 win = _mm256_or_ps(_mm256_cmp_ps(v, m, _CMP_GT_OQ),
                                           _mm256_and_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q), _mm256_cmp_ps(m, m, _CMP_ORD_Q)));
           m = _mm256_blendv_ps(m, v, win);
-          tap = _mm256_castps_si256(
-              _mm256_blendv_ps(_mm256_castsi256_ps(tap), _mm256_castsi256_ps(_mm256_set1_epi32(t)), win));
+          if constexpr (kGrad)
+            tap = _mm256_castps_si256(
+                _mm256_blendv_ps(_mm256_castsi256_ps(tap), _mm256_castsi256_ps(_mm256_set1_epi32(t)), win));
         }
-        if (!dy) {
+        if constexpr (!kGrad) {
           Store8(y_or_dx + (r * p.ow + oc) * channels + k, n, m);
           continue;
         }
@@ -477,9 +478,13 @@ void Max2x2Grad(const Geometry2d& p, const T* x, const T* dy, T* dx) {
 template <class T>
 void Max2x2Nhwc(const Geometry2d& p, int64_t channels, const T* x, const T* dy, T* y_or_dx) {
 #if defined(__x86_64__)
-  if (Use512()) Max2x2ImageNhwc(p, channels, x, dy, y_or_dx);
-  else Max2x2ImageNhwc8(p, channels, x, dy, y_or_dx);
-  if (!dy) return;
+  if (!dy) {
+    if (Use512()) Max2x2ImageNhwc<T, false>(p, channels, x, dy, y_or_dx);
+    else Max2x2ImageNhwc8<T, false>(p, channels, x, dy, y_or_dx);
+    return;
+  }
+  if (Use512()) Max2x2ImageNhwc<T, true>(p, channels, x, dy, y_or_dx);
+  else Max2x2ImageNhwc8<T, true>(p, channels, x, dy, y_or_dx);
   const int64_t row = p.w * channels;
   if (2 * p.ow < p.w)
     for (int64_t r = 0; r < 2 * p.oh; ++r)
