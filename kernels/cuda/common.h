@@ -69,13 +69,16 @@ StatusOr<std::optional<Broadcast>> PlanBroadcast(const KernelInit& init, const s
 
 // Per-family registration, called by RegisterCudaKernels (register.cc).
 void RegisterElementwise(Registry& r);  // elementwise_kernels.cc: unary, binary, Pow, pointwise grads, Cast, Identity
-void RegisterShape(Registry& r);        // shape_kernels.cc: Reshape, Flatten, Squeeze, Unsqueeze, Expand
+void RegisterShape(Registry& r);        // shape_kernels.cc: Reshape, Flatten, Squeeze, Unsqueeze, Expand, Tile,
+                                        // Shape, ConstantOfShape, Constant, Range
 void RegisterMovement(Registry& r);     // movement_kernels.cc: Transpose, Slice, Concat, Split, Gather(+Grad), Where
 void RegisterNorm(Registry& r);         // norm_kernels.cc: Softmax, LogSoftmax, LayerNormalization and their grads
 void RegisterDropout(Registry& r);      // dropout_kernels.cc: Dropout, DropoutGrad
 void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceMax, ReduceL2, ReduceSumTo
 void RegisterSteps(Registry& r);        // step_kernels.cc: GradCheck, SgdStep, AdamStep
-void RegisterLoss(Registry& r);         // loss_kernels.cc: SoftmaxCrossEntropyLoss and its gradient
+void RegisterLoss(Registry& r);         // loss_kernels.cc: SoftmaxCrossEntropyLoss, MeanSquaredError, their grads
+void RegisterPadResize(Registry& r);    // pad_resize_kernels.cc: Pad, Resize, ResizeGrad
+void RegisterScatterND(Registry& r);    // scatter_nd_kernels.cc: GatherND, ScatterND and their grads
 void RegisterBlas(Registry& r);         // blas_kernels.cc: Gemm, MatMul (cuBLAS)
 void RegisterCudnn(Registry& r);        // cudnn_*.cc: Conv, ConvGrad, BatchNormalization(+Grad), pools(+Grad)
 

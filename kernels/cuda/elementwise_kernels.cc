@@ -4,8 +4,11 @@
 //           plan time (absent, or constants: the entry declines computed ones)
 //   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting); Pow
 //           (a float exponent of any of the three dtypes); Equal Less
-//           Greater (bool output; float inputs only, the CPU also compares
-//           integers and bools)
+//           Greater (bool output; fp32/fp16/bf16 in float, int64/int32/
+//           int8/uint8 exactly, bool for Equal, as its bytes); Mod (fmod
+//           0/1; the three floats in float, the integers as the CPU's
+//           Remainder: x mod 0 = 0; launchers: numeric.cu)
+//   Not     bool
 //   grads   ReluGrad(dY, Y), GeluGrad(dY, X) (one shape)
 //   Cast between fp32, fp16 and bf16; Identity.
 // Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
@@ -244,6 +247,89 @@ class CompareKernel final : public Kernel {
   std::optional<Broadcast> bc_;  // nullopt: both inputs have the output's dims
 };
 
+// The launchers' Num of `t` (bool: its bytes, as kU8), nullopt for others.
+std::optional<Num> NumOf(DType t) {
+  switch (t) {
+    case DType::kFloat32: return Num::kF32;
+    case DType::kFloat16: return Num::kF16;
+    case DType::kBFloat16: return Num::kBF16;
+    case DType::kInt8: return Num::kI8;
+    case DType::kUInt8: return Num::kU8;
+    case DType::kBool: return Num::kU8;
+    case DType::kInt32: return Num::kI32;
+    case DType::kInt64: return Num::kI64;
+    default: return std::nullopt;
+  }
+}
+
+// The integer dtypes of Mod, Less, Greater and (with bool) Equal here.
+std::vector<DType> IntDTypes() { return {DType::kInt64, DType::kInt32, DType::kInt8, DType::kUInt8}; }
+
+// Equal/Less/Greater on integers and bools (bool: Equal only, the bytes).
+class CompareNumKernel final : public Kernel {
+ public:
+  CompareNumKernel(CompareOp op, Num t, std::optional<Broadcast> bc) : op_(op), t_(t), bc_(bc) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchCompareNum(op_, t_, ctx.inputs[0].data, ctx.inputs[1].data,
+                                static_cast<bool*>(ctx.outputs[0].data), ctx.outputs[0].num_elements(),
+                                bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  CompareOp op_;
+  Num t_;
+  std::optional<Broadcast> bc_;
+};
+
+// Mod(A, B), fmod 0 (the divisor's sign) or 1 (C's fmod), broadcasting.
+class ModKernel final : public Kernel {
+ public:
+  ModKernel(Num t, bool fmod, std::optional<Broadcast> bc, bool inplace) : t_(t), fmod_(fmod), bc_(bc), inplace_(inplace) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchMod(t_, fmod_, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data,
+                         ctx.outputs[0].num_elements(), bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 && inplace_ ? 0 : -1; }
+
+ private:
+  Num t_;
+  bool fmod_;
+  std::optional<Broadcast> bc_;
+  bool inplace_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeMod(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1}, {0}));
+  const std::optional<Num> num = NumOf(t);
+  if (!num || t == DType::kBool) return init.Error("dtype ", ir::DTypeName(t), " is not supported");
+  AMP_ASSIGN_OR_RETURN(int64_t fmod, init.attrs->GetInt("fmod", 0));
+  if (fmod != 0 && fmod != 1) return init.Error("attribute fmod is ", fmod, ", expected 0 or 1");
+  AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<ModKernel>(*num, fmod == 1, bc, init.inputs[0].dims == init.outputs[0].dims));
+}
+
+class NotKernel final : public Kernel {
+ public:
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchNot(static_cast<const uint8_t*>(ctx.inputs[0].data), static_cast<uint8_t*>(ctx.outputs[0].data),
+                         ctx.outputs[0].num_elements(), StreamOf(ctx)));
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeNot(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, DType::kBool, {0}, {0}));
+  if (init.outputs[0].dims != init.inputs[0].dims) return init.Error("output dims differ from the input's");
+  return std::unique_ptr<Kernel>(std::make_unique<NotKernel>());
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeCompare(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
   const DType t = init.inputs[0].dtype;
@@ -253,7 +339,11 @@ StatusOr<std::unique_ptr<Kernel>> MakeCompare(const KernelInit& init) {
                        : init.op == OpKind::kLess ? CompareOp::kLess
                                                   : CompareOp::kGreater;
   AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
-  return std::unique_ptr<Kernel>(std::make_unique<CompareKernel>(op, *ElemOf(t), bc));
+  if (const std::optional<Elem> e = ElemOf(t)) return std::unique_ptr<Kernel>(std::make_unique<CompareKernel>(op, *e, bc));
+  const std::optional<Num> num = NumOf(t);
+  if (!num || (t == DType::kBool && op != CompareOp::kEqual))
+    return init.Error("dtype ", ir::DTypeName(t), " is not supported");
+  return std::unique_ptr<Kernel>(std::make_unique<CompareNumKernel>(op, *num, bc));
 }
 
 class CastKernel final : public Kernel {
@@ -299,7 +389,16 @@ void RegisterElementwise(Registry& r) {
   KernelEntry clip = CudaEntry(OpKind::kClip, "cuda", MakeUnary);
   clip.accepts = [](const KernelInit& init) { return BoundKnown(init, 1) && BoundKnown(init, 2); };
   r.Add(std::move(clip));
-  for (OpKind op : {OpKind::kEqual, OpKind::kLess, OpKind::kGreater}) r.Add(CudaEntry(op, "cuda", MakeCompare));
+  for (OpKind op : {OpKind::kEqual, OpKind::kLess, OpKind::kGreater}) {
+    r.Add(CudaEntry(op, "cuda", MakeCompare));
+    std::vector<DType> ints = IntDTypes();
+    if (op == OpKind::kEqual) ints.push_back(DType::kBool);
+    r.Add(CudaEntry(op, "cuda", MakeCompare, 10, ints));
+  }
+  std::vector<DType> mod_types = CudaFloatDTypes();
+  for (DType t : IntDTypes()) mod_types.push_back(t);
+  r.Add(CudaEntry(OpKind::kMod, "cuda", MakeMod, 10, mod_types));
+  r.Add(CudaEntry(OpKind::kNot, "cuda", MakeNot, 10, {DType::kBool}));
   KernelEntry pow = CudaEntry(OpKind::kPow, "cuda", MakePow);
   pow.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && ElemOf(init.inputs[1].dtype).has_value(); };
   r.Add(std::move(pow));

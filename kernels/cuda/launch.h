@@ -214,6 +214,120 @@ cudaError_t LaunchSoftmaxCrossEntropyGrad(const LossShape& s, Elem t, const void
                                           const void* labels, const void* weights, void* dscores, void* scratch,
                                           cudaStream_t stream);
 
+// MeanSquaredError: loss[0] = sum((p - t)^2) / n, the squares and the sum in
+// double (a fixed grid of partial sums, then one block sums them in order),
+// rounded to float and then to t, as kernels/cpu/grad_misc.cc. `scratch`
+// holds MseScratchBytes(). n may be 0 (NaN, as the CPU's 0 / 0).
+size_t MseScratchBytes();
+cudaError_t LaunchMse(Elem t, const void* p, const void* target, void* loss, int64_t n, void* scratch,
+                      cudaStream_t stream);
+// MeanSquaredErrorGrad: dx[i] = (2 * dloss / n) * (p[i] - t[i]) in double,
+// rounded to float and then to t; dloss is the device scalar.
+cudaError_t LaunchMseGrad(Elem t, const void* dloss, const void* p, const void* target, void* dx, int64_t n,
+                          cudaStream_t stream);
+
+// ---- integer and bool elementwise ops (kernels/cpu/unary.cc, binary.cc) ----
+
+// Element types of the ops that also take integers.
+enum class Num : int { kF32, kF16, kBF16, kI8, kU8, kI32, kI64 };
+// Not: y[i] = x[i] ? 0 : 1 over bytes (bool). y may alias x.
+cudaError_t LaunchNot(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stream);
+// Mod: floats in float, fmod ? fmodf(a, b) : a - floor(a / b) * b as
+// ir::FloorMod (exact); integers as the CPU's Remainder (x mod 0 = 0, x mod
+// -1 = 0, floor_mod takes the divisor's sign). `bc` as for LaunchBinary.
+cudaError_t LaunchMod(Num t, bool fmod, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
+                      cudaStream_t stream);
+// Equal, Less, Greater on integers (bool: Equal on the bytes, as kU8),
+// exact in the type. `bc` as for LaunchBinary.
+cudaError_t LaunchCompareNum(CompareOp op, Num t, const void* a, const void* b, bool* y, int64_t n,
+                             const Broadcast* bc, cudaStream_t stream);
+
+// ---- values known at plan time, fills and ranges ----
+
+// y[0, n) = the element `bits` (elem_bytes = 1, 2, 4 or 8, low bytes of bits).
+cudaError_t LaunchFill(size_t elem_bytes, uint64_t bits, void* y, int64_t n, cudaStream_t stream);
+// Range: y[i] = start + A(i) * delta in A (float for kF32/kF16/kBF16, the
+// integer type otherwise), start and delta the device scalars of t.
+cudaError_t LaunchRange(Num t, const void* start, const void* delta, void* y, int64_t n, cudaStream_t stream);
+
+// ---- Pad, Resize, ResizeGrad (kernels/cpu/pad_resize.cc) ----
+
+enum class PadKind : int { kConstant, kReflect, kEdge, kWrap };
+struct PadShape {
+  int rank = 0;
+  PadKind mode = PadKind::kConstant;
+  int64_t out_dims[kMaxRank] = {}, in_dims[kMaxRank] = {}, in_strides[kMaxRank] = {}, begin[kMaxRank] = {};
+};
+// y (out_dims) from x: each dim's source index as the CPU's PadSource;
+// a constant-mode pad position takes *value (value null: zero bits).
+cudaError_t LaunchPad(size_t elem_bytes, const void* x, const void* value, void* y, int64_t n, const PadShape& s,
+                      cudaStream_t stream);
+
+// One resampling pass over a [outer, in, inner] double tensor, in place of
+// the CPU's ResampleAxis: out position x reads taps[x] (count[x] of at most
+// 4 (index, weight) pairs, count -1: extrapolate with `extrapolation`) and
+// sums acc = start + w_0 * s_0 + w_1 * s_1 ... in tap order in double.
+struct ResamplePass {
+  int64_t outer = 1, in = 1, out = 1, inner = 1;
+  const int32_t* count = nullptr;   // [out]
+  const int64_t* index = nullptr;   // [out * 4]
+  const double* weight = nullptr;   // [out * 4]
+  double extrapolation = 0.0;
+};
+cudaError_t LaunchResample(const ResamplePass& p, const double* src, double* dst, cudaStream_t stream);
+// The adjoint of one pass (ResizeGrad): source position s of [outer, in,
+// inner] sums, from 0.0 in the CPU's order (output position, then tap), the
+// entries [offsets[s], offsets[s + 1]) of (position, weight): w * dst.
+struct ResampleAdjoint {
+  int64_t outer = 1, in = 1, out = 1, inner = 1;
+  const int64_t* offsets = nullptr;  // [in + 1]
+  const int64_t* position = nullptr;
+  const double* weight = nullptr;
+};
+cudaError_t LaunchResampleAdjoint(const ResampleAdjoint& p, const double* dst, double* src, cudaStream_t stream);
+// x of t widened to double (through float); double narrowed to float, then t.
+cudaError_t LaunchToDouble(Elem t, const void* x, double* y, int64_t n, cudaStream_t stream);
+cudaError_t LaunchFromDouble(Elem t, const double* x, void* y, int64_t n, cudaStream_t stream);
+
+// ---- GatherND, ScatterND and their gradients (kernels/cpu/scatter_nd.cc) ----
+
+// The big tensor (GatherND's data, ScatterND's data/output, the gradients'
+// dX/dY) as rows of `size` elements (one slice each); int64 index tuple j
+// of k coordinates names row key(j) = (j / per_batch) * slab_rows + sum_d
+// idx_d * stride[d] (negative coordinates wrap), or `rows` when one is
+// outside [-in[d], in[d]) (the CPU's OutOfRange error).
+struct NDShape {
+  int k = 0;
+  int64_t in[kMaxRank] = {}, stride[kMaxRank] = {};  // stride in rows
+  int64_t size = 1, slab_rows = 1, per_batch = 1, count = 0, rows = 0;
+};
+// GatherND: y[j * size + e] = x[key(j) * size + e], `bad` (NaN bits for
+// floats, else 0) for a bad tuple. Any element of 1/2/4/8 bytes.
+cudaError_t LaunchGatherND(size_t elem_bytes, const void* x, const int64_t* idx, void* y, const NDShape& s,
+                           uint64_t bad, cudaStream_t stream);
+// The others sort the tuples stably by row first (one block, a counting
+// sort, as GatherGrad), so each output element is one thread that visits
+// its row's tuples in tuple order: the CPU's order, no atomics.
+size_t NDScratchBytes(const NDShape& s);
+// GatherNDGrad: dx = zeros plus, per row, its tuples' dy slices summed in
+// tuple order in float, rounded once; any bad tuple makes all of dx NaN.
+cudaError_t LaunchGatherNDGrad(Elem t, const void* dy, const int64_t* idx, void* dx, const NDShape& s, void* scratch,
+                               cudaStream_t stream);
+// ScatterND: y = x (skipped when y aliases x), then each targeted row combines
+// its tuples' update slices in tuple order: kNone keeps the last one (bytes
+// of elem_bytes, `t` unused); kAdd/kMul/kMax/kMin compute in the CPU's Acc
+// type (float for the three floats) and round to t at every step. Any bad
+// tuple makes every element of y `bad`.
+enum class ScatterOp : int { kNone, kAdd, kMul, kMax, kMin };
+cudaError_t LaunchScatterND(ScatterOp op, Num t, size_t elem_bytes, const void* x, const int64_t* idx,
+                            const void* updates, void* y, const NDShape& s, uint64_t bad, void* scratch,
+                            cudaStream_t stream);
+// ScatterNDGrad: dupdates (may be null) = GatherND of dy; ddata (may be null)
+// = dy with every targeted row zeroed (zero_targets: reduction none) or dy.
+// Any bad tuple makes both all `bad`.
+cudaError_t LaunchScatterNDGrad(size_t elem_bytes, const void* dy, const int64_t* idx, void* ddata, void* dupdates,
+                                bool zero_targets, const NDShape& s, uint64_t bad, void* scratch, cudaStream_t stream);
+
 // ---- epilogues of the cuDNN kernels (kernels/cuda/cudnn_aux.cu) ----
 
 // Over y [outer, channels, plane] in place: y = act(y + bias[c] + z), bias

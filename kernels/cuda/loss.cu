@@ -208,4 +208,79 @@ cudaError_t LaunchSoftmaxCrossEntropyGrad(const LossShape& s, Elem t, const void
   });
 }
 
+// ---- MeanSquaredError (kernels/cpu/grad_misc.cc: sums in double) ----
+
+namespace {
+
+constexpr int kMseThreads = 256;
+constexpr int kMseBlocks = 1024;  // fixed partial count: the same order on every run
+
+// Block b sums (p - t)^2 in double over i = b * kMseThreads + thread + k *
+// grid, tree-reduced in shared memory, into partial[b].
+template <class T>
+__global__ void MsePartials(const T* p, const T* t, int64_t n, double* partial) {
+  __shared__ double shared[kMseThreads];
+  double s = 0.0;
+  AMP_GRID_STRIDE(i, n) {
+    const double d = static_cast<double>(ToF(p[i])) - static_cast<double>(ToF(t[i]));
+    s += d * d;
+  }
+  shared[threadIdx.x] = s;
+  __syncthreads();
+  for (int k = kMseThreads / 2; k > 0; k >>= 1) {
+    if (threadIdx.x < k) shared[threadIdx.x] += shared[threadIdx.x + k];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) partial[blockIdx.x] = shared[0];
+}
+
+template <class T>
+__global__ void MseTotal(const double* partial, int blocks, int64_t n, T* loss) {
+  if (threadIdx.x != 0 || blockIdx.x != 0) return;
+  double sum = 0.0;
+  for (int b = 0; b < blocks; ++b) sum += partial[b];
+  loss[0] = FromF<T>(static_cast<float>(sum / static_cast<double>(n)));
+}
+
+template <class T>
+__global__ void MseGradKernel(const T* dloss, const T* p, const T* t, T* dx, int64_t n) {
+  const double g = 2.0 * static_cast<double>(ToF(dloss[0])) / static_cast<double>(n);
+  AMP_GRID_STRIDE(i, n) {
+    const double d = static_cast<double>(ToF(p[i])) - static_cast<double>(ToF(t[i]));
+    dx[i] = FromF<T>(static_cast<float>(g * d));
+  }
+}
+
+}  // namespace
+
+size_t MseScratchBytes() { return kMseBlocks * sizeof(double); }
+
+cudaError_t LaunchMse(Elem t, const void* p, const void* target, void* loss, int64_t n, void* scratch,
+                      cudaStream_t stream) {
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    auto* partial = static_cast<double*>(scratch);
+    int blocks = 0;
+    if (n > 0) {
+      const int64_t b = (n + kMseThreads - 1) / kMseThreads;
+      blocks = static_cast<int>(b < kMseBlocks ? b : kMseBlocks);
+      MsePartials<T><<<blocks, kMseThreads, 0, stream>>>(static_cast<const T*>(p), static_cast<const T*>(target), n,
+                                                         partial);
+    }
+    MseTotal<T><<<1, 1, 0, stream>>>(partial, blocks, n, static_cast<T*>(loss));
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchMseGrad(Elem t, const void* dloss, const void* p, const void* target, void* dx, int64_t n,
+                          cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    MseGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(dloss), static_cast<const T*>(p),
+                                                         static_cast<const T*>(target), static_cast<T*>(dx), n);
+    return cudaGetLastError();
+  });
+}
+
 }  // namespace amptrain::kernels::cuda

@@ -4,6 +4,11 @@
 // and definitions. One difference: a label outside [0, C) that is not
 // ignore_index gives NaN for its sample instead of an error, since reading
 // the labels on the host would stall every step.
+// MeanSquaredError(pred, target) -> scalar mean((pred - target)^2) and
+// MeanSquaredErrorGrad(dloss, pred, target) -> dloss * 2 * (pred - target) /
+// numel: kernels/cpu/grad_misc.cc's double arithmetic (the sum in a fixed
+// order of partials, not the CPU's 4096-element chunks), rounded once to
+// float and then to the dtype as the CPU's Store.
 #include "ir/infer/training_util.h"
 #include "kernels/cuda/common.h"
 
@@ -91,11 +96,46 @@ StatusOr<std::unique_ptr<Kernel>> MakeLossGrad(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<LossGradKernel>(s, *ElemOf(t)));
 }
 
+class MseKernel final : public Kernel {
+ public:
+  MseKernel(Elem t, bool grad, int64_t n) : t_(t), grad_(grad), n_(n) {}
+  Status Run(KernelContext& ctx) override {
+    if (grad_)
+      CUDA_CHECK(LaunchMseGrad(t_, ctx.inputs[0].data, ctx.inputs[1].data, ctx.inputs[2].data, ctx.outputs[0].data, n_,
+                               StreamOf(ctx)));
+    else
+      CUDA_CHECK(LaunchMse(t_, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data, n_, ctx.scratch,
+                           StreamOf(ctx)));
+    return Status::Ok();
+  }
+  size_t scratch_bytes() const override { return grad_ ? 0 : MseScratchBytes(); }
+
+ private:
+  Elem t_;
+  bool grad_;
+  int64_t n_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeMse(const KernelInit& init) {
+  const bool grad = init.op == OpKind::kMeanSquaredErrorGrad;
+  const size_t first = grad ? 1 : 0;
+  AMP_RETURN_IF_ERROR(CheckArity(init, first + 2, first + 2, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1, 2}, {0}));
+  if (init.inputs[first].dims != init.inputs[first + 1].dims) return init.Error("pred and target differ in shape");
+  if (grad && init.inputs[0].num_elements() != 1) return init.Error("dloss must be a scalar");
+  const int64_t n = init.inputs[first].num_elements();
+  if (init.outputs[0].num_elements() != (grad ? n : 1)) return init.Error("the output has the wrong size");
+  return std::unique_ptr<Kernel>(std::make_unique<MseKernel>(*ElemOf(t), grad, n));
+}
+
 }  // namespace
 
 void RegisterLoss(Registry& r) {
   r.Add(CudaEntry(OpKind::kSoftmaxCrossEntropyLoss, "cuda", MakeLoss));
   r.Add(CudaEntry(OpKind::kSoftmaxCrossEntropyLossGrad, "cuda", MakeLossGrad));
+  r.Add(CudaEntry(OpKind::kMeanSquaredError, "cuda", MakeMse));
+  r.Add(CudaEntry(OpKind::kMeanSquaredErrorGrad, "cuda", MakeMse));
 }
 
 }  // namespace amptrain::kernels::cuda

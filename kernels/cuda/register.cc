@@ -7,6 +7,8 @@ void RegisterCudaKernels(Registry& r) {
   cuda::RegisterElementwise(r);
   cuda::RegisterShape(r);
   cuda::RegisterMovement(r);
+  cuda::RegisterPadResize(r);
+  cuda::RegisterScatterND(r);
   cuda::RegisterNorm(r);
   cuda::RegisterDropout(r);
   cuda::RegisterReduce(r);

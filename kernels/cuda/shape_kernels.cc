@@ -7,6 +7,19 @@
 //     the executor aliased the output over the input (inplace_input).
 //   Expand: the input broadcast (numpy rules) to the output's dims, up to
 //     rank 8 (launcher: LaunchBroadcastCopy in elementwise.cu).
+//   Tile: out[o] = in[o mod in_dims], the same strided copy over the output
+//     viewed as [repeats_0, in_0, repeats_1, in_1, ...] (dims repeated once
+//     stay single): up to 8 of those dims. The repeats input is never read.
+//   Shape (start, end), Constant (value), ConstantOfShape (value, default
+//     fp32 0): values known at plan time. Shape and Constant upload the host
+//     copy the kernel owns with one cudaMemcpyAsync per run; ConstantOfShape
+//     fills on the device (numeric.cu).
+//   Range(start, limit, delta): start + A(i) * delta on the device from the
+//     device scalars (A: float for fp32/fp16/bf16, else the integer type),
+//     as kernels/cpu/shape.cc; the output length is the planned one.
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/cuda/common.h"
 
 namespace amptrain::kernels::cuda {
@@ -60,12 +73,154 @@ StatusOr<std::unique_ptr<Kernel>> MakeExpand(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<ExpandKernel>(bytes, bc));
 }
 
+StatusOr<std::unique_ptr<Kernel>> MakeTile(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  const size_t bytes = ir::DTypeSize(t);
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8)
+    return init.Error("element size ", bytes, " is not supported");
+  const std::vector<int64_t>& in = init.inputs[0].dims;
+  const std::vector<int64_t>& out = init.outputs[0].dims;
+  if (out.size() != in.size()) return init.Error("output rank ", out.size(), " differs from the input rank ", in.size());
+  Broadcast bc;
+  int64_t stride = 1;
+  std::vector<int64_t> dims, strides;  // innermost first
+  for (size_t d = in.size(); d-- > 0;) {
+    const int64_t i = in[d], o = out[d];
+    if (i == 0 ? o != 0 : o % i != 0) return init.Error("output dim ", o, " is not a multiple of input dim ", i);
+    dims.push_back(i);
+    strides.push_back(stride);
+    if (i != 0 && o / i != 1) {
+      dims.push_back(o / i);
+      strides.push_back(0);
+    }
+    stride *= i;
+  }
+  if (dims.size() > static_cast<size_t>(kMaxRank))
+    return init.Error("tiling ", in.size(), " dims needs ", dims.size(), " strided dims, over ", kMaxRank);
+  bc.rank = static_cast<int>(dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) {
+    bc.out_dims[dims.size() - 1 - k] = dims[k];
+    bc.a_strides[dims.size() - 1 - k] = strides[k];
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<ExpandKernel>(bytes, bc));
+}
+
+// Uploads `bytes_` (Shape's dims, Constant's value) to output 0 at every run.
+class UploadKernel final : public Kernel {
+ public:
+  explicit UploadKernel(std::vector<unsigned char> bytes) : bytes_(std::move(bytes)) {}
+  Status Run(KernelContext& ctx) override {
+    if (!bytes_.empty())
+      CUDA_CHECK(cudaMemcpyAsync(ctx.outputs[0].data, bytes_.data(), bytes_.size(), cudaMemcpyHostToDevice,
+                                 StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  std::vector<unsigned char> bytes_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeShapeOf(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+  const int64_t r = static_cast<int64_t>(init.inputs[0].dims.size());
+  AMP_ASSIGN_OR_RETURN(int64_t start, init.attrs->GetInt("start", 0));
+  AMP_ASSIGN_OR_RETURN(int64_t end, init.attrs->GetInt("end", r));
+  if (start < 0) start += r;
+  if (end < 0) end += r;
+  start = std::clamp<int64_t>(start, 0, r);
+  end = std::max(std::clamp<int64_t>(end, 0, r), start);
+  if (init.outputs[0].dtype != DType::kInt64) return init.Error("output must be int64");
+  if (init.outputs[0].num_elements() != end - start) return init.Error("the output does not have ", end - start, " elements");
+  std::vector<unsigned char> bytes(static_cast<size_t>(end - start) * sizeof(int64_t));
+  if (!bytes.empty()) std::memcpy(bytes.data(), init.inputs[0].dims.data() + start, bytes.size());
+  return std::unique_ptr<Kernel>(std::make_unique<UploadKernel>(std::move(bytes)));
+}
+
+class FillKernel final : public Kernel {
+ public:
+  FillKernel(size_t elem_bytes, uint64_t bits) : elem_bytes_(elem_bytes), bits_(bits) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchFill(elem_bytes_, bits_, ctx.outputs[0].data, ctx.outputs[0].num_elements(), StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  size_t elem_bytes_;
+  uint64_t bits_;
+};
+
+// ConstantOfShape (fills with its one-element "value", default fp32 0) and
+// Constant (copies "value"), as kernels/cpu/shape.cc's ConstantKernel.
+StatusOr<std::unique_ptr<Kernel>> MakeConstant(const KernelInit& init) {
+  if (init.outputs.size() != 1) return init.Error("needs one output");
+  const bool fill = init.op == OpKind::kConstantOfShape;
+  if (fill) AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+  ir::Tensor value = ir::Tensor::Floats({0.0f}, {1});
+  if (init.attrs->Has("value")) {
+    AMP_ASSIGN_OR_RETURN(value, init.attrs->GetTensor("value"));
+  } else if (!fill) {
+    return init.Error("missing tensor attribute 'value'");
+  }
+  if (value.dtype() != init.outputs[0].dtype) return init.Error("value has dtype ", ir::DTypeName(value.dtype()));
+  if (fill && value.num_elements() != 1) return init.Error("value must hold one element");
+  if (!fill && value.num_elements() != init.outputs[0].num_elements()) return init.Error("value does not match the output");
+  const size_t bytes = ir::DTypeSize(value.dtype());
+  if (!fill) {
+    std::vector<unsigned char> host(value.nbytes());
+    if (!host.empty()) std::memcpy(host.data(), value.raw(), host.size());
+    return std::unique_ptr<Kernel>(std::make_unique<UploadKernel>(std::move(host)));
+  }
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return init.Error("element size ", bytes, " is not supported");
+  uint64_t bits = 0;
+  std::memcpy(&bits, value.raw(), bytes);  // little-endian: the element in the low bytes
+  return std::unique_ptr<Kernel>(std::make_unique<FillKernel>(bytes, bits));
+}
+
+class RangeKernel final : public Kernel {
+ public:
+  explicit RangeKernel(Num t) : t_(t) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchRange(t_, ctx.inputs[0].data, ctx.inputs[2].data, ctx.outputs[0].data,
+                           ctx.outputs[0].num_elements(), StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  Num t_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeRange(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  for (const TensorSpec& s : init.inputs)
+    if (s.dtype != t || s.num_elements() != 1) return init.Error("start, limit, delta must be scalars of one dtype");
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  Num num;
+  switch (t) {
+    case DType::kFloat32: num = Num::kF32; break;
+    case DType::kFloat16: num = Num::kF16; break;
+    case DType::kBFloat16: num = Num::kBF16; break;
+    case DType::kInt32: num = Num::kI32; break;
+    case DType::kInt64: num = Num::kI64; break;
+    default: return init.Error("dtype ", ir::DTypeName(t), " is not supported");
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<RangeKernel>(num));
+}
+
 }  // namespace
 
 void RegisterShape(Registry& r) {
   for (OpKind op : {OpKind::kReshape, OpKind::kFlatten, OpKind::kSqueeze, OpKind::kUnsqueeze})
     r.Add(CudaEntry(op, "cuda", MakeViewCopy, 10, {}));
   r.Add(CudaEntry(OpKind::kExpand, "cuda", MakeExpand, 10, {}));
+  r.Add(CudaEntry(OpKind::kTile, "cuda", MakeTile, 10, {}));
+  r.Add(CudaEntry(OpKind::kShape, "cuda", MakeShapeOf, 10, {}));
+  r.Add(CudaEntry(OpKind::kConstantOfShape, "cuda", MakeConstant, 10, {}));
+  r.Add(CudaEntry(OpKind::kConstant, "cuda", MakeConstant, 10, {}));
+  r.Add(CudaEntry(OpKind::kRange, "cuda", MakeRange, 10,
+                  {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kInt32, DType::kInt64}));
 }
 
 }  // namespace amptrain::kernels::cuda

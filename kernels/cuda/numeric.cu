@@ -1,0 +1,169 @@
+// CUDA kernels of the ops that also take integers and bools (Not, Mod, the
+// integer compares) and of the plan-time values (fills, Range), with
+// kernels/cpu/unary.cc's, binary.cc's and shape.cc's arithmetic: floats in
+// float (fmodf is exact, so Mod gives the CPU's bits), integers in their own
+// type.
+#include "kernels/cuda/elem.cuh"
+
+namespace amptrain::kernels::cuda {
+
+namespace {
+
+// Float storage types compute in float, integers in themselves.
+template <class T> struct AccOf { using type = T; };
+template <> struct AccOf<__half> { using type = float; };
+template <> struct AccOf<__nv_bfloat16> { using type = float; };
+
+template <class T> __device__ __forceinline__ typename AccOf<T>::type Widen(T x) { return x; }
+template <> __device__ __forceinline__ float Widen<__half>(__half x) { return ToF(x); }
+template <> __device__ __forceinline__ float Widen<__nv_bfloat16>(__nv_bfloat16 x) { return ToF(x); }
+
+template <class T> __device__ __forceinline__ T Narrow(typename AccOf<T>::type x) { return static_cast<T>(x); }
+template <> __device__ __forceinline__ __half Narrow<__half>(float x) { return FromF<__half>(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 Narrow<__nv_bfloat16>(float x) { return FromF<__nv_bfloat16>(x); }
+
+template <class Fn>
+cudaError_t DispatchNum(Num t, Fn&& fn) {
+  switch (t) {
+    case Num::kF32: return fn(Tag<float>{});
+    case Num::kF16: return fn(Tag<__half>{});
+    case Num::kBF16: return fn(Tag<__nv_bfloat16>{});
+    case Num::kI8: return fn(Tag<int8_t>{});
+    case Num::kU8: return fn(Tag<uint8_t>{});
+    case Num::kI32: return fn(Tag<int32_t>{});
+    case Num::kI64: return fn(Tag<int64_t>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Offsets of output element i in a and b under bc.
+__device__ __forceinline__ void Offsets(const Broadcast& bc, int64_t i, int64_t* ia, int64_t* ib) {
+  int64_t rem = i, a = 0, b = 0;
+  for (int d = bc.rank - 1; d >= 0; --d) {
+    const int64_t idx = rem % bc.out_dims[d];
+    rem /= bc.out_dims[d];
+    a += idx * bc.a_strides[d];
+    b += idx * bc.b_strides[d];
+  }
+  *ia = a;
+  *ib = b;
+}
+
+Broadcast Flat(int64_t n) {
+  Broadcast bc;
+  bc.rank = 1;
+  bc.out_dims[0] = n;
+  bc.a_strides[0] = bc.b_strides[0] = 1;
+  return bc;
+}
+
+__global__ void NotKernel(const uint8_t* x, uint8_t* y, int64_t n) {
+  AMP_GRID_STRIDE(i, n) y[i] = x[i] ? 0 : 1;
+}
+
+// kernels/cpu/binary.cc's Remainder.
+template <class A>
+__device__ __forceinline__ A Remainder(A a, A b, bool floor_mod) {
+  if constexpr (std::is_same_v<A, float>) {
+    const float r = fmodf(a, b);
+    if (!floor_mod) return r;
+    if (r == 0.0f) return copysignf(0.0f, b);  // ir::FloorMod
+    return (r < 0.0f) != (b < 0.0f) ? r + b : r;
+  } else if constexpr (std::is_signed_v<A>) {
+    if (b == 0) return 0;
+    if (b == A(-1)) return 0;
+    const A r = static_cast<A>(a % b);
+    return floor_mod && r != 0 && (r < 0) != (b < 0) ? static_cast<A>(r + b) : r;
+  } else {
+    if (b == 0) return 0;
+    return static_cast<A>(a % b);
+  }
+}
+
+template <class T>
+__global__ void ModKernel(bool floor_mod, const T* a, const T* b, T* y, int64_t n, Broadcast bc) {
+  AMP_GRID_STRIDE(i, n) {
+    int64_t ia, ib;
+    Offsets(bc, i, &ia, &ib);
+    y[i] = Narrow<T>(Remainder(Widen(a[ia]), Widen(b[ib]), floor_mod));
+  }
+}
+
+template <class T>
+__global__ void CompareNumKernel(CompareOp op, const T* a, const T* b, bool* y, int64_t n, Broadcast bc) {
+  AMP_GRID_STRIDE(i, n) {
+    int64_t ia, ib;
+    Offsets(bc, i, &ia, &ib);
+    const auto x = Widen(a[ia]), z = Widen(b[ib]);
+    y[i] = op == CompareOp::kEqual ? x == z : op == CompareOp::kLess ? x < z : x > z;
+  }
+}
+
+template <class U>
+__global__ void FillKernel(U v, U* y, int64_t n) {
+  AMP_GRID_STRIDE(i, n) y[i] = v;
+}
+
+// shape.cc's RangeKernel: T(start + A(i) * delta).
+template <class T>
+__global__ void RangeKernel(const T* start, const T* delta, T* y, int64_t n) {
+  using A = typename AccOf<T>::type;
+  const A s = Widen(start[0]), d = Widen(delta[0]);
+  AMP_GRID_STRIDE(i, n) y[i] = Narrow<T>(static_cast<A>(s + static_cast<A>(i) * d));
+}
+
+}  // namespace
+
+cudaError_t LaunchNot(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  NotKernel<<<Blocks(n), kThreads, 0, stream>>>(x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchMod(Num t, bool fmod, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
+                      cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const Broadcast walk = bc ? *bc : Flat(n);
+  return DispatchNum(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ModKernel<T><<<Blocks(n), kThreads, 0, stream>>>(!fmod, static_cast<const T*>(a), static_cast<const T*>(b),
+                                                     static_cast<T*>(y), n, walk);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchCompareNum(CompareOp op, Num t, const void* a, const void* b, bool* y, int64_t n,
+                             const Broadcast* bc, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  const Broadcast walk = bc ? *bc : Flat(n);
+  return DispatchNum(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    CompareNumKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b), y,
+                                                            n, walk);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchFill(size_t elem_bytes, uint64_t bits, void* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  switch (elem_bytes) {
+    case 1: FillKernel<uint8_t><<<Blocks(n), kThreads, 0, stream>>>(static_cast<uint8_t>(bits), static_cast<uint8_t*>(y), n); break;
+    case 2: FillKernel<uint16_t><<<Blocks(n), kThreads, 0, stream>>>(static_cast<uint16_t>(bits), static_cast<uint16_t*>(y), n); break;
+    case 4: FillKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(static_cast<uint32_t>(bits), static_cast<uint32_t*>(y), n); break;
+    case 8: FillKernel<uint64_t><<<Blocks(n), kThreads, 0, stream>>>(bits, static_cast<uint64_t*>(y), n); break;
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchRange(Num t, const void* start, const void* delta, void* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return DispatchNum(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    RangeKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(start), static_cast<const T*>(delta),
+                                                       static_cast<T*>(y), n);
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace amptrain::kernels::cuda

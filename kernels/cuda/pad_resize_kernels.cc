@@ -1,0 +1,362 @@
+// CUDA Pad, Resize and ResizeGrad (launchers: pad_resize.cu), with the
+// contracts of kernels/cpu/pad_resize.cc:
+//   Pad(data, pads, constant_value?, axes?), mode constant/reflect/edge/wrap,
+//     negative pads crop, any dtype of 1/2/4/8 bytes (the CPU's bytes). pads
+//     and axes must be plan-time constants (the entry declines computed
+//     ones: never a host read of device memory); constant_value is read on
+//     the device. Up to rank 8.
+//   Resize(X, roi?, scales?, sizes?) and ResizeGrad(dY, x_shape, roi?,
+//     scales?, sizes?): nearest (all four nearest modes), linear, cubic
+//     (cubic_coeff_a, exclude_outside), every coordinate transform,
+//     tf_crop_and_resize's extrapolation, keep_aspect_ratio_policy, axes;
+//     scales/sizes (and roi for tf_crop_and_resize) must be plan-time
+//     constants. fp32/fp16/bf16. The taps of every resized axis are computed
+//     here at creation (the CPU's ComputeTaps, copied below) and uploaded
+//     once per run into the scratch with one cudaMemcpyAsync from a host
+//     buffer the kernel owns; the passes run in double in the CPU's order
+//     and round once to float and then to the dtype, as the CPU does.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ir/infer/shape_params.h"
+#include "kernels/cuda/common.h"
+
+namespace amptrain::kernels::cuda {
+
+namespace {
+
+// A plan-time parameter input as ints (int32/int64, else truncated doubles).
+std::vector<int64_t> ConstInts(const ir::Tensor& t) {
+  std::vector<int64_t> v(static_cast<size_t>(t.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = t.dtype() == DType::kInt64 || t.dtype() == DType::kInt32 ? t.GetAsInt64(static_cast<int64_t>(i))
+                                                                   : static_cast<int64_t>(t.GetAsDouble(static_cast<int64_t>(i)));
+  return v;
+}
+
+std::vector<double> ConstDoubles(const ir::Tensor& t) {
+  std::vector<double> v(static_cast<size_t>(t.num_elements()));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = t.GetAsDouble(static_cast<int64_t>(i));
+  return v;
+}
+
+bool KnownOrAbsent(const KernelInit& init, size_t i) {
+  return i >= init.inputs.size() || !init.inputs[i].present() || init.inputs[i].value != nullptr;
+}
+
+// ---- Pad ----
+
+class PadKernel final : public Kernel {
+ public:
+  PadKernel(size_t elem_bytes, const PadShape& s, bool has_value) : elem_bytes_(elem_bytes), s_(s), has_value_(has_value) {}
+  Status Run(KernelContext& ctx) override {
+    const void* value = has_value_ ? ctx.inputs[2].data : nullptr;
+    CUDA_CHECK(LaunchPad(elem_bytes_, ctx.inputs[0].data, value, ctx.outputs[0].data, ctx.outputs[0].num_elements(), s_,
+                         StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  size_t elem_bytes_;
+  PadShape s_;
+  bool has_value_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 4, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  const size_t bytes = ir::DTypeSize(t);
+  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return init.Error("element size ", bytes, " is not supported");
+  AMP_ASSIGN_OR_RETURN(std::string mode_name, init.attrs->GetString("mode", "constant"));
+  auto mode = ir::ParsePadMode(mode_name);
+  if (!mode.ok()) return init.Error(mode.status().message());
+  const bool has_value = init.inputs.size() > 2 && init.inputs[2].present();
+  if (has_value && (init.inputs[2].dtype != t || init.inputs[2].num_elements() > 1))
+    return init.Error("constant_value must be a scalar of the data dtype");
+  const std::vector<int64_t>& in = init.inputs[0].dims;
+  const std::vector<int64_t>& out = init.outputs[0].dims;
+  if (*mode != ir::PadMode::kConstant)
+    for (int64_t d : in)
+      if (d == 0) return init.Error("mode '", mode_name, "' cannot pad an empty input");
+  if (in.size() > static_cast<size_t>(kMaxRank)) return init.Error("rank ", in.size(), " is over ", kMaxRank);
+  if (!init.inputs[1].value) return init.Error("pads are not known at plan time");
+  if (!KnownOrAbsent(init, 3)) return init.Error("axes are not known at plan time");
+  const std::vector<int64_t> pads = ConstInts(*init.inputs[1].value);
+  const std::vector<int64_t> axes =
+      init.inputs.size() > 3 && init.inputs[3].present() ? ConstInts(*init.inputs[3].value) : std::vector<int64_t>{};
+  std::vector<int64_t> begin, end;
+  Status s = ir::ResolvePads(static_cast<int64_t>(in.size()), pads, axes, &begin, &end);
+  if (!s.ok()) return init.Error(s.message());
+  if (out.size() != in.size()) return init.Error("output rank differs from the input's");
+  PadShape shape;
+  shape.rank = static_cast<int>(in.size());
+  shape.mode = *mode == ir::PadMode::kConstant ? PadKind::kConstant
+               : *mode == ir::PadMode::kReflect ? PadKind::kReflect
+               : *mode == ir::PadMode::kEdge    ? PadKind::kEdge
+                                                : PadKind::kWrap;
+  int64_t stride = 1;
+  for (size_t d = in.size(); d-- > 0;) {
+    if (in[d] + begin[d] + end[d] != out[d]) return init.Error("pads do not match the output dims");
+    shape.out_dims[d] = out[d];
+    shape.in_dims[d] = in[d];
+    shape.begin[d] = begin[d];
+    shape.in_strides[d] = stride;
+    stride *= in[d];
+  }
+  // The CPU pads with its value only when it has exactly one element, else zero bits.
+  const bool value_used = has_value && init.inputs[2].num_elements() == 1;
+  return std::unique_ptr<Kernel>(std::make_unique<PadKernel>(bytes, shape, value_used));
+}
+
+// ---- Resize, ResizeGrad ----
+
+// One output position of a 1-D resample (kernels/cpu/pad_resize.cc).
+struct Taps {
+  std::vector<int64_t> index;
+  std::vector<double> weight;
+  bool extrapolate = false;
+};
+
+double CubicWeight(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+// kernels/cpu/pad_resize.cc's ComputeTaps, operation for operation.
+Taps ComputeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, int64_t out, double scale, double r0, double r1) {
+  Taps t;
+  const double xo = ir::ResizeSourceCoord(a, static_cast<double>(x), in, out, scale, r0, r1);
+  if (a.coord == ir::CoordMode::kTfCropAndResize && (xo < 0 || xo > static_cast<double>(in - 1))) {
+    t.extrapolate = true;
+    return t;
+  }
+  const double base = std::floor(xo);
+  const double frac = xo - base;
+  const int64_t b = static_cast<int64_t>(base);
+  switch (a.mode) {
+    case ir::ResizeMode::kNearest: {
+      bool up = false;
+      if (frac > 0) {
+        switch (a.nearest) {
+          case ir::NearestMode::kRoundPreferFloor: up = frac > 0.5; break;
+          case ir::NearestMode::kRoundPreferCeil: up = frac >= 0.5; break;
+          case ir::NearestMode::kFloor: up = false; break;
+          case ir::NearestMode::kCeil: up = true; break;
+        }
+      }
+      t.index = {b + (up ? 1 : 0)};
+      t.weight = {1.0};
+      break;
+    }
+    case ir::ResizeMode::kLinear:
+      t.index = {b, b + 1};
+      t.weight = {1 - frac, frac};
+      break;
+    case ir::ResizeMode::kCubic:
+      t.index = {b - 1, b, b + 1, b + 2};
+      t.weight = {CubicWeight(frac + 1, a.cubic_a), CubicWeight(frac, a.cubic_a), CubicWeight(1 - frac, a.cubic_a),
+                  CubicWeight(2 - frac, a.cubic_a)};
+      break;
+  }
+  if (a.exclude_outside) {
+    double sum = 0;
+    for (size_t i = 0; i < t.index.size(); ++i) {
+      if (t.index[i] < 0 || t.index[i] >= in) t.weight[i] = 0;
+      sum += t.weight[i];
+    }
+    if (sum != 0)
+      for (double& w : t.weight) w /= sum;
+  }
+  for (int64_t& i : t.index) i = std::clamp<int64_t>(i, 0, in - 1);
+  return t;
+}
+
+// Appends n values to the 8-byte aligned blob; returns their byte offset.
+template <class V>
+size_t Append(std::vector<unsigned char>& blob, const std::vector<V>& v) {
+  const size_t off = (blob.size() + 7) / 8 * 8;
+  blob.resize(off + v.size() * sizeof(V));
+  if (!v.empty()) std::memcpy(blob.data() + off, v.data(), v.size() * sizeof(V));
+  return off;
+}
+
+// One pass: a forward resample or its adjoint, tables at blob offsets.
+struct Pass {
+  bool adjoint = false;
+  int64_t outer = 1, in = 1, out = 1, inner = 1;
+  size_t a = 0, b = 0, c = 0;  // count/index/weight or offsets/position/weight
+  double extrapolation = 0.0;
+};
+
+class ResizeKernel final : public Kernel {
+ public:
+  ResizeKernel(Elem t, int64_t in_elems, int64_t out_elems, std::vector<Pass> passes, std::vector<unsigned char> blob,
+               int64_t max_elems)
+      : t_(t), in_elems_(in_elems), out_elems_(out_elems), passes_(std::move(passes)), blob_(std::move(blob)),
+        max_elems_(max_elems) {}
+
+  Status Run(KernelContext& ctx) override {
+    if (out_elems_ == 0) return Status::Ok();
+    cudaStream_t stream = StreamOf(ctx);
+    auto* base = static_cast<unsigned char*>(ctx.scratch);
+    if (!blob_.empty()) CUDA_CHECK(cudaMemcpyAsync(base, blob_.data(), blob_.size(), cudaMemcpyHostToDevice, stream));
+    double* bufs[2] = {reinterpret_cast<double*>(base + BufOffset()),
+                       reinterpret_cast<double*>(base + BufOffset()) + max_elems_};
+    int cur = 0;
+    CUDA_CHECK(LaunchToDouble(t_, ctx.inputs[0].data, bufs[0], in_elems_, stream));
+    for (const Pass& p : passes_) {
+      if (p.adjoint) {
+        ResampleAdjoint r;
+        r.outer = p.outer, r.in = p.in, r.out = p.out, r.inner = p.inner;
+        r.offsets = reinterpret_cast<const int64_t*>(base + p.a);
+        r.position = reinterpret_cast<const int64_t*>(base + p.b);
+        r.weight = reinterpret_cast<const double*>(base + p.c);
+        CUDA_CHECK(LaunchResampleAdjoint(r, bufs[cur], bufs[1 - cur], stream));
+      } else {
+        ResamplePass r;
+        r.outer = p.outer, r.in = p.in, r.out = p.out, r.inner = p.inner;
+        r.count = reinterpret_cast<const int32_t*>(base + p.a);
+        r.index = reinterpret_cast<const int64_t*>(base + p.b);
+        r.weight = reinterpret_cast<const double*>(base + p.c);
+        r.extrapolation = p.extrapolation;
+        CUDA_CHECK(LaunchResample(r, bufs[cur], bufs[1 - cur], stream));
+      }
+      cur = 1 - cur;
+    }
+    CUDA_CHECK(LaunchFromDouble(t_, bufs[cur], ctx.outputs[0].data, out_elems_, stream));
+    return Status::Ok();
+  }
+  size_t scratch_bytes() const override { return BufOffset() + 2 * static_cast<size_t>(max_elems_) * sizeof(double); }
+
+ private:
+  size_t BufOffset() const { return (blob_.size() + 63) / 64 * 64; }
+
+  Elem t_;
+  int64_t in_elems_, out_elems_;
+  std::vector<Pass> passes_;
+  std::vector<unsigned char> blob_;  // the taps, uploaded at every run
+  int64_t max_elems_;
+};
+
+// roi, scales, sizes: inputs 1-3 of Resize, 2-4 of ResizeGrad.
+size_t FirstParam(const KernelInit& init) { return init.op == OpKind::kResizeGrad ? 2 : 1; }
+
+bool ResizeParamsKnown(const KernelInit& init) {
+  const size_t p = FirstParam(init);
+  auto attrs = ir::ParseResizeAttrs(init.attrs ? *init.attrs : ir::Attributes());
+  const bool crop = attrs.ok() && attrs->coord == ir::CoordMode::kTfCropAndResize;
+  return (!crop || KnownOrAbsent(init, p)) && KnownOrAbsent(init, p + 1) && KnownOrAbsent(init, p + 2);
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeResize(const KernelInit& init) {
+  const bool backward = init.op == OpKind::kResizeGrad;
+  AMP_RETURN_IF_ERROR(backward ? CheckArity(init, 2, 5, 1, 1) : CheckArity(init, 1, 4, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  auto parsed = ir::ParseResizeAttrs(*init.attrs);
+  if (!parsed.ok()) return Status(parsed.status().code(), StrCat(init.Describe(), ": ", parsed.status().message()));
+  const ir::ResizeAttrs& a = *parsed;
+  if (!ResizeParamsKnown(init)) return init.Error("roi, scales and sizes must be known at plan time");
+  const size_t p = FirstParam(init);
+  auto param = [&](size_t i) -> const ir::Tensor* {
+    return i < init.inputs.size() && init.inputs[i].present() ? init.inputs[i].value : nullptr;
+  };
+  const std::vector<double> scales = param(p + 1) ? ConstDoubles(*param(p + 1)) : std::vector<double>{};
+  const std::vector<int64_t> sizes = param(p + 2) ? ConstInts(*param(p + 2)) : std::vector<int64_t>{};
+  const std::vector<double> roi =
+      a.coord == ir::CoordMode::kTfCropAndResize && param(p) ? ConstDoubles(*param(p)) : std::vector<double>{};
+  const std::vector<int64_t>& x_dims = backward ? init.outputs[0].dims : init.inputs[0].dims;
+  const std::vector<int64_t>& y_dims = backward ? init.inputs[0].dims : init.outputs[0].dims;
+  auto g = ir::ResolveResize(a, x_dims, roi, sizes.empty() ? scales : std::vector<double>{}, sizes);
+  if (!g.ok()) return init.Error(g.status().message());
+  if (g->out_dims != y_dims) return init.Error("scales/sizes do not match the resized dims");
+  auto identity = [&](size_t d) {
+    return g->out_dims[d] == x_dims[d] && g->scales[d] == 1.0 &&
+           (a.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1));
+  };
+  std::vector<int64_t> dims = init.inputs[0].dims;
+  auto elems = [](const std::vector<int64_t>& d) {
+    int64_t n = 1;
+    for (int64_t v : d) n *= v;
+    return n;
+  };
+  int64_t max_elems = elems(dims);
+  std::vector<Pass> passes;
+  std::vector<unsigned char> blob;
+  const size_t rank = dims.size();
+  for (size_t k = 0; k < rank; ++k) {
+    const size_t d = backward ? rank - 1 - k : k;
+    if (identity(d)) continue;
+    Pass pass;
+    pass.adjoint = backward;
+    pass.in = x_dims[d];
+    pass.out = g->out_dims[d];
+    for (size_t i = 0; i < d; ++i) pass.outer *= dims[i];
+    for (size_t i = d + 1; i < rank; ++i) pass.inner *= dims[i];
+    std::vector<Taps> taps;
+    for (int64_t x = 0; x < pass.out; ++x)
+      taps.push_back(ComputeTaps(a, x, pass.in, pass.out, g->scales[d], g->roi_start[d], g->roi_end[d]));
+    if (!backward) {
+      std::vector<int32_t> count(static_cast<size_t>(pass.out));
+      std::vector<int64_t> index(static_cast<size_t>(pass.out) * 4, 0);
+      std::vector<double> weight(static_cast<size_t>(pass.out) * 4, 0.0);
+      for (size_t x = 0; x < taps.size(); ++x) {
+        count[x] = taps[x].extrapolate ? -1 : static_cast<int32_t>(taps[x].index.size());
+        for (size_t j = 0; j < taps[x].index.size(); ++j) {
+          index[x * 4 + j] = taps[x].index[j];
+          weight[x * 4 + j] = taps[x].weight[j];
+        }
+      }
+      pass.a = Append(blob, count);
+      pass.b = Append(blob, index);
+      pass.c = Append(blob, weight);
+      pass.extrapolation = a.extrapolation_value;
+    } else {
+      // Entries of each source position in the CPU's order: output position, then tap.
+      std::vector<std::vector<std::pair<int64_t, double>>> per(static_cast<size_t>(pass.in));
+      for (size_t x = 0; x < taps.size(); ++x)
+        for (size_t j = 0; j < taps[x].index.size(); ++j)
+          per[static_cast<size_t>(taps[x].index[j])].push_back({static_cast<int64_t>(x), taps[x].weight[j]});
+      std::vector<int64_t> offsets{0}, position;
+      std::vector<double> weight;
+      for (const auto& entries : per) {
+        for (const auto& [x, w] : entries) {
+          position.push_back(x);
+          weight.push_back(w);
+        }
+        offsets.push_back(static_cast<int64_t>(position.size()));
+      }
+      pass.a = Append(blob, offsets);
+      pass.b = Append(blob, position);
+      pass.c = Append(blob, weight);
+    }
+    dims[d] = backward ? pass.in : pass.out;
+    max_elems = std::max(max_elems, elems(dims));
+    passes.push_back(pass);
+  }
+  return std::unique_ptr<Kernel>(std::make_unique<ResizeKernel>(*ElemOf(t), init.inputs[0].num_elements(),
+                                                                init.outputs[0].num_elements(), std::move(passes),
+                                                                std::move(blob), max_elems));
+}
+
+}  // namespace
+
+void RegisterPadResize(Registry& r) {
+  KernelEntry pad = CudaEntry(OpKind::kPad, "cuda", MakePad, 10, {});
+  pad.accepts = [](const KernelInit& init) {
+    return init.inputs.size() > 1 && init.inputs[1].value != nullptr && KnownOrAbsent(init, 3) &&
+           init.inputs[0].dims.size() <= static_cast<size_t>(kMaxRank);
+  };
+  r.Add(std::move(pad));
+  for (OpKind op : {OpKind::kResize, OpKind::kResizeGrad}) {
+    KernelEntry e = CudaEntry(op, "cuda", MakeResize);
+    e.accepts = ResizeParamsKnown;
+    r.Add(std::move(e));
+  }
+}
+
+}  // namespace amptrain::kernels::cuda

@@ -1,0 +1,307 @@
+// GatherND, ScatterND and their gradients (launch.h). GatherND reads by
+// tuple. The others compute each tuple's target row, sort the tuples stably
+// by row in one block (a counting sort, as gather.cu's GatherGrad), then run
+// one thread per output element that visits its row's tuples in tuple
+// order: kernels/cpu/scatter_nd.cc's order of writes and sums, without
+// atomics, the same bits on every run.
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/cuda/elem.cuh"
+
+namespace amptrain::kernels::cuda {
+
+namespace {
+
+__device__ __forceinline__ int64_t Key(const int64_t* idx, int64_t j, const NDShape& s) {
+  int64_t row = j / s.per_batch * s.slab_rows;
+  for (int d = 0; d < s.k; ++d) {
+    int64_t i = idx[j * s.k + d];
+    if (i < -s.in[d] || i >= s.in[d]) return s.rows;
+    if (i < 0) i += s.in[d];
+    row += i * s.stride[d];
+  }
+  return row;
+}
+
+// Scratch, int32: keys [count], start [rows + 2] (start[rows + 1] - start[rows]
+// = the bad tuples), fill [rows + 1], order [count].
+struct Sorted {
+  int32_t *keys, *start, *fill, *order;
+};
+
+Sorted Carve(void* scratch, const NDShape& s) {
+  auto* p = static_cast<int32_t*>(scratch);
+  Sorted r;
+  r.keys = p;
+  r.start = r.keys + s.count;
+  r.fill = r.start + s.rows + 2;
+  r.order = r.fill + s.rows + 1;
+  return r;
+}
+
+__global__ void KeysKernel(const int64_t* idx, NDShape s, int32_t* keys) {
+  AMP_GRID_STRIDE(j, s.count) keys[j] = static_cast<int32_t>(Key(idx, j, s));
+}
+
+constexpr int kSortThreads = 256;
+
+// gather.cu's SortByRow over precomputed keys (rows = the bad bucket).
+__global__ void SortKeys(NDShape g, Sorted s) {
+  __shared__ int32_t keys[kSortThreads];
+  __shared__ int32_t chunk[kSortThreads];
+  const int64_t rows = g.rows + 1;
+  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s.fill[r] = 0;
+  __syncthreads();
+  for (int64_t j = threadIdx.x; j < g.count; j += blockDim.x) atomicAdd(&s.fill[s.keys[j]], 1);
+  __syncthreads();
+  const int64_t per = (rows + blockDim.x - 1) / blockDim.x;
+  const int64_t lo = threadIdx.x * per, hi = lo + per < rows ? lo + per : rows;
+  int32_t total = 0;
+  for (int64_t r = lo; r < hi; ++r) total += s.fill[r];
+  chunk[threadIdx.x] = total;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t acc = 0;
+    for (int k = 0; k < kSortThreads; ++k) {
+      const int32_t c = chunk[k];
+      chunk[k] = acc;
+      acc += c;
+    }
+  }
+  __syncthreads();
+  int32_t acc = chunk[threadIdx.x];
+  for (int64_t r = lo; r < hi; ++r) {
+    const int32_t c = s.fill[r];
+    s.start[r] = acc;
+    s.fill[r] = acc;
+    acc += c;
+  }
+  if (threadIdx.x == 0) s.start[rows] = static_cast<int32_t>(g.count);
+  __syncthreads();
+  for (int64_t t0 = 0; t0 < g.count; t0 += blockDim.x) {
+    const int64_t j = t0 + threadIdx.x;
+    const int32_t key = j < g.count ? s.keys[j] : -1;
+    keys[threadIdx.x] = key;
+    __syncthreads();
+    int32_t before = 0;
+    bool last = true;
+    if (key >= 0) {
+      for (int k = 0; k < kSortThreads; ++k) {
+        if (keys[k] != key) continue;
+        if (k < static_cast<int>(threadIdx.x)) ++before;
+        if (k > static_cast<int>(threadIdx.x)) last = false;
+      }
+      s.order[s.fill[key] + before] = static_cast<int32_t>(j);
+    }
+    __syncthreads();
+    if (key >= 0 && last) s.fill[key] += before + 1;
+    __syncthreads();
+  }
+}
+
+__device__ __forceinline__ bool AnyBad(const NDShape& g, const Sorted& s) {
+  return s.start[g.rows + 1] > s.start[g.rows];
+}
+
+template <class U>
+__global__ void GatherNDKernel(const U* x, const int64_t* idx, U* y, NDShape s, U bad) {
+  const int64_t n = s.count * s.size;
+  AMP_GRID_STRIDE(e, n) {
+    const int64_t j = e / s.size, off = e % s.size;
+    const int64_t row = Key(idx, j, s);
+    y[e] = row == s.rows ? bad : x[row * s.size + off];
+  }
+}
+
+template <class T>
+__global__ void GatherNDGradKernel(const T* dy, T* dx, NDShape g, Sorted s) {
+  const int64_t n = g.rows * g.size;
+  const bool bad = AnyBad(g, s);
+  AMP_GRID_STRIDE(e, n) {
+    const int64_t r = e / g.size, off = e % g.size;
+    float acc = 0.0f;
+    for (int32_t b = s.start[r]; b < s.start[r + 1]; ++b) acc += ToF(dy[static_cast<int64_t>(s.order[b]) * g.size + off]);
+    dx[e] = FromF<T>(bad ? NAN : acc);
+  }
+}
+
+template <class T> struct AccOf { using type = T; };
+template <> struct AccOf<__half> { using type = float; };
+template <> struct AccOf<__nv_bfloat16> { using type = float; };
+template <class T> __device__ __forceinline__ typename AccOf<T>::type Widen(T x) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) return ToF(x);
+  else return x;
+}
+template <class T> __device__ __forceinline__ T Narrow(typename AccOf<T>::type x) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) return FromF<T>(x);
+  else return static_cast<T>(x);
+}
+
+// U: the storage type (bytes for kNone); T: the arithmetic type otherwise.
+template <class T, ScatterOp kOp>
+__global__ void ScatterNDKernel(const T* x, const T* updates, T* y, NDShape g, Sorted s, T bad) {
+  const int64_t n = g.rows * g.size;
+  const bool any_bad = AnyBad(g, s);
+  AMP_GRID_STRIDE(e, n) {
+    if (any_bad) {
+      y[e] = bad;
+      continue;
+    }
+    const int64_t r = e / g.size, off = e % g.size;
+    const int32_t b0 = s.start[r], b1 = s.start[r + 1];
+    if (b0 == b1) {
+      if (y != x) y[e] = x[e];
+      continue;
+    }
+    if constexpr (kOp == ScatterOp::kNone) {
+      y[e] = updates[static_cast<int64_t>(s.order[b1 - 1]) * g.size + off];
+    } else {
+      T v = x[e];
+      for (int32_t b = b0; b < b1; ++b) {
+        const auto a = Widen(v), u = Widen(updates[static_cast<int64_t>(s.order[b]) * g.size + off]);
+        if constexpr (kOp == ScatterOp::kAdd) v = Narrow<T>(a + u);
+        else if constexpr (kOp == ScatterOp::kMul) v = Narrow<T>(a * u);
+        else if constexpr (kOp == ScatterOp::kMax) v = Narrow<T>(a != a || a > u ? a : u);
+        else v = Narrow<T>(a != a || a < u ? a : u);
+      }
+      y[e] = v;
+    }
+  }
+}
+
+template <class U>
+__global__ void ScatterNDGradData(const U* dy, U* ddata, NDShape g, Sorted s, bool zero_targets, U bad) {
+  const int64_t n = g.rows * g.size;
+  const bool any_bad = AnyBad(g, s);
+  AMP_GRID_STRIDE(e, n) {
+    const int64_t r = e / g.size;
+    ddata[e] = any_bad ? bad : zero_targets && s.start[r + 1] > s.start[r] ? U(0) : dy[e];
+  }
+}
+
+template <class U>
+__global__ void ScatterNDGradUpdates(const U* dy, U* du, NDShape g, Sorted s, U bad) {
+  const int64_t n = g.count * g.size;
+  const bool any_bad = AnyBad(g, s);
+  AMP_GRID_STRIDE(e, n) {
+    const int64_t j = e / g.size, off = e % g.size;
+    const int32_t row = s.keys[j];
+    du[e] = any_bad ? bad : dy[static_cast<int64_t>(row) * g.size + off];
+  }
+}
+
+template <class Fn>
+cudaError_t DispatchBytes(size_t elem_bytes, Fn&& fn) {
+  switch (elem_bytes) {
+    case 1: return fn(Tag<uint8_t>{});
+    case 2: return fn(Tag<uint16_t>{});
+    case 4: return fn(Tag<uint32_t>{});
+    case 8: return fn(Tag<uint64_t>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// Keys, then the sort (count > 0).
+cudaError_t Sort(const int64_t* idx, const NDShape& g, const Sorted& s, cudaStream_t stream) {
+  if (g.count > 0) {
+    KeysKernel<<<Blocks(g.count), kThreads, 0, stream>>>(idx, g, s.keys);
+    const cudaError_t err = cudaGetLastError();
+    if (err != cudaSuccess) return err;
+  }
+  SortKeys<<<1, kSortThreads, 0, stream>>>(g, s);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t NDScratchBytes(const NDShape& s) { return sizeof(int32_t) * static_cast<size_t>(2 * s.count + 2 * s.rows + 3); }
+
+cudaError_t LaunchGatherND(size_t elem_bytes, const void* x, const int64_t* idx, void* y, const NDShape& s,
+                           uint64_t bad, cudaStream_t stream) {
+  const int64_t n = s.count * s.size;
+  if (n <= 0) return cudaSuccess;
+  return DispatchBytes(elem_bytes, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    GatherNDKernel<U><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const U*>(x), idx, static_cast<U*>(y), s,
+                                                          static_cast<U>(bad));
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchGatherNDGrad(Elem t, const void* dy, const int64_t* idx, void* dx, const NDShape& g, void* scratch,
+                               cudaStream_t stream) {
+  const int64_t n = g.rows * g.size;
+  if (n <= 0) return cudaSuccess;
+  const Sorted s = Carve(scratch, g);
+  cudaError_t err = Sort(idx, g, s, stream);
+  if (err != cudaSuccess) return err;
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    GatherNDGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<T*>(dx), g, s);
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchScatterND(ScatterOp op, Num t, size_t elem_bytes, const void* x, const int64_t* idx,
+                            const void* updates, void* y, const NDShape& g, uint64_t bad, void* scratch,
+                            cudaStream_t stream) {
+  const int64_t n = g.rows * g.size;
+  if (n <= 0) return cudaSuccess;
+  const Sorted s = Carve(scratch, g);
+  cudaError_t err = Sort(idx, g, s, stream);
+  if (err != cudaSuccess) return err;
+  if (op == ScatterOp::kNone) {
+    return DispatchBytes(elem_bytes, [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      ScatterNDKernel<U, ScatterOp::kNone><<<Blocks(n), kThreads, 0, stream>>>(
+          static_cast<const U*>(x), static_cast<const U*>(updates), static_cast<U*>(y), g, s, static_cast<U>(bad));
+      return cudaGetLastError();
+    });
+  }
+  auto run = [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T bad_value;
+    static_assert(sizeof(T) <= sizeof(uint64_t));
+    std::memcpy(&bad_value, &bad, sizeof(T));  // little-endian: the low bytes
+    const T* px = static_cast<const T*>(x);
+    const T* pu = static_cast<const T*>(updates);
+    T* py = static_cast<T*>(y);
+    switch (op) {
+      case ScatterOp::kAdd: ScatterNDKernel<T, ScatterOp::kAdd><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
+      case ScatterOp::kMul: ScatterNDKernel<T, ScatterOp::kMul><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
+      case ScatterOp::kMax: ScatterNDKernel<T, ScatterOp::kMax><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
+      case ScatterOp::kMin: ScatterNDKernel<T, ScatterOp::kMin><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
+      default: return cudaErrorInvalidValue;
+    }
+    return cudaGetLastError();
+  };
+  switch (t) {
+    case Num::kF32: return run(Tag<float>{});
+    case Num::kF16: return run(Tag<__half>{});
+    case Num::kBF16: return run(Tag<__nv_bfloat16>{});
+    case Num::kI32: return run(Tag<int32_t>{});
+    case Num::kI64: return run(Tag<int64_t>{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t LaunchScatterNDGrad(size_t elem_bytes, const void* dy, const int64_t* idx, void* ddata, void* dupdates,
+                                bool zero_targets, const NDShape& g, uint64_t bad, void* scratch, cudaStream_t stream) {
+  const Sorted s = Carve(scratch, g);
+  cudaError_t err = Sort(idx, g, s, stream);
+  if (err != cudaSuccess) return err;
+  return DispatchBytes(elem_bytes, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const int64_t nd = g.rows * g.size, nu = g.count * g.size;
+    if (ddata && nd > 0)
+      ScatterNDGradData<U><<<Blocks(nd), kThreads, 0, stream>>>(static_cast<const U*>(dy), static_cast<U*>(ddata), g,
+                                                                s, zero_targets, static_cast<U>(bad));
+    if (dupdates && nu > 0)
+      ScatterNDGradUpdates<U><<<Blocks(nu), kThreads, 0, stream>>>(static_cast<const U*>(dy),
+                                                                   static_cast<U*>(dupdates), g, s, static_cast<U>(bad));
+    return cudaGetLastError();
+  });
+}
+
+}  // namespace amptrain::kernels::cuda
