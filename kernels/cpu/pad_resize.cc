@@ -2,12 +2,14 @@
 // axes), Resize (nearest/linear/cubic, separable: one 1-D pass per
 // resized axis in double, as the ONNX reference does) and its gradient
 // ResizeGrad (the passes' adjoints). Geometry comes from
-// ir/infer/shape_params.h, shared with the shape rules.
+// ir/infer/shape_params.h, shared with the shape rules; the taps from
+// kernels/resize_taps.h, shared with the CUDA kernel.
 #include <cmath>
 
 #include "ir/infer/shape_params.h"
 #include "kernels/cpu/element.h"
 #include "kernels/cpu/shape_kernels.h"
+#include "kernels/resize_taps.h"
 
 namespace amptrain::kernels::cpu {
 
@@ -106,99 +108,18 @@ class PadKernel : public Kernel {
   std::string describe_;
 };
 
-// One output position of a 1-D resample: taps (source index, weight).
-struct Taps {
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-  bool extrapolate = false;
-};
-
-double CubicWeight(double x, double a) {
-  x = std::fabs(x);
-  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
-  return 0;
-}
-
-Taps ComputeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, int64_t out, double scale, double r0, double r1) {
-  Taps t;
-  const double xo = ir::ResizeSourceCoord(a, static_cast<double>(x), in, out, scale, r0, r1);
-  if (a.coord == ir::CoordMode::kTfCropAndResize && (xo < 0 || xo > static_cast<double>(in - 1))) {
-    t.extrapolate = true;
-    return t;
-  }
-  const double base = std::floor(xo);
-  const double frac = xo - base;
-  const int64_t b = static_cast<int64_t>(base);
-  switch (a.mode) {
-    case ir::ResizeMode::kNearest: {
-      bool up = false;
-      if (frac > 0) {
-        switch (a.nearest) {
-          case ir::NearestMode::kRoundPreferFloor: up = frac > 0.5; break;
-          case ir::NearestMode::kRoundPreferCeil: up = frac >= 0.5; break;
-          case ir::NearestMode::kFloor: up = false; break;
-          case ir::NearestMode::kCeil: up = true; break;
-        }
-      }
-      t.index = {b + (up ? 1 : 0)};
-      t.weight = {1.0};
-      break;
-    }
-    case ir::ResizeMode::kLinear:
-      t.index = {b, b + 1};
-      t.weight = {1 - frac, frac};
-      break;
-    case ir::ResizeMode::kCubic:
-      t.index = {b - 1, b, b + 1, b + 2};
-      t.weight = {CubicWeight(frac + 1, a.cubic_a), CubicWeight(frac, a.cubic_a), CubicWeight(1 - frac, a.cubic_a),
-                  CubicWeight(2 - frac, a.cubic_a)};
-      break;
-  }
-  if (a.exclude_outside) {
-    double sum = 0;
-    for (size_t i = 0; i < t.index.size(); ++i) {
-      if (t.index[i] < 0 || t.index[i] >= in) t.weight[i] = 0;
-      sum += t.weight[i];
-    }
-    if (sum != 0)
-      for (double& w : t.weight) w /= sum;
-  }
-  for (int64_t& i : t.index) i = std::clamp<int64_t>(i, 0, in - 1);
-  return t;
-}
-
-// One axis of a resample: the elements before and after it, and the taps of
-// each of its `out` positions over `in` sources. `dims` holds the axis's
-// current size (in for the forward, out for the adjoint); only the others
-// are read.
-struct AxisTaps {
-  int64_t outer = 1, inner = 1;
-  std::vector<Taps> taps;
-};
-
-AxisTaps TapsOfAxis(const ir::ResizeAttrs& a, const ir::ResizeGeometry& g, const std::vector<int64_t>& dims,
-                    size_t axis, int64_t in, int64_t out) {
-  AxisTaps t;
-  for (size_t d = 0; d < axis; ++d) t.outer *= dims[d];
-  for (size_t d = axis + 1; d < dims.size(); ++d) t.inner *= dims[d];
-  for (int64_t x = 0; x < out; ++x)
-    t.taps.push_back(ComputeTaps(a, x, in, out, g.scales[axis], g.roi_start[axis], g.roi_end[axis]));
-  return t;
-}
-
 // Resamples `axis` of `src` (dims) to `out` positions.
 std::vector<double> ResampleAxis(const ir::ResizeAttrs& a, const ir::ResizeGeometry& g, const std::vector<double>& src,
                                  std::vector<int64_t>& dims, size_t axis) {
   const int64_t in = dims[axis], out = g.out_dims[axis];
-  const AxisTaps at = TapsOfAxis(a, g, dims, axis, in, out);
+  const ResizeAxisTaps at = ResizeTapsOfAxis(a, g, dims, axis, in, out);
   const int64_t outer = at.outer, inner = at.inner;
-  const std::vector<Taps>& taps = at.taps;
+  const std::vector<ResizeTaps>& taps = at.taps;
   std::vector<double> dst(static_cast<size_t>(outer * out * inner));
 #pragma omp parallel for if (outer * out * inner >= kParallelElements)
   for (int64_t k = 0; k < outer * out; ++k) {
     const int64_t o = k / out, x = k % out;
-    const Taps& t = taps[static_cast<size_t>(x)];
+    const ResizeTaps& t = taps[static_cast<size_t>(x)];
     double* d = dst.data() + k * inner;
     for (int64_t i = 0; i < inner; ++i) {
       double acc = t.extrapolate ? a.extrapolation_value : 0.0;
@@ -216,16 +137,16 @@ std::vector<double> ResampleAxisAdjoint(const ir::ResizeAttrs& a, const ir::Resi
                                         const std::vector<double>& dst, std::vector<int64_t>& dims, size_t axis,
                                         int64_t in) {
   const int64_t out = dims[axis];
-  const AxisTaps at = TapsOfAxis(a, g, dims, axis, in, out);
+  const ResizeAxisTaps at = ResizeTapsOfAxis(a, g, dims, axis, in, out);
   const int64_t outer = at.outer, inner = at.inner;
-  const std::vector<Taps>& taps = at.taps;
+  const std::vector<ResizeTaps>& taps = at.taps;
   std::vector<double> src(static_cast<size_t>(outer * in * inner), 0.0);
   // Each outer row is one work item, summing its positions in order: the
   // bits do not depend on the thread count.
 #pragma omp parallel for if (outer * out * inner >= kParallelElements)
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t x = 0; x < out; ++x) {
-      const Taps& t = taps[static_cast<size_t>(x)];
+      const ResizeTaps& t = taps[static_cast<size_t>(x)];
       const double* d = dst.data() + (o * out + x) * inner;
       for (size_t j = 0; j < t.index.size(); ++j) {
         double* s = src.data() + (o * in + t.index[j]) * inner;

@@ -22,22 +22,13 @@
 #include "kernels/cpu/element.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/register.h"
+#include "kernels/kernel_params.h"
 
 namespace amptrain::kernels::cpu {
 
 namespace {
 
 enum class Reduction { kNone, kAdd, kMul, kMax, kMin };
-
-StatusOr<Reduction> ParseReduction(const KernelInit& init) {
-  AMP_ASSIGN_OR_RETURN(std::string r, init.attrs->GetString("reduction", "none"));
-  if (r == "none") return Reduction::kNone;
-  if (r == "add") return Reduction::kAdd;
-  if (r == "mul") return Reduction::kMul;
-  if (r == "max") return Reduction::kMax;
-  if (r == "min") return Reduction::kMin;
-  return init.Error("reduction '", r, "' is not one of none, add, mul, max, min");
-}
 
 // Where each index tuple's slice starts in `dims` (in elements), and its size.
 struct Slices {
@@ -192,25 +183,17 @@ class GatherNDGradKernel final : public Kernel {
   std::vector<Acc<T>> sums_;
 };
 
-StatusOr<size_t> BatchDims(const KernelInit& init, size_t data_rank) {
-  AMP_ASSIGN_OR_RETURN(int64_t b, init.attrs->GetInt("batch_dims", 0));
-  const size_t q = init.inputs[1].dims.size();
-  if (b < 0 || static_cast<size_t>(b) >= std::min(q, data_rank))
-    return init.Error("batch_dims ", b, " is outside [0, ", std::min(q, data_rank), ")");
-  return static_cast<size_t>(b);
-}
-
 StatusOr<std::unique_ptr<Kernel>> MakeGatherND(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
   if (init.inputs[1].dtype != DType::kInt64 || init.inputs[1].dims.empty()) return init.Error("indices must be int64 of rank >= 1");
-  AMP_ASSIGN_OR_RETURN(size_t b, BatchDims(init, init.inputs[0].dims.size()));
+  AMP_ASSIGN_OR_RETURN(size_t b, ParseBatchDims(init, init.inputs[0].dims.size()));
   return std::unique_ptr<Kernel>(new GatherNDKernel(init.Describe(), b));
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeGatherNDGrad(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
   if (init.inputs[1].dtype != DType::kInt64 || init.inputs[1].dims.empty()) return init.Error("indices must be int64 of rank >= 1");
-  AMP_ASSIGN_OR_RETURN(size_t b, BatchDims(init, init.outputs[0].dims.size()));
+  AMP_ASSIGN_OR_RETURN(size_t b, ParseBatchDims(init, init.outputs[0].dims.size()));
   std::unique_ptr<Kernel> k;
   AMP_RETURN_IF_ERROR(DispatchFloat(init.inputs[0].dtype, [&](auto tag) {
     k = std::make_unique<GatherNDGradKernel<typename decltype(tag)::type>>(init.Describe(), b);
@@ -221,7 +204,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeGatherNDGrad(const KernelInit& init) {
 
 StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
-  AMP_ASSIGN_OR_RETURN(Reduction r, ParseReduction(init));
+  AMP_ASSIGN_OR_RETURN(Reduction r, ParseScatterReduction<Reduction>(init));
   const DType t = init.inputs[0].dtype;
   if (r != Reduction::kNone && !ir::IsFloat(t) && t != DType::kInt64 && t != DType::kInt32)
     return init.Error("reduction other than none needs a float, int32 or int64 tensor, got ", ir::DTypeName(t));
@@ -231,7 +214,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelInit& init) {
 
 StatusOr<std::unique_ptr<Kernel>> MakeScatterNDGrad(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 2, 2));
-  AMP_ASSIGN_OR_RETURN(Reduction r, ParseReduction(init));
+  AMP_ASSIGN_OR_RETURN(Reduction r, ParseScatterReduction<Reduction>(init));
   if (r != Reduction::kNone && r != Reduction::kAdd) return init.Error("the gradient takes reduction none or add only");
   if (init.inputs[1].dtype != DType::kInt64 || init.inputs[1].dims.empty()) return init.Error("indices must be int64 of rank >= 1");
   return std::unique_ptr<Kernel>(new ScatterNDGradKernel(init.Describe(), r));

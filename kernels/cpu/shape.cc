@@ -7,6 +7,7 @@
 
 #include "kernels/cpu/element.h"
 #include "kernels/cpu/shape_kernels.h"
+#include "kernels/kernel_params.h"
 
 namespace amptrain::kernels::cpu {
 
@@ -205,12 +206,9 @@ class ShapeKernel : public Kernel {
     AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1));
     const int64_t r = static_cast<int64_t>(init.inputs[0].dims.size());
     int64_t start = init.attrs ? init.attrs->Int("start", 0) : 0, end = init.attrs ? init.attrs->Int("end", r) : r;
-    if (start < 0) start += r;
-    if (end < 0) end += r;
-    start = std::clamp<int64_t>(start, 0, r);
-    end = std::clamp<int64_t>(end, 0, r);
+    ResolveShapeRange(r, &start, &end);
     if (init.outputs[0].dtype != DType::kInt64) return init.Error("output must be int64");
-    return std::unique_ptr<Kernel>(new ShapeKernel(start, std::max(end, start)));
+    return std::unique_ptr<Kernel>(new ShapeKernel(start, end));
   }
   Status Run(KernelContext& ctx) override {
     for (int64_t d = start_; d < end_; ++d) ctx.outputs[0].as<int64_t>()[d - start_] = ctx.inputs[0].dims[static_cast<size_t>(d)];
@@ -228,15 +226,7 @@ class ConstantKernel : public Kernel {
   static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
     if (init.outputs.size() != 1) return init.Error("needs one output");
     const bool fill = init.op == OpKind::kConstantOfShape;
-    ir::Tensor value = ir::Tensor::Floats({0.0f}, {1});
-    if (init.attrs && init.attrs->Has("value")) {
-      AMP_ASSIGN_OR_RETURN(value, init.attrs->GetTensor("value"));
-    } else if (!fill) {
-      return init.Error("missing tensor attribute 'value'");
-    }
-    if (value.dtype() != init.outputs[0].dtype) return init.Error("value has dtype ", ir::DTypeName(value.dtype()));
-    if (fill && value.num_elements() != 1) return init.Error("value must hold one element");
-    if (!fill && value.num_elements() != init.outputs[0].num_elements()) return init.Error("value does not match the output");
+    AMP_ASSIGN_OR_RETURN(ir::Tensor value, ConstantValue(init, fill));
     return std::unique_ptr<Kernel>(new ConstantKernel(fill, std::move(value)));
   }
   Status Run(KernelContext& ctx) override {

@@ -1,6 +1,7 @@
 // Host-side helpers of the CUDA Kernel classes (kernels/cuda/*_kernels.cc):
-// the registry entry, the dtype switch to the launchers' Elem, the run's
-// stream, and per-family registration functions.
+// the registry entry, the dtype switches to the launchers' Elem and Num,
+// element-size checks, the run's stream, and per-family registration
+// functions.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -38,6 +39,40 @@ inline Status CopyInputToOutput(const KernelContext& ctx) {
     CUDA_CHECK(cudaMemcpyAsync(ctx.outputs[0].data, ctx.inputs[0].data, ctx.outputs[0].nbytes(),
                                cudaMemcpyDeviceToDevice, StreamOf(ctx)));
   return Status::Ok();
+}
+
+// The launchers' Num of `t` (fp32/fp16/bf16, int32, int64), nullopt for
+// any other dtype.
+inline std::optional<Num> NumOf(DType t) {
+  switch (t) {
+    case DType::kFloat32: return Num::kF32;
+    case DType::kFloat16: return Num::kF16;
+    case DType::kBFloat16: return Num::kBF16;
+    case DType::kInt32: return Num::kI32;
+    case DType::kInt64: return Num::kI64;
+    default: return std::nullopt;
+  }
+}
+
+// Element sizes the byte-moving launchers take (DispatchBytes in elem.cuh).
+inline bool CopyableSize(size_t bytes) { return bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8; }
+
+// Error unless `bytes` is a CopyableSize.
+inline Status CheckCopyable(const KernelInit& init, size_t bytes) {
+  if (!CopyableSize(bytes)) return init.Error("element size ", bytes, " is not supported");
+  return Status::Ok();
+}
+
+// The bits written for a bad index (Gather, GatherND, ScatterND): the
+// dtype's quiet NaN, else 0.
+inline uint64_t BadBits(DType t) {
+  switch (t) {
+    case DType::kFloat32: return 0x7fc00000u;
+    case DType::kFloat16: return 0x7e00u;
+    case DType::kBFloat16: return 0x7fc0u;
+    case DType::kFloat64: return 0x7ff8000000000000ull;
+    default: return 0;
+  }
 }
 
 // A DeviceKind::kCuda entry for fp32/fp16/bf16 (or `dtypes`).

@@ -1,5 +1,6 @@
 // Device-side helpers of the .cu files: storage types, float conversion,
-// launch geometry and the one Elem switch.
+// launch geometry, the Elem, Num and byte-size switches, the arithmetic
+// types of the storage types and the flat Broadcast.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -43,6 +44,56 @@ cudaError_t DispatchElem(Elem t, Fn&& fn) {
     case Elem::kBF16: return fn(Tag<__nv_bfloat16>{});
   }
   return cudaErrorInvalidValue;
+}
+
+// fn(Tag<U>{}) with U the unsigned integer of elem_bytes bytes (1, 2, 4, 8).
+template <class Fn>
+cudaError_t DispatchBytes(size_t elem_bytes, Fn&& fn) {
+  switch (elem_bytes) {
+    case 1: return fn(Tag<uint8_t>{});
+    case 2: return fn(Tag<uint16_t>{});
+    case 4: return fn(Tag<uint32_t>{});
+    case 8: return fn(Tag<uint64_t>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// fn(Tag<storage type>{}) for `t` (launch.h's Num).
+template <class Fn>
+cudaError_t DispatchNum(Num t, Fn&& fn) {
+  switch (t) {
+    case Num::kF32: return fn(Tag<float>{});
+    case Num::kF16: return fn(Tag<__half>{});
+    case Num::kBF16: return fn(Tag<__nv_bfloat16>{});
+    case Num::kI8: return fn(Tag<int8_t>{});
+    case Num::kU8: return fn(Tag<uint8_t>{});
+    case Num::kI32: return fn(Tag<int32_t>{});
+    case Num::kI64: return fn(Tag<int64_t>{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// The arithmetic type of a storage type: float for fp16/bf16 (as the CPU's
+// Acc), the type itself otherwise; Widen converts to it, Narrow back.
+template <class T> struct AccOf { using type = T; };
+template <> struct AccOf<__half> { using type = float; };
+template <> struct AccOf<__nv_bfloat16> { using type = float; };
+
+template <class T> __device__ __forceinline__ typename AccOf<T>::type Widen(T x) { return x; }
+template <> __device__ __forceinline__ float Widen<__half>(__half x) { return ToF(x); }
+template <> __device__ __forceinline__ float Widen<__nv_bfloat16>(__nv_bfloat16 x) { return ToF(x); }
+
+template <class T> __device__ __forceinline__ T Narrow(typename AccOf<T>::type x) { return static_cast<T>(x); }
+template <> __device__ __forceinline__ __half Narrow<__half>(float x) { return FromF<__half>(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 Narrow<__nv_bfloat16>(float x) { return FromF<__nv_bfloat16>(x); }
+
+// A Broadcast for operands in y's layout (a rank-1 walk with unit strides).
+inline Broadcast Flat(int64_t n) {
+  Broadcast bc;
+  bc.rank = 1;
+  bc.out_dims[0] = n;
+  bc.a_strides[0] = bc.b_strides[0] = bc.c_strides[0] = 1;
+  return bc;
 }
 
 // The sum (kMax: the max, NaN skipped as by fmaxf) of v over a block of

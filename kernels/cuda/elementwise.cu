@@ -145,27 +145,6 @@ __global__ void WhereKernel(const bool* c, const U* a, const U* b, U* y, int64_t
   }
 }
 
-// Calls fn(Tag<U>{}) with U an unsigned integer of elem_bytes bytes.
-template <class Fn>
-cudaError_t DispatchBytes(size_t elem_bytes, Fn&& fn) {
-  switch (elem_bytes) {
-    case 1: return fn(Tag<uint8_t>{});
-    case 2: return fn(Tag<uint16_t>{});
-    case 4: return fn(Tag<uint32_t>{});
-    case 8: return fn(Tag<uint64_t>{});
-  }
-  return cudaErrorInvalidValue;
-}
-
-// bc for operands in y's layout (a rank-1 walk with unit strides).
-Broadcast Flat(int64_t n) {
-  Broadcast bc;
-  bc.rank = 1;
-  bc.out_dims[0] = n;
-  bc.a_strides[0] = bc.b_strides[0] = bc.c_strides[0] = 1;
-  return bc;
-}
-
 template <class T>
 __global__ void BroadcastCopyKernel(const T* x, T* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {

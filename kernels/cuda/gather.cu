@@ -1,9 +1,9 @@
 // Gather and GatherGrad (launch.h). Gather copies elements by size. The
 // gradient is deterministic without float atomics: one block sorts the
-// indices stably by target row (a counting sort: integer counts, a scan, then
-// the indices placed tile by tile in index order), then one thread per
-// element of dX sums its row's dY slices in that order, in float.
-#include "kernels/cuda/elem.cuh"
+// indices stably by target row (sort.cuh's counting sort: integer counts, a
+// scan, then the indices placed tile by tile in index order), then one
+// thread per element of dX sums its row's dY slices in that order, in float.
+#include "kernels/cuda/sort.cuh"
 
 namespace amptrain::kernels::cuda {
 
@@ -38,64 +38,11 @@ SortScratch Carve(void* scratch, const GatherShape& g) {
   return SortScratch{p, p + g.dim + 2, p + 2 * g.dim + 3};
 }
 
-constexpr int kSortThreads = 256;
-
 // One block: order[] = 0..n_idx-1 sorted stably by Row (bad ones last),
 // start[r] = the first position of row r, start[dim + 1] = n_idx.
 template <class I>
 __global__ void SortByRow(const I* idx, GatherShape g, SortScratch s) {
-  __shared__ int32_t keys[kSortThreads];
-  __shared__ int32_t chunk[kSortThreads];
-  const int64_t rows = g.dim + 1;  // with the bad-index bucket
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s.fill[r] = 0;
-  __syncthreads();
-  for (int64_t j = threadIdx.x; j < g.n_idx; j += blockDim.x) atomicAdd(&s.fill[Row(idx, j, g.dim)], 1);
-  __syncthreads();
-  // Exclusive scan of the counts: a contiguous chunk per thread, then the chunk totals.
-  const int64_t per = (rows + blockDim.x - 1) / blockDim.x;
-  const int64_t lo = threadIdx.x * per, hi = lo + per < rows ? lo + per : rows;
-  int32_t total = 0;
-  for (int64_t r = lo; r < hi; ++r) total += s.fill[r];
-  chunk[threadIdx.x] = total;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int32_t acc = 0;
-    for (int k = 0; k < kSortThreads; ++k) {
-      const int32_t c = chunk[k];
-      chunk[k] = acc;
-      acc += c;
-    }
-  }
-  __syncthreads();
-  int32_t acc = chunk[threadIdx.x];
-  for (int64_t r = lo; r < hi; ++r) {
-    const int32_t c = s.fill[r];
-    s.start[r] = acc;
-    s.fill[r] = acc;
-    acc += c;
-  }
-  if (threadIdx.x == 0) s.start[rows] = static_cast<int32_t>(g.n_idx);
-  __syncthreads();
-  // Place tile by tile: an index goes after the equal keys before it in its tile.
-  for (int64_t t0 = 0; t0 < g.n_idx; t0 += blockDim.x) {
-    const int64_t j = t0 + threadIdx.x;
-    const int32_t key = j < g.n_idx ? static_cast<int32_t>(Row(idx, j, g.dim)) : -1;
-    keys[threadIdx.x] = key;
-    __syncthreads();
-    int32_t before = 0;
-    bool last = true;
-    if (key >= 0) {
-      for (int k = 0; k < kSortThreads; ++k) {
-        if (keys[k] != key) continue;
-        if (k < static_cast<int>(threadIdx.x)) ++before;
-        if (k > static_cast<int>(threadIdx.x)) last = false;
-      }
-      s.order[s.fill[key] + before] = static_cast<int32_t>(j);
-    }
-    __syncthreads();  // every fill[key] is read before the last of its key moves it
-    if (key >= 0 && last) s.fill[key] += before + 1;
-    __syncthreads();
-  }
+  SortByKey(g.n_idx, g.dim + 1, [&](int64_t j) { return Row(idx, j, g.dim); }, s.start, s.fill, s.order);
 }
 
 template <class T>
@@ -129,13 +76,7 @@ cudaError_t LaunchGather(size_t elem_bytes, const void* x, const void* idx, void
                                                              static_cast<U*>(y), g, static_cast<U>(bad));
       return cudaGetLastError();
     };
-    switch (elem_bytes) {
-      case 1: return launch(Tag<uint8_t>{});
-      case 2: return launch(Tag<uint16_t>{});
-      case 4: return launch(Tag<uint32_t>{});
-      case 8: return launch(Tag<uint64_t>{});
-    }
-    return cudaErrorInvalidValue;
+    return DispatchBytes(elem_bytes, launch);
   });
 }
 

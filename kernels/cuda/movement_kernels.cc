@@ -23,8 +23,6 @@ namespace amptrain::kernels::cuda {
 
 namespace {
 
-bool CopyableSize(size_t bytes) { return bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8; }
-
 std::vector<int64_t> RowMajorStrides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (size_t d = dims.size(); d-- > 1;) s[d - 1] = s[d] * dims[d];
@@ -53,7 +51,7 @@ class StridedCopyKernel final : public Kernel {
 Status CheckCopy(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckDTypes(init, init.inputs[0].dtype, {}, {0}));
   const size_t bytes = ir::DTypeSize(init.inputs[0].dtype);
-  if (!CopyableSize(bytes)) return init.Error("element size ", bytes, " is not supported");
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, bytes));
   if (init.outputs[0].dims.size() > static_cast<size_t>(kMaxRank))
     return init.Error("rank ", init.outputs[0].dims.size(), " is over ", kMaxRank);
   return Status::Ok();
@@ -190,17 +188,6 @@ StatusOr<std::unique_ptr<Kernel>> MakeConcatSplit(const KernelInit& init) {
       std::make_unique<ConcatSplitKernel>(split, product(whole.dims, 0, a), whole_row, std::move(rows)));
 }
 
-// The bits Gather writes for a bad index: the dtype's quiet NaN, else 0.
-uint64_t BadBits(DType t) {
-  switch (t) {
-    case DType::kFloat32: return 0x7fc00000u;
-    case DType::kFloat16: return 0x7e00u;
-    case DType::kBFloat16: return 0x7fc0u;
-    case DType::kFloat64: return 0x7ff8000000000000ull;
-    default: return 0;
-  }
-}
-
 // Gather's output dims for data `data`, indices `idx` and a normalized axis.
 std::vector<int64_t> GatheredDims(const std::vector<int64_t>& data, const std::vector<int64_t>& idx, int64_t axis) {
   std::vector<int64_t> out(data.begin(), data.begin() + axis);
@@ -246,7 +233,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeGather(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
-  if (!CopyableSize(ir::DTypeSize(t))) return init.Error("element size ", ir::DTypeSize(t), " is not supported");
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, ir::DTypeSize(t)));
   const std::vector<int64_t>& data = init.inputs[0].dims;
   std::vector<int64_t> gathered;
   AMP_ASSIGN_OR_RETURN(const GatherShape g, GatherGeometry(init, data, init.inputs[1], &gathered));
@@ -307,7 +294,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeWhere(const KernelInit& init) {
   const DType t = init.inputs[1].dtype;
   if (init.inputs[0].dtype != DType::kBool || init.inputs[2].dtype != t || init.outputs[0].dtype != t)
     return init.Error("expects a bool condition and X, Y of one dtype");
-  if (!CopyableSize(ir::DTypeSize(t))) return init.Error("element size ", ir::DTypeSize(t), " is not supported");
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, ir::DTypeSize(t)));
   AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {1, 2, 0}));  // X, Y, cond
   return std::unique_ptr<Kernel>(std::make_unique<WhereKernel>(ir::DTypeSize(t), bc));
 }

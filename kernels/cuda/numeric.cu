@@ -9,33 +9,6 @@ namespace amptrain::kernels::cuda {
 
 namespace {
 
-// Float storage types compute in float, integers in themselves.
-template <class T> struct AccOf { using type = T; };
-template <> struct AccOf<__half> { using type = float; };
-template <> struct AccOf<__nv_bfloat16> { using type = float; };
-
-template <class T> __device__ __forceinline__ typename AccOf<T>::type Widen(T x) { return x; }
-template <> __device__ __forceinline__ float Widen<__half>(__half x) { return ToF(x); }
-template <> __device__ __forceinline__ float Widen<__nv_bfloat16>(__nv_bfloat16 x) { return ToF(x); }
-
-template <class T> __device__ __forceinline__ T Narrow(typename AccOf<T>::type x) { return static_cast<T>(x); }
-template <> __device__ __forceinline__ __half Narrow<__half>(float x) { return FromF<__half>(x); }
-template <> __device__ __forceinline__ __nv_bfloat16 Narrow<__nv_bfloat16>(float x) { return FromF<__nv_bfloat16>(x); }
-
-template <class Fn>
-cudaError_t DispatchNum(Num t, Fn&& fn) {
-  switch (t) {
-    case Num::kF32: return fn(Tag<float>{});
-    case Num::kF16: return fn(Tag<__half>{});
-    case Num::kBF16: return fn(Tag<__nv_bfloat16>{});
-    case Num::kI8: return fn(Tag<int8_t>{});
-    case Num::kU8: return fn(Tag<uint8_t>{});
-    case Num::kI32: return fn(Tag<int32_t>{});
-    case Num::kI64: return fn(Tag<int64_t>{});
-  }
-  return cudaErrorInvalidValue;
-}
-
 // Offsets of output element i in a and b under bc.
 __device__ __forceinline__ void Offsets(const Broadcast& bc, int64_t i, int64_t* ia, int64_t* ib) {
   int64_t rem = i, a = 0, b = 0;
@@ -47,14 +20,6 @@ __device__ __forceinline__ void Offsets(const Broadcast& bc, int64_t i, int64_t*
   }
   *ia = a;
   *ib = b;
-}
-
-Broadcast Flat(int64_t n) {
-  Broadcast bc;
-  bc.rank = 1;
-  bc.out_dims[0] = n;
-  bc.a_strides[0] = bc.b_strides[0] = 1;
-  return bc;
 }
 
 __global__ void NotKernel(const uint8_t* x, uint8_t* y, int64_t n) {
@@ -146,14 +111,11 @@ cudaError_t LaunchCompareNum(CompareOp op, Num t, const void* a, const void* b, 
 
 cudaError_t LaunchFill(size_t elem_bytes, uint64_t bits, void* y, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
-  switch (elem_bytes) {
-    case 1: FillKernel<uint8_t><<<Blocks(n), kThreads, 0, stream>>>(static_cast<uint8_t>(bits), static_cast<uint8_t*>(y), n); break;
-    case 2: FillKernel<uint16_t><<<Blocks(n), kThreads, 0, stream>>>(static_cast<uint16_t>(bits), static_cast<uint16_t*>(y), n); break;
-    case 4: FillKernel<uint32_t><<<Blocks(n), kThreads, 0, stream>>>(static_cast<uint32_t>(bits), static_cast<uint32_t*>(y), n); break;
-    case 8: FillKernel<uint64_t><<<Blocks(n), kThreads, 0, stream>>>(bits, static_cast<uint64_t*>(y), n); break;
-    default: return cudaErrorInvalidValue;
-  }
-  return cudaGetLastError();
+  return DispatchBytes(elem_bytes, [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    FillKernel<U><<<Blocks(n), kThreads, 0, stream>>>(static_cast<U>(bits), static_cast<U*>(y), n);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t LaunchRange(Num t, const void* start, const void* delta, void* y, int64_t n, cudaStream_t stream) {

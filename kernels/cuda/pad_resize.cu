@@ -94,13 +94,7 @@ cudaError_t LaunchPad(size_t elem_bytes, const void* x, const void* value, void*
                                                      static_cast<U*>(y), n, s);
     return cudaGetLastError();
   };
-  switch (elem_bytes) {
-    case 1: return go(Tag<uint8_t>{});
-    case 2: return go(Tag<uint16_t>{});
-    case 4: return go(Tag<uint32_t>{});
-    case 8: return go(Tag<uint64_t>{});
-  }
-  return cudaErrorInvalidValue;
+  return DispatchBytes(elem_bytes, go);
 }
 
 cudaError_t LaunchResample(const ResamplePass& p, const double* src, double* dst, cudaStream_t stream) {

@@ -11,16 +11,16 @@
 //     tf_crop_and_resize's extrapolation, keep_aspect_ratio_policy, axes;
 //     scales/sizes (and roi for tf_crop_and_resize) must be plan-time
 //     constants. fp32/fp16/bf16. The taps of every resized axis are computed
-//     here at creation (the CPU's ComputeTaps, copied below) and uploaded
+//     here at creation (the CPU's, kernels/resize_taps.h) and uploaded
 //     once per run into the scratch with one cudaMemcpyAsync from a host
 //     buffer the kernel owns; the passes run in double in the CPU's order
 //     and round once to float and then to the dtype, as the CPU does.
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "ir/infer/shape_params.h"
 #include "kernels/cuda/common.h"
+#include "kernels/resize_taps.h"
 
 namespace amptrain::kernels::cuda {
 
@@ -68,7 +68,7 @@ StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelInit& init) {
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
   const size_t bytes = ir::DTypeSize(t);
-  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return init.Error("element size ", bytes, " is not supported");
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, bytes));
   AMP_ASSIGN_OR_RETURN(std::string mode_name, init.attrs->GetString("mode", "constant"));
   auto mode = ir::ParsePadMode(mode_name);
   if (!mode.ok()) return init.Error(mode.status().message());
@@ -111,69 +111,6 @@ StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelInit& init) {
 }
 
 // ---- Resize, ResizeGrad ----
-
-// One output position of a 1-D resample (kernels/cpu/pad_resize.cc).
-struct Taps {
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-  bool extrapolate = false;
-};
-
-double CubicWeight(double x, double a) {
-  x = std::fabs(x);
-  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
-  return 0;
-}
-
-// kernels/cpu/pad_resize.cc's ComputeTaps, operation for operation.
-Taps ComputeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, int64_t out, double scale, double r0, double r1) {
-  Taps t;
-  const double xo = ir::ResizeSourceCoord(a, static_cast<double>(x), in, out, scale, r0, r1);
-  if (a.coord == ir::CoordMode::kTfCropAndResize && (xo < 0 || xo > static_cast<double>(in - 1))) {
-    t.extrapolate = true;
-    return t;
-  }
-  const double base = std::floor(xo);
-  const double frac = xo - base;
-  const int64_t b = static_cast<int64_t>(base);
-  switch (a.mode) {
-    case ir::ResizeMode::kNearest: {
-      bool up = false;
-      if (frac > 0) {
-        switch (a.nearest) {
-          case ir::NearestMode::kRoundPreferFloor: up = frac > 0.5; break;
-          case ir::NearestMode::kRoundPreferCeil: up = frac >= 0.5; break;
-          case ir::NearestMode::kFloor: up = false; break;
-          case ir::NearestMode::kCeil: up = true; break;
-        }
-      }
-      t.index = {b + (up ? 1 : 0)};
-      t.weight = {1.0};
-      break;
-    }
-    case ir::ResizeMode::kLinear:
-      t.index = {b, b + 1};
-      t.weight = {1 - frac, frac};
-      break;
-    case ir::ResizeMode::kCubic:
-      t.index = {b - 1, b, b + 1, b + 2};
-      t.weight = {CubicWeight(frac + 1, a.cubic_a), CubicWeight(frac, a.cubic_a), CubicWeight(1 - frac, a.cubic_a),
-                  CubicWeight(2 - frac, a.cubic_a)};
-      break;
-  }
-  if (a.exclude_outside) {
-    double sum = 0;
-    for (size_t i = 0; i < t.index.size(); ++i) {
-      if (t.index[i] < 0 || t.index[i] >= in) t.weight[i] = 0;
-      sum += t.weight[i];
-    }
-    if (sum != 0)
-      for (double& w : t.weight) w /= sum;
-  }
-  for (int64_t& i : t.index) i = std::clamp<int64_t>(i, 0, in - 1);
-  return t;
-}
 
 // Appends n values to the 8-byte aligned blob; returns their byte offset.
 template <class V>
@@ -295,11 +232,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeResize(const KernelInit& init) {
     pass.adjoint = backward;
     pass.in = x_dims[d];
     pass.out = g->out_dims[d];
-    for (size_t i = 0; i < d; ++i) pass.outer *= dims[i];
-    for (size_t i = d + 1; i < rank; ++i) pass.inner *= dims[i];
-    std::vector<Taps> taps;
-    for (int64_t x = 0; x < pass.out; ++x)
-      taps.push_back(ComputeTaps(a, x, pass.in, pass.out, g->scales[d], g->roi_start[d], g->roi_end[d]));
+    ResizeAxisTaps at = ResizeTapsOfAxis(a, *g, dims, d, pass.in, pass.out);
+    pass.outer = at.outer;
+    pass.inner = at.inner;
+    const std::vector<ResizeTaps>& taps = at.taps;
     if (!backward) {
       std::vector<int32_t> count(static_cast<size_t>(pass.out));
       std::vector<int64_t> index(static_cast<size_t>(pass.out) * 4, 0);

@@ -1,13 +1,12 @@
 // GatherND, ScatterND and their gradients (launch.h). GatherND reads by
 // tuple. The others compute each tuple's target row, sort the tuples stably
-// by row in one block (a counting sort, as gather.cu's GatherGrad), then run
-// one thread per output element that visits its row's tuples in tuple
-// order: kernels/cpu/scatter_nd.cc's order of writes and sums, without
-// atomics, the same bits on every run.
+// by row in one block (sort.cuh's counting sort, as gather.cu's GatherGrad),
+// then run one thread per output element that visits its row's tuples in
+// tuple order: kernels/cpu/scatter_nd.cc's order of writes and sums,
+// without atomics, the same bits on every run.
 #include <cstring>
-#include <type_traits>
 
-#include "kernels/cuda/elem.cuh"
+#include "kernels/cuda/sort.cuh"
 
 namespace amptrain::kernels::cuda {
 
@@ -44,60 +43,9 @@ __global__ void KeysKernel(const int64_t* idx, NDShape s, int32_t* keys) {
   AMP_GRID_STRIDE(j, s.count) keys[j] = static_cast<int32_t>(Key(idx, j, s));
 }
 
-constexpr int kSortThreads = 256;
-
-// gather.cu's SortByRow over precomputed keys (rows = the bad bucket).
+// SortByKey over the precomputed keys (rows = the bad bucket).
 __global__ void SortKeys(NDShape g, Sorted s) {
-  __shared__ int32_t keys[kSortThreads];
-  __shared__ int32_t chunk[kSortThreads];
-  const int64_t rows = g.rows + 1;
-  for (int64_t r = threadIdx.x; r < rows; r += blockDim.x) s.fill[r] = 0;
-  __syncthreads();
-  for (int64_t j = threadIdx.x; j < g.count; j += blockDim.x) atomicAdd(&s.fill[s.keys[j]], 1);
-  __syncthreads();
-  const int64_t per = (rows + blockDim.x - 1) / blockDim.x;
-  const int64_t lo = threadIdx.x * per, hi = lo + per < rows ? lo + per : rows;
-  int32_t total = 0;
-  for (int64_t r = lo; r < hi; ++r) total += s.fill[r];
-  chunk[threadIdx.x] = total;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    int32_t acc = 0;
-    for (int k = 0; k < kSortThreads; ++k) {
-      const int32_t c = chunk[k];
-      chunk[k] = acc;
-      acc += c;
-    }
-  }
-  __syncthreads();
-  int32_t acc = chunk[threadIdx.x];
-  for (int64_t r = lo; r < hi; ++r) {
-    const int32_t c = s.fill[r];
-    s.start[r] = acc;
-    s.fill[r] = acc;
-    acc += c;
-  }
-  if (threadIdx.x == 0) s.start[rows] = static_cast<int32_t>(g.count);
-  __syncthreads();
-  for (int64_t t0 = 0; t0 < g.count; t0 += blockDim.x) {
-    const int64_t j = t0 + threadIdx.x;
-    const int32_t key = j < g.count ? s.keys[j] : -1;
-    keys[threadIdx.x] = key;
-    __syncthreads();
-    int32_t before = 0;
-    bool last = true;
-    if (key >= 0) {
-      for (int k = 0; k < kSortThreads; ++k) {
-        if (keys[k] != key) continue;
-        if (k < static_cast<int>(threadIdx.x)) ++before;
-        if (k > static_cast<int>(threadIdx.x)) last = false;
-      }
-      s.order[s.fill[key] + before] = static_cast<int32_t>(j);
-    }
-    __syncthreads();
-    if (key >= 0 && last) s.fill[key] += before + 1;
-    __syncthreads();
-  }
+  SortByKey(g.count, g.rows + 1, [&](int64_t j) { return s.keys[j]; }, s.start, s.fill, s.order);
 }
 
 __device__ __forceinline__ bool AnyBad(const NDShape& g, const Sorted& s) {
@@ -124,18 +72,6 @@ __global__ void GatherNDGradKernel(const T* dy, T* dx, NDShape g, Sorted s) {
     for (int32_t b = s.start[r]; b < s.start[r + 1]; ++b) acc += ToF(dy[static_cast<int64_t>(s.order[b]) * g.size + off]);
     dx[e] = FromF<T>(bad ? NAN : acc);
   }
-}
-
-template <class T> struct AccOf { using type = T; };
-template <> struct AccOf<__half> { using type = float; };
-template <> struct AccOf<__nv_bfloat16> { using type = float; };
-template <class T> __device__ __forceinline__ typename AccOf<T>::type Widen(T x) {
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) return ToF(x);
-  else return x;
-}
-template <class T> __device__ __forceinline__ T Narrow(typename AccOf<T>::type x) {
-  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>) return FromF<T>(x);
-  else return static_cast<T>(x);
 }
 
 // U: the storage type (bytes for kNone); T: the arithmetic type otherwise.
@@ -191,25 +127,15 @@ __global__ void ScatterNDGradUpdates(const U* dy, U* du, NDShape g, Sorted s, U 
   }
 }
 
-template <class Fn>
-cudaError_t DispatchBytes(size_t elem_bytes, Fn&& fn) {
-  switch (elem_bytes) {
-    case 1: return fn(Tag<uint8_t>{});
-    case 2: return fn(Tag<uint16_t>{});
-    case 4: return fn(Tag<uint32_t>{});
-    case 8: return fn(Tag<uint64_t>{});
-  }
-  return cudaErrorInvalidValue;
-}
-
-// Keys, then the sort (count > 0).
-cudaError_t Sort(const int64_t* idx, const NDShape& g, const Sorted& s, cudaStream_t stream) {
+// The scratch carved into *s, then the keys (count > 0) and the sort.
+cudaError_t Sort(const int64_t* idx, const NDShape& g, void* scratch, cudaStream_t stream, Sorted* s) {
+  *s = Carve(scratch, g);
   if (g.count > 0) {
-    KeysKernel<<<Blocks(g.count), kThreads, 0, stream>>>(idx, g, s.keys);
+    KeysKernel<<<Blocks(g.count), kThreads, 0, stream>>>(idx, g, s->keys);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
-  SortKeys<<<1, kSortThreads, 0, stream>>>(g, s);
+  SortKeys<<<1, kSortThreads, 0, stream>>>(g, *s);
   return cudaGetLastError();
 }
 
@@ -233,9 +159,8 @@ cudaError_t LaunchGatherNDGrad(Elem t, const void* dy, const int64_t* idx, void*
                                cudaStream_t stream) {
   const int64_t n = g.rows * g.size;
   if (n <= 0) return cudaSuccess;
-  const Sorted s = Carve(scratch, g);
-  cudaError_t err = Sort(idx, g, s, stream);
-  if (err != cudaSuccess) return err;
+  Sorted s;
+  if (const cudaError_t err = Sort(idx, g, scratch, stream, &s); err != cudaSuccess) return err;
   return DispatchElem(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
     GatherNDGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<T*>(dx), g, s);
@@ -248,9 +173,8 @@ cudaError_t LaunchScatterND(ScatterOp op, Num t, size_t elem_bytes, const void* 
                             cudaStream_t stream) {
   const int64_t n = g.rows * g.size;
   if (n <= 0) return cudaSuccess;
-  const Sorted s = Carve(scratch, g);
-  cudaError_t err = Sort(idx, g, s, stream);
-  if (err != cudaSuccess) return err;
+  Sorted s;
+  if (const cudaError_t err = Sort(idx, g, scratch, stream, &s); err != cudaSuccess) return err;
   if (op == ScatterOp::kNone) {
     return DispatchBytes(elem_bytes, [&](auto tag) {
       using U = typename decltype(tag)::type;
@@ -263,7 +187,7 @@ cudaError_t LaunchScatterND(ScatterOp op, Num t, size_t elem_bytes, const void* 
     using T = typename decltype(tag)::type;
     T bad_value;
     static_assert(sizeof(T) <= sizeof(uint64_t));
-    std::memcpy(&bad_value, &bad, sizeof(T));  // little-endian: the low bytes
+    std::memcpy(static_cast<void*>(&bad_value), &bad, sizeof(T));  // little-endian: the low bytes
     const T* px = static_cast<const T*>(x);
     const T* pu = static_cast<const T*>(updates);
     T* py = static_cast<T*>(y);
@@ -276,21 +200,18 @@ cudaError_t LaunchScatterND(ScatterOp op, Num t, size_t elem_bytes, const void* 
     }
     return cudaGetLastError();
   };
-  switch (t) {
-    case Num::kF32: return run(Tag<float>{});
-    case Num::kF16: return run(Tag<__half>{});
-    case Num::kBF16: return run(Tag<__nv_bfloat16>{});
-    case Num::kI32: return run(Tag<int32_t>{});
-    case Num::kI64: return run(Tag<int64_t>{});
-    default: return cudaErrorInvalidValue;
-  }
+  return DispatchNum(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // The reductions take fp32/fp16/bf16, int32 and int64.
+    if constexpr (sizeof(T) == 1) return cudaErrorInvalidValue;
+    else return run(tag);
+  });
 }
 
 cudaError_t LaunchScatterNDGrad(size_t elem_bytes, const void* dy, const int64_t* idx, void* ddata, void* dupdates,
                                 bool zero_targets, const NDShape& g, uint64_t bad, void* scratch, cudaStream_t stream) {
-  const Sorted s = Carve(scratch, g);
-  cudaError_t err = Sort(idx, g, s, stream);
-  if (err != cudaSuccess) return err;
+  Sorted s;
+  if (const cudaError_t err = Sort(idx, g, scratch, stream, &s); err != cudaSuccess) return err;
   return DispatchBytes(elem_bytes, [&](auto tag) {
     using U = typename decltype(tag)::type;
     const int64_t nd = g.rows * g.size, nu = g.count * g.size;

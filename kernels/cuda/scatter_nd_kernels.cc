@@ -11,22 +11,11 @@
 // host: GatherND gives NaN (floats) or zeros for its slice, the others make
 // their whole outputs NaN or zeros.
 #include "kernels/cuda/common.h"
+#include "kernels/kernel_params.h"
 
 namespace amptrain::kernels::cuda {
 
 namespace {
-
-uint64_t BadBitsOf(DType t) {
-  switch (t) {
-    case DType::kFloat32: return 0x7fc00000u;
-    case DType::kFloat16: return 0x7e00u;
-    case DType::kBFloat16: return 0x7fc0u;
-    case DType::kFloat64: return 0x7ff8000000000000ull;
-    default: return 0;
-  }
-}
-
-bool Copyable(size_t bytes) { return bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8; }
 
 // The geometry of index tuples `idx` into `dims` with `batch` shared leading dims.
 StatusOr<NDShape> Geometry(const KernelInit& init, const std::vector<int64_t>& dims, const TensorSpec& idx, size_t batch) {
@@ -53,14 +42,6 @@ StatusOr<NDShape> Geometry(const KernelInit& init, const std::vector<int64_t>& d
   return s;
 }
 
-StatusOr<size_t> BatchDims(const KernelInit& init, size_t data_rank) {
-  AMP_ASSIGN_OR_RETURN(int64_t b, init.attrs->GetInt("batch_dims", 0));
-  const size_t q = init.inputs[1].dims.size();
-  if (b < 0 || static_cast<size_t>(b) >= std::min(q, data_rank))
-    return init.Error("batch_dims ", b, " is outside [0, ", std::min(q, data_rank), ")");
-  return static_cast<size_t>(b);
-}
-
 class GatherNDKernel final : public Kernel {
  public:
   GatherNDKernel(size_t bytes, NDShape s, uint64_t bad) : bytes_(bytes), s_(s), bad_(bad) {}
@@ -80,11 +61,11 @@ StatusOr<std::unique_ptr<Kernel>> MakeGatherND(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
-  if (!Copyable(ir::DTypeSize(t))) return init.Error("element size ", ir::DTypeSize(t), " is not supported");
-  AMP_ASSIGN_OR_RETURN(size_t b, BatchDims(init, init.inputs[0].dims.size()));
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, ir::DTypeSize(t)));
+  AMP_ASSIGN_OR_RETURN(size_t b, ParseBatchDims(init, init.inputs[0].dims.size()));
   AMP_ASSIGN_OR_RETURN(NDShape s, Geometry(init, init.inputs[0].dims, init.inputs[1], b));
   if (init.outputs[0].num_elements() != s.count * s.size) return init.Error("the output does not hold the gathered slices");
-  return std::unique_ptr<Kernel>(std::make_unique<GatherNDKernel>(ir::DTypeSize(t), s, BadBitsOf(t)));
+  return std::unique_ptr<Kernel>(std::make_unique<GatherNDKernel>(ir::DTypeSize(t), s, BadBits(t)));
 }
 
 class GatherNDGradKernel final : public Kernel {
@@ -110,7 +91,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeGatherNDGrad(const KernelInit& init) {
   const TensorSpec& shape = init.inputs[2];
   if (shape.value && shape.value->ToInt64Vector() != data)
     return init.Error("the shape input does not match the planned output dims");
-  AMP_ASSIGN_OR_RETURN(size_t b, BatchDims(init, data.size()));
+  AMP_ASSIGN_OR_RETURN(size_t b, ParseBatchDims(init, data.size()));
   AMP_ASSIGN_OR_RETURN(NDShape s, Geometry(init, data, init.inputs[1], b));
   if (init.inputs[0].num_elements() != s.count * s.size) return init.Error("dY does not hold the gathered slices");
   return std::unique_ptr<Kernel>(std::make_unique<GatherNDGradKernel>(*ElemOf(t), s));
@@ -136,37 +117,22 @@ class ScatterNDKernel final : public Kernel {
   uint64_t bad_;
 };
 
-StatusOr<ScatterOp> ParseScatter(const KernelInit& init) {
-  AMP_ASSIGN_OR_RETURN(std::string r, init.attrs->GetString("reduction", "none"));
-  if (r == "none") return ScatterOp::kNone;
-  if (r == "add") return ScatterOp::kAdd;
-  if (r == "mul") return ScatterOp::kMul;
-  if (r == "max") return ScatterOp::kMax;
-  if (r == "min") return ScatterOp::kMin;
-  return init.Error("reduction '", r, "' is not one of none, add, mul, max, min");
-}
-
 StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {2}, {0}));
-  AMP_ASSIGN_OR_RETURN(ScatterOp op, ParseScatter(init));
-  if (!Copyable(ir::DTypeSize(t))) return init.Error("element size ", ir::DTypeSize(t), " is not supported");
+  AMP_ASSIGN_OR_RETURN(ScatterOp op, ParseScatterReduction<ScatterOp>(init));
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, ir::DTypeSize(t)));
   Num num = Num::kU8;
   if (op != ScatterOp::kNone) {
-    switch (t) {
-      case DType::kFloat32: num = Num::kF32; break;
-      case DType::kFloat16: num = Num::kF16; break;
-      case DType::kBFloat16: num = Num::kBF16; break;
-      case DType::kInt32: num = Num::kI32; break;
-      case DType::kInt64: num = Num::kI64; break;
-      default: return init.Error("reduction other than none needs fp32/fp16/bf16, int32 or int64, got ", ir::DTypeName(t));
-    }
+    const std::optional<Num> n = NumOf(t);
+    if (!n) return init.Error("reduction other than none needs fp32/fp16/bf16, int32 or int64, got ", ir::DTypeName(t));
+    num = *n;
   }
   if (init.outputs[0].dims != init.inputs[0].dims) return init.Error("output dims differ from the data's");
   AMP_ASSIGN_OR_RETURN(NDShape s, Geometry(init, init.inputs[0].dims, init.inputs[1], 0));
   if (init.inputs[2].num_elements() != s.count * s.size) return init.Error("updates do not hold the scattered slices");
-  return std::unique_ptr<Kernel>(std::make_unique<ScatterNDKernel>(op, num, ir::DTypeSize(t), s, BadBitsOf(t)));
+  return std::unique_ptr<Kernel>(std::make_unique<ScatterNDKernel>(op, num, ir::DTypeSize(t), s, BadBits(t)));
 }
 
 class ScatterNDGradKernel final : public Kernel {
@@ -192,13 +158,13 @@ StatusOr<std::unique_ptr<Kernel>> MakeScatterNDGrad(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 2, 2));
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0, 1}));
-  AMP_ASSIGN_OR_RETURN(ScatterOp op, ParseScatter(init));
+  AMP_ASSIGN_OR_RETURN(ScatterOp op, ParseScatterReduction<ScatterOp>(init));
   if (op != ScatterOp::kNone && op != ScatterOp::kAdd) return init.Error("the gradient takes reduction none or add only");
   AMP_ASSIGN_OR_RETURN(NDShape s, Geometry(init, init.inputs[0].dims, init.inputs[1], 0));
   if (init.outputs[0].dims != init.inputs[0].dims || init.outputs[1].num_elements() != s.count * s.size)
     return init.Error("the outputs do not have dData's and dUpdates' sizes");
   return std::unique_ptr<Kernel>(
-      std::make_unique<ScatterNDGradKernel>(ir::DTypeSize(t), op == ScatterOp::kNone, s, BadBitsOf(t)));
+      std::make_unique<ScatterNDGradKernel>(ir::DTypeSize(t), op == ScatterOp::kNone, s, BadBits(t)));
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "kernels/cuda/common.h"
+#include "kernels/kernel_params.h"
 
 namespace amptrain::kernels::cuda {
 
@@ -41,6 +42,17 @@ StatusOr<std::unique_ptr<Kernel>> MakeViewCopy(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<ViewCopyKernel>());
 }
 
+// Expand's and Tile's checks (data, a shape/repeats input never read): the
+// element size of the moved bytes.
+StatusOr<size_t> MovedBytes(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  const size_t bytes = ir::DTypeSize(t);
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, bytes));
+  return bytes;
+}
+
 class ExpandKernel final : public Kernel {
  public:
   ExpandKernel(size_t elem_bytes, const Broadcast& bc) : elem_bytes_(elem_bytes), bc_(bc) {}
@@ -56,12 +68,7 @@ class ExpandKernel final : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeExpand(const KernelInit& init) {
-  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
-  const DType t = init.inputs[0].dtype;
-  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
-  const size_t bytes = ir::DTypeSize(t);
-  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8)
-    return init.Error("element size ", bytes, " is not supported");
+  AMP_ASSIGN_OR_RETURN(const size_t bytes, MovedBytes(init));
   const std::vector<int64_t>& in = init.inputs[0].dims;
   const std::vector<int64_t>& out = init.outputs[0].dims;
   if (out.size() > static_cast<size_t>(kMaxRank)) return init.Error("rank ", out.size(), " is over ", kMaxRank);
@@ -74,12 +81,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeExpand(const KernelInit& init) {
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeTile(const KernelInit& init) {
-  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
-  const DType t = init.inputs[0].dtype;
-  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
-  const size_t bytes = ir::DTypeSize(t);
-  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8)
-    return init.Error("element size ", bytes, " is not supported");
+  AMP_ASSIGN_OR_RETURN(const size_t bytes, MovedBytes(init));
   const std::vector<int64_t>& in = init.inputs[0].dims;
   const std::vector<int64_t>& out = init.outputs[0].dims;
   if (out.size() != in.size()) return init.Error("output rank ", out.size(), " differs from the input rank ", in.size());
@@ -127,10 +129,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeShapeOf(const KernelInit& init) {
   const int64_t r = static_cast<int64_t>(init.inputs[0].dims.size());
   AMP_ASSIGN_OR_RETURN(int64_t start, init.attrs->GetInt("start", 0));
   AMP_ASSIGN_OR_RETURN(int64_t end, init.attrs->GetInt("end", r));
-  if (start < 0) start += r;
-  if (end < 0) end += r;
-  start = std::clamp<int64_t>(start, 0, r);
-  end = std::max(std::clamp<int64_t>(end, 0, r), start);
+  ResolveShapeRange(r, &start, &end);
   if (init.outputs[0].dtype != DType::kInt64) return init.Error("output must be int64");
   if (init.outputs[0].num_elements() != end - start) return init.Error("the output does not have ", end - start, " elements");
   std::vector<unsigned char> bytes(static_cast<size_t>(end - start) * sizeof(int64_t));
@@ -157,22 +156,14 @@ StatusOr<std::unique_ptr<Kernel>> MakeConstant(const KernelInit& init) {
   if (init.outputs.size() != 1) return init.Error("needs one output");
   const bool fill = init.op == OpKind::kConstantOfShape;
   if (fill) AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
-  ir::Tensor value = ir::Tensor::Floats({0.0f}, {1});
-  if (init.attrs->Has("value")) {
-    AMP_ASSIGN_OR_RETURN(value, init.attrs->GetTensor("value"));
-  } else if (!fill) {
-    return init.Error("missing tensor attribute 'value'");
-  }
-  if (value.dtype() != init.outputs[0].dtype) return init.Error("value has dtype ", ir::DTypeName(value.dtype()));
-  if (fill && value.num_elements() != 1) return init.Error("value must hold one element");
-  if (!fill && value.num_elements() != init.outputs[0].num_elements()) return init.Error("value does not match the output");
+  AMP_ASSIGN_OR_RETURN(const ir::Tensor value, ConstantValue(init, fill));
   const size_t bytes = ir::DTypeSize(value.dtype());
   if (!fill) {
     std::vector<unsigned char> host(value.nbytes());
     if (!host.empty()) std::memcpy(host.data(), value.raw(), host.size());
     return std::unique_ptr<Kernel>(std::make_unique<UploadKernel>(std::move(host)));
   }
-  if (bytes != 1 && bytes != 2 && bytes != 4 && bytes != 8) return init.Error("element size ", bytes, " is not supported");
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, bytes));
   uint64_t bits = 0;
   std::memcpy(&bits, value.raw(), bytes);  // little-endian: the element in the low bytes
   return std::unique_ptr<Kernel>(std::make_unique<FillKernel>(bytes, bits));
@@ -197,16 +188,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeRange(const KernelInit& init) {
   for (const TensorSpec& s : init.inputs)
     if (s.dtype != t || s.num_elements() != 1) return init.Error("start, limit, delta must be scalars of one dtype");
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
-  Num num;
-  switch (t) {
-    case DType::kFloat32: num = Num::kF32; break;
-    case DType::kFloat16: num = Num::kF16; break;
-    case DType::kBFloat16: num = Num::kBF16; break;
-    case DType::kInt32: num = Num::kI32; break;
-    case DType::kInt64: num = Num::kI64; break;
-    default: return init.Error("dtype ", ir::DTypeName(t), " is not supported");
-  }
-  return std::unique_ptr<Kernel>(std::make_unique<RangeKernel>(num));
+  const std::optional<Num> num = NumOf(t);
+  if (!num) return init.Error("dtype ", ir::DTypeName(t), " is not supported");
+  return std::unique_ptr<Kernel>(std::make_unique<RangeKernel>(*num));
 }
 
 }  // namespace

@@ -1,0 +1,78 @@
+#include "kernels/resize_taps.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace amptrain::kernels {
+
+namespace {
+
+double CubicWeight(double x, double a) {
+  x = std::fabs(x);
+  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0;
+}
+
+}  // namespace
+
+ResizeTaps ComputeResizeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, int64_t out, double scale, double r0,
+                             double r1) {
+  ResizeTaps t;
+  const double xo = ir::ResizeSourceCoord(a, static_cast<double>(x), in, out, scale, r0, r1);
+  if (a.coord == ir::CoordMode::kTfCropAndResize && (xo < 0 || xo > static_cast<double>(in - 1))) {
+    t.extrapolate = true;
+    return t;
+  }
+  const double base = std::floor(xo);
+  const double frac = xo - base;
+  const int64_t b = static_cast<int64_t>(base);
+  switch (a.mode) {
+    case ir::ResizeMode::kNearest: {
+      bool up = false;
+      if (frac > 0) {
+        switch (a.nearest) {
+          case ir::NearestMode::kRoundPreferFloor: up = frac > 0.5; break;
+          case ir::NearestMode::kRoundPreferCeil: up = frac >= 0.5; break;
+          case ir::NearestMode::kFloor: up = false; break;
+          case ir::NearestMode::kCeil: up = true; break;
+        }
+      }
+      t.index = {b + (up ? 1 : 0)};
+      t.weight = {1.0};
+      break;
+    }
+    case ir::ResizeMode::kLinear:
+      t.index = {b, b + 1};
+      t.weight = {1 - frac, frac};
+      break;
+    case ir::ResizeMode::kCubic:
+      t.index = {b - 1, b, b + 1, b + 2};
+      t.weight = {CubicWeight(frac + 1, a.cubic_a), CubicWeight(frac, a.cubic_a), CubicWeight(1 - frac, a.cubic_a),
+                  CubicWeight(2 - frac, a.cubic_a)};
+      break;
+  }
+  if (a.exclude_outside) {
+    double sum = 0;
+    for (size_t i = 0; i < t.index.size(); ++i) {
+      if (t.index[i] < 0 || t.index[i] >= in) t.weight[i] = 0;
+      sum += t.weight[i];
+    }
+    if (sum != 0)
+      for (double& w : t.weight) w /= sum;
+  }
+  for (int64_t& i : t.index) i = std::clamp<int64_t>(i, 0, in - 1);
+  return t;
+}
+
+ResizeAxisTaps ResizeTapsOfAxis(const ir::ResizeAttrs& a, const ir::ResizeGeometry& g,
+                                const std::vector<int64_t>& dims, size_t axis, int64_t in, int64_t out) {
+  ResizeAxisTaps t;
+  for (size_t d = 0; d < axis; ++d) t.outer *= dims[d];
+  for (size_t d = axis + 1; d < dims.size(); ++d) t.inner *= dims[d];
+  for (int64_t x = 0; x < out; ++x)
+    t.taps.push_back(ComputeResizeTaps(a, x, in, out, g.scales[axis], g.roi_start[axis], g.roi_end[axis]));
+  return t;
+}
+
+}  // namespace amptrain::kernels
