@@ -3,7 +3,8 @@
 // grad_conv.cc): groups, strides, dilations, pads, optional bias; FusedConv's
 // optional residual Z and "Relu" activation; ConvGrad(dY, X, W) -> dX, dW,
 // dB, any of them absent (the entry skips unused outputs: dX of the first
-// convolution is never computed).
+// convolution is never computed); ConvTranspose (kernels/cpu/conv_transpose.cc)
+// as the backward-data of the convolution it transposes, bias after.
 //
 // cuDNN accumulates in fp32 for every dtype (the convolution descriptor's
 // compute type is float): fp32 data uses FMA kernels only (CUDNN_FMA_MATH, no
@@ -301,6 +302,87 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<ConvGradKernel>(s));
 }
 
+// ConvTranspose(X, W, B?) -> Y: cuDNN's backward-data with the roles
+// transposed. ConvTranspose's X [N, C, ih, iw] is the convolution's dY, its
+// W [C, M/group, kh, kw] the convolution's filter (C output channels, M/group
+// input channels per group) and its Y [N, M, oh, ow] the convolution's dX.
+// The forward convolution of Y must give back X's dims, which holds for
+// symmetric non-negative pads and output_padding < stride (each dim); the
+// rest is declined.
+std::string DeclinesTransposed(const KernelInit& init) {
+  if (init.inputs.size() < 2 || init.outputs.empty() || !init.attrs) return "";
+  const auto& x = init.inputs[0].dims;
+  const auto& w = init.inputs[1].dims;
+  const auto& y = init.outputs[0].dims;
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return "only 2-D convolutions";
+  for (const auto* d : {&x, &w, &y})
+    for (int64_t v : *d)
+      if (v <= 0) return "empty tensors";
+  if (!FitsInt(x) || !FitsInt(w) || !FitsInt(y)) return "dims beyond int";
+  auto g = cpu::ResolveWindow(init, {w[2], w[3]}, true);
+  if (!g.ok()) return "";  // the factory reports it
+  if (g->pads_begin != g->pads_end) return "asymmetric pads";
+  for (size_t d = 0; d < 2; ++d) {
+    if (g->pads_begin[d] < 0) return "negative pads";
+    // The convolution of Y back to X's size: floor((o + 2p - dk) / s) + 1.
+    const int64_t span = y[2 + d] + 2 * g->pads_begin[d] - g->extent(d);
+    if (span < 0 || span / g->strides[d] + 1 != x[2 + d]) return "output_padding not below the stride";
+  }
+  return "";
+}
+
+class ConvTransposeKernel final : public Kernel {
+ public:
+  explicit ConvTransposeKernel(ConvShape s) : conv_(s) {}
+
+  Status Run(KernelContext& ctx) override {
+    const cudaStream_t stream = StreamOf(ctx);
+    AMP_ASSIGN_OR_RETURN(cudnnHandle_t h, CudnnHandle(stream));
+    void* y = ctx.outputs[0].data;
+    AMP_RETURN_IF_ERROR(conv_.BackwardData(h, ctx.inputs[0].data, ctx.inputs[1].data, y, ctx.scratch));
+    const void* bias = ctx.inputs.size() > 2 ? ctx.inputs[2].data : nullptr;
+    const Dims4& d = conv_.shape().x;  // the convolution's input: Y
+    CUDA_CHECK(LaunchBiasAct(*ElemOf(conv_.shape().t), y, bias, nullptr, d.n, d.c, int64_t{d.h} * d.w, false, stream));
+    return Status::Ok();
+  }
+  size_t scratch_bytes() const override { return kConvWorkspaceBytes; }
+
+ private:
+  CudnnConv conv_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeConvTranspose(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 3, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1, 2}, {0}));
+  const auto& x = init.inputs[0].dims;
+  const auto& w = init.inputs[1].dims;
+  const auto& y = init.outputs[0].dims;
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) {
+    if (const std::string why = DeclinesTransposed(init); !why.empty())
+      return Unimplemented(init.Describe(), ": cuDNN convolution: ", why);
+    return init.Error("X, W and Y must be 4-D");
+  }
+  AMP_ASSIGN_OR_RETURN(int64_t group, init.attrs->GetInt("group", 1));
+  if (group < 1 || x[1] % group != 0 || x[1] != w[0])
+    return init.Error("channels: input ", x[1], ", weight [", w[0], ", ", w[1], ", ...], group ", group);
+  const int64_t m = w[1] * group;
+  if (y[0] != x[0] || y[1] != m) return init.Error("output must have batch ", x[0], " and ", m, " channels");
+  if (init.inputs.size() > 2 && init.inputs[2].present() && init.inputs[2].dims != std::vector<int64_t>{m})
+    return init.Error("bias must have ", m, " elements");
+  AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, cpu::ResolveWindow(init, {w[2], w[3]}, true));
+  if (const std::string why = DeclinesTransposed(init); !why.empty())
+    return Unimplemented(init.Describe(), ": cuDNN convolution: ", why);
+  ConvShape s;
+  s.t = t;
+  s.x = ToDims4(y), s.w = ToDims4(w), s.y = ToDims4(x);
+  s.pad_h = static_cast<int>(g.pads_begin[0]), s.pad_w = static_cast<int>(g.pads_begin[1]);
+  s.stride_h = static_cast<int>(g.strides[0]), s.stride_w = static_cast<int>(g.strides[1]);
+  s.dil_h = static_cast<int>(g.dilations[0]), s.dil_w = static_cast<int>(g.dilations[1]);
+  s.group = static_cast<int>(group);
+  return std::unique_ptr<Kernel>(std::make_unique<ConvTransposeKernel>(s));
+}
+
 }  // namespace
 
 void RegisterCudnnConv(Registry& r) {
@@ -313,6 +395,9 @@ void RegisterCudnnConv(Registry& r) {
   e.accepts = [](const KernelInit& init) { return init.inputs.size() < 3 || Declines(ForwardOf(init, 1)).empty(); };
   e.skips_unused_outputs = true;
   r.Add(std::move(e));
+  KernelEntry t = CudaEntry(OpKind::kConvTranspose, "cudnn", MakeConvTranspose);
+  t.accepts = [](const KernelInit& init) { return DeclinesTransposed(init).empty(); };
+  r.Add(std::move(t));
 }
 
 void RegisterCudnn(Registry& r) {

@@ -17,7 +17,7 @@
 // The data-movement ops (copies) and Dropout must give the CPU's bytes:
 // Dropout's mask comes from the same counter-based stream, its values and
 // its gradient's from the same double and float products, rounded alike.
-// The cuDNN convolutions (Conv, FusedConv, ConvGrad) get 4x these: the
+// The cuDNN convolutions (Conv, FusedConv, ConvGrad, ConvTranspose) get 4x these: the
 // algorithm is picked by timing on the GPU, and the Winograd and FFT ones
 // transform the operands (in the data type for fp16/bf16) before the fp32
 // accumulation, a few more roundings per output than a direct sum; a low Y
@@ -184,6 +184,17 @@ void AddCudnnCases(std::vector<Case>& c) {
                         Shapes({{2, 5, 11, 11}, {2, 3, 11, 11}, {5, 3, 3, 3}}), 3}));
   c.push_back(conv(Case{"ConvGrad1x1Stride2", OpKind::kConvGrad, Window({}, {2, 2}, {0, 0, 0, 0}),
                         Shapes({{4, 16, 4, 4}, {4, 8, 8, 8}, {16, 8, 1, 1}}), 3}));
+
+  // ConvTranspose (cuDNN backward-data with the roles transposed): stride 2
+  // with output_padding 1 and a bias; grouped without; dilated and strided
+  // with a bias.
+  auto out_pad = std::vector<std::pair<std::string, ir::AttrValue>>{{"output_padding", Ints{1, 1}}};
+  c.push_back(conv(Case{"ConvTransposeStride2OutputPaddingBias", OpKind::kConvTranspose,
+                        Window({}, {2, 2}, {1, 1, 1, 1}, {}, 1, out_pad), Shapes({{2, 4, 5, 5}, {4, 3, 3, 3}, {3}})}));
+  c.push_back(conv(Case{"ConvTransposeGrouped", OpKind::kConvTranspose, Window({}, {1, 1}, {1, 1, 1, 1}, {}, 2),
+                        Shapes({{2, 4, 6, 6}, {4, 3, 3, 3}})}));
+  c.push_back(conv(Case{"ConvTransposeDilatedBias", OpKind::kConvTranspose, Window({}, {2, 2}, {2, 2, 2, 2}, {2, 2}),
+                        Shapes({{2, 3, 5, 5}, {3, 4, 3, 3}, {4}})}));
 
   // BatchNormalization: X of the test dtype (mean 1), fp32 parameters and
   // statistics.
@@ -1120,6 +1131,8 @@ TEST(CudnnDeclines, WhatCudnnCannotDo) {
        {Random(f32, {1, 2, 4, 4, 4}, rng), Random(f32, {3, 2, 3, 3, 3}, rng)}},
       {"ConvGradAsymmetricPads", OpKind::kConvGrad, same_upper,
        {Random(f32, {1, 3, 4, 4}, rng), Random(f32, {1, 2, 8, 8}, rng), Random(f32, {3, 2, 3, 3}, rng)}, 3},
+      {"ConvTransposeAsymmetricPads", OpKind::kConvTranspose, Window({}, {2, 2}, {0, 0, 1, 1})(f32),
+       {Random(f32, {1, 2, 4, 4}, rng), Random(f32, {2, 3, 3, 3}, rng)}},
       {"MaxPoolCeilOverhang", OpKind::kMaxPool, ceil, {Random(f32, {1, 1, 9, 9}, rng)}},
       {"MaxPoolIndices", OpKind::kMaxPool, Window({2, 2}, {2, 2}, {0, 0, 0, 0})(f32), {Random(f32, {1, 1, 8, 8}, rng)}, 2},
       {"AveragePoolAsymmetricPads", OpKind::kAveragePool, Window({2, 2}, {1, 1}, {0, 0, 1, 1})(f32),
