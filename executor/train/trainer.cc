@@ -250,7 +250,7 @@ StatusOr<std::map<std::string, Tensor>> Trainer::Feeds(const TrainGraph& g, cons
 Status Trainer::BindStep(const data::Batch& batch, float loss_scale) {
   for (const StateBinding& b : state_bindings_) session_->BindInput(b.input, *b.tensor);
   if (loss_scale_index_ >= 0) {
-    if (*loss_scale_host_.data<float>() != loss_scale || dev_.on_host()) {
+    if (*loss_scale_host_.data<float>() != loss_scale) {  // on the host loss_scale_ is this buffer
       *loss_scale_host_.data<float>() = loss_scale;
       AMP_RETURN_IF_ERROR(dev_.CopyIn(loss_scale_, loss_scale_host_));
     }

@@ -115,4 +115,21 @@ __device__ float BlockReduce(float v, float* shared) {
   return r;
 }
 
+// Offsets of output element i in the operands of `bc` (a, b and, when ic
+// is given, Where's condition c). Dead offsets cost nothing once inlined.
+__device__ __forceinline__ void BroadcastOffsets(const Broadcast& bc, int64_t i, int64_t* ia, int64_t* ib,
+                                                 int64_t* ic = nullptr) {
+  int64_t rem = i, a = 0, b = 0, c = 0;
+  for (int d = bc.rank - 1; d >= 0; --d) {
+    const int64_t idx = rem % bc.out_dims[d];
+    rem /= bc.out_dims[d];
+    a += idx * bc.a_strides[d];
+    b += idx * bc.b_strides[d];
+    if (ic) c += idx * bc.c_strides[d];
+  }
+  *ia = a;
+  *ib = b;
+  if (ic) *ic = c;
+}
+
 }  // namespace amptrain::kernels::cuda

@@ -88,13 +88,8 @@ __global__ void BinarySameShape(BinaryOp op, const T* a, const T* b, T* y, int64
 template <class T>
 __global__ void BinaryBroadcast(BinaryOp op, const T* a, const T* b, T* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
-    int64_t rem = i, ia = 0, ib = 0;
-    for (int d = bc.rank - 1; d >= 0; --d) {
-      const int64_t idx = rem % bc.out_dims[d];
-      rem /= bc.out_dims[d];
-      ia += idx * bc.a_strides[d];
-      ib += idx * bc.b_strides[d];
-    }
+    int64_t ia, ib;
+    BroadcastOffsets(bc, i, &ia, &ib);
     y[i] = FromF<T>(Binary(op, ToF(a[ia]), ToF(b[ib])));
   }
 }
@@ -104,13 +99,8 @@ __device__ __forceinline__ float Pow(float a, float b) { return b == 2.0f ? a * 
 template <class T, class E>
 __global__ void PowKernel(const T* a, const E* b, T* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
-    int64_t rem = i, ia = 0, ib = 0;
-    for (int d = bc.rank - 1; d >= 0; --d) {
-      const int64_t idx = rem % bc.out_dims[d];
-      rem /= bc.out_dims[d];
-      ia += idx * bc.a_strides[d];
-      ib += idx * bc.b_strides[d];
-    }
+    int64_t ia, ib;
+    BroadcastOffsets(bc, i, &ia, &ib);
     y[i] = FromF<T>(Pow(ToF(a[ia]), ToF(b[ib])));
   }
 }
@@ -118,13 +108,8 @@ __global__ void PowKernel(const T* a, const E* b, T* y, int64_t n, Broadcast bc)
 template <class T>
 __global__ void CompareKernel(CompareOp op, const T* a, const T* b, bool* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
-    int64_t rem = i, ia = 0, ib = 0;
-    for (int d = bc.rank - 1; d >= 0; --d) {
-      const int64_t idx = rem % bc.out_dims[d];
-      rem /= bc.out_dims[d];
-      ia += idx * bc.a_strides[d];
-      ib += idx * bc.b_strides[d];
-    }
+    int64_t ia, ib;
+    BroadcastOffsets(bc, i, &ia, &ib);
     const float x = ToF(a[ia]), z = ToF(b[ib]);
     y[i] = op == CompareOp::kEqual ? x == z : op == CompareOp::kLess ? x < z : x > z;
   }
@@ -133,14 +118,8 @@ __global__ void CompareKernel(CompareOp op, const T* a, const T* b, bool* y, int
 template <class U>
 __global__ void WhereKernel(const bool* c, const U* a, const U* b, U* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
-    int64_t rem = i, ia = 0, ib = 0, ic = 0;
-    for (int d = bc.rank - 1; d >= 0; --d) {
-      const int64_t idx = rem % bc.out_dims[d];
-      rem /= bc.out_dims[d];
-      ia += idx * bc.a_strides[d];
-      ib += idx * bc.b_strides[d];
-      ic += idx * bc.c_strides[d];
-    }
+    int64_t ia, ib, ic;
+    BroadcastOffsets(bc, i, &ia, &ib, &ic);
     y[i] = c[ic] ? a[ia] : b[ib];
   }
 }
@@ -148,11 +127,8 @@ __global__ void WhereKernel(const bool* c, const U* a, const U* b, U* y, int64_t
 template <class T>
 __global__ void BroadcastCopyKernel(const T* x, T* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
-    int64_t rem = i, ix = 0;
-    for (int d = bc.rank - 1; d >= 0; --d) {
-      ix += rem % bc.out_dims[d] * bc.a_strides[d];
-      rem /= bc.out_dims[d];
-    }
+    int64_t ix, unused;
+    BroadcastOffsets(bc, i, &ix, &unused);
     y[i] = x[ix];
   }
 }

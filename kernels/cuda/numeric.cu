@@ -9,19 +9,6 @@ namespace amptrain::kernels::cuda {
 
 namespace {
 
-// Offsets of output element i in a and b under bc.
-__device__ __forceinline__ void Offsets(const Broadcast& bc, int64_t i, int64_t* ia, int64_t* ib) {
-  int64_t rem = i, a = 0, b = 0;
-  for (int d = bc.rank - 1; d >= 0; --d) {
-    const int64_t idx = rem % bc.out_dims[d];
-    rem /= bc.out_dims[d];
-    a += idx * bc.a_strides[d];
-    b += idx * bc.b_strides[d];
-  }
-  *ia = a;
-  *ib = b;
-}
-
 __global__ void NotKernel(const uint8_t* x, uint8_t* y, int64_t n) {
   AMP_GRID_STRIDE(i, n) y[i] = x[i] ? 0 : 1;
 }
@@ -49,7 +36,7 @@ template <class T>
 __global__ void ModKernel(bool floor_mod, const T* a, const T* b, T* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
     int64_t ia, ib;
-    Offsets(bc, i, &ia, &ib);
+    BroadcastOffsets(bc, i, &ia, &ib);
     y[i] = Narrow<T>(Remainder(Widen(a[ia]), Widen(b[ib]), floor_mod));
   }
 }
@@ -58,7 +45,7 @@ template <class T>
 __global__ void CompareNumKernel(CompareOp op, const T* a, const T* b, bool* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
     int64_t ia, ib;
-    Offsets(bc, i, &ia, &ib);
+    BroadcastOffsets(bc, i, &ia, &ib);
     const auto x = Widen(a[ia]), z = Widen(b[ib]);
     y[i] = op == CompareOp::kEqual ? x == z : op == CompareOp::kLess ? x < z : x > z;
   }
