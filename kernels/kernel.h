@@ -52,9 +52,14 @@ struct TensorSpec {
   }
 };
 
+// The empty attribute set: what KernelInit::attrs points at until a node's own
+// are given, so kernels of ops without attributes (GradCheck) need no caller to
+// make one up.
+const ir::Attributes& NoAttributes();
+
 struct KernelInit {
   OpKind op = OpKind::kIdentity;
-  const ir::Attributes* attrs = nullptr;
+  const ir::Attributes* attrs = &NoAttributes();
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;  // inferred types; kernels may rely on them
   std::string node_name;            // for error messages only

@@ -4,6 +4,11 @@
 
 namespace amptrain::kernels {
 
+const ir::Attributes& NoAttributes() {
+  static const ir::Attributes* none = new ir::Attributes();
+  return *none;
+}
+
 std::string KernelInit::Describe() const {
   return StrCat(ir::Schema(op).name, " node '", node_name, "' (", ir::DTypeName(KeyDType(*this)), ")");
 }

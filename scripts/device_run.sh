@@ -14,12 +14,16 @@
 # Everything is written to OUT (default ./out): results.md (the table),
 # cuda_vs_cpu.md (per op and dtype), and the logs. A step that fails is a row
 # saying so; the run goes on. The whole run keeps to BUDGET_S (480) seconds.
+# A rerun within the same lease can leave out what already ran: RUN_OPS=0
+# skips the per-op CUDA-against-CPU suite, RUN_TORCH=0 the PyTorch rows.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${1:-${OUT:-$PWD/out}}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 BUDGET_S=${BUDGET_S:-480}
+RUN_OPS=${RUN_OPS:-1}
+RUN_TORCH=${RUN_TORCH:-1}
 PY=${PYTHON:-python3}
 BIN=$HERE/bin
 
@@ -78,16 +82,17 @@ suite() {  # name filter
   if [ $rc -eq 0 ]; then row "$1" "ok" "$detail"; else row "$1" "FAIL (exit $rc)" "$detail"; fi
 }
 suite cuda_device_tests 'CudaDevice*'
-suite cuda_vs_cpu 'Ops/CudaVsCpu.*'
+suite cuda_declines 'CudaDeclines.*:CudnnDeclines.*'
+[ "$RUN_OPS" = 1 ] && suite cuda_vs_cpu 'Ops/CudaVsCpu.*'
 # The Trainer on the GPU: placement of the training graphs, then a few
 # SimpleCNN and ResNet-18 steps against the same steps on the CPU.
-suite cuda_training 'Training/CudaPlacement.*:CudaTraining.*'
+suite cuda_training 'Training/CudaPlacement.*:CudaStepKernels.*:CudaTraining.*'
 # Per op and dtype: OK / FAILED / SKIPPED.
 {
   echo "| test (op_dtype) | result |"
   echo "| --- | --- |"
   sed -nE 's/^\[ +(OK|FAILED|SKIPPED) +\] Ops\/CudaVsCpu\.MatchesReference\/([A-Za-z0-9_]+).*/| \2 | \1 |/p' \
-    "$OUT/cuda_vs_cpu.log" | sort -u
+    "$OUT/cuda_vs_cpu.log" 2>/dev/null | sort -u
 } >"$OUT/cuda_vs_cpu.md"
 
 # ---- 3. training benchmarks ----
@@ -110,7 +115,7 @@ ours() {  # model-name onnx level dtype
   local name="amptrain $1 $3${4:+ $4}" log=$OUT/bench_$1_$3${4:+_$4}.log
   if [ "$(left)" -lt 60 ]; then row "$name" "skipped" "time budget"; return; fi
   if timeout 120 "$BIN/amptrain" bench "$2" --train --batch 256 --amp "$3" ${4:+--dtype $4} --device cuda \
-      --warmup 3 --repeat 20 --json >"$log" 2>&1; then
+      --optimizer sgd --warmup 3 --repeat 20 --json >"$log" 2>&1; then
     row "$name" "ok" "$(tail -1 "$log")"
   else
     row "$name" "not yet" "$(why "$log")"
@@ -118,6 +123,7 @@ ours() {  # model-name onnx level dtype
 }
 torch_bench() {  # model precision
   local name="PyTorch $1 $2" log=$OUT/torch_$1_$2.log
+  [ "$RUN_TORCH" = 1 ] || return 0
   if [ "$(left)" -lt 60 ]; then row "$name" "skipped" "time budget"; return; fi
   if timeout 150 "$PY" "$HERE/torch_gpu_train_bench.py" --model "$1" --batch 256 --precision "$2" >"$log" 2>&1; then
     row "$name" "ok" "$(tail -1 "$log")"
@@ -135,6 +141,26 @@ for m in simplecnn resnet50; do
   done
   for prec in fp32 fp16 bf16; do torch_bench $m $prec; done
 done
+# Where the time goes: per-op kernel times of one ResNet-50 AMP step.
+if [ "$(left)" -ge 45 ]; then
+  log=$OUT/profile_resnet50_O2_fp16.log
+  if timeout 60 "$BIN/amptrain" bench "$RESNET50" --train --batch 256 --amp O2 --device cuda --warmup 2 --repeat 5 \
+      --profile >"$log" 2>&1; then
+    row "profile resnet50 O2 fp16" "ok" "per-op times in $(basename "$log")"
+  else
+    row "profile resnet50 O2 fp16" "FAIL" "$(why "$log")"
+  fi
+fi
+# What cudnnFind measured per convolution and pass, and the choice (--verbose).
+if [ "$(left)" -ge 40 ]; then
+  log=$OUT/cudnn_find_resnet50_O2_fp16.log
+  if timeout 60 "$BIN/amptrain" -v bench "$RESNET50" --train --batch 256 --amp O2 --device cuda --warmup 0 --repeat 1 \
+      >"$log" 2>&1; then
+    row "cudnn algorithms resnet50 O2 fp16" "ok" "$(grep -c 'cudnn ' "$log") choices in $(basename "$log")"
+  else
+    row "cudnn algorithms resnet50 O2 fp16" "FAIL" "$(why "$log")"
+  fi
+fi
 echo >>"$RESULTS"
 echo "run time: ${SECONDS}s of ${BUDGET_S}s" >>"$RESULTS"
 cat "$RESULTS"

@@ -147,6 +147,10 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
   }
   const double median = Percentile(ms, 0.5), p10 = Percentile(ms, 0.1), p90 = Percentile(ms, 0.9);
   const double rss = PeakRssMiB();
+  // On a GPU the memory that matters is the device's: every buffer the
+  // trainer and its plans hold (cuDNN's and cuBLAS's own handles aside).
+  const bool on_device = !opened->host_memory();
+  const double device_mib = static_cast<double>(opened->peak_memory()) / (1024.0 * 1024.0);
   const std::string precision =
       policy.level == amp::Level::kO0 ? "fp32" : StrCat(amp::LevelName(policy.level), " ", ir::DTypeName(policy.low));
   double forward = 0.0, backward = 0.0;
@@ -171,6 +175,7 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
                         {"images_per_s", 1000.0 * static_cast<double>(images) / median},
                         {"skipped_steps", skipped},
                         {"peak_rss_mib", rss}};
+    if (on_device) j["peak_device_mib"] = device_mib;
     if (args.profile)
       j["phases_ms_per_step"] = {{"forward", forward / steps},
                                  {"backward", backward / steps},
@@ -181,6 +186,7 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
     std::cout << "train " << precision << ", batch " << images << ": step median " << median << " ms (p10 " << p10
               << ", p90 " << p90 << ") over " << args.repeat << " steps; "
               << 1000.0 * static_cast<double>(images) / median << " images/s; peak RSS " << rss << " MiB";
+    if (on_device) std::cout << "; peak device memory " << device_mib << " MiB";
     if (skipped) std::cout << "; " << skipped << " steps skipped (overflow)";
     std::cout << "\n";
     if (args.profile)

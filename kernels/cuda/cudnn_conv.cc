@@ -30,6 +30,8 @@
 #include <optional>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "kernels/cpu/conv_geometry.h"
 #include "kernels/cuda/cudnn_common.h"
 
@@ -113,6 +115,24 @@ std::optional<Algo> PickAlgo(const Perf* perf, int n, DType t) {
   return Algo{static_cast<int>(perf[any].algo), t == DType::kFloat32 ? CUDNN_FMA_MATH : perf[any].mathType};
 }
 
+// With --verbose: what cudnnFind measured for one pass of one convolution
+// (every algorithm that ran: time, workspace, math, determinism) and which
+// one PickAlgo took, so a slow convolution can be told from a slow choice.
+template <class Perf>
+void LogFind(const char* pass, const ConvShape& s, const Perf* perf, int n, const std::optional<Algo>& chosen) {
+  if (!spdlog::should_log(spdlog::level::debug)) return;
+  std::string found;
+  for (int i = 0; i < n; ++i) {
+    if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+    found += StrCat(" ", static_cast<int>(perf[i].algo), perf[i].mathType == CUDNN_TENSOR_OP_MATH ? "t" : "",
+                    perf[i].determinism == CUDNN_DETERMINISTIC ? "" : "~", ":", perf[i].time, "ms/",
+                    perf[i].memory >> 20, "MiB");
+  }
+  spdlog::debug("cudnn {} {} x[{},{},{},{}] w[{},{},{},{}] s{} g{}: chose {} of{}", pass, ir::DTypeName(s.t), s.x.n,
+                s.x.c, s.x.h, s.x.w, s.w.n, s.w.c, s.w.h, s.w.w, s.stride_h, s.group,
+                chosen ? std::to_string(chosen->algo) : std::string("none"), found);
+}
+
 // The descriptors of one convolution and its chosen algorithms.
 class CudnnConv {
  public:
@@ -129,6 +149,7 @@ class CudnnConv {
                                                          static_cast<int>(perf.size()), &n, perf.data(), ws,
                                                          kConvWorkspaceBytes));
       fwd_ = PickAlgo(perf.data(), n, s_.t);
+      LogFind("fwd", s_, perf.data(), n, fwd_);
       if (!fwd_) fwd_ = Algo{CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, DefaultMath()};
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(cd_.get(), fwd_->math));
@@ -148,6 +169,7 @@ class CudnnConv {
                                                               dx, static_cast<int>(perf.size()), &n, perf.data(), ws,
                                                               kConvWorkspaceBytes));
       bwd_data_ = PickAlgo(perf.data(), n, s_.t);
+      LogFind("bwd-data", s_, perf.data(), n, bwd_data_);
       if (!bwd_data_) bwd_data_ = Algo{CUDNN_CONVOLUTION_BWD_DATA_ALGO_1, DefaultMath()};
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(cd_.get(), bwd_data_->math));
@@ -167,6 +189,7 @@ class CudnnConv {
                                                                 wd_.get(), dw, static_cast<int>(perf.size()), &n,
                                                                 perf.data(), ws, kConvWorkspaceBytes));
       bwd_filter_ = PickAlgo(perf.data(), n, s_.t);
+      LogFind("bwd-filter", s_, perf.data(), n, bwd_filter_);
       if (!bwd_filter_) bwd_filter_ = Algo{CUDNN_CONVOLUTION_BWD_FILTER_ALGO_1, DefaultMath()};
     }
     CUDNN_CHECK(cudnnSetConvolutionMathType(cd_.get(), bwd_filter_->math));

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <random>
 
 #include "executor/data/dataset.h"
@@ -15,6 +16,7 @@
 #include "executor/train/trainer.h"
 #include "kernels/cuda/device.h"
 #include "kernels/device.h"
+#include "kernels/kernel.h"
 #include "models/builders.h"
 
 namespace amptrain::executor::train {
@@ -97,6 +99,22 @@ INSTANTIATE_TEST_SUITE_P(Training, CudaPlacement,
                                            Placement{"o2_bf16", amp::Level::kO2, DType::kBFloat16}),
                          [](const ::testing::TestParamInfo<Placement>& info) { return info.param.name; });
 
+// The all-finite check is built as the loss scaler builds it: an op with no
+// attributes, so its init carries none of a node's. Creating the kernel needs
+// the registry only (the first GPU run found this path refused).
+TEST(CudaStepKernels, GradCheckNeedsNoAttributes) {
+  for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    kernels::KernelInit init;
+    init.op = ir::OpKind::kGradCheck;
+    init.device = kernels::DeviceKind::kCuda;
+    init.node_name = "gradient check";
+    init.inputs = {{t, {3, 5}, nullptr}, {t, {7}, nullptr}, {DType::kFloat32, {}, nullptr}};
+    init.outputs = {{DType::kFloat64, {2, 2}, nullptr}};
+    auto k = kernels::Registry::Global().Create(init);
+    EXPECT_TRUE(k.ok()) << ir::DTypeName(t) << ": " << k.status().message();
+  }
+}
+
 // A few steps on the GPU against the same steps on the CPU.
 class CudaTraining : public ::testing::Test {
  protected:
@@ -111,7 +129,7 @@ class CudaTraining : public ::testing::Test {
 struct TrainRun {
   std::vector<double> losses;
   std::vector<bool> applied;
-  std::map<std::string, ir::Tensor> state;
+  std::map<std::string, ir::Tensor> initial, state;
 };
 
 TrainRun Train(const ir::Graph& model, TrainConfig config, int steps, int64_t side) {
@@ -119,6 +137,11 @@ TrainRun Train(const ir::Graph& model, TrainConfig config, int steps, int64_t si
   auto t = Trainer::Create(model, config);
   EXPECT_TRUE(t.ok()) << t.status().message();
   if (!t.ok()) return r;
+  auto initial = (*t)->HostModelState();
+  EXPECT_TRUE(initial.ok()) << initial.status().message();
+  // On the host the state shares the live buffers: keep a copy of where it began.
+  if (initial.ok())
+    for (const auto& [name, t] : *initial) r.initial.emplace(name, t.Clone());
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   for (int s = 0; s < steps; ++s) {
@@ -138,25 +161,68 @@ TrainRun Train(const ir::Graph& model, TrainConfig config, int steps, int64_t si
   return r;
 }
 
-void ExpectClose(const TrainRun& cpu, const TrainRun& gpu, double loss_tol, const std::string& what) {
+// Over a few steps the losses agree step by step and the same steps are
+// skipped (the loss scaler's decisions).
+void ExpectSameLosses(const TrainRun& cpu, const TrainRun& gpu, double loss_tol, const std::string& what) {
   ASSERT_EQ(cpu.losses.size(), gpu.losses.size()) << what;
   for (size_t s = 0; s < cpu.losses.size(); ++s) {
     EXPECT_NEAR(gpu.losses[s], cpu.losses[s], loss_tol * std::max(1.0, std::abs(cpu.losses[s])))
         << what << " step " << s;
     EXPECT_EQ(gpu.applied[s], cpu.applied[s]) << what << " step " << s;
   }
-  // Parameters: relative L2 distance of the GPU's from the CPU's.
+}
+
+// After one step of plain SGD (no momentum) from the same parameters, each
+// update (final - initial) is -lr times the gradient, so the distance of the
+// GPU's update from the CPU's is the distance of the gradients. Per tensor:
+//   |upd_gpu - upd_cpu| <= tol * (|upd_cpu| + |all updates| * sqrt(n / N)),
+// the second term the tensor's share of the whole update were it spread
+// evenly. It is the floor for gradients whose true value is 0 (a convolution
+// bias before BatchNormalization: both devices return rounding noise there,
+// which no relative tolerance on the tensor alone would pass). One step, not
+// several: over steps BN at batch 8 turns rounding differences into
+// percent-level parameter differences (seen on the GPU: fp32 ResNet-18 at 1%
+// after three SGD steps), which the loss-curve test judges instead.
+void ExpectSameUpdate(const TrainRun& cpu, const TrainRun& gpu, double tol, const std::string& what) {
+  ASSERT_EQ(cpu.applied.size(), 1u) << what;
+  ASSERT_EQ(gpu.applied.size(), 1u) << what;
+  ASSERT_TRUE(cpu.applied[0] && gpu.applied[0]) << what << ": the step must be applied on both devices";
+  struct Moved {
+    double diff = 0, norm = 0;
+    int64_t n = 0;
+  };
+  std::map<std::string, Moved> moved;
+  double total = 0;
+  int64_t total_n = 0;
   for (const auto& [name, c] : cpu.state) {
     ASSERT_TRUE(gpu.state.count(name)) << name;
+    ASSERT_TRUE(cpu.initial.count(name)) << name;
+    if (!ir::IsFloat(c.dtype())) continue;  // counters
     const ir::Tensor& g = gpu.state.at(name);
-    double diff = 0, norm = 0;
-    for (int64_t i = 0; i < c.num_elements(); ++i) {
-      const double a = c.GetAsDouble(i), b = g.GetAsDouble(i);
-      diff += (a - b) * (a - b);
-      norm += a * a;
+    const ir::Tensor& c0 = cpu.initial.at(name);
+    Moved m;
+    m.n = c.num_elements();
+    for (int64_t i = 0; i < m.n; ++i) {
+      const double dc = c.GetAsDouble(i) - c0.GetAsDouble(i), dg = g.GetAsDouble(i) - c0.GetAsDouble(i);
+      m.diff += (dg - dc) * (dg - dc);
+      m.norm += dc * dc;
     }
-    EXPECT_LE(std::sqrt(diff), 1e-3 * std::sqrt(norm) + 1e-6) << what << " " << name;
+    total += m.norm;
+    total_n += m.n;
+    moved[name] = m;
   }
+  ASSERT_GT(total, 0.0) << what << ": the step must have updated the model";
+  double worst = 0;
+  std::string worst_name;
+  for (const auto& [name, m] : moved) {
+    const double scale = std::sqrt(m.norm) + std::sqrt(total * static_cast<double>(m.n) / static_cast<double>(total_n));
+    const double rel = std::sqrt(m.diff) / scale;
+    if (rel > worst) worst = rel, worst_name = name;
+    EXPECT_LE(rel, tol) << what << " " << name << ": update distance " << std::sqrt(m.diff) << ", update norm "
+                        << std::sqrt(m.norm);
+  }
+  std::cout << what << ": worst update distance " << worst << " of its scale (" << worst_name << ") over "
+            << moved.size() << " tensors\n";
 }
 
 TEST_F(CudaTraining, SimpleCnnFollowsTheCpu) {
@@ -168,11 +234,19 @@ TEST_F(CudaTraining, SimpleCnnFollowsTheCpu) {
     c.threads = 2;
     c.seed = 5;
     if (p.level) c.loss_scaler = LossScalerConfig{};
+    c.optimizer.kind = "sgd";
+    c.optimizer.lr = 0.05f;
     // Dropout draws its mask from the same counter-based stream on both devices.
     TrainRun cpu = Train(*model, c, 5, 32);
     c.device = gpu_;
     TrainRun gpu = Train(*model, c, 5, 32);
-    ExpectClose(cpu, gpu, p.level ? 2e-2 : 1e-3, "simplecnn " + p.name);
+    ExpectSameLosses(cpu, gpu, p.level ? 2e-2 : 1e-3, "simplecnn " + p.name);
+    c.optimizer.momentum = 0.0f;
+    c.device = nullptr;
+    TrainRun cpu1 = Train(*model, c, 1, 32);
+    c.device = gpu_;
+    TrainRun gpu1 = Train(*model, c, 1, 32);
+    ExpectSameUpdate(cpu1, gpu1, p.level ? 3e-2 : 1e-3, "simplecnn " + p.name);
   }
 }
 
@@ -240,10 +314,18 @@ TEST_F(CudaTraining, ResNet18FollowsTheCpu) {
   TrainConfig c;
   c.graph.num_classes = 10;
   c.threads = 2;
+  c.optimizer.kind = "sgd";
+  c.optimizer.lr = 0.05f;
   TrainRun cpu = Train(*model, c, 3, 32);
   c.device = gpu_;
   TrainRun gpu = Train(*model, c, 3, 32);
-  ExpectClose(cpu, gpu, 1e-3, "resnet18 fp32");
+  ExpectSameLosses(cpu, gpu, 1e-3, "resnet18 fp32");
+  c.optimizer.momentum = 0.0f;
+  c.device = nullptr;
+  TrainRun cpu1 = Train(*model, c, 1, 32);
+  c.device = gpu_;
+  TrainRun gpu1 = Train(*model, c, 1, 32);
+  ExpectSameUpdate(cpu1, gpu1, 1e-3, "resnet18 fp32");
 }
 
 }  // namespace

@@ -113,7 +113,9 @@ TEST(ChannelsLast, ResNetBetweenConvolutionsSameBits) {
   });
   EXPECT_GE(r.channels_last, convs);
   std::cout << "[ " << residuals << " of ResNet-18's 8 residuals can alias Y ]\n";
-  if (kernels::cpu::Cpu().onednn_bf16()) EXPECT_EQ(residuals, 8u);  // oneDNN at avx512_core or above
+  if (kernels::cpu::Cpu().onednn_bf16()) {  // oneDNN at avx512_core or above
+    EXPECT_EQ(residuals, 8u);
+  }
   EXPECT_EQ(residuals_in_place, residuals);
   ExpectSameBits(r);
 }
