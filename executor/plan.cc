@@ -295,6 +295,7 @@ kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanO
   init.node_name = step.node->name();
   init.device = options.device;
   init.training = options.training;
+  init.winograd = options.winograd;
   init.seed = options.seed + step.node->id();
   init.threads = options.threads;
   return init;

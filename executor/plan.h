@@ -63,6 +63,7 @@ struct PlanOptions {
   uint64_t seed = 0;        // base seed of random kernels (training Dropout)
   bool fuse_widened_casts = true;  // step 4 (off only to compare against it)
   bool channels_last = true;       // step 5 (off only to compare against it)
+  bool winograd = true;            // KernelInit::winograd
 };
 
 enum class Storage {

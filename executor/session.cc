@@ -89,6 +89,7 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
   options.threads = threads_;
   options.fuse_widened_casts = opts_.fuse_widened_casts;
   options.channels_last = opts_.channels_last;
+  options.winograd = opts_.winograd;
   omp_set_num_threads(threads_);  // oneDNN primitives fix their thread count when created
   AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(run_graph(), types, options, &values));
   auto cached = std::make_unique<CachedPlan>();

@@ -64,6 +64,8 @@ struct SessionOptions {
   // Channels-last activations between kernels that take them (executor/plan.h);
   // off only to compare against it.
   bool channels_last = true;
+  // Winograd for the inference convolutions that take it (KernelInit::winograd).
+  bool winograd = true;
 };
 
 // Called after each executed node with its output views (absent optional

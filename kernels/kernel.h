@@ -68,6 +68,11 @@ struct KernelInit {
   // regardless of the model's mode. Inference: Dropout is the identity and BN
   // follows the node (training_mode attribute or training-mode output count).
   bool training = false;
+  // Inference convolutions with constant weights may use Winograd where it
+  // is faster (3x3, stride 1, fp32; kernels/cpu/onednn_conv.cc): its rounding differs
+  // from the direct convolution's but is of the same size (measured there).
+  // Off: direct only.
+  bool winograd = true;
   uint64_t seed = 0;
   int threads = 1;
 

@@ -56,6 +56,7 @@ struct BenchArgs {
   int repeat = 10;
   bool json = false;
   bool reference = false;
+  bool no_winograd = false;
   bool profile = false;
   bool no_optimize = false;
   bool train = false;
@@ -228,6 +229,7 @@ Status Bench(const BenchArgs& args) {
   options.threads = args.threads;
   ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
+  options.winograd = !args.no_winograd;
   options.profile = args.profile;
   options.optimize = !args.no_optimize;
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
@@ -274,6 +276,8 @@ void AddBenchCommand(CLI::App& app, Status& result) {
   cmd->add_option("--repeat", args->repeat, "Timed runs")->check(IntAtLeast(1));
   cmd->add_flag("--json", args->json, "One JSON line instead of text");
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  cmd->add_flag("--no-winograd", args->no_winograd,
+                "Direct convolutions only (default: Winograd for 3x3 stride-1 fp32 ones where oneDNN has it)");
   cmd->add_flag("--profile", args->profile, "Print per-op, per-implementation and top-node kernel times (stderr)");
   cmd->add_flag("--no-optimize", args->no_optimize, "Skip the inference graph optimizations (BN folding, conv fusion)");
   cmd->add_flag("--train", args->train, "Time training steps (forward, backward, optimizer) instead of inference");

@@ -34,6 +34,7 @@ struct RunArgs {
   std::string output_dir;
   int threads = 0;
   bool reference = false;
+  bool no_winograd = false;
   std::string device = "cpu";
 };
 
@@ -66,6 +67,7 @@ Status Run(const RunArgs& args) {
   options.threads = args.threads;
   ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
+  options.winograd = !args.no_winograd;
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
   Clock::time_point run_start = Clock::now();
   AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> outputs, session->Run(inputs));
@@ -94,6 +96,8 @@ void AddRunCommand(CLI::App& app, Status& result) {
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   AddDeviceFlag(cmd, args->device);
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  cmd->add_flag("--no-winograd", args->no_winograd,
+                "Direct convolutions only (default: Winograd for 3x3 stride-1 fp32 ones where oneDNN has it)");
   cmd->callback([args, &result] { result = Run(*args); });
 }
 

@@ -21,6 +21,7 @@ struct NnRunOptions {
   bool training = false;
   uint64_t seed = 0;
   int threads = 2;
+  bool winograd = true;        // KernelInit::winograd
   std::vector<bool> constant;  // inputs passed as plan-time constants (TensorSpec::value)
 };
 
@@ -44,6 +45,7 @@ inline StatusOr<std::vector<ir::Tensor>> RunOp(OpKind op, const ir::Attributes& 
   init.training = opt.training;
   init.seed = opt.seed;
   init.threads = opt.threads;
+  init.winograd = opt.winograd;
   KernelContext ctx;
   for (size_t i = 0; i < inputs.size(); ++i) {
     TensorSpec spec;

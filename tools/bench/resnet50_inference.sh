@@ -5,7 +5,9 @@
 # Writes a markdown table to docs/benchmarks/resnet50_inference.md: fp32 at
 # batch 1 and 32 for amptrain (OpenMP default and OMP_WAIT_POLICY=passive)
 # and ONNX Runtime, plus amptrain bf16 (`amptrain convert --amp O2 --dtype bf16`)
-# when the conversion succeeds. GFLOP/s counts 8.2 GFLOP (4.1 GMACs) per image.
+# when the conversion succeeds, and amptrain fp32 with `--no-winograd` (direct
+# convolutions only). GFLOP/s counts 8.2 GFLOP (4.1 GMACs) per image.
+# OUTMD=docs/benchmarks/resnet50_inference_<machine>.md to keep another machine's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 THREADS=${1:-2}
@@ -17,7 +19,7 @@ BF16=""
 if $AMP convert --amp O2 --dtype bf16 "$WORK/resnet50.onnx" -o "$WORK/resnet50.bf16.onnx" >/dev/null 2>&1; then
   BF16="$WORK/resnet50.bf16.onnx"
 fi
-OUTMD=docs/benchmarks/resnet50_inference.md
+OUTMD=${OUTMD:-docs/benchmarks/resnet50_inference.md}
 {
   echo "# ResNet-50 inference, CPU"
   echo
@@ -52,6 +54,7 @@ for B in 1 32; do
   row "$B" "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["runtime"])' "$O")" fp32 "$O"
   row "$B" "amptrain" fp32 "$A" "$O"
   row "$B" "amptrain, passive" fp32 "$P" "$O"
+  row "$B" "amptrain, passive, --no-winograd" fp32 "$(OMP_WAIT_POLICY=passive $AMP bench "$WORK/resnet50.onnx" "${ARGS[@]}" --no-winograd)" "$O"
   if [ -n "$BF16" ]; then
     row "$B" "amptrain, passive" bf16 "$(OMP_WAIT_POLICY=passive $AMP bench "$BF16" "${ARGS[@]}")" "$O"
   fi
