@@ -1,0 +1,255 @@
+// CUDA-against-CPU cases: losses, padding, tiling, resizing, integer and plan-time ops (see op_cases.h).
+#include "tests/cuda/op_cases.h"
+
+namespace amptrain::kernels::devtest {
+
+// Added with the trainer on CUDA: MeanSquaredError(+Grad), Pad, Tile, Resize(+Grad),
+// Not, Mod, integer/bool compares, Shape, ConstantOfShape, Constant, Range.
+// Data movement, Not, Mod, compares and the plan-time values byte for byte;
+// the float math by normalised error (Resize runs the CPU's double
+// arithmetic in the CPU's order, so it should match bitwise too).
+void AddLossPadResizeIntegerCases(std::vector<Case>& c) {
+  auto exact = [](Case k) {
+    k.same_bytes = true;
+    return k;
+  };
+  auto attrs = [](std::vector<std::pair<std::string, ir::AttrValue>> kv) {
+    return [kv](DType) {
+      ir::Attributes a;
+      for (const auto& [k, v] : kv) a.Set(k, v);
+      return a;
+    };
+  };
+  // MeanSquaredError: small, and over many blocks of partial sums.
+  c.push_back(Case{"MeanSquaredError", OpKind::kMeanSquaredError, NoAttrs, Shapes({{8, 33}, {8, 33}}, -2, 2)});
+  c.push_back(Case{"MeanSquaredErrorLarge", OpKind::kMeanSquaredError, NoAttrs, Shapes({{600, 1000}, {600, 1000}})});
+  c.push_back(Case{"MeanSquaredErrorGrad", OpKind::kMeanSquaredErrorGrad, NoAttrs,
+                   [](DType t, std::mt19937& rng) {
+                     return std::vector<Tensor>{Random(t, {}, rng, 0.5, 2.0), Random(t, {8, 33}, rng, -2, 2),
+                                                Random(t, {8, 33}, rng, -2, 2)};
+                   }});
+
+  // Pad(data, pads, constant_value?, axes?): pads and axes plan-time, the
+  // value a device scalar.
+  auto pad = [](Ints x, Ints pads, bool value, Ints axes) {
+    return [=](DType t, std::mt19937& rng) {
+      std::vector<Tensor> in{Random(t, x, rng), IntVector(pads)};
+      in.push_back(value ? ScalarOf(t, 1.5) : Tensor());
+      if (!axes.empty()) in.push_back(IntVector(axes));
+      return in;
+    };
+  };
+  auto mode = [attrs](const char* m) { return attrs({{"mode", std::string(m)}}); };
+  c.push_back(exact(Case{"PadConstantValue", OpKind::kPad, NoAttrs, pad({2, 3, 5}, {0, 1, 2, 1, 0, 3}, true, {}), 1,
+                         {false, true, false}}));
+  c.push_back(exact(Case{"PadConstantZeroCrop", OpKind::kPad, NoAttrs, pad({4, 6}, {1, -2, -1, 3}, false, {}), 1,
+                         {false, true}}));
+  c.push_back(exact(Case{"PadReflect", OpKind::kPad, mode("reflect"), pad({2, 5, 6}, {0, 3, 4, 0, 4, 2}, false, {}),
+                         1, {false, true}}));
+  c.push_back(exact(Case{"PadEdgeAxes", OpKind::kPad, mode("edge"), pad({2, 3, 4, 5}, {2, 1, 1, 3}, false, {-1, 1}), 1,
+                         {false, true, false, true}}));
+  c.push_back(exact(Case{"PadWrap", OpKind::kPad, mode("wrap"), pad({3, 4}, {2, 5, 1, 6}, false, {}), 1,
+                         {false, true}}));
+  c.push_back(exact(Case{"PadInt64", OpKind::kPad, NoAttrs,
+                         [](DType, std::mt19937& rng) {
+                           Tensor v = *Tensor::Zeros(DType::kInt64, {});
+                           v.data<int64_t>()[0] = -7;
+                           return std::vector<Tensor>{Random(DType::kInt64, {3, 4}, rng, -1e6, 1e6),
+                                                      IntVector({1, 0, 2, 2}), v};
+                         },
+                         1, {false, true, false}}));
+
+  // Tile: repeats on some dims, every dim (8 strided dims), int64 data.
+  auto tile = [](Ints x, Ints repeats) {
+    return [x, repeats](DType t, std::mt19937& rng) { return std::vector<Tensor>{Random(t, x, rng), IntVector(repeats)}; };
+  };
+  c.push_back(exact(Case{"Tile", OpKind::kTile, NoAttrs, tile({2, 3, 4}, {2, 1, 3}), 1, {false, true}}));
+  c.push_back(exact(Case{"TileEveryDim", OpKind::kTile, NoAttrs, tile({2, 3, 2, 5}, {2, 2, 3, 2}), 1, {false, true}}));
+  c.push_back(exact(Case{"TileInt64", OpKind::kTile, NoAttrs,
+                         [](DType, std::mt19937& rng) {
+                           return std::vector<Tensor>{Random(DType::kInt64, {3, 1}, rng, -1e6, 1e6), IntVector({2, 4})};
+                         },
+                         1, {false, true}}));
+
+  // Resize(X, roi, scales, sizes) and ResizeGrad(dY, x_shape, roi, scales,
+  // sizes): scales or sizes plan-time.
+  auto resize = [](Ints x, std::vector<float> scales, Ints sizes, std::vector<float> roi = {}) {
+    return [=](DType t, std::mt19937& rng) {
+      std::vector<Tensor> in{Random(t, x, rng, -2, 2)};
+      in.push_back(roi.empty() ? Tensor() : Tensor::Floats(roi, {static_cast<int64_t>(roi.size())}));
+      in.push_back(scales.empty() ? Tensor() : Tensor::Floats(scales, {static_cast<int64_t>(scales.size())}));
+      if (!sizes.empty()) in.push_back(IntVector(sizes));
+      return in;
+    };
+  };
+  const std::vector<bool> params = {false, true, true, true};
+  c.push_back(Case{"ResizeNearest2x", OpKind::kResize, NoAttrs, resize({2, 3, 5, 7}, {1, 1, 2, 2}, {}), 1, params});
+  c.push_back(Case{"ResizeNearestFloorAsymmetricSizes", OpKind::kResize,
+                   attrs({{"nearest_mode", std::string("floor")},
+                          {"coordinate_transformation_mode", std::string("asymmetric")}}),
+                   resize({2, 3, 9, 7}, {}, {2, 3, 4, 11}), 1, params});
+  c.push_back(Case{"ResizeLinearHalfPixel", OpKind::kResize, attrs({{"mode", std::string("linear")}}),
+                   resize({2, 3, 6, 5}, {1, 1, 1.5f, 2.5f}, {}), 1, params});
+  c.push_back(Case{"ResizeLinearAlignCornersDown", OpKind::kResize,
+                   attrs({{"mode", std::string("linear")},
+                          {"coordinate_transformation_mode", std::string("align_corners")}}),
+                   resize({2, 4, 9, 8}, {}, {2, 4, 5, 3}), 1, params});
+  c.push_back(Case{"ResizeCubicExcludeOutside", OpKind::kResize,
+                   attrs({{"mode", std::string("cubic")}, {"exclude_outside", int64_t{1}},
+                          {"cubic_coeff_a", -0.5f}}),
+                   resize({1, 2, 7, 6}, {1, 1, 2, 1.5f}, {}), 1, params});
+  c.push_back(Case{"ResizeTfCropExtrapolate", OpKind::kResize,
+                   attrs({{"mode", std::string("linear")},
+                          {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                          {"extrapolation_value", 0.25f}}),
+                   resize({1, 2, 6, 6}, {}, {1, 2, 7, 5}, {0, 0, -0.2f, 0.1f, 1, 1, 1.1f, 0.9f}), 1, params});
+  auto resize_grad = [](Ints dy, Ints x, std::vector<float> scales, Ints sizes) {
+    return [=](DType t, std::mt19937& rng) {
+      std::vector<Tensor> in{Random(t, dy, rng), IntVector(x), Tensor()};
+      in.push_back(scales.empty() ? Tensor() : Tensor::Floats(scales, {static_cast<int64_t>(scales.size())}));
+      if (!sizes.empty()) in.push_back(IntVector(sizes));
+      return in;
+    };
+  };
+  const std::vector<bool> grad_params = {false, true, true, true, true};
+  c.push_back(Case{"ResizeGradNearest2x", OpKind::kResizeGrad, NoAttrs,
+                   resize_grad({2, 3, 10, 14}, {2, 3, 5, 7}, {1, 1, 2, 2}, {}), 1, grad_params});
+  c.push_back(Case{"ResizeGradLinearSizes", OpKind::kResizeGrad, attrs({{"mode", std::string("linear")}}),
+                   resize_grad({2, 3, 9, 4}, {2, 3, 6, 7}, {}, {2, 3, 9, 4}), 1, grad_params});
+  c.push_back(Case{"ResizeGradCubicAlignCorners", OpKind::kResizeGrad,
+                   attrs({{"mode", std::string("cubic")},
+                          {"coordinate_transformation_mode", std::string("align_corners")}}),
+                   resize_grad({1, 2, 11, 6}, {1, 2, 5, 6}, {}, {1, 2, 11, 6}), 1, grad_params});
+
+  // Not, Mod, integer and bool compares (the test dtype unused where the
+  // inputs are integers or bools).
+  c.push_back(exact(Case{"Not", OpKind::kNot, NoAttrs,
+                         [](DType, std::mt19937& rng) { return std::vector<Tensor>{Mask({4, 33, 17}, rng)}; }}));
+  auto mod_float = [](Ints a, Ints b) {
+    return [a, b](DType t, std::mt19937& rng) {
+      return std::vector<Tensor>{Random(t, a, rng, -5, 5), NonZero(t, b, rng)};
+    };
+  };
+  // Float Mod with fmod=0 needs opset 28 (the runner plans at 21): fmod=1 here.
+  c.push_back(exact(Case{"ModFmod", OpKind::kMod, attrs({{"fmod", int64_t{1}}}), mod_float({6, 40}, {6, 40})}));
+  c.push_back(exact(Case{"ModFmodBroadcast", OpKind::kMod, attrs({{"fmod", int64_t{1}}}), mod_float({4, 1, 17}, {33, 1})}));
+  auto ints2 = [](DType it, Ints a, Ints b, int64_t lo, int64_t hi) {
+    return [=](DType, std::mt19937& rng) {
+      return std::vector<Tensor>{RandomInts(it, a, lo, hi, rng), RandomInts(it, b, lo, hi, rng)};
+    };
+  };
+  c.push_back(exact(Case{"ModInt64", OpKind::kMod, NoAttrs, ints2(DType::kInt64, {6, 40}, {6, 40}, -9, 10)}));
+  c.push_back(exact(Case{"ModInt32FmodBroadcast", OpKind::kMod, attrs({{"fmod", int64_t{1}}}),
+                         ints2(DType::kInt32, {4, 1, 17}, {33, 1}, -9, 10)}));
+  c.push_back(exact(Case{"ModInt8", OpKind::kMod, NoAttrs, ints2(DType::kInt8, {6, 40}, {40}, -128, 128)}));
+  c.push_back(exact(Case{"ModUInt8", OpKind::kMod, NoAttrs, ints2(DType::kUInt8, {6, 40}, {6, 40}, 0, 256)}));
+  c.push_back(exact(Case{"EqualInt64", OpKind::kEqual, NoAttrs, ints2(DType::kInt64, {6, 40}, {6, 40}, -3, 3)}));
+  c.push_back(exact(Case{"LessInt32Broadcast", OpKind::kLess, NoAttrs, ints2(DType::kInt32, {4, 1, 17}, {33, 1}, -3, 3)}));
+  c.push_back(exact(Case{"GreaterInt8", OpKind::kGreater, NoAttrs, ints2(DType::kInt8, {6, 40}, {}, -128, 128)}));
+  c.push_back(exact(Case{"LessUInt8", OpKind::kLess, NoAttrs, ints2(DType::kUInt8, {6, 40}, {6, 40}, 0, 256)}));
+  c.push_back(exact(Case{"EqualBool", OpKind::kEqual, NoAttrs, [](DType, std::mt19937& rng) {
+                           return std::vector<Tensor>{Mask({4, 1, 17}, rng), Mask({33, 1}, rng)};
+                         }}));
+
+  // GatherND/ScatterND and their gradients: int64 tuples with negative
+  // coordinates and repeats (a scatter's duplicates resolve in tuple order).
+  auto nd = [](Ints data, Ints idx, std::vector<int64_t> bounds, Ints updates = {}, bool int64_data = false) {
+    return [=](DType t, std::mt19937& rng) {
+      const DType dt = int64_data ? DType::kInt64 : t;
+      std::vector<Tensor> in{int64_data ? Random(dt, data, rng, -1e6, 1e6) : Random(dt, data, rng)};
+      Tensor ix = *Tensor::Zeros(DType::kInt64, idx);
+      const int64_t k = idx.back();
+      for (int64_t i = 0; i < ix.num_elements(); ++i) {
+        const int64_t b = bounds[static_cast<size_t>(i % k)];
+        ix.data<int64_t>()[i] = std::uniform_int_distribution<int64_t>(-b, b - 1)(rng);
+      }
+      in.push_back(ix);
+      if (!updates.empty()) in.push_back(int64_data ? Random(dt, updates, rng, -1e6, 1e6) : Random(dt, updates, rng));
+      return in;
+    };
+  };
+  c.push_back(exact(Case{"GatherND", OpKind::kGatherND, NoAttrs, nd({4, 5, 6}, {7, 2}, {4, 5})}));
+  c.push_back(exact(Case{"GatherNDBatchDims", OpKind::kGatherND, attrs({{"batch_dims", int64_t{1}}}),
+                         nd({3, 5, 6}, {3, 4, 1}, {5})}));
+  c.push_back(exact(Case{"GatherNDInt64Elements", OpKind::kGatherND, NoAttrs, nd({4, 5}, {6, 2}, {4, 5}, {}, true)}));
+  auto nd_grad = [nd](Ints dy, Ints idx, std::vector<int64_t> bounds, Ints data) {
+    return [=](DType t, std::mt19937& rng) {
+      std::vector<Tensor> in = nd(dy, idx, bounds)(t, rng);
+      in.push_back(IntVector(data));
+      return in;
+    };
+  };
+  c.push_back(Case{"GatherNDGradRepeats", OpKind::kGatherNDGrad, NoAttrs, nd_grad({40, 6}, {40, 2}, {3, 4}, {3, 4, 6}), 1,
+                   {false, false, true}});
+  c.push_back(Case{"GatherNDGradBatchDims", OpKind::kGatherNDGrad, attrs({{"batch_dims", int64_t{1}}}),
+                   nd_grad({2, 9, 6}, {2, 9, 1}, {3}, {2, 3, 6}), 1, {false, false, true}});
+  c.push_back(exact(Case{"ScatterNDDuplicates", OpKind::kScatterND, NoAttrs, nd({4, 5, 6}, {12, 2}, {4, 5}, {12, 6})}));
+  c.push_back(Case{"ScatterNDAdd", OpKind::kScatterND, attrs({{"reduction", std::string("add")}}),
+                   nd({4, 5, 6}, {30, 1}, {4}, {30, 5, 6})});
+  c.push_back(exact(Case{"ScatterNDMax", OpKind::kScatterND, attrs({{"reduction", std::string("max")}}),
+                         nd({6, 7}, {20, 2}, {6, 7}, {20})}));
+  c.push_back(exact(Case{"ScatterNDMulInt64", OpKind::kScatterND, attrs({{"reduction", std::string("mul")}}),
+                         [](DType, std::mt19937& rng) {
+                           return std::vector<Tensor>{RandomInts(DType::kInt64, {5, 3}, -9, 10, rng),
+                                                      Tensor::Int64s({1, -4, 1, 0}, {4, 1}),
+                                                      RandomInts(DType::kInt64, {4, 3}, -9, 10, rng)};
+                         }}));
+  c.push_back(exact(Case{"ScatterNDGradNone", OpKind::kScatterNDGrad, NoAttrs, nd({4, 5, 6}, {9, 2}, {4, 5}), 2}));
+  c.push_back(exact(Case{"ScatterNDGradAdd", OpKind::kScatterNDGrad, attrs({{"reduction", std::string("add")}}),
+                         nd({4, 5, 6}, {9, 1}, {4}), 2}));
+
+  // Plan-time values: Shape (start/end), ConstantOfShape and Constant of the
+  // test dtype, Range in the test dtype and in int64/int32.
+  c.push_back(exact(Case{"Shape", OpKind::kShape, NoAttrs, Shapes({{2, 3, 4, 5}})}));
+  c.push_back(exact(Case{"ShapeStartEnd", OpKind::kShape, attrs({{"start", int64_t{1}}, {"end", int64_t{-1}}}),
+                         Shapes({{2, 3, 4, 5}})}));
+  c.push_back(exact(Case{"ConstantOfShape", OpKind::kConstantOfShape,
+                         [](DType t) {
+                           ir::Attributes a;
+                           a.Set("value", ir::AttrValue(*ScalarOf(t, -2.75).Reshaped({1})));
+                           return a;
+                         },
+                         [](DType, std::mt19937&) { return std::vector<Tensor>{IntVector({3, 1, 70})}; }, 1,
+                         {true}}));
+  c.push_back(exact(Case{"ConstantOfShapeDefault", OpKind::kConstantOfShape, NoAttrs,
+                         [](DType, std::mt19937&) { return std::vector<Tensor>{IntVector({5, 7})}; }, 1, {true}}));
+  c.push_back(exact(Case{"Constant", OpKind::kConstant,
+                         [](DType t) {
+                           std::mt19937 rng(5);
+                           ir::Attributes a;
+                           a.Set("value", ir::AttrValue(Random(t, {3, 17}, rng)));
+                           return a;
+                         },
+                         [](DType, std::mt19937&) { return std::vector<Tensor>{}; }}));
+  c.push_back(exact(Case{"ConstantInt64", OpKind::kConstant,
+                         [](DType) {
+                           ir::Attributes a;
+                           a.Set("value", ir::AttrValue(IntVector({4, -1, 1LL << 40})));
+                           return a;
+                         },
+                         [](DType, std::mt19937&) { return std::vector<Tensor>{}; }}));
+  c.push_back(exact(Case{"Range", OpKind::kRange, NoAttrs,
+                         [](DType t, std::mt19937&) {
+                           return std::vector<Tensor>{ScalarOf(t, 0.5), ScalarOf(t, 30.0), ScalarOf(t, 0.375)};
+                         },
+                         1, {true, true, true}}));
+  auto int_scalar = [](DType t, int64_t v) {
+    Tensor s = *Tensor::Zeros(t, {});
+    ir::SetElementFromDouble(s, 0, static_cast<double>(v));
+    return s;
+  };
+  c.push_back(exact(Case{"RangeInt64Negative", OpKind::kRange, NoAttrs,
+                         [int_scalar](DType, std::mt19937&) {
+                           return std::vector<Tensor>{int_scalar(DType::kInt64, 100), int_scalar(DType::kInt64, -7),
+                                                      int_scalar(DType::kInt64, -9)};
+                         },
+                         1, {true, true, true}}));
+  c.push_back(exact(Case{"RangeInt32", OpKind::kRange, NoAttrs,
+                         [int_scalar](DType, std::mt19937&) {
+                           return std::vector<Tensor>{int_scalar(DType::kInt32, -5), int_scalar(DType::kInt32, 40),
+                                                      int_scalar(DType::kInt32, 3)};
+                         },
+                         1, {true, true, true}}));
+}
+
+}  // namespace amptrain::kernels::devtest
