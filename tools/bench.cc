@@ -217,6 +217,8 @@ Status Bench(const BenchArgs& args) {
   if (args.fma_peak) return BenchFmaPeak(args);
   if (args.model.empty()) return InvalidArgument("bench needs a MODEL (or --fma-peak)");
   AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
+  if (args.train && args.no_winograd)
+    return InvalidArgument("--no-winograd is for inference: training convolutions are always direct");
   if (args.train) return BenchTrain(args, device);
   using Clock = std::chrono::steady_clock;
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));

@@ -233,6 +233,9 @@ TEST_F(TrainCliTest, BenchTrainReportsStepTimesPhasesAndMemory) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("train O2 bfloat16, batch 8: step median"), std::string::npos) << r.out;
   ExpectOneLineError("bench " + model_ + " --train --amp O9", "O9");
+  ExpectOneLineError("bench " + model_ + " --train --no-winograd", "--no-winograd is for inference");
+  r = Cli("bench " + model_ + " --batch 2 --warmup 0 --repeat 1 --threads 1 --no-winograd");
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 // `bench --fma-peak`: the machine's fp32 FMA peak that the benchmark scripts
