@@ -29,6 +29,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <spdlog/spdlog.h>
 
@@ -50,21 +51,31 @@ struct ConvShape {
   int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, group = 1;
 };
 
-// Why cuDNN cannot run this convolution (X, W and Y of `fwd`), or "".
-std::string Declines(const KernelInit& fwd) {
-  if (fwd.inputs.size() < 2 || fwd.outputs.empty() || !fwd.attrs) return "";
-  const auto& x = fwd.inputs[0].dims;
-  const auto& w = fwd.inputs[1].dims;
-  const auto& y = fwd.outputs[0].dims;
+// What every cuDNN convolution declines (X, W and Y of `init`: 2-D, not
+// empty, dims within int, symmetric pads), or "". `window` gets the resolved
+// window when the checks pass; it stays empty where the node's attributes are
+// malformed (the factory reports those).
+std::string DeclinesShape(const KernelInit& init, bool transposed, std::optional<ir::WindowGeometry>* window) {
+  if (init.inputs.size() < 2 || init.outputs.empty() || !init.attrs) return "";
+  const auto& x = init.inputs[0].dims;
+  const auto& w = init.inputs[1].dims;
+  const auto& y = init.outputs[0].dims;
   if (x.size() != 4 || w.size() != 4 || y.size() != 4) return "only 2-D convolutions";
   for (const auto* d : {&x, &w, &y})
     for (int64_t v : *d)
       if (v <= 0) return "empty tensors";
   if (!FitsInt(x) || !FitsInt(w) || !FitsInt(y)) return "dims beyond int";
-  auto g = cpu::ResolveWindow(fwd, {w[2], w[3]}, false);
-  if (!g.ok()) return "";  // the factory reports it
+  auto g = cpu::ResolveWindow(init, {w[2], w[3]}, transposed);
+  if (!g.ok()) return "";
   if (g->pads_begin != g->pads_end) return "asymmetric pads";
+  *window = std::move(*g);
   return "";
+}
+
+// Why cuDNN cannot run this convolution (X, W and Y of `fwd`), or "".
+std::string Declines(const KernelInit& fwd) {
+  std::optional<ir::WindowGeometry> unused;
+  return DeclinesShape(fwd, false, &unused);
 }
 
 StatusOr<ConvShape> PlanConv(const KernelInit& fwd, DType t) {
@@ -333,18 +344,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
 // symmetric non-negative pads and output_padding < stride (each dim); the
 // rest is declined.
 std::string DeclinesTransposed(const KernelInit& init) {
-  if (init.inputs.size() < 2 || init.outputs.empty() || !init.attrs) return "";
+  std::optional<ir::WindowGeometry> g;
+  if (std::string why = DeclinesShape(init, true, &g); !why.empty() || !g) return why;
   const auto& x = init.inputs[0].dims;
-  const auto& w = init.inputs[1].dims;
   const auto& y = init.outputs[0].dims;
-  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return "only 2-D convolutions";
-  for (const auto* d : {&x, &w, &y})
-    for (int64_t v : *d)
-      if (v <= 0) return "empty tensors";
-  if (!FitsInt(x) || !FitsInt(w) || !FitsInt(y)) return "dims beyond int";
-  auto g = cpu::ResolveWindow(init, {w[2], w[3]}, true);
-  if (!g.ok()) return "";  // the factory reports it
-  if (g->pads_begin != g->pads_end) return "asymmetric pads";
   for (size_t d = 0; d < 2; ++d) {
     if (g->pads_begin[d] < 0) return "negative pads";
     // The convolution of Y back to X's size: floor((o + 2p - dk) / s) + 1.

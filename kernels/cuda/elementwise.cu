@@ -105,16 +105,6 @@ __global__ void PowKernel(const T* a, const E* b, T* y, int64_t n, Broadcast bc)
   }
 }
 
-template <class T>
-__global__ void CompareKernel(CompareOp op, const T* a, const T* b, bool* y, int64_t n, Broadcast bc) {
-  AMP_GRID_STRIDE(i, n) {
-    int64_t ia, ib;
-    BroadcastOffsets(bc, i, &ia, &ib);
-    const float x = ToF(a[ia]), z = ToF(b[ib]);
-    y[i] = op == CompareOp::kEqual ? x == z : op == CompareOp::kLess ? x < z : x > z;
-  }
-}
-
 template <class U>
 __global__ void WhereKernel(const bool* c, const U* a, const U* b, U* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
@@ -176,18 +166,6 @@ cudaError_t LaunchPow(Elem t, Elem te, const void* a, const void* b, void* y, in
                                                           static_cast<T*>(y), n, walk);
       return cudaGetLastError();
     });
-  });
-}
-
-cudaError_t LaunchCompare(CompareOp op, Elem t, const void* a, const void* b, bool* y, int64_t n, const Broadcast* bc,
-                          cudaStream_t stream) {
-  if (n <= 0) return cudaSuccess;
-  const Broadcast walk = bc ? *bc : Flat(n);
-  return DispatchElem(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    CompareKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b), y, n,
-                                                         walk);
-    return cudaGetLastError();
   });
 }
 

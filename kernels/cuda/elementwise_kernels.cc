@@ -232,21 +232,6 @@ StatusOr<std::unique_ptr<Kernel>> MakePow(const KernelInit& init) {
       std::make_unique<PowKernel>(*ElemOf(t), *te, bc, init.inputs[0].dims == init.outputs[0].dims));
 }
 
-class CompareKernel final : public Kernel {
- public:
-  CompareKernel(CompareOp op, Elem t, std::optional<Broadcast> bc) : op_(op), t_(t), bc_(bc) {}
-  Status Run(KernelContext& ctx) override {
-    CUDA_CHECK(LaunchCompare(op_, t_, ctx.inputs[0].data, ctx.inputs[1].data, static_cast<bool*>(ctx.outputs[0].data),
-                             ctx.outputs[0].num_elements(), bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
-    return Status::Ok();
-  }
-
- private:
-  CompareOp op_;
-  Elem t_;
-  std::optional<Broadcast> bc_;  // nullopt: both inputs have the output's dims
-};
-
 // The launchers' Num of `t` (bool: its bytes, as kU8), nullopt for others.
 std::optional<Num> NumOf(DType t) {
   switch (t) {
@@ -265,21 +250,21 @@ std::optional<Num> NumOf(DType t) {
 // The integer dtypes of Mod, Less, Greater and (with bool) Equal here.
 std::vector<DType> IntDTypes() { return {DType::kInt64, DType::kInt32, DType::kInt8, DType::kUInt8}; }
 
-// Equal/Less/Greater on integers and bools (bool: Equal only, the bytes).
-class CompareNumKernel final : public Kernel {
+// Equal/Less/Greater on floats, integers and bools (bool: Equal only, the bytes).
+class CompareKernel final : public Kernel {
  public:
-  CompareNumKernel(CompareOp op, Num t, std::optional<Broadcast> bc) : op_(op), t_(t), bc_(bc) {}
+  CompareKernel(CompareOp op, Num t, std::optional<Broadcast> bc) : op_(op), t_(t), bc_(bc) {}
   Status Run(KernelContext& ctx) override {
-    CUDA_CHECK(LaunchCompareNum(op_, t_, ctx.inputs[0].data, ctx.inputs[1].data,
-                                static_cast<bool*>(ctx.outputs[0].data), ctx.outputs[0].num_elements(),
-                                bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
+    CUDA_CHECK(LaunchCompare(op_, t_, ctx.inputs[0].data, ctx.inputs[1].data,
+                             static_cast<bool*>(ctx.outputs[0].data), ctx.outputs[0].num_elements(),
+                             bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
     return Status::Ok();
   }
 
  private:
   CompareOp op_;
   Num t_;
-  std::optional<Broadcast> bc_;
+  std::optional<Broadcast> bc_;  // nullopt: both inputs have the output's dims
 };
 
 // Mod(A, B), fmod 0 (the divisor's sign) or 1 (C's fmod), broadcasting.
@@ -339,11 +324,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeCompare(const KernelInit& init) {
                        : init.op == OpKind::kLess ? CompareOp::kLess
                                                   : CompareOp::kGreater;
   AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
-  if (const std::optional<Elem> e = ElemOf(t)) return std::unique_ptr<Kernel>(std::make_unique<CompareKernel>(op, *e, bc));
   const std::optional<Num> num = NumOf(t);
   if (!num || (t == DType::kBool && op != CompareOp::kEqual))
     return init.Error("dtype ", ir::DTypeName(t), " is not supported");
-  return std::unique_ptr<Kernel>(std::make_unique<CompareNumKernel>(op, *num, bc));
+  return std::unique_ptr<Kernel>(std::make_unique<CompareKernel>(op, *num, bc));
 }
 
 class CastKernel final : public Kernel {

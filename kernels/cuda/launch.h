@@ -50,11 +50,8 @@ struct Broadcast {
 cudaError_t LaunchBinary(BinaryOp op, Elem t, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
                          cudaStream_t stream);
 
-// y[i] = a op b as bool (Equal, Less, Greater on the values widened to
-// float, as the CPU compares them). `bc` as for LaunchBinary.
+// Equal, Less, Greater (LaunchCompare, below with the other Num launchers).
 enum class CompareOp : int { kEqual, kLess, kGreater };
-cudaError_t LaunchCompare(CompareOp op, Elem t, const void* a, const void* b, bool* y, int64_t n, const Broadcast* bc,
-                          cudaStream_t stream);
 
 // Pow(a, b) of the CPU kernel: a of t, b of te (any float Elem), y of t:
 // y = b == 2 ? a * a : powf(a, b) in float. `bc` as for LaunchBinary.
@@ -237,10 +234,11 @@ cudaError_t LaunchNot(const uint8_t* x, uint8_t* y, int64_t n, cudaStream_t stre
 // -1 = 0, floor_mod takes the divisor's sign). `bc` as for LaunchBinary.
 cudaError_t LaunchMod(Num t, bool fmod, const void* a, const void* b, void* y, int64_t n, const Broadcast* bc,
                       cudaStream_t stream);
-// Equal, Less, Greater on integers (bool: Equal on the bytes, as kU8),
-// exact in the type. `bc` as for LaunchBinary.
-cudaError_t LaunchCompareNum(CompareOp op, Num t, const void* a, const void* b, bool* y, int64_t n,
-                             const Broadcast* bc, cudaStream_t stream);
+// y[i] = a op b as bool, for Equal, Less, Greater on any Num: fp16/bf16
+// widened to float (as the CPU compares them), the others exact in their
+// type (bool: Equal on the bytes, as kU8). `bc` as for LaunchBinary.
+cudaError_t LaunchCompare(CompareOp op, Num t, const void* a, const void* b, bool* y, int64_t n,
+                           const Broadcast* bc, cudaStream_t stream);
 
 // ---- values known at plan time, fills and ranges ----
 

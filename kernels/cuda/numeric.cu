@@ -42,7 +42,7 @@ __global__ void ModKernel(bool floor_mod, const T* a, const T* b, T* y, int64_t 
 }
 
 template <class T>
-__global__ void CompareNumKernel(CompareOp op, const T* a, const T* b, bool* y, int64_t n, Broadcast bc) {
+__global__ void CompareKernel(CompareOp op, const T* a, const T* b, bool* y, int64_t n, Broadcast bc) {
   AMP_GRID_STRIDE(i, n) {
     int64_t ia, ib;
     BroadcastOffsets(bc, i, &ia, &ib);
@@ -84,13 +84,13 @@ cudaError_t LaunchMod(Num t, bool fmod, const void* a, const void* b, void* y, i
   });
 }
 
-cudaError_t LaunchCompareNum(CompareOp op, Num t, const void* a, const void* b, bool* y, int64_t n,
-                             const Broadcast* bc, cudaStream_t stream) {
+cudaError_t LaunchCompare(CompareOp op, Num t, const void* a, const void* b, bool* y, int64_t n,
+                          const Broadcast* bc, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;
   const Broadcast walk = bc ? *bc : Flat(n);
   return DispatchNum(t, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    CompareNumKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b), y,
+    CompareKernel<T><<<Blocks(n), kThreads, 0, stream>>>(op, static_cast<const T*>(a), static_cast<const T*>(b), y,
                                                             n, walk);
     return cudaGetLastError();
   });

@@ -146,7 +146,9 @@ TEST(AmpPasses, HardActivationsTakeBf16FromOpset22) {
       ASSERT_TRUE(g.InferShapes().ok());
       Decision bf16 = Decisions(g, Level(Level::kO2, BF16))[act->id()];
       EXPECT_EQ(bf16.dtype, opset >= 22 ? BF16 : F32);
-      if (opset < 22) EXPECT_EQ(bf16.reason, Reason::kUnsupportedLow);
+      if (opset < 22) {
+        EXPECT_EQ(bf16.reason, Reason::kUnsupportedLow);
+      }
       EXPECT_EQ(Decisions(g, Level(Level::kO2))[act->id()].dtype, F16);
     }
 }
