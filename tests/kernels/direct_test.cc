@@ -157,13 +157,19 @@ TEST_P(DirectPath, MaxPoolGradMatchesReferenceBitwise) {
 }
 
 // Channels-last dY, X and dX (and X, Y of the forward pools) give the
-// reference's bits on every geometry, with specials and with ties.
+// reference's bits on every geometry, with specials and with ties; so do a
+// plain Y (dY) beside a channels-last X (and dX): the pool before a Flatten.
 TEST_P(DirectPath, PoolsChannelsLastMatchReferenceBitwise) {
   const DType t = GetParam().dtype;
   Options last;
   last.impl = "direct";
   last.channels_last_inputs = 0b11;
   last.channels_last_outputs = 0b1;
+  Options plain_y = last;  // forward: X channels-last, Y plain
+  plain_y.channels_last_inputs = 0b1;
+  plain_y.channels_last_outputs = 0;
+  Options plain_dy = last;  // gradient: dY plain, X and dX channels-last
+  plain_dy.channels_last_inputs = 0b10;
   for (const PoolCase& c : PoolCases()) {
     const Attributes a = PoolAttrs(c);
     for (bool ties : {false, true}) {
@@ -171,17 +177,38 @@ TEST_P(DirectPath, PoolsChannelsLastMatchReferenceBitwise) {
       const Tensor x = ties ? *Tensor::Zeros(t, c.x) : Values(c.x, 8, t);
       auto y = RunKernel(OpKind::kMaxPool, a, {x});
       ASSERT_TRUE(y.ok()) << what << ": " << y.status().ToString();
-      auto y_last = RunKernel(OpKind::kMaxPool, a, {x}, last);
-      ASSERT_TRUE(y_last.ok()) << what << ": " << y_last.status().ToString();
-      EXPECT_TRUE(SameBits((*y_last)[0], (*y)[0])) << what << " MaxPool " << ir::DTypeName(t);
+      for (const Options* o : {&last, &plain_y}) {
+        auto y_last = RunKernel(OpKind::kMaxPool, a, {x}, *o);
+        ASSERT_TRUE(y_last.ok()) << what << ": " << y_last.status().ToString();
+        EXPECT_TRUE(SameBits((*y_last)[0], (*y)[0]))
+            << what << " MaxPool " << ir::DTypeName(t) << (o == &plain_y ? ", plain Y" : "");
+      }
       const std::vector<Tensor> in = {Values((*y)[0].dims(), 9, t), x};
       auto want = RunKernel(OpKind::kMaxPoolGrad, a, in);
       ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
-      auto got = RunKernel(OpKind::kMaxPoolGrad, a, in, last);
-      ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-      EXPECT_TRUE(SameBits((*got)[0], (*want)[0])) << what << " MaxPoolGrad " << ir::DTypeName(t);
+      for (const Options* o : {&last, &plain_dy}) {
+        auto got = RunKernel(OpKind::kMaxPoolGrad, a, in, *o);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+        EXPECT_TRUE(SameBits((*got)[0], (*want)[0]))
+            << what << " MaxPoolGrad " << ir::DTypeName(t) << (o == &plain_dy ? ", plain dY" : "");
+      }
     }
   }
+  // The layouts the kernels decline: a channels-last Y beside a plain X, a
+  // channels-last dY beside a plain X, X and dX apart.
+  const PoolCase& c = PoolCases()[0];
+  const Tensor x = Values(c.x, 8, t);
+  Options y_only = last;
+  y_only.channels_last_inputs = 0;
+  EXPECT_FALSE(RunKernel(OpKind::kMaxPool, PoolAttrs(c), {x}, y_only).ok());
+  auto y = RunKernel(OpKind::kMaxPool, PoolAttrs(c), {x});
+  ASSERT_TRUE(y.ok());
+  Options dy_only = last, x_only = last;
+  dy_only.channels_last_inputs = 0b1;
+  dy_only.channels_last_outputs = 0b1;
+  x_only.channels_last_outputs = 0;
+  for (const Options* o : {&dy_only, &x_only})
+    EXPECT_FALSE(RunKernel(OpKind::kMaxPoolGrad, PoolAttrs(c), {Values((*y)[0].dims(), 9, t), x}, *o).ok());
 }
 
 // Unused dX (data == nullptr) is left alone.
