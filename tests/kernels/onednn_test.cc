@@ -33,10 +33,11 @@ double Tolerance(DType t) { return t == DType::kFloat32 ? 1e-5 : t == DType::kFl
 // Runs `op` with oneDNN implementation `impl` (which must accept it) and
 // with the reference kernel; returns the normalized error of output 0.
 double CompareToReference(OpKind op, const Attributes& a, const std::vector<Tensor>& in,
-                          std::vector<bool> constant = {}, const char* impl = "onednn") {
+                          std::vector<bool> constant = {}, const char* impl = "onednn", bool training = false) {
   NnRunOptions dnn;
   dnn.impl = impl;
   dnn.constant = std::move(constant);
+  dnn.training = training;
   auto got = RunOp(op, a, in, dnn);
   EXPECT_TRUE(got.ok()) << got.status().ToString();
   auto want = RunOp(op, a, in);
@@ -90,6 +91,9 @@ TEST_P(OneDnnPath, ConvMatchesReference) {
       double err = CompareToReference(OpKind::kConv, ConvAttrs(c), in, {false, constant_w}, impl);
       EXPECT_LT(err, Tolerance(t)) << c.name << (constant_w ? " constant W" : "");
     }
+    // Training with a computed weight: fp32 reads it in its backward-weights layout.
+    double err = CompareToReference(OpKind::kConv, ConvAttrs(c), in, {false, false}, impl, /*training=*/true);
+    EXPECT_LT(err, Tolerance(t)) << c.name << " training";
   }
 }
 
