@@ -57,6 +57,7 @@ struct BenchArgs {
   bool json = false;
   bool reference = false;
   bool no_winograd = false;
+  bool no_channels_last = false;
   bool profile = false;
   bool no_optimize = false;
   bool train = false;
@@ -118,6 +119,7 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
   config.threads = args.threads;
   config.profile = args.profile;
   if (args.reference) config.kernel_impl = "reference";
+  config.channels_last = !args.no_channels_last;
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;
   AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
@@ -232,6 +234,7 @@ Status Bench(const BenchArgs& args) {
   ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
   options.winograd = !args.no_winograd;
+  options.channels_last = !args.no_channels_last;
   options.profile = args.profile;
   options.optimize = !args.no_optimize;
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
@@ -280,6 +283,9 @@ void AddBenchCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
   cmd->add_flag("--no-winograd", args->no_winograd,
                 "Direct convolutions only (default: Winograd for 3x3 stride-1 fp32 ones where oneDNN has it)");
+  cmd->add_flag("--no-channels-last", args->no_channels_last,
+                "Keep every activation NCHW between kernels (default: channels-last where the kernels take it), "
+                "to measure against it");
   cmd->add_flag("--profile", args->profile, "Print per-op, per-implementation and top-node kernel times (stderr)");
   cmd->add_flag("--no-optimize", args->no_optimize, "Skip the inference graph optimizations (BN folding, conv fusion)");
   cmd->add_flag("--train", args->train, "Time training steps (forward, backward, optimizer) instead of inference");

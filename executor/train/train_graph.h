@@ -98,6 +98,10 @@ struct TrainGraphOptions {
   bool low_weights = false;
   // Initializers that get no gradient and no update: names or "re:REGEX" (ResolveFreeze).
   std::vector<std::string> freeze;
+  // Relu -> MaxPool runs as MaxPool -> Relu (the same values and gradients,
+  // the ReLU on the pooled tensor; train_graph.cc, ReluAfterMaxPool). Off only
+  // to compare against.
+  bool relu_after_max_pool = true;
 };
 
 // What a training step does with each initializer of the model: the

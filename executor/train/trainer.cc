@@ -217,6 +217,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   options.threads = config.threads;
   options.training = true;
   options.kernel_impl = config.kernel_impl;
+  options.channels_last = config.channels_last;
   options.profile = config.profile;
   options.device_instance = config.device;
   AMP_ASSIGN_OR_RETURN(t->session_, InferenceSession::Create(std::move(t->train_.graph), options));
@@ -532,6 +533,7 @@ Status Trainer::CreateEvalSession() {
   SessionOptions options;
   options.threads = config_.threads;
   options.kernel_impl = config_.kernel_impl;
+  options.channels_last = config_.channels_last;
   options.device_instance = session_->device();
   AMP_ASSIGN_OR_RETURN(eval_session_, InferenceSession::Create(std::move(eval_.graph), options));
   eval_out_index_ = OutputIndex(eval_session_->graph());

@@ -72,6 +72,7 @@ struct TrainConfig {
   uint64_t seed = 0;            // Dropout masks: StepSeed(seed, step)
   int threads = 0;              // 0 = all cores
   std::string kernel_impl;      // "" = best kernels, "reference" = reference kernels only
+  bool channels_last = true;    // SessionOptions::channels_last (off only to measure against it)
   // Loss scaling: unset = none (scale 1); dynamic = false is a static scale.
   std::optional<LossScalerConfig> loss_scaler;
   bool profile = false;         // time every kernel of the training step (profile())

@@ -236,6 +236,11 @@ TEST_F(TrainCliTest, BenchTrainReportsStepTimesPhasesAndMemory) {
   ExpectOneLineError("bench " + model_ + " --train --no-winograd", "--no-winograd is for inference");
   r = Cli("bench " + model_ + " --batch 2 --warmup 0 --repeat 1 --threads 1 --no-winograd");
   EXPECT_EQ(r.code, 0) << r.err;
+  // NCHW throughout, to measure channels-last against (training and inference).
+  r = Cli("bench " + model_ + " --train --batch 4 --warmup 0 --repeat 1 --threads 1 --no-channels-last");
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = Cli("bench " + model_ + " --batch 2 --warmup 0 --repeat 1 --threads 1 --no-channels-last");
+  EXPECT_EQ(r.code, 0) << r.err;
 }
 
 // `bench --fma-peak`: the machine's fp32 FMA peak that the benchmark scripts

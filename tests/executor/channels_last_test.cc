@@ -16,6 +16,7 @@
 #include "executor/train/train_graph.h"
 #include "kernels/cpu/cpu_info.h"
 #include "models/builders.h"
+#include "tests/executor/trainer_test_util.h"
 
 namespace amptrain::executor {
 namespace {
@@ -288,6 +289,61 @@ TEST(ChannelsLast, ResNetTrainingStep) {
     }
     // fp32 sums of a few thousand products in another order: well inside 1e-4 of the tensor's scale.
     EXPECT_LE(diff, 1e-4 * std::max(scale, 1e-30)) << name;
+  }
+}
+
+// ReluAfterMaxPool (executor/train/train_graph.cc): SimpleCNN's Relu ->
+// MaxPool blocks run as MaxPool -> Relu in the training graph, and a training
+// step gives the same loss, gradients and BN statistics, bit for bit, as the
+// graph without the rewrite (max and ReLU commute; the gradients take the
+// same elements), with and without channels-last activations.
+TEST(TrainGraph, ReluAfterMaxPoolKeepsEveryValue) {
+  const std::unique_ptr<ir::Graph> model = train::testing::SmallCnn(10);  // 1x8x8
+  train::TrainGraph tgs[2];
+  for (int swap = 0; swap < 2; ++swap) {
+    train::TrainGraphOptions opts;
+    opts.num_classes = 10;
+    opts.relu_after_max_pool = swap == 1;
+    auto tg = train::BuildTrainGraph(*model, opts);
+    ASSERT_TRUE(tg.ok()) << tg.status().ToString();
+    tgs[swap] = std::move(*tg);
+  }
+  // The rewrite happened: each MaxPool reads a BatchNormalization's output.
+  int pools = 0, moved = 0;
+  for (const ir::Node* n : tgs[1].graph->nodes()) {
+    if (n->op() != ir::OpKind::kMaxPool) continue;
+    ++pools;
+    moved += tgs[1].graph->producer(n->input(0))->op() == ir::OpKind::kBatchNormalization;
+  }
+  EXPECT_EQ(pools, 2);
+  EXPECT_EQ(moved, 2);
+  std::map<std::string, Tensor> inputs;
+  for (ir::Value v : model->initializers())
+    for (ir::Value g : tgs[0].graph->inputs())
+      if (tgs[0].graph->name(g) == model->name(v)) inputs[model->name(v)] = *model->ConstantValue(v);
+  std::mt19937 rng(5);
+  inputs[tgs[0].data_inputs[0]] = Uniform(rng, -1.0f, 1.0f, {4, 1, 8, 8});
+  inputs[tgs[0].target_input] = Tensor::Int64s({1, 7, 3, 0}, {4});
+  inputs[tgs[0].loss_scale] = Tensor::Scalar(1.0f);
+  for (bool channels_last : {false, true}) {
+    std::map<std::string, Tensor> outs[2];
+    for (int swap = 0; swap < 2; ++swap) {
+      SessionOptions so;
+      so.training = true;
+      so.threads = 2;
+      so.channels_last = channels_last;
+      auto session = InferenceSession::Create(tgs[swap].graph->Clone(), so);
+      ASSERT_TRUE(session.ok()) << session.status().ToString();
+      auto out = (*session)->Run(inputs);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      const ir::Graph& g = *tgs[swap].graph;
+      for (size_t i = 0; i < out->size(); ++i) outs[swap][g.name(g.outputs()[i])] = (*out)[i];
+    }
+    ASSERT_EQ(outs[0].size(), outs[1].size());
+    for (const auto& [name, t] : outs[0]) {
+      ASSERT_TRUE(outs[1].count(name)) << name;
+      EXPECT_TRUE(outs[1].at(name) == t) << name << (channels_last ? " (channels-last)" : "") << " changed";
+    }
   }
 }
 
