@@ -10,7 +10,8 @@
 #    against the CPU's;
 # 3. training benchmarks, batch 256, synthetic data: SimpleCNN and ResNet-50,
 #    amptrain --device cuda at O0, O1/O2 fp16 and bf16, and PyTorch on the
-#    same GPU (fp32, autocast fp16 + GradScaler, autocast bf16; channels_last).
+#    same GPU (fp32, autocast fp16 + GradScaler, autocast bf16; channels_last),
+#    and ResNet-50 O2 fp16 with --no-channels-last (NCHW), to measure NHWC against.
 # Everything is written to OUT (default ./out): results.md (the table),
 # cuda_vs_cpu.md (per op and dtype), and the logs. A step that fails is a row
 # saying so; the run goes on. The whole run keeps to BUDGET_S (480) seconds.
@@ -141,6 +142,17 @@ for m in simplecnn resnet50; do
   done
   for prec in fp32 fp16 bf16; do torch_bench $m $prec; done
 done
+# Channels-last against NCHW on the GPU: the same O2 fp16 ResNet-50 step with
+# every activation kept NCHW (bench --no-channels-last), measured in the same call.
+log=$OUT/bench_resnet50_O2_fp16_nchw.log
+if [ "$(left)" -ge 60 ]; then
+  if timeout 120 "$BIN/amptrain" bench "$RESNET50" --train --batch 256 --amp O2 --dtype fp16 --device cuda \
+      --optimizer sgd --warmup 3 --repeat 20 --no-channels-last --json >"$log" 2>&1; then
+    row "amptrain resnet50 O2 fp16 NCHW (--no-channels-last)" "ok" "$(tail -1 "$log")"
+  else
+    row "amptrain resnet50 O2 fp16 NCHW (--no-channels-last)" "not yet" "$(why "$log")"
+  fi
+fi
 # Where the time goes: per-op kernel times of one ResNet-50 AMP step.
 if [ "$(left)" -ge 45 ]; then
   log=$OUT/profile_resnet50_O2_fp16.log

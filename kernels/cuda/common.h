@@ -88,7 +88,8 @@ inline KernelEntry CudaEntry(OpKind op, const char* impl, KernelFactory factory,
   return e;
 }
 
-// Error unless every present input and output listed has dtype `t`.
+// Error unless every present input and output listed has dtype `t` (an
+// absent output: one the executor skips, KernelEntry::skips_unused_outputs).
 Status CheckDTypes(const KernelInit& init, DType t, const std::vector<size_t>& inputs,
                    const std::vector<size_t>& outputs);
 

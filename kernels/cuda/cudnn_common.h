@@ -67,11 +67,33 @@ inline Dims4 ToDims4(const std::vector<int64_t>& d) {
   return Dims4{static_cast<int>(d[0]), static_cast<int>(d[1]), static_cast<int>(d[2]), static_cast<int>(d[3])};
 }
 
-// A packed NCHW 4-D tensor descriptor.
-inline Status SetTensor4d(TensorDesc& desc, DType t, const Dims4& d) {
+// A packed 4-D tensor descriptor of logical dims `d` ([N, C, H, W]), stored
+// NCHW or, with `nhwc`, channels-last (TensorSpec::channels_last).
+inline Status SetTensor4d(TensorDesc& desc, DType t, const Dims4& d, bool nhwc = false) {
   AMP_RETURN_IF_ERROR(desc.Make());
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), CUDNN_TENSOR_NCHW, CudnnType(t), d.n, d.c, d.h, d.w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(desc.get(), nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, CudnnType(t), d.n,
+                                         d.c, d.h, d.w));
   return Status::Ok();
+}
+
+// Channels-last (NHWC) activations for the cuDNN kernels: 2-byte data only,
+// where cuDNN's tensor-core kernels want that layout; fp32 stays NCHW (its
+// FMA kernels, measured on the H200, and the layout the fp32 tests cover).
+inline bool ChannelsLastDType(DType t) { return t == DType::kFloat16 || t == DType::kBFloat16; }
+
+// Whether the activation specs of a kernel that takes its layouts together
+// (KernelEntry::channels_last_together: BN, pooling) are channels-last: all
+// or none, an error otherwise; a [N, C, 1, 1] tensor, the same bytes in
+// either layout, counts as either.
+inline StatusOr<bool> ChannelsLastTogether(const KernelInit& init, const std::vector<const TensorSpec*>& specs) {
+  bool any = false, all = true;
+  for (const TensorSpec* s : specs) {
+    const bool point = s->dims.size() == 4 && s->dims[2] * s->dims[3] == 1;
+    any = any || s->channels_last;
+    all = all && (s->channels_last || point);
+  }
+  if (any && !all) return init.Error("activations in different layouts");
+  return any;
 }
 
 // The forward init of a gradient op whose forward inputs start at `first`

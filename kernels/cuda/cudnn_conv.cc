@@ -13,6 +13,23 @@
 // Y with a bias is rounded twice (the CPU reference: once); dB is a float
 // column sum of dY (LaunchReduceSum).
 //
+// Channels-last (TensorSpec::channels_last, set by the executor's layout step
+// where every producer and reader of a value takes it): fp16/bf16 X and Y
+// (dY and dX; FusedConv's Z) stored NHWC. cuDNN runs a convolution NHWC
+// when any of its activations is stored so and its channels per group (in
+// and out) are multiples of 8, which its NHWC tensor-core kernels need, else
+// NCHW (ResNet's first convolution, 3 input channels). Activations stored in
+// the other layout (the batch, a graph input, before the first convolution;
+// a Y whose readers take NCHW only; the NHWC neighbours of an NCHW run) go
+// through the kernel's scratch (LayoutSides): an input copied into the run's
+// layout first, an output computed in it and copied back after, so the
+// layout step never has to put a convolution's neighbours back to NCHW
+// because of it. cuDNN's NHWC tensor-core kernels want the filter
+// NHWC too (KRSC): the kernel transposes W from the node's KCRS into its
+// scratch for the forward and backward-data passes, and computes dW as KRSC
+// in scratch before transposing it into the KCRS output. The bias/residual/
+// Relu pass and dB see NHWC as [N*H*W, C]. fp32 declines channels-last.
+//
 // Declined (the entry's accepts): spatial ranks other than 2, pads whose
 // begin and end differ (SAME_* with an odd total; cuDNN pads symmetrically),
 // empty tensors and dims beyond int.
@@ -49,7 +66,123 @@ struct ConvShape {
   DType t = DType::kFloat32;
   Dims4 x, w, y;
   int pad_h = 0, pad_w = 0, stride_h = 1, stride_w = 1, dil_h = 1, dil_w = 1, group = 1;
+  bool nhwc = false;  // cuDNN runs NHWC (KRSC filter)
+
+  size_t FilterBytes() const { return static_cast<size_t>(w.n) * w.c * w.h * w.w * ir::DTypeSize(t); }
+  // The scratch: the workspace, then (NHWC) the KRSC filter, then LayoutSides'.
+  size_t FilterEnd() const { return kConvWorkspaceBytes + (nhwc ? (FilterBytes() + 255) / 256 * 256 : 0); }
 };
+
+int64_t Elements(const Dims4& d) { return int64_t{d.n} * d.c * d.h * d.w; }
+
+// The copy of logical [N, C, H, W] `d` from NCHW into NHWC (to_nhwc:
+// y[n, h, w, c] = x[n, c, h, w]) or back.
+Broadcast Relayout(const Dims4& d, bool to_nhwc) {
+  const int64_t hw = int64_t{d.h} * d.w;
+  Broadcast bc;
+  bc.rank = 4;
+  if (to_nhwc) {
+    const int64_t out[4] = {d.n, d.h, d.w, d.c}, st[4] = {d.c * hw, d.w, 1, hw};
+    for (int i = 0; i < 4; ++i) bc.out_dims[i] = out[i], bc.a_strides[i] = st[i];
+  } else {
+    const int64_t out[4] = {d.n, d.c, d.h, d.w}, st[4] = {hw * d.c, 1, int64_t{d.w} * d.c, d.c};
+    for (int i = 0; i < 4; ++i) bc.out_dims[i] = out[i], bc.a_strides[i] = st[i];
+  }
+  return bc;
+}
+
+// The activations of one call (Conv: X, Z, Y; ConvGrad: dY, X, dX) in the
+// layout cuDNN runs in (`nhwc`): each one stored in the other layout goes
+// through a scratch region placed from `begin`: an input copied into the
+// run's layout before (In), an output computed in it (Out) and copied back
+// after (Done). Absent tensors take nothing.
+class LayoutSides {
+ public:
+  struct Tensor {
+    Dims4 dims;
+    bool present = false, channels_last = false;
+  };
+  LayoutSides() = default;
+  LayoutSides(const std::vector<Tensor>& tensors, DType t, bool nhwc, size_t begin) : t_(t), nhwc_(nhwc) {
+    size_t end = begin;
+    for (const Tensor& x : tensors) {
+      const bool convert = x.present && x.channels_last != nhwc;
+      sides_.push_back({x.dims, convert ? end : 0, convert});
+      if (convert) end += (static_cast<size_t>(Elements(x.dims)) * ir::DTypeSize(t) + 255) / 256 * 256;
+    }
+    end_ = end;
+  }
+  size_t end() const { return end_; }
+
+  StatusOr<const void*> In(size_t i, const void* data, void* scratch, cudaStream_t stream) const {
+    const Side& s = sides_[i];
+    if (!s.convert || !data) return data;
+    void* copy = static_cast<std::byte*>(scratch) + s.offset;
+    CUDA_CHECK(LaunchBroadcastCopy(ir::DTypeSize(t_), data, copy, Elements(s.dims), Relayout(s.dims, nhwc_), stream));
+    return static_cast<const void*>(copy);
+  }
+  void* Out(size_t i, void* data, void* scratch) const {
+    const Side& s = sides_[i];
+    return s.convert && data ? static_cast<std::byte*>(scratch) + s.offset : data;
+  }
+  Status Done(size_t i, void* data, void* scratch, cudaStream_t stream) const {
+    const Side& s = sides_[i];
+    if (s.convert && data)
+      CUDA_CHECK(LaunchBroadcastCopy(ir::DTypeSize(t_), static_cast<std::byte*>(scratch) + s.offset, data,
+                                     Elements(s.dims), Relayout(s.dims, !nhwc_), stream));
+    return Status::Ok();
+  }
+
+ private:
+  struct Side {
+    Dims4 dims;
+    size_t offset;
+    bool convert;
+  };
+  std::vector<Side> sides_;
+  DType t_ = DType::kFloat32;
+  bool nhwc_ = false;
+  size_t end_ = 0;
+};
+
+// The copy of the filter between the node's KCRS and cuDNN's NHWC-format
+// KRSC: y[k, r, s, c] = x[k, c, r, s] (to_krsc), or back.
+Broadcast FilterPermutation(const Dims4& w, bool to_krsc) {
+  const int64_t k = w.n, c = w.c, r = w.h, s = w.w;
+  Broadcast bc;
+  bc.rank = 4;
+  if (to_krsc) {  // read KCRS (strides c*r*s, r*s, s, 1) in K, R, S, C order
+    const int64_t out[4] = {k, r, s, c}, st[4] = {c * r * s, s, 1, r * s};
+    for (int d = 0; d < 4; ++d) bc.out_dims[d] = out[d], bc.a_strides[d] = st[d];
+  } else {  // read KRSC (strides r*s*c, s*c, c, 1) in K, C, R, S order
+    const int64_t out[4] = {k, c, r, s}, st[4] = {r * s * c, 1, s * c, c};
+    for (int d = 0; d < 4; ++d) bc.out_dims[d] = out[d], bc.a_strides[d] = st[d];
+  }
+  return bc;
+}
+
+// The LayoutSides of a call's activation specs, as LayoutSides::Tensor, and
+// the layout cuDNN runs `s` in (s.nhwc): NHWC when any present one is
+// channels-last and the channels per group, in and out, are multiples of 8.
+// Channels-last specs are 2-byte data only: channels-last fp32 is an error,
+// so the layout step keeps fp32 NCHW.
+StatusOr<std::vector<LayoutSides::Tensor>> Activations(const KernelInit& init,
+                                                       const std::vector<const TensorSpec*>& specs, ConvShape& s) {
+  std::vector<LayoutSides::Tensor> out;
+  bool any = false;
+  for (const TensorSpec* spec : specs) {
+    LayoutSides::Tensor x;
+    x.present = spec->present();
+    if (x.present) x.dims = ToDims4(spec->dims);
+    x.channels_last = x.present && spec->channels_last;
+    any = any || x.channels_last;
+    out.push_back(x);
+  }
+  if (any && !ChannelsLastDType(s.t))
+    return init.Error("channels-last ", ir::DTypeName(s.t), " is not taken (fp16/bf16 only)");
+  s.nhwc = any && s.w.c % 8 == 0 && (s.w.n / s.group) % 8 == 0;
+  return out;
+}
 
 // What every cuDNN convolution declines (X, W and Y of `init`: 2-D, not
 // empty, dims within int, symmetric pads), or "". `window` gets the resolved
@@ -151,6 +284,25 @@ class CudnnConv {
 
   const ConvShape& shape() const { return s_; }
 
+  // The filter as cuDNN reads it: `w` itself (NCHW), or its KRSC copy in the
+  // scratch after the workspace.
+  StatusOr<const void*> Filter(const void* w, void* scratch, cudaStream_t stream) const {
+    if (!s_.nhwc) return w;
+    void* krsc = FilterScratch(scratch);
+    CUDA_CHECK(LaunchBroadcastCopy(ir::DTypeSize(s_.t), w, krsc, FilterElements(), FilterPermutation(s_.w, true),
+                                   stream));
+    return static_cast<const void*>(krsc);
+  }
+  // Where cuDNN writes dW: `dw` (NCHW), or the KRSC scratch that
+  // FinishFilterGrad then copies into `dw`.
+  void* FilterGradTarget(void* dw, void* scratch) const { return s_.nhwc ? FilterScratch(scratch) : dw; }
+  Status FinishFilterGrad(void* dw, void* scratch, cudaStream_t stream) const {
+    if (s_.nhwc)
+      CUDA_CHECK(LaunchBroadcastCopy(ir::DTypeSize(s_.t), FilterScratch(scratch), dw, FilterElements(),
+                                     FilterPermutation(s_.w, false), stream));
+    return Status::Ok();
+  }
+
   Status Forward(cudnnHandle_t h, const void* x, const void* w, void* y, void* ws) {
     AMP_RETURN_IF_ERROR(Prepare());
     if (!fwd_) {
@@ -213,16 +365,18 @@ class CudnnConv {
 
  private:
   cudnnMathType_t DefaultMath() const { return s_.t == DType::kFloat32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH; }
+  int64_t FilterElements() const { return int64_t{s_.w.n} * s_.w.c * s_.w.h * s_.w.w; }
+  void* FilterScratch(void* scratch) const { return static_cast<std::byte*>(scratch) + kConvWorkspaceBytes; }
 
   // The descriptors, made at the first call (they need the cuDNN library
   // loaded, which creation must not require).
   Status Prepare() {
     if (prepared_) return Status::Ok();
-    AMP_RETURN_IF_ERROR(SetTensor4d(xd_, s_.t, s_.x));
-    AMP_RETURN_IF_ERROR(SetTensor4d(yd_, s_.t, s_.y));
+    AMP_RETURN_IF_ERROR(SetTensor4d(xd_, s_.t, s_.x, s_.nhwc));
+    AMP_RETURN_IF_ERROR(SetTensor4d(yd_, s_.t, s_.y, s_.nhwc));
     AMP_RETURN_IF_ERROR(wd_.Make());
-    CUDNN_CHECK(cudnnSetFilter4dDescriptor(wd_.get(), CudnnType(s_.t), CUDNN_TENSOR_NCHW, s_.w.n, s_.w.c, s_.w.h,
-                                           s_.w.w));
+    CUDNN_CHECK(cudnnSetFilter4dDescriptor(wd_.get(), CudnnType(s_.t), s_.nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW,
+                                           s_.w.n, s_.w.c, s_.w.h, s_.w.w));
     AMP_RETURN_IF_ERROR(cd_.Make());
     CUDNN_CHECK(cudnnSetConvolution2dDescriptor(cd_.get(), s_.pad_h, s_.pad_w, s_.stride_h, s_.stride_w, s_.dil_h,
                                                 s_.dil_w, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
@@ -248,24 +402,34 @@ class CudnnConv {
 // residual and Relu in one pass.
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(ConvShape s, bool relu) : conv_(s), relu_(relu) {}
+  // sides: X, Z, Y.
+  ConvKernel(ConvShape s, bool relu, LayoutSides sides) : conv_(s), relu_(relu), sides_(std::move(sides)) {}
 
   Status Run(KernelContext& ctx) override {
     const cudaStream_t stream = StreamOf(ctx);
     AMP_ASSIGN_OR_RETURN(cudnnHandle_t h, CudnnHandle(stream));
-    void* y = ctx.outputs[0].data;
-    AMP_RETURN_IF_ERROR(conv_.Forward(h, ctx.inputs[0].data, ctx.inputs[1].data, y, ctx.scratch));
+    void* scratch = ctx.scratch;
+    AMP_ASSIGN_OR_RETURN(const void* x, sides_.In(0, ctx.inputs[0].data, scratch, stream));
+    const void* z_in = ctx.inputs.size() > 3 ? ctx.inputs[3].data : nullptr;
+    AMP_ASSIGN_OR_RETURN(const void* z, sides_.In(1, z_in, scratch, stream));
+    void* y = sides_.Out(2, ctx.outputs[0].data, scratch);
+    AMP_ASSIGN_OR_RETURN(const void* w, conv_.Filter(ctx.inputs[1].data, scratch, stream));
+    AMP_RETURN_IF_ERROR(conv_.Forward(h, x, w, y, scratch));
     const void* bias = ctx.inputs.size() > 2 ? ctx.inputs[2].data : nullptr;
-    const void* z = ctx.inputs.size() > 3 ? ctx.inputs[3].data : nullptr;
-    const Dims4& d = conv_.shape().y;
-    CUDA_CHECK(LaunchBiasAct(*ElemOf(conv_.shape().t), y, bias, z, d.n, d.c, int64_t{d.h} * d.w, relu_, stream));
-    return Status::Ok();
+    const ConvShape& s = conv_.shape();
+    const Dims4& d = s.y;
+    const int64_t plane = int64_t{d.h} * d.w;
+    // NHWC is [N*H*W, C] with planes of one element.
+    CUDA_CHECK(LaunchBiasAct(*ElemOf(s.t), y, bias, z, s.nhwc ? d.n * plane : d.n, d.c, s.nhwc ? 1 : plane, relu_,
+                             stream));
+    return sides_.Done(2, ctx.outputs[0].data, scratch, stream);
   }
-  size_t scratch_bytes() const override { return kConvWorkspaceBytes; }
+  size_t scratch_bytes() const override { return sides_.end(); }
 
  private:
   CudnnConv conv_;
   bool relu_;
+  LayoutSides sides_;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
@@ -274,6 +438,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1, 2, 3}, {0}));
   AMP_ASSIGN_OR_RETURN(ConvShape s, PlanConv(init, t));
+  const TensorSpec none;
+  const TensorSpec* z_spec = init.inputs.size() > 3 ? &init.inputs[3] : &none;
+  AMP_ASSIGN_OR_RETURN(std::vector<LayoutSides::Tensor> acts,
+                       Activations(init, {&init.inputs[0], z_spec, &init.outputs[0]}, s));
   if (init.inputs.size() > 2 && init.inputs[2].present() && init.inputs[2].dims != std::vector<int64_t>{s.w.n})
     return init.Error("bias must have ", s.w.n, " elements");
   bool relu = false;
@@ -284,38 +452,58 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
     if (init.inputs.size() > 3 && init.inputs[3].present() && init.inputs[3].dims != init.outputs[0].dims)
       return init.Error("residual Z must have the shape of Y");
   }
-  return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(s, relu));
+  LayoutSides sides(acts, t, s.nhwc, s.FilterEnd());
+  return std::unique_ptr<Kernel>(std::make_unique<ConvKernel>(s, relu, std::move(sides)));
 }
 
 // ConvGrad(dY, X, W) -> dX?, dW?, dB?: outputs with data == nullptr skipped.
 class ConvGradKernel final : public Kernel {
  public:
-  explicit ConvGradKernel(ConvShape s) : conv_(s) {
+  // sides: dY, X, dX.
+  ConvGradKernel(ConvShape s, LayoutSides sides) : conv_(s), sides_(std::move(sides)) {
     const Dims4& y = s.y;
-    db_.kept_rank = 1, db_.red_rank = 2;
-    db_.kept_dims[0] = y.c, db_.kept_strides[0] = int64_t{y.h} * y.w;
-    db_.red_dims[0] = y.n, db_.red_strides[0] = int64_t{y.c} * y.h * y.w;
-    db_.red_dims[1] = int64_t{y.h} * y.w, db_.red_strides[1] = 1;
-    db_.outputs = y.c, db_.count = int64_t{y.n} * y.h * y.w;
+    const int64_t plane = int64_t{y.h} * y.w;
+    db_.kept_rank = 1;
+    db_.kept_dims[0] = y.c;
+    if (s.nhwc) {  // dY [N*H*W, C]
+      db_.red_rank = 1;
+      db_.kept_strides[0] = 1;
+      db_.red_dims[0] = y.n * plane, db_.red_strides[0] = y.c;
+    } else {  // dY [N, C, H*W]
+      db_.red_rank = 2;
+      db_.kept_strides[0] = plane;
+      db_.red_dims[0] = y.n, db_.red_strides[0] = int64_t{y.c} * plane;
+      db_.red_dims[1] = plane, db_.red_strides[1] = 1;
+    }
+    db_.outputs = y.c, db_.count = int64_t{y.n} * plane;
   }
 
   Status Run(KernelContext& ctx) override {
     const cudaStream_t stream = StreamOf(ctx);
     AMP_ASSIGN_OR_RETURN(cudnnHandle_t h, CudnnHandle(stream));
-    const void* dy = ctx.inputs[0].data;
-    const void* x = ctx.inputs[1].data;
-    const void* w = ctx.inputs[2].data;
-    if (void* dx = ctx.outputs[0].data) AMP_RETURN_IF_ERROR(conv_.BackwardData(h, dy, w, dx, ctx.scratch));
-    if (ctx.outputs.size() > 1 && ctx.outputs[1].data)
-      AMP_RETURN_IF_ERROR(conv_.BackwardFilter(h, x, dy, ctx.outputs[1].data, ctx.scratch));
+    void* scratch = ctx.scratch;
+    AMP_ASSIGN_OR_RETURN(const void* dy, sides_.In(0, ctx.inputs[0].data, scratch, stream));
+    AMP_ASSIGN_OR_RETURN(const void* x, sides_.In(1, ctx.inputs[1].data, scratch, stream));
+    if (ctx.outputs[0].data) {
+      void* dx = sides_.Out(2, ctx.outputs[0].data, scratch);
+      AMP_ASSIGN_OR_RETURN(const void* w, conv_.Filter(ctx.inputs[2].data, scratch, stream));
+      AMP_RETURN_IF_ERROR(conv_.BackwardData(h, dy, w, dx, scratch));
+      AMP_RETURN_IF_ERROR(sides_.Done(2, ctx.outputs[0].data, scratch, stream));
+    }
+    if (ctx.outputs.size() > 1 && ctx.outputs[1].data) {  // after dX: the KRSC scratch is free again
+      void* dw = ctx.outputs[1].data;
+      AMP_RETURN_IF_ERROR(conv_.BackwardFilter(h, x, dy, conv_.FilterGradTarget(dw, scratch), scratch));
+      AMP_RETURN_IF_ERROR(conv_.FinishFilterGrad(dw, scratch, stream));
+    }
     if (ctx.outputs.size() > 2 && ctx.outputs[2].data)
       CUDA_CHECK(LaunchReduceSum(*ElemOf(conv_.shape().t), dy, ctx.outputs[2].data, db_, 1.0f, stream));
     return Status::Ok();
   }
-  size_t scratch_bytes() const override { return kConvWorkspaceBytes; }
+  size_t scratch_bytes() const override { return sides_.end(); }
 
  private:
   CudnnConv conv_;
+  LayoutSides sides_;
   Reduction db_;  // dB = dY summed over N and the plane
 };
 
@@ -329,11 +517,14 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
   if (x.size() != 4 || w.size() != 4 || dy.size() != 4 || dy[0] != x[0] || dy[1] != w[0])
     return init.Error("dY, X and W must be 4-D, dY [N, M, out...]");
   AMP_ASSIGN_OR_RETURN(ConvShape s, PlanConv(ForwardOf(init, 1), t));
-  if (init.outputs[0].dims != x) return init.Error("dX must have X's dims");
+  AMP_ASSIGN_OR_RETURN(std::vector<LayoutSides::Tensor> acts,
+                       Activations(init, {&init.inputs[0], &init.inputs[1], &init.outputs[0]}, s));
+  if (init.outputs[0].present() && init.outputs[0].dims != x) return init.Error("dX must have X's dims");
   if (init.outputs.size() > 1 && init.outputs[1].dims != w) return init.Error("dW must have W's dims");
   if (init.outputs.size() > 2 && init.outputs[2].dims != std::vector<int64_t>{w[0]})
     return init.Error("dB must have ", w[0], " elements");
-  return std::unique_ptr<Kernel>(std::make_unique<ConvGradKernel>(s));
+  LayoutSides sides(acts, t, s.nhwc, s.FilterEnd());
+  return std::unique_ptr<Kernel>(std::make_unique<ConvGradKernel>(s, std::move(sides)));
 }
 
 // ConvTranspose(X, W, B?) -> Y: cuDNN's backward-data with the roles
@@ -415,11 +606,15 @@ void RegisterCudnnConv(Registry& r) {
   for (OpKind op : {OpKind::kConv, OpKind::kFusedConv}) {
     KernelEntry e = CudaEntry(op, "cudnn", MakeConv);
     e.accepts = [](const KernelInit& init) { return Declines(init).empty(); };
+    e.channels_last_inputs = op == OpKind::kFusedConv ? 0b1001u : 0b1u;  // X (and Z)
+    e.channels_last_outputs = 0b1;                                       // Y
     r.Add(std::move(e));
   }
   KernelEntry e = CudaEntry(OpKind::kConvGrad, "cudnn", MakeConvGrad);
   e.accepts = [](const KernelInit& init) { return init.inputs.size() < 3 || Declines(ForwardOf(init, 1)).empty(); };
   e.skips_unused_outputs = true;
+  e.channels_last_inputs = 0b11;  // dY, X
+  e.channels_last_outputs = 0b1;  // dX
   r.Add(std::move(e));
   KernelEntry t = CudaEntry(OpKind::kConvTranspose, "cudnn", MakeConvTranspose);
   t.accepts = [](const KernelInit& init) { return DeclinesTransposed(init).empty(); };

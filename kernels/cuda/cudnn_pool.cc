@@ -13,6 +13,10 @@
 // AVERAGE_COUNT_INCLUDE_PADDING divides by the window size and
 // AVERAGE_COUNT_EXCLUDE_PADDING by the in-input taps: the CPU's divisors.
 //
+// Channels-last (TensorSpec::channels_last): X and Y (dY, X, dX) stored NHWC
+// together (channels_last_together), given to cuDNN as NHWC descriptors;
+// GlobalAveragePool's Y ([N, C, 1, 1]) reads the same either way.
+//
 // Max pooling uses CUDNN_POOLING_MAX_DETERMINISTIC. Ties within a window are
 // broken by cuDNN (the CPU: the first maximum in scan order), which matters
 // for MaxPoolGrad only. The gradients take (dY, X) and cuDNN's backward also
@@ -31,6 +35,7 @@ struct PoolShape {
   Dims4 x, y;
   int kh = 1, kw = 1, ph = 0, pw = 0, sh = 1, sw = 1;
   cudnnPoolingMode_t mode = CUDNN_POOLING_MAX_DETERMINISTIC;
+  bool nhwc = false;
 };
 
 // The pooling of forward init `fwd` (X [N, C, H, W] -> Y) for cuDNN, or why
@@ -90,8 +95,8 @@ struct PoolDescs {
   bool made = false;
   Status Make(const PoolShape& s) {
     if (made) return Status::Ok();
-    AMP_RETURN_IF_ERROR(SetTensor4d(x, s.t, s.x));
-    AMP_RETURN_IF_ERROR(SetTensor4d(y, s.t, s.y));
+    AMP_RETURN_IF_ERROR(SetTensor4d(x, s.t, s.x, s.nhwc));
+    AMP_RETURN_IF_ERROR(SetTensor4d(y, s.t, s.y, s.nhwc));
     AMP_RETURN_IF_ERROR(pool.Make());
     CUDNN_CHECK(cudnnSetPooling2dDescriptor(pool.get(), s.mode, CUDNN_PROPAGATE_NAN, s.kh, s.kw, s.ph, s.pw, s.sh,
                                             s.sw));
@@ -132,6 +137,7 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
   AMP_RETURN_IF_ERROR(CheckDTypes(init, init.inputs[0].dtype, {}, {0}));
   AMP_ASSIGN_OR_RETURN(PoolShape s, PlanPool(init, init.op));
+  AMP_ASSIGN_OR_RETURN(s.nhwc, ChannelsLastTogether(init, {&init.inputs[0], &init.outputs[0]}));
   return std::unique_ptr<Kernel>(std::make_unique<PoolKernel>(s, false));
 }
 
@@ -141,6 +147,7 @@ StatusOr<std::unique_ptr<Kernel>> MakePoolGrad(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1}, {0}));
   if (init.outputs[0].dims != init.inputs[1].dims) return init.Error("dX must have X's dims");
   AMP_ASSIGN_OR_RETURN(PoolShape s, PlanPool(ForwardOf(init, 1), init.op));
+  AMP_ASSIGN_OR_RETURN(s.nhwc, ChannelsLastTogether(init, {&init.inputs[0], &init.inputs[1], &init.outputs[0]}));
   return std::unique_ptr<Kernel>(std::make_unique<PoolKernel>(s, true));
 }
 
@@ -150,11 +157,18 @@ void RegisterCudnnPool(Registry& r) {
   for (OpKind op : {OpKind::kMaxPool, OpKind::kAveragePool, OpKind::kGlobalAveragePool}) {
     KernelEntry e = CudaEntry(op, "cudnn", MakePool);
     e.accepts = [op](const KernelInit& init) { return Fits(init, op); };
+    e.channels_last_inputs = 0b1;  // X
+    // GlobalAveragePool's Y is [N, C, 1, 1]: the same bytes in either layout.
+    e.channels_last_outputs = op == OpKind::kGlobalAveragePool ? 0u : 0b1u;
+    e.channels_last_together = op != OpKind::kGlobalAveragePool;
     r.Add(std::move(e));
   }
   for (OpKind op : {OpKind::kMaxPoolGrad, OpKind::kAveragePoolGrad}) {
     KernelEntry e = CudaEntry(op, "cudnn", MakePoolGrad);
     e.accepts = [op](const KernelInit& init) { return init.inputs.size() < 2 || Fits(ForwardOf(init, 1), op); };
+    e.channels_last_inputs = 0b11;  // dY, X
+    e.channels_last_outputs = 0b1;  // dX
+    e.channels_last_together = true;
     r.Add(std::move(e));
   }
 }

@@ -26,7 +26,7 @@ Status CheckDTypes(const KernelInit& init, DType t, const std::vector<size_t>& i
     if (i < init.inputs.size() && init.inputs[i].present() && init.inputs[i].dtype != t)
       return init.Error("input ", i, " is ", ir::DTypeName(init.inputs[i].dtype), ", expected ", ir::DTypeName(t));
   for (size_t i : outputs)
-    if (i < init.outputs.size() && init.outputs[i].dtype != t)
+    if (i < init.outputs.size() && init.outputs[i].present() && init.outputs[i].dtype != t)
       return init.Error("output ", i, " is ", ir::DTypeName(init.outputs[i].dtype), ", expected ", ir::DTypeName(t));
   return Status::Ok();
 }
@@ -369,7 +369,8 @@ void RegisterElementwise(Registry& r) {
   for (OpKind op : {OpKind::kRelu, OpKind::kLeakyRelu, OpKind::kSigmoid, OpKind::kTanh, OpKind::kExp, OpKind::kLog,
                     OpKind::kSqrt, OpKind::kNeg, OpKind::kAbs, OpKind::kReciprocal, OpKind::kErf, OpKind::kGelu,
                     OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kFloor, OpKind::kCeil, OpKind::kSign})
-    r.Add(CudaEntry(op, "cuda", MakeUnary));
+    r.Add(op == OpKind::kRelu ? ElementwiseChannelsLast(CudaEntry(op, "cuda", MakeUnary), 0b1, 0b1)
+                              : CudaEntry(op, "cuda", MakeUnary));
   KernelEntry clip = CudaEntry(OpKind::kClip, "cuda", MakeUnary);
   clip.accepts = [](const KernelInit& init) { return BoundKnown(init, 1) && BoundKnown(init, 2); };
   r.Add(std::move(clip));
@@ -391,9 +392,13 @@ void RegisterElementwise(Registry& r) {
     KernelEntry e = CudaEntry(op, "cuda", MakeBinary);
     // Variadic Max/Min: the two-input form only.
     e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2; };
+    // Add and ReluGrad, on ResNet's activations and their gradients, take
+    // channels-last operands of one shape (flat: the bytes are permuted alike).
+    if (op == OpKind::kAdd || op == OpKind::kReluGrad) e = ElementwiseChannelsLast(std::move(e), 0b11, 0b1);
     r.Add(std::move(e));
   }
-  r.Add(CudaEntry(OpKind::kCast, "cuda", MakeCast));
+  // Cast: O1's fp32 activations cast for a low Conv.
+  r.Add(ElementwiseChannelsLast(CudaEntry(OpKind::kCast, "cuda", MakeCast), 0b1, 0b1));
   r.Add(CudaEntry(OpKind::kIdentity, "cuda", [](const KernelInit& init) -> StatusOr<std::unique_ptr<Kernel>> {
     AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
     if (init.outputs[0].dtype != init.inputs[0].dtype || init.outputs[0].dims != init.inputs[0].dims)

@@ -77,6 +77,16 @@ StatusOr<std::unique_ptr<Kernel>> MakeExpand(const KernelInit& init) {
   bc.rank = static_cast<int>(out.size());
   for (size_t d = 0; d < out.size(); ++d) bc.out_dims[d] = out[d];
   BroadcastStrides(in, out, bc.a_strides);
+  if (init.outputs[0].channels_last) {
+    // A channels-last [N, C, H, W] from an input broadcast over H and W (the
+    // gradient of GlobalAveragePool): written in [N, H, W, C] order.
+    const size_t r = in.size();
+    const bool over_plane = out.size() == 4 && (r < 1 || in[r - 1] == 1) && (r < 2 || in[r - 2] == 1);
+    if (!over_plane) return init.Error("a channels-last output needs an input broadcast over H and W");
+    const int64_t dims[4] = {out[0], out[2], out[3], out[1]};
+    const int64_t strides[4] = {bc.a_strides[0], bc.a_strides[2], bc.a_strides[3], bc.a_strides[1]};
+    for (int d = 0; d < 4; ++d) bc.out_dims[d] = dims[d], bc.a_strides[d] = strides[d];
+  }
   return std::unique_ptr<Kernel>(std::make_unique<ExpandKernel>(bytes, bc));
 }
 
@@ -198,7 +208,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeRange(const KernelInit& init) {
 void RegisterShape(Registry& r) {
   for (OpKind op : {OpKind::kReshape, OpKind::kFlatten, OpKind::kSqueeze, OpKind::kUnsqueeze})
     r.Add(CudaEntry(op, "cuda", MakeViewCopy, 10, {}));
-  r.Add(CudaEntry(OpKind::kExpand, "cuda", MakeExpand, 10, {}));
+  KernelEntry expand = CudaEntry(OpKind::kExpand, "cuda", MakeExpand, 10, {});
+  expand.channels_last_outputs = 0b1;  // over H and W only (the factory checks)
+  r.Add(std::move(expand));
   r.Add(CudaEntry(OpKind::kTile, "cuda", MakeTile, 10, {}));
   r.Add(CudaEntry(OpKind::kShape, "cuda", MakeShapeOf, 10, {}));
   r.Add(CudaEntry(OpKind::kConstantOfShape, "cuda", MakeConstant, 10, {}));

@@ -31,6 +31,11 @@ void AddShapeAndDropoutCases(std::vector<Case>& c) {
                          {false, true}}));
   c.push_back(exact(Case{"ExpandPoolGrad", OpKind::kExpand, NoAttrs, with_ints({8, 16, 1, 1}, {8, 16, 7, 7}), 1,
                          {false, true}}));
+  // GlobalAveragePool's gradient into channels-last activations (fp16/bf16 runs).
+  Case expand_nhwc{"ExpandPoolGradNhwc", OpKind::kExpand, NoAttrs, with_ints({8, 16, 1, 1}, {8, 16, 7, 7}), 1,
+                   {false, true}};
+  expand_nhwc.cuda_layouts = {0b0, 0b1};
+  c.push_back(exact(expand_nhwc));
   c.push_back(exact(Case{"ExpandInt64", OpKind::kExpand, NoAttrs,
                          [](DType, std::mt19937& rng) {
                            return std::vector<Tensor>{Random(DType::kInt64, {3, 1}, rng, -1e6, 1e6),

@@ -274,15 +274,17 @@ TEST_P(CudaVsCpu, MatchesReference) {
     }
     return out;
   };
+  const std::vector<DType> out_dtypes = tc.output_dtypes ? tc.output_dtypes(dtype) : std::vector<DType>{};
   auto cpu = RunOnDevice(*CpuDevice(), tc.cpu_impl, tc.op, attrs, copy(inputs), tc.outputs, tc.constant, tc.training,
-                         tc.unused, tc.seeds);
+                         tc.unused, tc.seeds, out_dtypes);
   ASSERT_TRUE(cpu.ok()) << "cpu: " << cpu.status().ToString();
-  auto planned =
-      PlanKernel(DeviceKind::kCuda, "", tc.op, attrs, inputs, tc.outputs, tc.constant, tc.training, tc.seeds);
+  const Layouts layouts = dtype == DType::kFloat32 ? Layouts{} : tc.cuda_layouts;
+  auto planned = PlanKernel(DeviceKind::kCuda, "", tc.op, attrs, inputs, tc.outputs, tc.constant, tc.training,
+                            tc.seeds, out_dtypes, layouts);
   ASSERT_TRUE(planned.ok()) << "cuda kernel: " << planned.status().ToString();
   if (!Gpu().ok()) GTEST_SKIP() << Gpu().status().message();
   auto gpu = RunOnDevice(**Gpu(), "", tc.op, attrs, copy(inputs), tc.outputs, tc.constant, tc.training, tc.unused,
-                         tc.seeds);
+                         tc.seeds, out_dtypes, layouts);
   ASSERT_TRUE(gpu.ok()) << "cuda: " << gpu.status().ToString();
   auto judge = [&](const Tensor& got, const Tensor& want, const std::string& what) {
     if (want.empty() && got.empty()) return;  // an unused output

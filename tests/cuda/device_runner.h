@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +28,33 @@ struct DeviceResult {
   std::vector<ir::Tensor> inputs;  // after the run (empty where absent)
 };
 
+// Inputs and outputs (bit i) given to the kernel channels-last
+// (TensorSpec::channels_last, rank 4): the runner passes their bytes in
+// NHWC order and returns them in NCHW order, so that results compare with a
+// run in plain layouts.
+struct Layouts {
+  uint32_t inputs = 0, outputs = 0;
+  static bool Bit(uint32_t mask, size_t i) { return i < 32 && ((mask >> i) & 1u) != 0; }
+};
+
+// A rank-4 tensor's bytes reordered between NCHW and NHWC (to_nhwc), dims kept.
+inline ir::Tensor Relayout(const ir::Tensor& t, bool to_nhwc) {
+  const auto& d = t.dims();
+  ir::Tensor out = *ir::Tensor::Zeros(t.dtype(), d);
+  const size_t es = ir::DTypeSize(t.dtype());
+  const auto* in = static_cast<const std::byte*>(t.raw());
+  auto* o = static_cast<std::byte*>(out.raw());
+  for (int64_t n = 0; n < d[0]; ++n)
+    for (int64_t c = 0; c < d[1]; ++c)
+      for (int64_t h = 0; h < d[2]; ++h)
+        for (int64_t w = 0; w < d[3]; ++w) {
+          const int64_t nchw = ((n * d[1] + c) * d[2] + h) * d[3] + w, nhwc = ((n * d[2] + h) * d[3] + w) * d[1] + c;
+          std::memcpy(o + static_cast<size_t>(to_nhwc ? nhwc : nchw) * es,
+                      in + static_cast<size_t>(to_nhwc ? nchw : nhwc) * es, es);
+        }
+  return out;
+}
+
 // The seeds of random kernels (Dropout): KernelInit::seed, the node's, and
 // KernelContext::seed, the run's.
 struct Seeds {
@@ -41,18 +70,26 @@ struct PlannedKernel {
 // registry's choice). Creation touches no device memory, so this runs
 // without a GPU too. `constant[i]`: input i is a plan-time value;
 // `training`: KernelInit::training (BatchNormalization's batch statistics,
-// Dropout's drops); `seeds.node`: KernelInit::seed.
+// Dropout's drops); `seeds.node`: KernelInit::seed. `output_dtypes`: the
+// form cast fusion gives a kernel (KernelEntry::fuses_casts), whose tensors
+// a graph node cannot have: the outputs are inferred for the fp32 node it was
+// before the fusion (2-byte float inputs seen as fp32), then output o takes
+// output_dtypes[o] where given and not kUndefined (BatchNormalization's fp32
+// Y beside its 2-byte X). `layouts`: the specs marked channels-last.
 inline StatusOr<PlannedKernel> PlanKernel(DeviceKind device, const std::string& impl, ir::OpKind op,
                                           const ir::Attributes& attrs, const std::vector<ir::Tensor>& inputs,
                                           size_t num_outputs, const std::vector<bool>& constant = {},
-                                          bool training = true, Seeds seeds = {}) {
+                                          bool training = true, Seeds seeds = {},
+                                          const std::vector<ir::DType>& output_dtypes = {}, Layouts layouts = {}) {
   auto is_constant = [&](size_t i) { return i < constant.size() && constant[i]; };
   ir::InferContext ic;
   ic.attrs = &attrs;
   ic.opset = 21;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ir::Tensor& t = inputs[i];
-    ic.inputs.push_back(t.empty() ? ir::TensorType{} : ir::TensorType::Of(t.dtype(), t.dims()));
+    const bool widened = !output_dtypes.empty() && (t.dtype() == ir::DType::kFloat16 || t.dtype() == ir::DType::kBFloat16);
+    ic.inputs.push_back(t.empty() ? ir::TensorType{}
+                                  : ir::TensorType::Of(widened ? ir::DType::kFloat32 : t.dtype(), t.dims()));
     ic.values.push_back(is_constant(i) ? &t : nullptr);
   }
   ic.outputs.resize(num_outputs);
@@ -80,11 +117,15 @@ inline StatusOr<PlannedKernel> PlanKernel(DeviceKind device, const std::string& 
     TensorSpec s;
     if (!inputs[i].empty()) s = TensorSpec{inputs[i].dtype(), inputs[i].dims(), nullptr};
     if (is_constant(i)) s.value = &inputs[i];
+    s.channels_last = Layouts::Bit(layouts.inputs, i) && s.dims.size() == 4;
     init.inputs.push_back(s);
   }
   for (const ir::TensorType& t : ic.outputs) {
     if (!t.has_shape || !t.shape.is_static()) return Internal("output type ", t.ToString(), " is not static");
-    init.outputs.push_back(TensorSpec{t.dtype, t.shape.static_dims(), nullptr});
+    const size_t o = init.outputs.size();
+    const bool given = o < output_dtypes.size() && output_dtypes[o] != ir::DType::kUndefined;
+    init.outputs.push_back(TensorSpec{given ? output_dtypes[o] : t.dtype, t.shape.static_dims(), nullptr});
+    init.outputs.back().channels_last = Layouts::Bit(layouts.outputs, o) && init.outputs.back().dims.size() == 4;
   }
   AMP_ASSIGN_OR_RETURN(p.kernel, Registry::Global().Create(init, impl));
   return p;
@@ -94,14 +135,16 @@ inline StatusOr<PlannedKernel> PlanKernel(DeviceKind device, const std::string& 
 // outputs and inputs downloaded. `unused[o]`: output o gets data == nullptr
 // (as the executor passes for an output nobody reads, to kernels whose entry
 // sets skips_unused_outputs) and comes back empty. `seeds.run`: the run's
-// KernelContext::seed.
+// KernelContext::seed; `output_dtypes` and `layouts` as for PlanKernel (the
+// channels-last tensors travel in NHWC order and come back in NCHW order).
 inline StatusOr<DeviceResult> RunOnDevice(Device& dev, const std::string& impl, ir::OpKind op,
                                           const ir::Attributes& attrs, const std::vector<ir::Tensor>& inputs,
                                           size_t num_outputs, const std::vector<bool>& constant = {},
                                           bool training = true, const std::vector<bool>& unused = {},
-                                          Seeds seeds = {}) {
-  AMP_ASSIGN_OR_RETURN(PlannedKernel planned,
-                       PlanKernel(dev.kind(), impl, op, attrs, inputs, num_outputs, constant, training, seeds));
+                                          Seeds seeds = {}, const std::vector<ir::DType>& output_dtypes = {},
+                                          Layouts layouts = {}) {
+  AMP_ASSIGN_OR_RETURN(PlannedKernel planned, PlanKernel(dev.kind(), impl, op, attrs, inputs, num_outputs, constant,
+                                                         training, seeds, output_dtypes, layouts));
   const KernelInit& init = planned.init;
   Kernel* kernel = planned.kernel.get();
   AMP_ASSIGN_OR_RETURN(RunContext run, dev.NewRunContext(2));
@@ -114,12 +157,15 @@ inline StatusOr<DeviceResult> RunOnDevice(Device& dev, const std::string& impl, 
     return ir::TensorView{buf.get(), t.dtype(), t.dims()};
   };
   KernelContext ctx;
-  for (const ir::Tensor& t : inputs) {
+  std::vector<ir::Tensor> nhwc_inputs(inputs.size());  // host sources of channels-last uploads
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ir::Tensor& t = inputs[i];
     if (t.empty()) {
       ctx.inputs.push_back(ir::TensorView{});
       continue;
     }
-    AMP_ASSIGN_OR_RETURN(ir::TensorView v, upload(t));
+    if (init.inputs[i].channels_last) nhwc_inputs[i] = Relayout(t, true);
+    AMP_ASSIGN_OR_RETURN(ir::TensorView v, upload(init.inputs[i].channels_last ? nhwc_inputs[i] : t));
     ctx.inputs.push_back(v);
   }
   std::vector<ir::Tensor> staged;  // host sources of the output uploads, valid until Synchronize
@@ -164,6 +210,10 @@ inline StatusOr<DeviceResult> RunOnDevice(Device& dev, const std::string& impl, 
     result.inputs.push_back(after);
   }
   AMP_RETURN_IF_ERROR(dev.Synchronize(run));
+  for (size_t o = 0; o < result.outputs.size(); ++o)
+    if (init.outputs[o].channels_last && !result.outputs[o].empty()) result.outputs[o] = Relayout(result.outputs[o], false);
+  for (size_t i = 0; i < result.inputs.size(); ++i)
+    if (init.inputs[i].channels_last && !result.inputs[i].empty()) result.inputs[i] = Relayout(result.inputs[i], false);
   return result;
 }
 

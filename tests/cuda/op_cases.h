@@ -51,6 +51,12 @@ struct Case {
   double tol_factor = 1.0;       // times Tolerance(dtype); see the cuDNN cases
   Seeds seeds;                   // Dropout's node (KernelInit) and run (KernelContext) seeds
   bool same_bytes = false;       // outputs equal the CPU's byte for byte (copies, Dropout)
+  // Output dtypes in place of the inferred ones (kUndefined: inferred), per
+  // test dtype: a kernel that fuses Casts (KernelEntry::fuses_casts).
+  std::function<std::vector<DType>(DType)> output_dtypes;
+  // The CUDA side's channels-last inputs and outputs (the CPU side runs
+  // plain; the runner converts), for the fp16/bf16 runs: fp32 stays NCHW.
+  Layouts cuda_layouts;
 };
 
 inline ir::Attributes NoAttrs(DType) { return {}; }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <set>
 
 #include "executor/data/dataset.h"
 #include "executor/plan.h"
@@ -58,6 +59,18 @@ std::optional<amp::Policy> Policy(std::optional<amp::Level> level, DType low) {
   return p;
 }
 
+// The graph's input types with every dynamic dim (the batch) set to `batch`.
+std::map<std::string, ir::TensorType> ConcreteTypes(const ir::Graph& g, int64_t batch) {
+  std::map<std::string, ir::TensorType> types;
+  for (ir::Value v : g.inputs()) {
+    const ir::TensorType t = g.type(v);
+    std::vector<int64_t> dims;
+    for (const auto& d : t.shape.dims()) dims.push_back(d.is_static() ? d.value : batch);
+    types[g.name(v)] = ir::TensorType::Of(t.dtype, dims);
+  }
+  return types;
+}
+
 struct Placement {
   std::string name;
   std::optional<amp::Level> level;
@@ -76,13 +89,7 @@ TEST_P(CudaPlacement, TrainingGraphsHaveCudaKernels) {
     opts.amp = Policy(p.level, p.low);
     auto tg = BuildTrainGraph(*model, opts);
     ASSERT_TRUE(tg.ok()) << tg.status().message();
-    std::map<std::string, ir::TensorType> types;
-    for (ir::Value v : tg->graph->inputs()) {
-      ir::TensorType t = tg->graph->type(v);
-      std::vector<int64_t> dims;
-      for (const auto& d : t.shape.dims()) dims.push_back(d.is_static() ? d.value : 8);  // batch 8
-      types[tg->graph->name(v)] = ir::TensorType::Of(t.dtype, dims);
-    }
+    const std::map<std::string, ir::TensorType> types = ConcreteTypes(*tg->graph, 8);
     PlanOptions options;
     options.device = kernels::DeviceKind::kCuda;
     options.training = true;
@@ -98,6 +105,84 @@ INSTANTIATE_TEST_SUITE_P(Training, CudaPlacement,
                                            Placement{"o2_fp16", amp::Level::kO2},
                                            Placement{"o2_bf16", amp::Level::kO2, DType::kBFloat16}),
                          [](const ::testing::TestParamInfo<Placement>& info) { return info.param.name; });
+
+// O1 keeps BatchNormalization fp32 after a low Conv. The cuDNN BN and its
+// gradient fuse the Casts beside them (KernelEntry::fuses_casts), as the
+// CPU's direct kernels do: no fp32 Cast of a Conv output is left for a BN to
+// read (it would live from the forward to the backward: 10.7 GB of ResNet-50
+// at batch 256 on the H200; before the fix all 40 of this graph's BN steps
+// read one). Plans only: runs without a GPU.
+TEST(CudaPlan, O1BatchNormReadsTheLowConvOutput) {
+  auto model = ResNet18(32);
+  TrainGraphOptions opts;
+  opts.num_classes = 10;
+  opts.amp = Policy(amp::Level::kO1, DType::kFloat16);
+  auto tg = BuildTrainGraph(*model, opts);
+  ASSERT_TRUE(tg.ok()) << tg.status().message();
+  const std::map<std::string, ir::TensorType> types = ConcreteTypes(*tg->graph, 16);
+  for (kernels::DeviceKind device : {kernels::DeviceKind::kCpu, kernels::DeviceKind::kCuda}) {
+    PlanOptions options;
+    options.device = device;
+    options.training = true;
+    StatusOr<Plan> plan = BuildPlan(*tg->graph, types, options);
+    ASSERT_TRUE(plan.ok()) << plan.status().message();
+    const bool cuda = device == kernels::DeviceKind::kCuda;
+    int bn = 0, low_x = 0;
+    for (const Step& step : plan->steps) {
+      const ir::OpKind op = step.node->op();
+      if (op != ir::OpKind::kBatchNormalization && op != ir::OpKind::kBatchNormalizationGrad) continue;
+      const int x = step.inputs[op == ir::OpKind::kBatchNormalization ? 0 : 1];
+      ++bn;
+      if (plan->slots[x].dtype == DType::kFloat16) ++low_x;
+    }
+    EXPECT_GT(bn, 0);
+    // The stem's BN reads the fp16 output of the first Conv too: every one.
+    EXPECT_EQ(low_x, bn) << (cuda ? "cuda" : "cpu") << ": " << bn - low_x << " of " << bn
+                         << " BatchNormalization steps read an fp32 X";
+  }
+}
+
+// Channels-last on CUDA: the executor's layout step keeps ResNet-18's fp16
+// and bf16 activations NHWC between the cuDNN convolutions, BN, pooling and
+// the elementwise kernels (the kernels are made with those layouts, which
+// needs the registry only); fp32 stays NCHW. Plans only: runs without a GPU.
+TEST(CudaPlan, LowPrecisionActivationsAreChannelsLast) {
+  auto model = ResNet18(32);
+  for (const Placement& p : {Placement{"fp32"}, Placement{"o2_fp16", amp::Level::kO2},
+                             Placement{"o2_bf16", amp::Level::kO2, DType::kBFloat16},
+                             Placement{"o1_fp16", amp::Level::kO1}}) {
+    TrainGraphOptions opts;
+    opts.num_classes = 10;
+    opts.amp = Policy(p.level, p.low);
+    auto tg = BuildTrainGraph(*model, opts);
+    ASSERT_TRUE(tg.ok()) << tg.status().message();
+    PlanOptions options;
+    options.device = kernels::DeviceKind::kCuda;
+    options.training = true;
+    StatusOr<Plan> plan = BuildPlan(*tg->graph, ConcreteTypes(*tg->graph, 16), options);
+    ASSERT_TRUE(plan.ok()) << p.name << ": " << plan.status().message();
+    // The low copies of the 4-D weights (Cast outputs read as a Conv's W) are not activations.
+    std::set<ir::Value> weights;
+    for (const Step& step : plan->steps)
+      if (step.node->op() == ir::OpKind::kConv || step.node->op() == ir::OpKind::kFusedConv)
+        weights.insert(plan->slots[step.inputs[1]].value);
+    int last = 0, rank4 = 0;
+    for (const Slot& slot : plan->slots) {
+      if (slot.storage != Storage::kArena || slot.dims.size() != 4 || slot.dims[2] * slot.dims[3] <= 1) continue;
+      if (weights.count(slot.value)) continue;
+      ++rank4;
+      last += slot.channels_last;
+    }
+    std::cout << p.name << ": " << last << " of " << rank4 << " 4-D arena activations channels-last\n";
+    if (!p.level) {
+      EXPECT_EQ(last, 0) << "fp32 stays NCHW";
+    } else {
+      // Every activation and gradient but the batch's low copy (a graph
+      // input's Cast, which the first Conv and its gradient copy to NHWC).
+      EXPECT_GE(last, rank4 - 1) << p.name;
+    }
+  }
+}
 
 // The all-finite check is built as the loss scaler builds it: an op with no
 // attributes, so its init carries none of a node's. Creating the kernel needs
