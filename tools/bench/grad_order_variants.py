@@ -3,6 +3,7 @@
 another, equally valid order?
 
   .cache/torch-pypi/bin/python tools/bench/grad_order_variants.py resnet50 inception_v3 [--threads 2]
+      [--image-size resnet50=128,...]
 
 For each model (torchvision_coverage.py's build(): random weights, seed 0, its input size, batch 2,
 training mode, its labels): float64 gradients (the reference), PyTorch float32 by default (the
@@ -43,7 +44,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("models", nargs="+")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--image-size", default="", help="NAME=PX[,NAME=PX...], as torchvision_coverage.py takes it")
     args = ap.parse_args()
+    for item in filter(None, args.image_size.split(",")):
+        name, _, px = item.partition("=")
+        tc.SIZE_OVERRIDES[name] = int(px)
     torch.set_num_threads(args.threads)
     for name in args.models:
         model, x = tc.build(name)
