@@ -231,51 +231,45 @@ AMP_POOL256 void Max2x2GradPlane8(const Geometry2d& p, const T* x, const T* dy, 
 //
 // 16 channels of one output pixel: `taps` at the channel, `out` its Y (or,
 // for the gradient, `dst` its four dX taps and `g` its dY).
-template <class T, bool kGrad>
-AMP_POOL512 inline void Max2x2Channels16(const T* const taps[4], __mmask16 lanes, const T* g, T* out, T* const dst[4]) {
-  __m512 m = Load16(taps[0], lanes);
-  __m512i tap = _mm512_setzero_si512();
-  for (int t = 1; t < 4; ++t) {
-    const __m512 v = Load16(taps[t], lanes);
-    const __mmask16 win = Wins16(v, m);
-    m = _mm512_mask_mov_ps(m, win, v);
-    if constexpr (kGrad) tap = _mm512_mask_mov_epi32(tap, win, _mm512_set1_epi32(t));
-  }
-  if constexpr (!kGrad) {
-    Store16(out, lanes, m);
-  } else {
-    const __m512 gv = _mm512_add_ps(_mm512_setzero_ps(), Load16(g, lanes));
-    for (int t = 0; t < 4; ++t)
-      Store16(dst[t], lanes, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(tap, _mm512_set1_epi32(t)), gv));
-  }
-}
-
+//
 // bf16 keeps the values it moves in 16 bits: the taps are widened only to be
 // compared, and Y and dX are blends of the loaded bits, with what rounding
 // would have done to them done directly (a NaN quieted; the gradient's
-// 0 + dY turns -0 into +0): the bits above at about half the instructions.
+// 0 + dY turns -0 into +0): the widening path's bits at about half the
+// instructions.
 AMP_POOL512 inline __m256i QuietNan16(__m256i h, __m512 wide) {
   return _mm256_mask_blend_epi16(_mm512_cmp_ps_mask(wide, wide, _CMP_UNORD_Q), h,
                                  _mm256_or_si256(h, _mm256_set1_epi16(0x40)));
 }
 
-template <bool kGrad>
-AMP_POOL512 inline void Max2x2Channels16Bf16(const BFloat16* const taps[4], __mmask16 lanes, const BFloat16* g,
-                                             BFloat16* out, BFloat16* const dst[4]) {
-  __m256i mh = _mm256_maskz_loadu_epi16(lanes, taps[0]);
-  __m512 m = Lanes16Avx512::Widen<BFloat16>(mh);
+template <class T, bool kGrad>
+AMP_POOL512 inline void Max2x2Channels16(const T* const taps[4], __mmask16 lanes, const T* g, T* out, T* const dst[4]) {
+  constexpr bool kBits16 = std::is_same_v<T, BFloat16>;
+  __m256i mh = _mm256_setzero_si256();  // kBits16: the maxima's loaded bits
+  __m512 m = _mm512_setzero_ps();
   __m512i tap = _mm512_setzero_si512();
-  for (int t = 1; t < 4; ++t) {
-    const __m256i vh = _mm256_maskz_loadu_epi16(lanes, taps[t]);
-    const __m512 v = Lanes16Avx512::Widen<BFloat16>(vh);
+  for (int t = 0; t < 4; ++t) {
+    __m256i vh = _mm256_setzero_si256();
+    __m512 v;
+    if constexpr (kBits16) {
+      vh = _mm256_maskz_loadu_epi16(lanes, taps[t]);
+      v = Lanes16Avx512::Widen<BFloat16>(vh);
+    } else {
+      v = Load16(taps[t], lanes);
+    }
+    if (t == 0) {
+      m = v, mh = vh;
+      continue;
+    }
     const __mmask16 win = Wins16(v, m);
     m = _mm512_mask_mov_ps(m, win, v);
-    mh = _mm256_mask_mov_epi16(mh, win, vh);
+    if constexpr (kBits16) mh = _mm256_mask_mov_epi16(mh, win, vh);
     if constexpr (kGrad) tap = _mm512_mask_mov_epi32(tap, win, _mm512_set1_epi32(t));
   }
   if constexpr (!kGrad) {
-    _mm256_mask_storeu_epi16(out, lanes, QuietNan16(mh, m));
-  } else {
+    if constexpr (kBits16) _mm256_mask_storeu_epi16(out, lanes, QuietNan16(mh, m));
+    else Store16(out, lanes, m);
+  } else if constexpr (kBits16) {
     const __m256i gh = _mm256_maskz_loadu_epi16(lanes, g);
     __m256i gq = QuietNan16(gh, Lanes16Avx512::Widen<BFloat16>(gh));
     gq = _mm256_mask_mov_epi16(gq, _mm256_cmpeq_epi16_mask(gh, _mm256_set1_epi16(static_cast<int16_t>(0x8000))),
@@ -283,6 +277,10 @@ AMP_POOL512 inline void Max2x2Channels16Bf16(const BFloat16* const taps[4], __mm
     for (int t = 0; t < 4; ++t)
       _mm256_mask_storeu_epi16(dst[t], lanes,
                                _mm256_maskz_mov_epi16(_mm512_cmpeq_epi32_mask(tap, _mm512_set1_epi32(t)), gq));
+  } else {
+    const __m512 gv = _mm512_add_ps(_mm512_setzero_ps(), Load16(g, lanes));
+    for (int t = 0; t < 4; ++t)
+      Store16(dst[t], lanes, _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(tap, _mm512_set1_epi32(t)), gv));
   }
 }
 
@@ -301,10 +299,7 @@ AMP_POOL512 void Max2x2ImageNhwc(const Geometry2d& p, int64_t channels, const T*
           dst[0] = d0, dst[1] = d0 + channels, dst[2] = d0 + row, dst[3] = d0 + row + channels;
         }
         const __mmask16 lanes = FirstLanes(channels - k);
-        if constexpr (std::is_same_v<T, BFloat16>)
-          Max2x2Channels16Bf16<kGrad>(taps, lanes, kGrad ? dy + at : nullptr, y_or_dx + at, dst);
-        else
-          Max2x2Channels16<T, kGrad>(taps, lanes, kGrad ? dy + at : nullptr, y_or_dx + at, dst);
+        Max2x2Channels16<T, kGrad>(taps, lanes, kGrad ? dy + at : nullptr, y_or_dx + at, dst);
       }
 }
 

@@ -82,9 +82,10 @@ def main():
     ap.add_argument("--top", type=int, default=5, help="ties printed per model, the riskiest first")
     ap.add_argument("--bn-outputs", action="store_true", help="BN outputs too where the model has nn.ReLU modules")
     args = ap.parse_args()
-    for item in filter(None, args.image_size.split(",")):
-        name, _, px = item.partition("=")
-        tc.SIZE_OVERRIDES[name] = int(px)
+    try:
+        tc.set_image_sizes(args.image_size)
+    except ValueError as e:
+        ap.error(str(e))
     for name in args.models:
         model, x = tc.build(name)
         # BN outputs stand for the ReLUs of a model that applies them as functions (F.relu); where it has

@@ -46,9 +46,10 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--image-size", default="", help="NAME=PX[,NAME=PX...], as torchvision_coverage.py takes it")
     args = ap.parse_args()
-    for item in filter(None, args.image_size.split(",")):
-        name, _, px = item.partition("=")
-        tc.SIZE_OVERRIDES[name] = int(px)
+    try:
+        tc.set_image_sizes(args.image_size)
+    except ValueError as e:
+        ap.error(str(e))
     torch.set_num_threads(args.threads)
     for name in args.models:
         model, x = tc.build(name)

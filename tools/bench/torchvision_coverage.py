@@ -86,6 +86,15 @@ TORCHVISION = {
 # --image-size NAME=PX,...: another size for a torchvision model (e.g. where a BatchNorm's batch statistics
 # over 2x2 planes at batch 2 are too few values for a float32 gradient check; docs/torchvision_coverage.md).
 SIZE_OVERRIDES = {}
+
+
+def set_image_sizes(spec):
+    """Fills SIZE_OVERRIDES from "NAME=PX[,NAME=PX...]"; ValueError names a bad item."""
+    for item in filter(None, spec.split(",")):
+        name, _, px = item.partition("=")
+        if name not in TORCHVISION or not px.isdigit():
+            raise ValueError(f"--image-size wants NAME=PX with a torchvision model name, got '{item}'")
+        SIZE_OVERRIDES[name] = int(px)
 CUSTOM = ["lstm_classifier", "transformer_classifier"]
 DEFAULT_MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "densenet121",
                   "convnext_tiny", "vit_b_16", "swin_t"] + CUSTOM + [
@@ -691,11 +700,10 @@ def main():
     p.add_argument("--step-timeout", type=float, default=600, help=argparse.SUPPRESS)
     args = p.parse_args()
     args.amptrain = os.path.abspath(args.amptrain)
-    for item in filter(None, args.image_size.split(",")):
-        name, _, px = item.partition("=")
-        if name not in TORCHVISION or not px.isdigit():
-            p.error(f"--image-size wants NAME=PX with a torchvision model name, got '{item}'")
-        SIZE_OVERRIDES[name] = int(px)
+    try:
+        set_image_sizes(args.image_size)
+    except ValueError as e:
+        p.error(str(e))
     if args.case:
         run_case(args)
         return
