@@ -87,7 +87,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBatchNorm(const KernelInit& init) {
     auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                  dnnl::normalization_flags::use_shift;
     dnnl::batch_normalization_forward::desc desc(dnnl::prop_kind::forward_inference, data, eps, flags);
-    dnnl::batch_normalization_forward::primitive_desc pd(desc, Engine());
+    dnnl::batch_normalization_forward::primitive_desc pd(desc, UserScratchpad(), Engine());
     if (IsReferenceImpl(pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference here");
     std::vector<Binding> bind = {
         {DNNL_ARG_SRC, Binding::kInput, 0, data},     {DNNL_ARG_SCALE, Binding::kInput, 1, vec},

@@ -54,6 +54,18 @@ PrimitiveKernel::PrimitiveKernel(std::string describe, dnnl::primitive primitive
     if (b.source == Binding::kOwned) args_.Add(b.arg, owned[b.index]);
     else args_.Add(b.arg, b.desc);
   }
+  const_dnnl_primitive_desc_t pd = nullptr;
+  dnnl::error::wrap_c_api(dnnl_primitive_get_primitive_desc(primitive_.get(), &pd), "could not get a primitive desc");
+  const dnnl_memory_desc_t* pad = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+  scratchpad_bytes_ = pad ? dnnl_memory_desc_get_size(pad) : 0;
+  args_.AddScratchpad(scratchpad_bytes_);
+}
+
+void ExecArgs::AddScratchpad(size_t bytes) {
+  if (bytes == 0) return;
+  const dnnl::memory::desc d({static_cast<dnnl::memory::dim>(bytes)}, dnnl::memory::data_type::u8,
+                             dnnl::memory::format_tag::a);
+  scratchpad_ = static_cast<int>(Add(DNNL_ARG_SCRATCHPAD, d));
 }
 
 size_t ExecArgs::Add(int arg, const dnnl::memory::desc& desc) {
@@ -79,12 +91,26 @@ Status PrimitiveKernel::Run(KernelContext& ctx) {
       if (b.source != Binding::kOwned)
         args_.Set(i, b.source == Binding::kInput ? ctx.inputs[b.index].data : ctx.outputs[b.index].data);
     }
+    args_.SetScratchpad(ctx.scratch);
     args_.Execute(primitive_, stream_);
     stream_.wait();
   } catch (const dnnl::error& e) {
     return Internal(describe_, ": oneDNN execution failed: ", e.what());
   }
   return Status::Ok();
+}
+
+dnnl::primitive_attr UserScratchpad(dnnl::primitive_attr attr) {
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
+size_t ScratchpadBytes(const dnnl::primitive_desc_base& pd) { return pd.scratchpad_desc().get_size(); }
+
+size_t PlaceScratchpad(size_t bytes, size_t* scratch_end) {
+  const size_t offset = (*scratch_end + 63) / 64 * 64;
+  *scratch_end = offset + bytes;
+  return offset;
 }
 
 bool IsReferenceImpl(const dnnl::primitive_desc_base& pd) {

@@ -50,6 +50,12 @@ class ExecArgs {
   // An argument over a memory that stays as it is (a kernel-owned weight).
   size_t Add(int arg, const dnnl::memory& fixed);
   void Set(size_t index, void* data) { memories_[index].set_data_handle(data); }
+  // DNNL_ARG_SCRATCHPAD over `bytes` of the kernel's scratch (UserScratchpad);
+  // nothing when `bytes` is 0. SetScratchpad repoints it (a no-op without one).
+  void AddScratchpad(size_t bytes);
+  void SetScratchpad(void* data) {
+    if (scratchpad_ >= 0) Set(static_cast<size_t>(scratchpad_), data);
+  }
   bool empty() const { return memories_.empty(); }
   const dnnl::memory& memory(size_t index) const { return memories_[index]; }
   // Runs `p` on `s` with these arguments; throws dnnl::error as execute does.
@@ -58,20 +64,24 @@ class ExecArgs {
  private:
   std::vector<dnnl::memory> memories_;
   std::vector<dnnl_exec_arg_t> c_args_;
+  int scratchpad_ = -1;  // index of DNNL_ARG_SCRATCHPAD, if any
 };
 
-// A kernel that executes one primitive with the given bindings.
+// A kernel that executes one primitive with the given bindings; its scratch
+// is the primitive's scratchpad (made with UserScratchpad; none otherwise).
 class PrimitiveKernel : public Kernel {
  public:
   PrimitiveKernel(std::string describe, dnnl::primitive primitive, std::vector<Binding> bindings,
                   std::vector<dnnl::memory> owned);
+  size_t scratch_bytes() const override { return scratchpad_bytes_; }
   Status Run(KernelContext& ctx) override;
 
  private:
   std::string describe_;
   dnnl::primitive primitive_;
   std::vector<Binding> bindings_;
-  ExecArgs args_;  // one per binding, in bindings_ order (holding the owned memories)
+  ExecArgs args_;  // one per binding, in bindings_ order (holding the owned memories), then the scratchpad
+  size_t scratchpad_bytes_ = 0;
   dnnl::stream stream_;
 };
 
@@ -108,6 +118,19 @@ class LayoutArg {
   ExecArgs reorder_args_;
   size_t plain_arg_ = 0, chosen_arg_ = 0;
 };
+
+// oneDNN's scratchpad (a primitive's temporary workspace) comes from the
+// kernel's scratch: primitives are made with scratchpad_mode::user, and the
+// kernel adds ScratchpadBytes to scratch_bytes() and passes that region as
+// DNNL_ARG_SCRATCHPAD. In the default (library) mode each primitive owns its
+// scratchpad for its lifetime: a training plan's bf16 backward-weights
+// convolutions alone held 19 MB that way (ResNet-18, batch 128), outside the
+// arena, where the planner could not reuse it.
+dnnl::primitive_attr UserScratchpad(dnnl::primitive_attr attr = dnnl::primitive_attr());
+size_t ScratchpadBytes(const dnnl::primitive_desc_base& pd);
+// The offset of a scratchpad of `bytes` placed at *scratch_end (64-byte
+// aligned), which it advances past it.
+size_t PlaceScratchpad(size_t bytes, size_t* scratch_end);
 
 // True when oneDNN picked a gemm-based implementation (im2col + gemm).
 bool IsGemmImpl(const dnnl::primitive_desc_base& pd);

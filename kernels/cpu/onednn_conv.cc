@@ -82,7 +82,8 @@ struct ConvSetup {
 class ConvKernel : public Kernel {
  public:
   // Scratch: the reordered src, the dst computed in oneDNN's layout, then a
-  // computed weight's reordered copy (each only when its layout is not plain).
+  // computed weight's reordered copy (each only when its layout is not plain),
+  // then oneDNN's scratchpad (UserScratchpad).
   ConvKernel(std::string describe, const ConvSetup& s, dnnl::memory weights, int threads)
       : describe_(std::move(describe)),
         conv_(s.pd),
@@ -102,6 +103,8 @@ class ConvKernel : public Kernel {
     if (residual_ && s.z_plain != y_desc)
       z_in_ = dnnl::reorder(dnnl::reorder::primitive_desc(Engine(), s.z_plain, Engine(), y_desc));
     if (!weights_) w_arg_ = LayoutArg(s.w_plain, s.pd.weights_desc(), /*input=*/true, &scratch_end_);
+    pad_bytes_ = ScratchpadBytes(s.pd);
+    pad_offset_ = PlaceScratchpad(pad_bytes_, &scratch_end_);
   }
 
   size_t scratch_bytes() const override { return scratch_end_; }
@@ -137,8 +140,10 @@ class ConvKernel : public Kernel {
         args_.Add(DNNL_ARG_DST, y);
         args_.Add(DNNL_ARG_WEIGHTS, w);
         if (has_bias_) args_.Add(DNNL_ARG_BIAS, bias_);
+        args_.AddScratchpad(pad_bytes_);
       }
       if (has_bias_) args_.Set(3, ctx.inputs[2].data);
+      args_.SetScratchpad(scratch + pad_offset_);
       args_.Execute(conv_, stream_);
       dst_.Out(stream_, y, out);
       stream_.wait();
@@ -159,6 +164,7 @@ class ConvKernel : public Kernel {
   int threads_ = 1;
   ExecArgs args_;  // made at the first call
   size_t scratch_end_ = 0;
+  size_t pad_bytes_ = 0, pad_offset_ = 0;  // oneDNN's scratchpad, last in scratch
   bool has_bias_, residual_;
   dnnl::stream stream_;
 };
@@ -198,7 +204,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
     s.bias = PlainDesc({w[0]}, t);
     const ir::Tensor* wval = init.inputs[1].value;
     const bool const_weights = wval && wval->dtype() == t;
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = UserScratchpad();
     dnnl::post_ops ops;
     if (s.residual) ops.append_sum(1.0f);
     if (act == "Relu") ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);

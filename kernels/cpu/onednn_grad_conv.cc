@@ -17,6 +17,8 @@
 // which oneDNN has only its reference implementation, fall back to the
 // reference kernel (kernels/cpu/grad_conv.cc).
 
+#include <algorithm>
+
 #include "kernels/cpu/conv_geometry.h"
 #include "kernels/cpu/grad_kernels.h"
 #include "kernels/cpu/onednn_grad.h"
@@ -38,14 +40,16 @@ class ConvGradKernel : public Kernel {
     bool shared_dy = false;  // both primitives read dY in one layout: reordered once
     size_t scratch = 0;      // the reordered copies, then dW/dB when the node lacks those outputs
     size_t w_bytes = 0;      // plain dW
+    size_t pad_bytes = 0;    // oneDNN's scratchpad, after dW/dB: the larger of the two primitives' (they run in turn)
   };
   explicit ConvGradKernel(Parts p) : p_(std::move(p)), stream_(Engine()) {}
 
-  size_t scratch_bytes() const override { return p_.scratch + WeightBytes() + (p_.has_bias ? p_.b.get_size() : 0); }
+  size_t scratch_bytes() const override { return PadOffset() + p_.pad_bytes; }
 
   Status Run(KernelContext& ctx) override {
     auto* scratch = static_cast<std::byte*>(ctx.scratch);
     auto* unused = scratch + p_.scratch;  // dW/dB outputs the node does not have
+    void* pad = scratch + PadOffset();
     void* dy = ctx.inputs[0].data;
     void* dx = ctx.outputs[0].data;
     void* dw = ctx.outputs.size() > 1 ? ctx.outputs[1].data : nullptr;
@@ -60,7 +64,9 @@ class ConvGradKernel : public Kernel {
           data_args_.Add(DNNL_ARG_DIFF_DST, dy_for_data);
           data_args_.Add(DNNL_ARG_WEIGHTS, w_mem);
           data_args_.Add(DNNL_ARG_DIFF_SRC, dx_mem);
+          data_args_.AddScratchpad(p_.pad_bytes);
         }
+        data_args_.SetScratchpad(pad);
         data_args_.Execute(p_.data, stream_);
         p_.data_dx.Out(stream_, dx_mem, dx);
       }
@@ -77,8 +83,10 @@ class ConvGradKernel : public Kernel {
           args.Add(DNNL_ARG_DIFF_DST, dy_mem);
           args.Add(DNNL_ARG_DIFF_WEIGHTS, dw_mem);
           if (p_.has_bias) args.Add(DNNL_ARG_DIFF_BIAS, p_.b);
+          args.AddScratchpad(p_.pad_bytes);
         }
         if (p_.has_bias) args.Set(3, db ? db : unused + WeightBytes());
+        args.SetScratchpad(pad);
         args.Execute(p_.weights, stream_);
         p_.weights_dw.Out(stream_, dw_mem, dw_plain);
       }
@@ -91,6 +99,9 @@ class ConvGradKernel : public Kernel {
 
  private:
   size_t WeightBytes() const { return p_.has_weights ? (p_.w_bytes + 63) / 64 * 64 : 0; }
+  size_t PadOffset() const {
+    return (p_.scratch + WeightBytes() + (p_.has_bias ? p_.b.get_size() : 0) + 63) / 64 * 64;
+  }
 
   Parts p_;
   dnnl::stream stream_;
@@ -149,12 +160,13 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
                                           pr),
           Engine());
       Pds pds;
+      const dnnl::primitive_attr attr = UserScratchpad();
       pds.data = dnnl::convolution_backward_data::primitive_desc(
-          dnnl::convolution_backward_data::desc(alg, xd, wd, dyd, strides, dil, pl, pr), Engine(), fwd);
+          dnnl::convolution_backward_data::desc(alg, xd, wd, dyd, strides, dil, pl, pr), attr, Engine(), fwd);
       if (p.has_weights) {
         auto d = p.has_bias ? dnnl::convolution_backward_weights::desc(alg, xd, dwd, p.b, dyd, strides, dil, pl, pr)
                             : dnnl::convolution_backward_weights::desc(alg, xd, dwd, dyd, strides, dil, pl, pr);
-        pds.weights = dnnl::convolution_backward_weights::primitive_desc(d, Engine(), fwd);
+        pds.weights = dnnl::convolution_backward_weights::primitive_desc(d, attr, Engine(), fwd);
       }
       return pds;
     };
@@ -180,6 +192,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
       p.weights_dw = LayoutArg(w_plain, pds.weights.diff_weights_desc(), false, &p.scratch);
     }
     p.w_bytes = w_plain.get_size();
+    p.pad_bytes = ScratchpadBytes(pds.data);
+    if (p.has_weights) p.pad_bytes = std::max(p.pad_bytes, ScratchpadBytes(pds.weights));
     return std::unique_ptr<Kernel>(new ConvGradKernel(std::move(p)));
   });
 }

@@ -85,7 +85,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeMatMul(const KernelInit& init) {
     dnnl::memory::desc b_any =
         reorder ? dnnl::memory::desc(Dims(s.b_dims), DataType(t), dnnl::memory::format_tag::any) : s.b;
     auto desc = s.has_bias ? dnnl::matmul::desc(s.a, b_any, s.bias, s.dst) : dnnl::matmul::desc(s.a, b_any, s.dst);
-    dnnl::primitive_attr attr;
+    dnnl::primitive_attr attr = UserScratchpad();
     if (s.alpha != 1.0f) attr.set_output_scales(0, {s.alpha});
     dnnl::matmul::primitive_desc pd(desc, attr, Engine());
     if (IsReferenceImpl(pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference matmul here");

@@ -38,7 +38,7 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src, dst, Dims(g.strides),
                                         Dims(g.kernel), {g.dilations[0] - 1, g.dilations[1] - 1}, Dims(g.pads_begin),
                                         pr);
-    dnnl::pooling_v2_forward::primitive_desc pd(desc, Engine());
+    dnnl::pooling_v2_forward::primitive_desc pd(desc, UserScratchpad(), Engine());
     if (IsReferenceImpl(pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference pooling here");
     std::vector<Binding> bind = {{DNNL_ARG_SRC, Binding::kInput, 0, src}, {DNNL_ARG_DST, Binding::kOutput, 0, dst}};
     return std::unique_ptr<Kernel>(

@@ -29,6 +29,7 @@ struct Options {
   // Bit i: rank-4 input (output) i goes to the kernel channels-last
   // (TensorSpec::channels_last); RunKernel takes and returns NCHW either way.
   uint32_t channels_last_inputs = 0, channels_last_outputs = 0;
+  int scratch_fill = -1;  // >= 0: every byte of the kernel's scratch set to it before the run
 };
 
 // A rank-4 tensor's NCHW <-> NHWC copy (`to_nhwc`: its dims are N, C, H, W
@@ -98,6 +99,7 @@ inline StatusOr<std::vector<ir::Tensor>> RunKernel(OpKind op, const ir::Attribut
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, Registry::Global().Create(init, opt.impl));
   std::shared_ptr<std::byte> scratch = ir::AllocateAligned(kernel->scratch_bytes());
   ctx.scratch = scratch.get();
+  if (opt.scratch_fill >= 0) std::memset(scratch.get(), opt.scratch_fill, kernel->scratch_bytes());
   AMP_RETURN_IF_ERROR(kernel->Run(ctx));
   for (size_t o = 0; o < outputs.size(); ++o)
     if (init.outputs[o].channels_last) outputs[o] = Relayout(outputs[o], false);

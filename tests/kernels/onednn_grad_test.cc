@@ -65,6 +65,32 @@ TEST_P(OneDnnGradPath, ConvGradMatchesReference) {
   }
 }
 
+// oneDNN's scratchpad lives in the kernel's scratch (UserScratchpad), which
+// the executor's arena reuses between kernels: whatever an earlier kernel left
+// there (here all zero bits, then all one bits: NaNs in every float type) must
+// not reach the results. At this shape oneDNN 2.6's native bf16
+// backward-weights convolution takes a scratchpad (296 KB with 2 threads,
+// AVX512_BF16); fp32 and the widened paths take none here, and check the
+// layout copies alone.
+TEST_P(OneDnnGradPath, ConvGradIgnoresWhatItsScratchHeld) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
+  const Attributes a = ConvAttrs(1, {}, {1, 1, 1, 1});
+  const Tensor x = Random({4, 64, 16, 16}, 1, t), w = Random({64, 64, 3, 3}, 2, t), dy = Random({4, 64, 16, 16}, 3, t);
+  std::vector<std::vector<Tensor>> runs;
+  for (int fill : {0x00, 0xFF}) {
+    Options o;
+    o.impl = GetParam().impl;
+    o.num_outputs = 3;
+    o.scratch_fill = fill;
+    auto r = RunKernel(OpKind::kConvGrad, a, {dy, x, w}, o);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    runs.push_back(*r);
+  }
+  for (size_t o = 0; o < 3; ++o)
+    EXPECT_EQ(0, std::memcmp(runs[0][o].raw(), runs[1][o].raw(), runs[0][o].nbytes())) << "output " << o;
+}
+
 TEST_P(OneDnnGradPath, MaxPoolGradMatchesReference) {
   SKIP_UNLESS_CPU_RUNS(GetParam());
   const DType t = GetParam().dtype;
