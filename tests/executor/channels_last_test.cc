@@ -231,6 +231,53 @@ TEST_P(ChannelsLastPools, BetweenConvolutionsSameBits) {
   ExpectSameBits(r);
 }
 
+// O1 bf16 with Relu kept fp32: c1 (bf16) -> Cast -> Relu (fp32) -> Cast ->
+// c2 (bf16) -> GlobalAveragePool. The Casts are flat conversions, so the
+// values on both sides of each stay channels-last (before, every Cast put its
+// neighbours plain and each convolution reordered its activations), and the
+// output keeps the plain plan's bits. Native bf16 convolutions only: the
+// storage-only twin keeps plain buffers.
+TEST(ChannelsLast, CastsBetweenConvolutionsKeepTheLayoutSameBits) {
+  std::mt19937 rng(9);
+  auto random = [&](std::vector<int64_t> dims) { return Uniform(rng, -1.0f, 1.0f, std::move(dims)); };
+  ir::Graph g;
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {2, 16, 9, 9}));
+  auto conv = [&](ir::Value in, const char* name) {
+    ir::Node* c = g.AddNode(ir::OpKind::kConv, {in, g.AddInitializer(std::string(name) + ".w", random({16, 16, 3, 3}))},
+                            1, name);
+    c->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    return c->output(0);
+  };
+  ir::Value r = g.AddNode(ir::OpKind::kRelu, {conv(x, "c1")}, 1, "relu")->output(0);
+  g.AddOutput(g.AddNode(ir::OpKind::kGlobalAveragePool, {conv(r, "c2")}, 1, "gap", {"y"})->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  amp::Policy p;
+  p.level = amp::Level::kO1;
+  p.low = ir::DType::kBFloat16;
+  p.fp32_ops = {"Relu"};
+  amp::ConvertOptions co;
+  co.capability = amp::Capability::Training(nullptr);
+  auto report = amp::Convert(g, p, co);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  bool native = true;
+  int casts_last = 0;
+  BothRuns run = RunBoth(g, {{"x", random({2, 16, 9, 9})}}, [&](const Plan& plan) {
+    for (const Step& s : plan.steps) {
+      if (s.node->op() == ir::OpKind::kConv) native = native && s.impl == "onednn";
+      if (s.node->op() == ir::OpKind::kCast && s.inputs[0] >= 0 && s.outputs[0] >= 0)
+        casts_last += plan.slots[static_cast<size_t>(s.inputs[0])].channels_last &&
+                      plan.slots[static_cast<size_t>(s.outputs[0])].channels_last;
+    }
+  });
+  std::cout << "[ " << run.channels_last << " channels-last values, " << casts_last << " Casts channels-last in and out, "
+            << (native ? "native" : "storage-only") << " bf16 convolutions ]\n";
+  if (native) {
+    EXPECT_EQ(casts_last, 2) << "the Casts on both sides of the fp32 Relu";
+    EXPECT_EQ(run.channels_last, 5u) << "c1's output, the Casts' and Relu's, c2's";
+  }
+  ExpectSameBits(run);
+}
+
 // A ResNet-18 training step (32x32, batch 4; forward, loss, backward: the
 // BatchNormalizations, their gradients, Relu/ReluGrad, the residual Adds,
 // the stem's MaxPool and its gradient, the convolutions and their
