@@ -25,8 +25,8 @@
 // elements go to the other kernels.
 //
 // Channels-last X, Y, dY and dX ([N, H, W, C], TensorSpec::channels_last;
-// KernelEntry::channels_last_together): 16 channels per work item for the
-// sums, with every channel's additions in the plain kernel's order, so the
+// KernelEntry::channels_last_together): a 64-byte line of channels per work
+// item for the sums (32 of 2-byte X, 16 of fp32), with every channel's additions in the plain kernel's order, so the
 // statistics and every output have the plain kernel's bits; the affine pass
 // runs over pixels.
 #include <algorithm>
@@ -102,19 +102,26 @@ void Affine(const Shape& s, int64_t c, const TX* x, const TZ* z, float a, float 
   portable::AffineChannel<kZ>(s, c, x, z, a, b, cz, out);
 }
 
-// Channels-last: the sums of channels [c0, c0 + 16) into out[16] (zeroed
-// here), shifts from the first pixel, written to k[16].
+// Channels-last work items: the channels of one 64-byte line of X (32 of a
+// 2-byte type, 16 of fp32), so that no two items read the same lines.
+template <class TX>
+constexpr int kNhwcGroups = sizeof(TX) == 2 ? 2 : 1;
+constexpr int kMaxNhwcChannels = 32;
+
+// Channels-last: the sums of channels [c0, c0 + 16 * kNhwcGroups<TX>) into
+// out[] (zeroed here), shifts from the first pixel, written to k[].
 template <bool kGrad, class TX, class TG>
 void SumsNhwc(const Shape& s, int64_t c0, const TX* x, const TG* dy, float* k, ChannelSums* out) {
-  for (int64_t q = 0; q < 16; ++q) {
+  constexpr int kG = kNhwcGroups<TX>;
+  for (int64_t q = 0; q < 16 * kG; ++q) {
     k[q] = c0 + q < s.c ? static_cast<float>(x[c0 + q]) : 0.0f;
     out[q] = ChannelSums{};
   }
 #if defined(__x86_64__)
-  if (Cpu().vector512()) return avx512::SumChannelsNhwc<kGrad>(s, c0, x, dy, k, out);
-  if (Cpu().vector256()) return avx2::SumChannelsNhwc<kGrad>(s, c0, x, dy, k, out);
+  if (Cpu().vector512()) return avx512::SumChannelsNhwc<kGrad, kG>(s, c0, x, dy, k, out);
+  if (Cpu().vector256()) return avx2::SumChannelsNhwc<kGrad, kG>(s, c0, x, dy, k, out);
 #endif
-  portable::SumChannelsNhwc<kGrad>(s, c0, x, dy, k, out);
+  portable::SumChannelsNhwc<kGrad, kG>(s, c0, x, dy, k, out);
 }
 
 // Channels-last affine pass over all pixels, split among the threads.
@@ -181,12 +188,13 @@ class BatchNormKernel final : public Kernel {
       a = VecAt(scale, c) / std::sqrt(var + eps_), b = VecAt(bias, c) - mean * a;
     };
     if (nhwc_) {
+      constexpr int64_t kItem = 16 * kNhwcGroups<TX>;
 #pragma omp parallel for num_threads(threads_) schedule(static)
-      for (int64_t c0 = 0; c0 < s_.c; c0 += 16) {
-        float k[16];
-        ChannelSums sums[16];
+      for (int64_t c0 = 0; c0 < s_.c; c0 += kItem) {
+        float k[kMaxNhwcChannels];
+        ChannelSums sums[kMaxNhwcChannels];
         if (training_) SumsNhwc<false>(s_, c0, x, static_cast<const float*>(nullptr), k, sums);
-        for (int64_t c = c0; c < std::min(c0 + 16, s_.c); ++c) {
+        for (int64_t c = c0; c < std::min(c0 + kItem, s_.c); ++c) {
           double a, b;
           channel(c, &sums[c - c0], k[c - c0], a, b);
           a_[static_cast<size_t>(c)] = static_cast<float>(a), b_[static_cast<size_t>(c)] = static_cast<float>(b);
@@ -244,12 +252,13 @@ class BatchNormGradKernel final : public Kernel {
       k3 = static_cast<float>(-a * sums.dy + a * mean * inv * sdyx);
     };
     if (nhwc_) {
+      constexpr int64_t kItem = 16 * kNhwcGroups<TX>;
 #pragma omp parallel for num_threads(threads_) schedule(static)
-      for (int64_t c0 = 0; c0 < s_.c; c0 += 16) {
-        float k[16];
-        ChannelSums sums[16];
+      for (int64_t c0 = 0; c0 < s_.c; c0 += kItem) {
+        float k[kMaxNhwcChannels];
+        ChannelSums sums[kMaxNhwcChannels];
         SumsNhwc<true>(s_, c0, x, dy, k, sums);
-        for (int64_t c = c0; c < std::min(c0 + 16, s_.c); ++c) {
+        for (int64_t c = c0; c < std::min(c0 + kItem, s_.c); ++c) {
           const auto i = static_cast<size_t>(c);
           channel(c, sums[c - c0], k[c - c0], k1_[i], k2_[i], k3_[i]);
         }
