@@ -162,7 +162,9 @@ KernelEntry OneDnnEntry(OpKind op, KernelFactory factory,
 // op, and its 2-byte float outputs are narrowed back (one rounding, as the
 // native kernels round their fp32 accumulators once). This is the path of a
 // CPU without native bf16 (oneDNN below avx512_core) and of fp16 on every
-// CPU here: values stay 2 bytes in memory and compute at fp32 speed.
+// CPU here: values stay 2 bytes in memory and compute at fp32 speed. The
+// copies are flat (whole batch rows), so a channels-last spec reaches the
+// fp32 kernel as it is; the caller sets the entry's channels-last masks.
 KernelEntry WidenedEntry(OpKind op, KernelFactory factory);
 
 // The widened kernels of Conv, FusedConv, ConvGrad, Gemm and MatMul run in

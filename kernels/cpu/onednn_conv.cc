@@ -271,14 +271,15 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
 }  // namespace
 
 void RegisterOneDnnConv(Registry& r) {
-  // X, Z and Y may be channels-last (the storage-only twin slices the batch
-  // of plain buffers and keeps them plain).
+  // X, Z and Y may be channels-last, in the storage-only twin too: its
+  // widening and narrowing are flat copies of batch rows, which keep the
+  // layout, and the fp32 kernel inside takes the same specs.
   for (auto [op, inputs] : {std::pair{OpKind::kConv, 0b1u}, std::pair{OpKind::kFusedConv, 0b1001u}}) {
-    KernelEntry e = OneDnnEntry(op, MakeConv);
-    e.channels_last_inputs = inputs;
-    e.channels_last_outputs = 0b1;
-    r.Add(std::move(e));
-    r.Add(WidenedEntry(op, MakeConv));
+    for (KernelEntry e : {OneDnnEntry(op, MakeConv), WidenedEntry(op, MakeConv)}) {
+      e.channels_last_inputs = inputs;
+      e.channels_last_outputs = 0b1;
+      r.Add(std::move(e));
+    }
   }
 }
 

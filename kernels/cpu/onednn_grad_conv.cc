@@ -205,10 +205,8 @@ void RegisterOneDnnConvGrad(Registry& r) {
   // the widened kernel passes the absent output on to the fp32 one.
   for (KernelEntry e : {OneDnnEntry(OpKind::kConvGrad, MakeConvGrad), WidenedEntry(OpKind::kConvGrad, MakeConvGrad)}) {
     e.skips_unused_outputs = true;
-    if (e.impl == "onednn") {
-      e.channels_last_inputs = 0b11;  // dY, X
-      e.channels_last_outputs = 0b1;  // dX
-    }
+    e.channels_last_inputs = 0b11;  // dY, X (the widened kernel's copies keep the layout)
+    e.channels_last_outputs = 0b1;  // dX
     r.Add(std::move(e));
   }
 }

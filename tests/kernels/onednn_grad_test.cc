@@ -54,14 +54,20 @@ TEST_P(OneDnnGradPath, ConvGradMatchesReference) {
     ExpectMatchesReference(std::string(c.name) + " dW unused", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {false, true, false}, impl);
     ExpectMatchesReference(std::string(c.name) + " dX unused", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {true, false, false}, impl);
     ExpectMatchesReference(std::string(c.name) + " dX only", OpKind::kConvGrad, c.a, {dy, x, w}, 1, {}, impl);
-    // dY, X and dX channels-last, as the executor keeps them between kernels in training (oneDNN's
-    // own impl only: the widened one keeps plain buffers); and X alone, dX plain.
-    if (std::string(impl) == "onednn") {
-      ExpectMatchesReference(std::string(c.name) + " channels-last", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {}, impl,
-                             0b11, 0b1);
-      ExpectMatchesReference(std::string(c.name) + " channels-last X only", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {},
-                             impl, 0b10, 0b0);
-    }
+    // dY, X and dX channels-last, as the executor keeps them between kernels in training (the
+    // widened kernel's fp32 copies keep the layout); and X alone, dX plain.
+    ExpectMatchesReference(std::string(c.name) + " channels-last", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {}, impl,
+                           0b11, 0b1);
+    ExpectMatchesReference(std::string(c.name) + " channels-last X only", OpKind::kConvGrad, c.a, {dy, x, w}, 3, {},
+                           impl, 0b10, 0b0);
+    // The forward convolution on channels-last X and Y, where the kernel takes them (one that
+    // declines leaves the executor's values plain: executor/channels_last.cc).
+    Options last;
+    last.impl = impl;
+    last.channels_last_inputs = last.channels_last_outputs = 0b1;
+    if (RunKernel(OpKind::kConv, c.a, {x, w}, last).ok())
+      ExpectMatchesReference(std::string(c.name) + " forward channels-last", OpKind::kConv, c.a, {x, w}, 1, {}, impl,
+                             0b1, 0b1);
   }
 }
 
