@@ -1,4 +1,5 @@
 // amptrain run MODEL --input NAME=FILE.npy ... --output-dir DIR [--threads N] [--reference]
+//     [--no-winograd] [--no-optimize]
 //
 // Imports the model, runs it once on the given .npy inputs and writes every
 // graph output to DIR/<name>.npy (DIR is created when missing). Output names
@@ -35,6 +36,7 @@ struct RunArgs {
   int threads = 0;
   bool reference = false;
   bool no_winograd = false;
+  bool no_optimize = false;
   std::string device = "cpu";
 };
 
@@ -68,6 +70,7 @@ Status Run(const RunArgs& args) {
   ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
   options.winograd = !args.no_winograd;
+  options.optimize = !args.no_optimize;
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
   Clock::time_point run_start = Clock::now();
   AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> outputs, session->Run(inputs));
@@ -98,6 +101,8 @@ void AddRunCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
   cmd->add_flag("--no-winograd", args->no_winograd,
                 "Direct convolutions only (default: Winograd for 3x3 stride-1 fp32 ones where oneDNN has it)");
+  cmd->add_flag("--no-optimize", args->no_optimize,
+                "Skip the inference graph optimizations (BN folding, conv fusion): the model's own ops, to compare");
   cmd->callback([args, &result] { result = Run(*args); });
 }
 

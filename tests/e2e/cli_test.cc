@@ -133,6 +133,12 @@ TEST_F(CliTest, RunWritesOutputs) {
   }
   CliResult ref = Cli("run " + model_ + " -i " + x + " -o " + out.string() + " --reference");
   EXPECT_EQ(ref.code, 0) << ref.err;
+  // The model's own ops, without the inference optimizations: the same values here.
+  CliResult plain = Cli("run " + model_ + " -i " + x + " -o " + out.string() + " --no-optimize --no-winograd");
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  auto y = executor::ReadNpy((out / "y.npy").string());
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_FLOAT_EQ(y->data<float>()[1], 22.0f);
 }
 
 TEST_F(CliTest, RunErrorsLeaveNoOutput) {
