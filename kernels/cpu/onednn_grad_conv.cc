@@ -71,6 +71,8 @@ class ConvGradKernel : public Kernel {
         p_.data_dx.Out(stream_, dx_mem, dx);
       }
       if (p_.has_weights && (dw || db)) {
+        // An unused dW is computed where oneDNN's layout puts it (its scratch copy, not reordered
+        // out), or, when that layout is the plain one, into the unused region.
         void* dw_plain = dw ? dw : unused;
         dnnl::memory dw_mem = p_.weights_dw.Target(dw_plain, scratch);
         dnnl::memory x_mem = p_.weights_x.In(stream_, ctx.inputs[1].data, scratch);
@@ -88,7 +90,7 @@ class ConvGradKernel : public Kernel {
         if (p_.has_bias) args.Set(3, db ? db : unused + WeightBytes());
         args.SetScratchpad(pad);
         args.Execute(p_.weights, stream_);
-        p_.weights_dw.Out(stream_, dw_mem, dw_plain);
+        if (dw) p_.weights_dw.Out(stream_, dw_mem, dw);
       }
       stream_.wait();
     } catch (const dnnl::error& e) {
@@ -98,7 +100,12 @@ class ConvGradKernel : public Kernel {
   }
 
  private:
-  size_t WeightBytes() const { return p_.has_weights ? (p_.w_bytes + 63) / 64 * 64 : 0; }
+  // The unused region's plain dW: needed only where dW is computed in the plain layout (a
+  // reordered one has its scratch copy). At the first backward step of ResNet-18 (b128, the
+  // arena's peak) this was 4.7 MB (bf16) / 9.4 MB (fp32) reserved for a dW the node has.
+  size_t WeightBytes() const {
+    return p_.has_weights && !p_.weights_dw.reordered() ? (p_.w_bytes + 63) / 64 * 64 : 0;
+  }
   size_t PadOffset() const {
     return (p_.scratch + WeightBytes() + (p_.has_bias ? p_.b.get_size() : 0) + 63) / 64 * 64;
   }
