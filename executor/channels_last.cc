@@ -1,4 +1,4 @@
-// Step 5 of the plan (executor/plan.h, AssignChannelsLast): channels-last
+// Step 4 of the plan (executor/plan.h, AssignChannelsLast): channels-last
 // intermediates between kernels that take them.
 #include <spdlog/spdlog.h>
 

@@ -331,8 +331,10 @@ StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorT
   AMP_RETURN_IF_ERROR(BuildSlots(graph, s, plan));
   AMP_RETURN_IF_ERROR(CreateKernels(plan, options));
   DropUnusedOutputs(graph, plan);
-  if (options.fuse_widened_casts) FuseWidenedCasts(plan, options);
+  // Layouts first: cast fusion weighs each fusion by the scratch of the
+  // kernels it would make, which depends on their layouts.
   if (options.channels_last) AssignChannelsLast(plan, options);
+  if (options.fuse_widened_casts) FuseWidenedCasts(plan, options);
   PlanMemory(plan, options.inplace);
   spdlog::debug("plan: {} kernels, {} folded nodes, arena {} bytes (most live at one step {}, without reuse {})",
                 plan.steps.size(), plan.folded_nodes, plan.peak_bytes, plan.live_bytes, plan.naive_bytes);

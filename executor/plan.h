@@ -17,13 +17,16 @@
 //     nothing reads, of a kernel that can skip it
 //     (KernelEntry::skips_unused_outputs), becomes absent: not computed,
 //     not allocated.
-//  4. Cast fusion (FuseWidenedCasts below): kernels that convert in
-//     registers absorb the Casts beside them; a storage-only kernel, which
-//     computes a fp16/bf16 node in fp32 anyway, reads and writes fp32 values
-//     that hold the low type instead of paying for a Cast beside it.
-//  5. Layout (AssignChannelsLast below): an intermediate whose producer and
+//  4. Layout (AssignChannelsLast below): an intermediate whose producer and
 //     readers all take it channels-last is stored so, and the convolutions
 //     between them skip their nchw <-> nhwc reorders.
+//  5. Cast fusion (FuseWidenedCasts below): kernels that convert in
+//     registers absorb the Casts beside them; a storage-only kernel, which
+//     computes a fp16/bf16 node in fp32 anyway, reads and writes fp32 values
+//     that hold the low type instead of paying for a Cast beside it. It
+//     weighs each fusion by the scratch of the kernels it would make, so it
+//     runs on the layouts step 4 chose (the Casts take their neighbours'
+//     layout, in and out alike).
 //  6. Memory: intermediates live in one 64-byte aligned arena. Every value
 //     (and every kernel's scratch) has a liveness interval [first, last] in
 //     schedule steps; buffers are packed greedily, largest first, each into
@@ -61,8 +64,8 @@ struct PlanOptions {
   int threads = 1;          // passed to kernels
   bool inplace = true;      // allow output-over-input aliasing
   uint64_t seed = 0;        // base seed of random kernels (training Dropout)
-  bool fuse_widened_casts = true;  // step 4 (off only to compare against it)
-  bool channels_last = true;       // step 5 (off only to compare against it)
+  bool fuse_widened_casts = true;  // step 5 (off only to compare against it)
+  bool channels_last = true;       // step 4 (off only to compare against it)
   bool winograd = true;            // KernelInit::winograd
 };
 
@@ -146,7 +149,8 @@ std::vector<std::string> ShapeInputs(const ir::Graph& graph);
 // whose entry takes widened tensors).
 kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanOptions& options);
 
-// Cast fusion, on a plan whose kernels are created (executor/widened_casts.cc).
+// Cast fusion, on a plan whose kernels are created and whose layouts are chosen
+// (executor/widened_casts.cc).
 // First, on any CPU, kernels that compute in fp32 and convert their data in
 // registers (KernelEntry::fuses_casts: the direct BatchNormalization and its
 // gradient) absorb the Casts beside them:
@@ -181,7 +185,7 @@ kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanO
 // the graph's nodes. A rewrite the kernels decline is not made.
 void FuseWidenedCasts(Plan& plan, const PlanOptions& options);
 
-// Step 5: a rank-4 float arena value is stored channels-last when the entry
+// Step 4: a rank-4 float arena value is stored channels-last when the entry
 // of its producer sets that output's bit of
 // KernelEntry::channels_last_outputs and the entry of every reader sets that
 // input's bit of channels_last_inputs; those steps' kernels are made again

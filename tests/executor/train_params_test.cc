@@ -128,8 +128,11 @@ TEST(Freeze, FrozenParametersStayBitwiseWhileTheOthersTrain) {
   for (ir::Value v : model->initializers()) {
     const std::string& name = model->name(v);
     const bool same = *(*trained)->ConstantValue((*trained)->FindValue(name)) == *model->ConstantValue(v);
-    if (name.rfind("features.0.", 0) == 0) EXPECT_TRUE(same) << name << " is frozen but changed";
-    else if (name.find("weight") != std::string::npos) EXPECT_FALSE(same) << name << " did not train";
+    if (name.rfind("features.0.", 0) == 0) {
+      EXPECT_TRUE(same) << name << " is frozen but changed";
+    } else if (name.find("weight") != std::string::npos) {
+      EXPECT_FALSE(same) << name << " did not train";
+    }
   }
 }
 
