@@ -120,9 +120,12 @@ class LayoutArg {
 };
 
 // oneDNN's scratchpad (a primitive's temporary workspace) comes from the
-// kernel's scratch: primitives are made with scratchpad_mode::user, and the
-// kernel adds ScratchpadBytes to scratch_bytes() and passes that region as
-// DNNL_ARG_SCRATCHPAD. In the default (library) mode each primitive owns its
+// kernel's scratch: the convolution, ConvGrad and matmul primitives and those
+// of PrimitiveKernel are made with scratchpad_mode::user, and the kernel adds
+// ScratchpadBytes to scratch_bytes() and passes that region as
+// DNNL_ARG_SCRATCHPAD (the oneDNN training BatchNormalization, its gradient
+// and MaxPoolGrad, fallbacks behind the direct kernels, keep the library's
+// mode). In the default (library) mode each primitive owns its
 // scratchpad for its lifetime: a training plan's bf16 backward-weights
 // convolutions alone held 19 MB that way (ResNet-18, batch 128), outside the
 // arena, where the planner could not reuse it.
