@@ -22,8 +22,11 @@ inline const std::string& PythonPath() {
   return path;
 }
 
-// The interpreter as the start of a shell command: "<path> ".
-inline std::string Py() { return "'" + PythonPath() + "' "; }
+// The interpreter as the start of a shell command: "env -u ... <path> ". The
+// oracles run with every instruction set: a oneDNN cap set for amptrain
+// (ONEDNN_MAX_CPU_ISA=AVX2) made PyTorch's own bf16 convolutions fail ("could
+// not create a primitive descriptor iterator"), which is no finding about ours.
+inline std::string Py() { return "env -u ONEDNN_MAX_CPU_ISA -u DNNL_MAX_CPU_ISA '" + PythonPath() + "' "; }
 
 // True when the interpreter imports every module of `modules` ("torch, torchvision").
 inline bool PyHas(const std::string& modules) {
