@@ -26,9 +26,9 @@
 //
 // Channels-last X, Y, dY and dX ([N, H, W, C], TensorSpec::channels_last;
 // KernelEntry::channels_last_together): a 64-byte line of channels per work
-// item for the sums (32 of 2-byte X, 16 of fp32), with every channel's additions in the plain kernel's order, so the
-// statistics and every output have the plain kernel's bits; the affine pass
-// runs over pixels.
+// item for the sums (32 of 2-byte X, 16 of fp32), with every channel's
+// additions in the plain kernel's order, so the statistics and every output
+// have the plain kernel's bits; the affine pass runs over pixels.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -106,7 +106,7 @@ void Affine(const Shape& s, int64_t c, const TX* x, const TZ* z, float a, float 
 // 2-byte type, 16 of fp32), so that no two items read the same lines.
 template <class TX>
 constexpr int kNhwcGroups = sizeof(TX) == 2 ? 2 : 1;
-constexpr int kMaxNhwcChannels = 32;
+constexpr int kMaxNhwcChannels = 16 * kNhwcGroups<BFloat16>;
 
 // Channels-last: the sums of channels [c0, c0 + 16 * kNhwcGroups<TX>) into
 // out[] (zeroed here), shifts from the first pixel, written to k[].

@@ -41,15 +41,20 @@ class ConvGradKernel : public Kernel {
     size_t scratch = 0;      // the reordered copies, then dW/dB when the node lacks those outputs
     size_t w_bytes = 0;      // plain dW
     size_t pad_bytes = 0;    // oneDNN's scratchpad, after dW/dB: the larger of the two primitives' (they run in turn)
+    size_t pad_offset = 0, scratch_end = 0;  // where it starts; the end of all scratch
   };
-  explicit ConvGradKernel(Parts p) : p_(std::move(p)), stream_(Engine()) {}
+  // Lays out the scratch after the reordered copies: the unused dW, the unused dB, oneDNN's scratchpad.
+  explicit ConvGradKernel(Parts p) : p_(std::move(p)), stream_(Engine()) {
+    p_.scratch_end = p_.scratch + WeightBytes(p_) + (p_.has_bias ? p_.b.get_size() : 0);
+    p_.pad_offset = PlaceScratchpad(p_.pad_bytes, &p_.scratch_end);
+  }
 
-  size_t scratch_bytes() const override { return PadOffset() + p_.pad_bytes; }
+  size_t scratch_bytes() const override { return p_.scratch_end; }
 
   Status Run(KernelContext& ctx) override {
     auto* scratch = static_cast<std::byte*>(ctx.scratch);
     auto* unused = scratch + p_.scratch;  // dW/dB outputs the node does not have
-    void* pad = scratch + PadOffset();
+    void* pad = scratch + p_.pad_offset;
     void* dy = ctx.inputs[0].data;
     void* dx = ctx.outputs[0].data;
     void* dw = ctx.outputs.size() > 1 ? ctx.outputs[1].data : nullptr;
@@ -87,7 +92,7 @@ class ConvGradKernel : public Kernel {
           if (p_.has_bias) args.Add(DNNL_ARG_DIFF_BIAS, p_.b);
           args.AddScratchpad(p_.pad_bytes);
         }
-        if (p_.has_bias) args.Set(3, db ? db : unused + WeightBytes());
+        if (p_.has_bias) args.Set(3, db ? db : unused + WeightBytes(p_));
         args.SetScratchpad(pad);
         args.Execute(p_.weights, stream_);
         if (dw) p_.weights_dw.Out(stream_, dw_mem, dw);
@@ -103,11 +108,8 @@ class ConvGradKernel : public Kernel {
   // The unused region's plain dW: needed only where dW is computed in the plain layout (a
   // reordered one has its scratch copy). At the first backward step of ResNet-18 (b128, the
   // arena's peak) this was 4.7 MB (bf16) / 9.4 MB (fp32) reserved for a dW the node has.
-  size_t WeightBytes() const {
-    return p_.has_weights && !p_.weights_dw.reordered() ? (p_.w_bytes + 63) / 64 * 64 : 0;
-  }
-  size_t PadOffset() const {
-    return (p_.scratch + WeightBytes() + (p_.has_bias ? p_.b.get_size() : 0) + 63) / 64 * 64;
+  static size_t WeightBytes(const Parts& p) {
+    return p.has_weights && !p.weights_dw.reordered() ? (p.w_bytes + 63) / 64 * 64 : 0;
   }
 
   Parts p_;
