@@ -101,10 +101,9 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const Precision
   r.casts_inserted = internal::CountCasts(graph) - r.casts_original;
   auto eliminate = MakeEliminateCastsPass();
   AMP_RETURN_IF_ERROR(RunPass(*eliminate, graph, options.verify_each_pass));
-  if (options.convert_initializers || policy.level == Level::kO3) {
-    auto inits = MakeConvertInitializersPass(policy, &r);
-    AMP_RETURN_IF_ERROR(RunPass(*inits, graph, options.verify_each_pass));
-  }
+  const bool weights_low = options.convert_initializers || policy.level == Level::kO3;
+  auto inits = MakeConvertInitializersPass(policy, &r, /*constants_only=*/!weights_low);
+  AMP_RETURN_IF_ERROR(RunPass(*inits, graph, options.verify_each_pass));
   Status consistent = CheckDTypeConsistency(graph);
   if (!consistent.ok()) return consistent.WithContext("AMP conversion left inconsistent dtypes");
 

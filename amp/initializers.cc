@@ -1,7 +1,7 @@
-// The initializer pass (export, and O3 training): a float32 initializer or
-// Constant whose every reader is a Cast to the policy's low dtype is stored in
-// that dtype (same name, same place in the initializer list) and the Casts
-// disappear. One read by fp32 nodes too keeps its single fp32 copy plus one
+// The initializer pass (export, and O3 training; O1/O2 training runs it on
+// Constant nodes only): a float32 initializer or Constant whose every reader
+// is a Cast to the policy's low dtype is stored in that dtype (same name,
+// same place in the initializer list) and the Casts disappear. One read by fp32 nodes too keeps its single fp32 copy plus one
 // Cast (never converted once for everybody).
 //
 // fp16 range: |x| > 65504 (finite) becomes +-65504, and non-zero |x| below
@@ -45,13 +45,14 @@ StatusOr<ir::Tensor> ConvertTensor(const ir::Tensor& t, DType low, int64_t* clam
   return out;
 }
 
-StatusOr<bool> ConvertInitializers(ir::Graph& g, DType low, Report* report) {
+StatusOr<bool> ConvertInitializers(ir::Graph& g, DType low, Report* report, bool constants_only) {
   bool changed = false;
   // The sources first: the loop removes Cast nodes, which a walk over the
   // live node list would then visit after they are freed.
   std::vector<Node*> sources;
   for (Node* n : g.nodes())
-    if (n->op() == ir::OpKind::kInitializer || n->op() == ir::OpKind::kConstant) sources.push_back(n);
+    if ((n->op() == ir::OpKind::kInitializer && !constants_only) || n->op() == ir::OpKind::kConstant)
+      sources.push_back(n);
   for (Node* src : sources) {
     Value v = src->output(0);
     const ir::Tensor* t = g.ConstantValue(v);
@@ -84,11 +85,11 @@ StatusOr<bool> ConvertInitializers(ir::Graph& g, DType low, Report* report) {
 
 }  // namespace
 
-std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report) {
+std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report, bool constants_only) {
   DType low = policy.low;
-  return std::make_unique<ir::FunctionPass>("amp-convert-initializers", [low, report](ir::Graph& g) {
-    return ConvertInitializers(g, low, report);
-  });
+  return std::make_unique<ir::FunctionPass>(
+      constants_only ? "amp-convert-constants" : "amp-convert-initializers",
+      [low, report, constants_only](ir::Graph& g) { return ConvertInitializers(g, low, report, constants_only); });
 }
 
 }  // namespace amptrain::amp

@@ -8,7 +8,9 @@
 //
 // Convert() runs the initializer pass when options.convert_initializers is
 // set (export: any level) or at O3 (weights stored low); otherwise weights
-// stay fp32 masters read through one Cast each. Graphs with If/Loop/Scan
+// stay fp32 masters read through one Cast each, and only Constant nodes
+// (never parameters) are stored low, so that training rounds them as the
+// export does (fp16's clamping: a Clip eps of 1e-12 must not become 0). Graphs with If/Loop/Scan
 // never get here: the importer refuses them (subgraphs are not in the IR).
 #pragma once
 
@@ -77,7 +79,8 @@ struct ConvertOptions {
   // CheckDTypeConsistency runs either way.
   bool verify_each_pass = true;
   // Convert initializers for export (O2/O3 store weights low where every
-  // consumer is low). Training keeps fp32 masters (false) except at O3.
+  // consumer is low). Training keeps fp32 masters (false) except at O3;
+  // its Constant nodes are converted either way.
   bool convert_initializers = true;
   Capability capability;
 };
@@ -92,7 +95,9 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const Precision
 
 // The individual passes, for tests (planning and the cast pass: amp/plan.h).
 std::unique_ptr<ir::Pass> MakeEliminateCastsPass();
-std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report);
+// `constants_only`: Constant nodes only, never initializers (the weights).
+std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report,
+                                                      bool constants_only = false);
 
 // Every Cast's `to` equals its output dtype, and re-running every node's
 // dtype rule (on a clone) gives the dtypes the graph records: the check that

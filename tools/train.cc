@@ -341,6 +341,15 @@ Status Train(const TrainArgs& args) {
     std::string per;
     for (const auto& [dtype, count] : NodesPerDType(*report)) per += fmt::format(" {} {}", count, dtype);
     spdlog::info("precision plan: nodes{}; {} casts", per, report->casts_final);
+    if (report->clamped_values > 0) {
+      const std::vector<std::string>& names = report->clamped_initializers;
+      constexpr size_t kListed = 4;
+      std::vector<std::string> listed(names.begin(), names.begin() + std::min(names.size(), kListed));
+      spdlog::info("{} constant value(s) in {} tensor(s) outside the float16 range clamped to it, as the export "
+                   "stores them: {}{}",
+                   report->clamped_values, names.size(), fmt::join(listed, ", "),
+                   names.size() > kListed ? fmt::format(" and {} more", names.size() - kListed) : "");
+    }
   }
   spdlog::info("training {} ({} parameters, {} tensors) on {} ({} train / {} test samples), {} steps of batch {}",
                args.model, [&] {

@@ -265,7 +265,11 @@ Status ReduceMaxGrad(GradContext& c) {
 }
 
 // y = sqrt(sum x^2): dx = dy x / y, and 0 where y = 0 (PyTorch's norm
-// backward: the subgradient 0 at the origin, not NaN).
+// backward: the subgradient 0 at the origin, not NaN). The division reads 1
+// where y = 0, so that no step makes a NaN that a later one masks: the
+// overflow observer names the first node with inf/NaN, and a masked 0/0
+// would hide the real source (swin_v2's padded windows, whose F.normalize
+// reads all-zero rows).
 Status ReduceL2Grad(GradContext& c) {
   AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
   Value x = c.input(0), dy = c.grad_output(0);
@@ -274,9 +278,11 @@ Status ReduceL2Grad(GradContext& c) {
     return Status::Ok();
   }
   Value y = KeepDims(c, c.output(0), *axes);
-  Value g = c.Div(c.Mul(x, KeepDims(c, dy, *axes)), y);
   Value zero = c.Scalar(0.0, y);
-  c.SetGrad(0, c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kEqual, {y, zero}), zero, g}));
+  Value at_origin = c.Emit1(OpKind::kEqual, {y, zero});
+  Value safe_y = c.Emit1(OpKind::kWhere, {at_origin, c.Scalar(1.0, y), y});
+  Value g = c.Div(c.Mul(x, KeepDims(c, dy, *axes)), safe_y);
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {at_origin, zero, g}));
   return Status::Ok();
 }
 

@@ -226,6 +226,41 @@ TEST(AmpPasses, PinOfFreeSlotCastsOnlyThatInput) {
   ExpectWellFormed(*g);
 }
 
+// Training (convert_initializers off) keeps the weights fp32 masters but stores
+// Constant nodes low once, clamped to the fp16 range as the export stores
+// them: F.normalize's eps (Clip min 1e-12) becomes 2^-24, not 0, so a zero
+// row divides 0 by 2^-24 (0) and not by 0 (NaN), as in swin_v2's padded
+// attention windows.
+TEST(AmpPasses, TrainingStoresConstantsLowClampedAndKeepsWeightsMasters) {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = 17;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 4}));
+  ir::Value w = g->AddInitializer("w", ir::Tensor::Floats({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}));
+  ir::Node* fc = g->AddNode(OpKind::kGemm, {x, w}, 1, "fc");
+  fc->attrs().Set("transB", int64_t{1});
+  ir::Node* norm = g->AddNode(OpKind::kReduceL2, {fc->output(0)}, 1, "norm");
+  norm->attrs().Set("axes", std::vector<int64_t>{1});
+  ir::Node* eps = g->AddNode(OpKind::kConstant, {}, 1, "eps");
+  eps->attrs().Set("value", ir::Tensor::Scalar(1e-12f));
+  ir::Node* clip = g->AddNode(OpKind::kClip, {norm->output(0), eps->output(0)}, 1, "clip");
+  ir::Node* div = g->AddNode(OpKind::kDiv, {fc->output(0), clip->output(0)}, 1, "div");
+  g->AddOutput(div->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+  ConvertOptions training;
+  training.convert_initializers = false;
+  auto r = Convert(*g, Level(Level::kO2), training);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ExpectWellFormed(*g);
+  EXPECT_EQ(OutDType(*g, "clip"), F16);
+  const ir::Tensor* stored = g->ConstantValue(FindNode(*g, "clip")->input(1));
+  ASSERT_NE(stored, nullptr) << "the Clip reads the Constant itself, not a Cast of it";
+  ASSERT_EQ(stored->dtype(), F16);
+  EXPECT_EQ(stored->data<uint16_t>()[0], 0x0001) << "1e-12 clamped to the smallest fp16 subnormal, 2^-24";
+  EXPECT_EQ(r->clamped_values, 1);
+  EXPECT_EQ(g->type(w).dtype, F32) << "the weight stays an fp32 master";
+  EXPECT_EQ(WeightCasts(*g), 1);
+}
+
 TEST(AmpPasses, NoKeepIoTypesConvertsInputsAndOutputs) {
   Policy p = Level(Level::kO2);
   p.keep_io_types = false;

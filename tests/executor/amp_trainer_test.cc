@@ -5,6 +5,7 @@
 // scaler state.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <limits>
 #include <set>
@@ -524,6 +525,46 @@ TEST(AmpTrainer, StuckScaleStopsNamingTheNodeAndThePolicyFixLetsItTrain) {
     ASSERT_TRUE(r.ok()) << r.status().message();
     EXPECT_TRUE(r->applied) << "step " << i;
   }
+}
+
+// F.normalize as PyTorch exports it, x / Clip(ReduceL2(x), 1e-12), at O2
+// fp16: the trainer's graph stores the eps Constant low once, clamped to
+// 2^-24 as the export stores it (tests/amp/passes_test.cc checks the value);
+// a Cast at run time rounded it to 0, and `amptrain train` of swin_v2_t
+// (padded attention windows: all-zero rows) got a NaN loss from 0 / 0.
+TEST(AmpTrainer, NormalizeOfZeroRowsStaysFiniteInFp16) {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = 17;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(4)})));
+  ir::Value w = g->AddInitializer("fc.weight", ir::Tensor::Floats({0.5f, -0.25f, 0.75f, 1.0f, -0.5f, 0.25f, 1.0f, -1.0f}, {4, 2}));
+  ir::Node* fc = g->AddNode(ir::OpKind::kMatMul, {x, w}, 1, "fc");
+  ir::Node* norm = g->AddNode(ir::OpKind::kReduceL2, {fc->output(0)}, 1, "norm");
+  norm->attrs().Set("axes", std::vector<int64_t>{1});
+  ir::Node* eps = g->AddNode(ir::OpKind::kConstant, {}, 1, "eps");
+  eps->attrs().Set("value", ir::Tensor::Scalar(1e-12f));
+  ir::Node* clip = g->AddNode(ir::OpKind::kClip, {norm->output(0), eps->output(0)}, 1, "clip");
+  ir::Node* div = g->AddNode(ir::OpKind::kDiv, {fc->output(0), clip->output(0)}, 1, "normalize");
+  g->AddOutput(div->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+
+  TrainConfig c;
+  c.graph.num_classes = 2;
+  c.graph.amp = Policy(amp::Level::kO2, DType::kFloat16);
+  LossScalerConfig sc;
+  sc.init_scale = 1.0f;
+  c.loss_scaler = sc;
+  c.threads = 1;
+  auto t = Trainer::Create(*g, c);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  ASSERT_NE((*t)->amp_report(), nullptr);
+  EXPECT_EQ((*t)->amp_report()->clamped_values, 1);
+  // Rows 1 and 3 are zero: their logits are 0 / eps.
+  ir::Tensor xs = ir::Tensor::Floats({1, 2, 3, 4, 0, 0, 0, 0, -1, 1, -2, 2, 0, 0, 0, 0}, {4, 4});
+  ir::Tensor ys = ir::Tensor::Zeros(DType::kInt64, {4}).value();
+  ys.data<int64_t>()[1] = ys.data<int64_t>()[2] = 1;
+  auto r = (*t)->Step(xs, ys);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(std::isfinite(r->loss)) << r->loss;
 }
 
 TEST(AmpTrainer, DebugOverflowObservesTheStepItself) {
