@@ -235,6 +235,8 @@ kernels::TensorSpec SpecOf(const Plan& plan, int slot, bool widened) {
   return spec;
 }
 
+const std::string kReference = "reference";
+
 // Placement, then kernels: every step is checked against the device's
 // registry before any kernel is made, and all the steps it lacks are named
 // in one error (the first kMaxListed, then a count).
@@ -243,8 +245,9 @@ Status CreateKernels(Plan& plan, const PlanOptions& options) {
   std::vector<Status> missing;
   size_t unsupported = 0;
   for (Step& step : plan.steps) {
-    StatusOr<const kernels::KernelEntry*> entry =
-        kernels::Registry::Global().Select(KernelInitOf(plan, step, options), options.kernel_impl);
+    const std::string& impl =
+        options.reference_ops.count(step.node->op()) ? kReference : options.kernel_impl;
+    StatusOr<const kernels::KernelEntry*> entry = kernels::Registry::Global().Select(KernelInitOf(plan, step, options), impl);
     if (entry.ok()) {
       step.entry = *entry;
       continue;

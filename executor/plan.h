@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,9 @@ namespace amptrain::executor {
 struct PlanOptions {
   kernels::DeviceKind device = kernels::DeviceKind::kCpu;
   std::string kernel_impl;  // "" = best available, "reference" = reference kernels only
+  // Ops that take the reference kernel whatever kernel_impl says (`run
+  // --reference-ops`: which op's kernel an output's error comes from).
+  std::set<ir::OpKind> reference_ops;
   bool training = false;    // passed to kernels (Dropout, BatchNormalization)
   int threads = 1;          // passed to kernels
   bool inplace = true;      // allow output-over-input aliasing

@@ -85,6 +85,7 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
   PlanOptions options;
   options.device = opts_.device;
   options.kernel_impl = opts_.kernel_impl;
+  options.reference_ops = opts_.reference_ops;
   options.training = opts_.training;
   options.threads = threads_;
   options.fuse_widened_casts = opts_.fuse_widened_casts;

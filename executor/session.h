@@ -30,6 +30,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,7 @@ struct SessionOptions {
   int threads = 0;          // 0 = all cores
   bool training = false;    // kernels in training mode (Dropout drops, BN uses batch statistics)
   std::string kernel_impl;  // "" = best, "reference" = reference kernels only
+  std::set<ir::OpKind> reference_ops;  // PlanOptions::reference_ops
   // Times every step into profile() (executor/profile.h).
   bool profile = false;
   // Runs the inference graph optimizations (executor/optimize.h) on a clone of

@@ -1,5 +1,5 @@
 // amptrain run MODEL --input NAME=FILE.npy ... --output-dir DIR [--threads N] [--reference]
-//     [--no-winograd] [--no-optimize]
+//     [--no-winograd] [--no-optimize] [--reference-ops OP,...]
 //
 // Imports the model, runs it once on the given .npy inputs and writes every
 // graph output to DIR/<name>.npy (DIR is created when missing). Output names
@@ -14,10 +14,12 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <set>
 
 #include "executor/npy.h"
 #include "executor/session.h"
+#include "ir/op_schema.h"
 #include "importer/onnx_import.h"
 #include "tools/commands.h"
 #include "tools/device_flag.h"
@@ -37,6 +39,7 @@ struct RunArgs {
   bool reference = false;
   bool no_winograd = false;
   bool no_optimize = false;
+  std::vector<std::string> reference_ops;
   std::string device = "cpu";
 };
 
@@ -69,6 +72,11 @@ Status Run(const RunArgs& args) {
   options.threads = args.threads;
   ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
+  for (const std::string& op : args.reference_ops) {
+    std::optional<ir::OpKind> kind = ir::FindOnnxOp(op);
+    if (!kind) return InvalidArgument("--reference-ops: '", op, "' is not an op amptrain knows (ONNX op type names, e.g. Conv)");
+    options.reference_ops.insert(*kind);
+  }
   options.winograd = !args.no_winograd;
   options.optimize = !args.no_optimize;
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
@@ -99,6 +107,10 @@ void AddRunCommand(CLI::App& app, Status& result) {
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   AddDeviceFlag(cmd, args->device);
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  cmd->add_option("--reference-ops", args->reference_ops,
+                  "These op types (A,B,...) run on the reference kernels, the rest as usual: which op's kernel an "
+                  "output's error comes from")
+      ->delimiter(',');
   cmd->add_flag("--no-winograd", args->no_winograd,
                 "Direct convolutions only (default: Winograd for 3x3 stride-1 fp32 ones where oneDNN has it)");
   cmd->add_flag("--no-optimize", args->no_optimize,

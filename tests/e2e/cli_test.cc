@@ -139,6 +139,12 @@ TEST_F(CliTest, RunWritesOutputs) {
   auto y = executor::ReadNpy((out / "y.npy").string());
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_FLOAT_EQ(y->data<float>()[1], 22.0f);
+  // Chosen op types on the reference kernels, the rest as usual.
+  CliResult some = Cli("run " + model_ + " -i " + x + " -o " + out.string() + " --no-optimize --reference-ops Relu,Add");
+  ASSERT_EQ(some.code, 0) << some.err;
+  y = executor::ReadNpy((out / "y.npy").string());
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_FLOAT_EQ(y->data<float>()[1], 22.0f);
 }
 
 TEST_F(CliTest, RunErrorsLeaveNoOutput) {
@@ -151,6 +157,7 @@ TEST_F(CliTest, RunErrorsLeaveNoOutput) {
   ExpectOneLineError(run + "-i x=" + WriteInput("i.npy", Tensor::Int64s({1, 2, 3}, {1, 3})), "dtype int64");
   ExpectOneLineError(run + "-i x=" + WriteInput("s.npy", Tensor::Floats({1, 2, 3, 4}, {1, 4})), "[1,4]");
   ExpectOneLineError(run + "-i x=" + (dir_ / "absent.npy").string(), "does not exist");
+  ExpectOneLineError(run + "-i x=" + x + " --reference-ops Relu,Bogus", "'Bogus' is not an op amptrain knows");
   std::string bytes = ReadFile(x);
   std::ofstream((dir_ / "trunc.npy").string(), std::ios::binary) << bytes.substr(0, bytes.size() - 3);
   ExpectOneLineError(run + "-i x=" + (dir_ / "trunc.npy").string(), "truncated");
