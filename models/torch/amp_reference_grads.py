@@ -12,7 +12,7 @@ Writes into DIR:
   grads64/<name>.npy                      float64 model and input (the reference)
   grads32/<name>.npy                      float32
   grads_autocast_bf16/<name>.npy          float32 weights, torch.autocast("cpu", torch.bfloat16)
-  meta.json                               {"params": [...], "autocast": ["bf16"], ...}
+  meta.json                               {"params": [...], "autocast": ["bf16"], "maxpool_min_gap": ...}
 BN uses batch statistics and Dropout is the identity, as in `amptrain grad`.
 PyTorch 1.13's CPU autocast supports bfloat16 only, so there is no fp16
 autocast yardstick here.
@@ -40,6 +40,33 @@ def grads(model, x, labels, autocast=None):
     loss = F.cross_entropy(logits.to(x.dtype if x.is_floating_point() else torch.float32), labels)
     loss.backward()
     return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.requires_grad}, loss
+
+
+def maxpool_min_gap(model, x):
+    """The smallest gap between the two largest values of a max-pooling window whose largest value is
+    positive, relative to it, over every MaxPool2d of a forward pass (None without one). Below ~1e-5 the
+    winner of that window in float32 depends on the summation order of the layers before it (AVX2 or
+    AVX-512 convolutions), and the gradient goes wholly to one position or the other: a float32 check would
+    measure which side of the tie a CPU lands on."""
+    gaps = []
+
+    def hook(mod, inputs, _):
+        t = inputs[0]
+        k = mod.kernel_size if isinstance(mod.kernel_size, int) else mod.kernel_size[0]
+        windows = F.unfold(t.reshape(-1, 1, *t.shape[2:]), k, stride=mod.stride)
+        top = windows.topk(2, dim=1).values
+        rel = (top[:, 0] - top[:, 1]) / top[:, 0].abs().clamp_min(1e-300)
+        rel = rel[top[:, 0] > 0]
+        if rel.numel():
+            gaps.append(rel.min().item())
+
+    hooks = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, torch.nn.MaxPool2d)]
+    set_reference_train_mode(model)
+    with torch.no_grad():
+        model(x)
+    for h in hooks:
+        h.remove()
+    return min(gaps) if gaps else None
 
 
 def main():
@@ -76,7 +103,8 @@ def main():
         print(f"{args.model} {folder}: loss {loss.item():.6f}")
     with open(os.path.join(args.out, "meta.json"), "w") as f:
         json.dump({"model": args.model, "batch": args.batch, "seed": args.seed, "params": names,
-                   "autocast": ["bf16"], "torch": torch.__version__}, f, indent=1)
+                   "autocast": ["bf16"], "torch": torch.__version__,
+                   "maxpool_min_gap": maxpool_min_gap(copy.deepcopy(model).double(), x.double())}, f, indent=1)
 
 
 if __name__ == "__main__":

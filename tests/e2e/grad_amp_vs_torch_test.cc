@@ -72,6 +72,10 @@ TEST_P(GradAmpVsTorch, ErrorsWithinTheAutocastYardstick) {
 
   auto meta = nlohmann::json::parse(ReadFile(dir / "meta.json"));
   ASSERT_FALSE(meta["params"].empty());
+  // No fp32 near-tie in a max-pool window: there the fp32 winner, and with it the fp32 gradients, would
+  // depend on this CPU's convolution summation order (docs/torchvision_coverage.md, root cause 4).
+  if (meta.contains("maxpool_min_gap") && !meta["maxpool_min_gap"].is_null())
+    ASSERT_GE(meta["maxpool_min_gap"].get<double>(), 1e-5) << "a max-pool near-tie in the test data: pick another --seed";
   auto load = [&](const std::string& folder, const std::string& param) {
     auto t = executor::ReadNpy((dir / folder / FileOf(param)).string());
     EXPECT_TRUE(t.ok()) << folder << "/" << param << ": " << t.status().ToString();
@@ -130,7 +134,10 @@ TEST(GradFp32VsTorch, BatchNormAfterALargeMean) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GradAmpVsTorch,
-                         ::testing::Values(Case{"simplecnn", "--batch 8"},
+                         // Seed 0's SimpleCNN data has a max-pool window (features.7) whose top two values
+                         // are 1.7e-6 apart (relative, float64): AVX2's convolutions pick the other one.
+                         // Seed 1's closest pair is 1.9e-5 apart.
+                         ::testing::Values(Case{"simplecnn", "--batch 8 --seed 1"},
                                            Case{"resnet18", "--batch 4 --image-size 32 --small-input"}),
                          [](const auto& info) { return info.param.model; });
 
