@@ -98,6 +98,7 @@ def torch_grads(name, x, y, dtype):
 
 
 def grad_cell(args, d, name, dtype, refs):
+    """refs[dtype] may be an error string: PyTorch's autocast could not run (its CPU LSTM has no fp16)."""
     out = os.path.join(args.work, f"{name}.grad.{dtype}")
     cmd = [args.amptrain, "grad", os.path.join(d, "train.onnx"), "-i",
            f"{data_input(os.path.join(d, 'train.onnx'))}={d}/x.npy", "--labels", f"{d}/y.npy", "-o", out,
@@ -108,6 +109,8 @@ def grad_cell(args, d, name, dtype, refs):
     if p.returncode != 0:
         return {"error": first_error(p.stderr + p.stdout)}
     g64, g32, gac = refs["f64"], refs["f32"], refs[dtype]
+    if isinstance(gac, str):  # no yardstick: ours is checked for being finite and present only
+        gac = None
     ratios, zero, missing, nonfinite, ac_nonfinite = [], 0, 0, 0, 0
     for n, r in g64.items():
         f = os.path.join(out, "grads", n + ".npy")
@@ -122,14 +125,14 @@ def grad_cell(args, d, name, dtype, refs):
         if n64 <= 10 * e32:  # 0 to within float32's own error: noise on both sides
             zero += 1
             continue
-        if not np.all(np.isfinite(gac[n])):  # PyTorch's autocast overflowed here: no yardstick
+        if gac is None or not np.all(np.isfinite(gac[n])):  # autocast failed or overflowed: no yardstick
             ac_nonfinite += 1
             continue
         e_ours, e_ac = np.linalg.norm(ours - r), np.linalg.norm(gac[n] - r)
         ratios.append((e_ours / max(e_ac, 1e-300), n, e_ours / n64, e_ac / n64))
     ratios.sort(reverse=True)
     return {"params": len(g64), "judged": len(ratios), "zero": zero, "missing": missing, "nonfinite": nonfinite,
-            "autocast_nonfinite": ac_nonfinite,
+            "autocast_nonfinite": ac_nonfinite, "autocast_error": refs[dtype] if isinstance(refs[dtype], str) else None,
             "over2": sum(1 for r in ratios if r[0] > 2), "worst": ratios[0] if ratios else None,
             "median": float(np.median([r[0] for r in ratios])) if ratios else None}
 
@@ -156,6 +159,9 @@ def fmt_grad(c):
         extra.append(f"{c['zero']} zero")
     if c["nonfinite"]:
         extra.append(f"**{c['nonfinite']} non-finite**")
+    if c.get("autocast_error"):
+        return f"no yardstick: PyTorch's autocast fails ({c['autocast_error'][:80]}); " + \
+            (", ".join(extra) if extra else "ours finite")
     if c.get("autocast_nonfinite"):
         extra.append(f"{c['autocast_nonfinite']} non-finite in autocast (not judged)")
     if c["missing"]:
@@ -173,6 +179,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--work", default=os.path.join(ROOT, "build/amp_coverage"))
     ap.add_argument("--out", default=os.path.join(ROOT, "docs/amp_coverage.md"))
+    ap.add_argument("--fresh", action="store_true", help="ignore the cases of an interrupted run")
     args = ap.parse_args()
     os.makedirs(args.work, exist_ok=True)
     dirs = sorted(d for d in glob.glob(os.path.join(args.exports, "*.*")) if os.path.exists(os.path.join(d, "train.onnx")))
@@ -181,12 +188,31 @@ def main():
     if not models:
         sys.exit(f"no training exports in {args.exports}: run tools/bench/torchvision_coverage.py first")
     results = []
+    # Resumable: the cases of an interrupted run (results.partial.jsonl) are kept unless --fresh.
+    partial = os.path.join(args.work, "results.partial.jsonl")
+    done = {}
+    if os.path.exists(partial) and not args.fresh:
+        for line in open(partial):
+            r = json.loads(line)
+            done[(r["model"], r["exporter"])] = r
+    elif os.path.exists(partial):
+        os.remove(partial)
     for model in models:
         exps = [d for d in dirs if os.path.basename(d).rsplit(".", 1)[0] == model]
         x, y = np.load(os.path.join(exps[0], "x.npy")), np.load(os.path.join(exps[0], "y.npy"))
-        refs = {k: torch_grads(model, x, y, k) for k in ["f64", "f32"] + GRAD_DTYPES}
+        refs = {}
+        for k in ["f64", "f32"] + GRAD_DTYPES:
+            try:
+                refs[k] = torch_grads(model, x, y, k)
+            except RuntimeError as e:
+                if k in ("f64", "f32"):
+                    raise
+                refs[k] = str(e).strip().splitlines()[0]
         for d in exps:
             name = os.path.basename(d)
+            if (model, name.rsplit(".", 1)[1]) in done:
+                results.append(done[(model, name.rsplit(".", 1)[1])])
+                continue
             r = {"model": model, "exporter": name.rsplit(".", 1)[1]}
             for level, dtype in TRAIN_CONFIGS:
                 r[f"train {level} {dtype}"] = train_cell(args, d, name, level, dtype)
@@ -194,9 +220,12 @@ def main():
                 r[f"grad O1 {dtype}"] = grad_cell(args, d, name, dtype, refs)
             results.append(r)
             print(json.dumps(r, default=str), flush=True)
+            with open(partial, "a") as f:
+                f.write(json.dumps(r, default=str) + "\n")
     with open(os.path.join(args.work, "results.jsonl"), "w") as f:
         for r in results:
             f.write(json.dumps(r, default=str) + "\n")
+    os.remove(partial)
     version = subprocess.run([args.amptrain, "--version"], capture_output=True, text=True).stdout.strip()
     import torch
     with open(args.out, "w") as f:
