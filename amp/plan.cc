@@ -56,7 +56,13 @@
 // (x * Phi(x): |output| <= |input|, the opset-20 op the dynamo exporter writes).
 // Follow = the widest planned dtype among the node's non-constant tied float
 // inputs (constants are cast to match, they do not promote); graph inputs
-// count as fp32 with keep_io_types, as low otherwise. Nodes without a tied
+// count as fp32 with keep_io_types, as low otherwise. A float initializer of
+// rank >= 1 promotes like a computed value (PromotingWeight), as an fp32
+// nn.Parameter does in PyTorch's autocast (a dimensioned tensor; rank-0
+// constants are its wrapped scalars, which do not): ConvNeXt's layer scale
+// (gamma = 1e-6, subnormal in fp16) multiplies in fp32, not in fp16. The
+// exception is the bias Add of a Linear that the exporter split into MatMul
+// + Add: PyTorch's linear adds its bias in the low type. Nodes without a tied
 // fp32/fp16/bf16 input (Shape, integer arithmetic, float64 math) are
 // kNotFloat and are not touched; comparison ops (Equal, Less, ...) are
 // kNotFloat but unify their inputs to the widest type.
@@ -378,6 +384,23 @@ class Assigner {
     return it != planned_.end() ? it->second : g.type(v).dtype;
   }
 
+  // Input `s` of `n` is a float initializer of rank >= 1 that is not the
+  // bias of a MatMul/Gemm/Conv output (Add(MatMul(x, W), b), the split
+  // Linear). Only O1 asks: O0 is fp32 throughout, O2/O3 do not follow.
+  bool PromotingWeight(const ir::Graph& g, const Node& n, size_t s) const {
+    if (p_.level != Level::kO1) return false;
+    const Value v = n.input(s);
+    const Node* producer = g.producer(v);
+    if (!producer || producer->op() != ir::OpKind::kInitializer || g.type(v).shape.rank() < 1) return false;
+    if (n.op() == ir::OpKind::kAdd && n.num_inputs() == 2) {
+      const Node* other = g.producer(n.input(1 - s));
+      if (other && (other->op() == ir::OpKind::kMatMul || other->op() == ir::OpKind::kGemm ||
+                    other->op() == ir::OpKind::kConv))
+        return false;
+    }
+    return true;
+  }
+
   StatusOr<Decision> Decide(const ir::Graph& g, const Node& n) {
     DType widest = DType::kUndefined, widest_const = DType::kUndefined;
     bool any_float = false;
@@ -395,7 +418,7 @@ class Assigner {
         continue;
       any_float = true;
       DType t = Planned(g, v);
-      if (g.ConstantValue(v)) widest_const = Widest(widest_const, t);
+      if (g.ConstantValue(v) && !PromotingWeight(g, n, s)) widest_const = Widest(widest_const, t);
       else widest = Widest(widest, t);
     }
     DType out0 = n.num_outputs() > 0 ? g.type(n.output(0)).dtype : DType::kUndefined;

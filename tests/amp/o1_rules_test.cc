@@ -44,6 +44,36 @@ std::unique_ptr<ir::Graph> ConvBlock(const Block& b) {
   return g;
 }
 
+// A follow op promotes to fp32 on a float initializer of rank >= 1, as an
+// fp32 nn.Parameter does in PyTorch's autocast: ConvNeXt's layer scale
+// (x * gamma, gamma = 1e-6: subnormal in fp16). A rank-0 constant does not
+// promote (PyTorch's wrapped scalars), and neither does the bias of a Linear
+// split into MatMul + Add (PyTorch adds it inside the low linear).
+TEST(AmpO1Rules, DimensionedWeightsPromoteScalarsAndSplitBiasesDoNot) {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = 17;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 3, 4}));
+  ir::Node* mm = g->AddNode(OpKind::kMatMul, {x, testing::Weight(*g, "W", {4, 4}, 1)}, 1, "fc");
+  ir::Node* bias = g->AddNode(OpKind::kAdd, {mm->output(0), testing::Weight(*g, "b", {4}, 2)}, 1, "fc_bias");
+  ir::Node* half = g->AddNode(OpKind::kMul, {bias->output(0), g->AddInitializer("half", ir::Tensor::Scalar(0.5f))}, 1,
+                              "times_half");
+  ir::Node* fc2 = g->AddNode(OpKind::kMatMul, {half->output(0), testing::Weight(*g, "W2", {4, 4}, 3)}, 1, "fc2");
+  ir::Node* scale =
+      g->AddNode(OpKind::kMul, {fc2->output(0), testing::Weight(*g, "gamma", {4}, 4)}, 1, "layer_scale", {"y"});
+  g->AddOutput(scale->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+  auto d = DecisionsByName(*g, O1());
+  EXPECT_EQ(d["fc"].dtype, F16);
+  EXPECT_EQ(d["fc_bias"].dtype, F16) << "the split Linear's bias";
+  EXPECT_EQ(d["times_half"].dtype, F16) << "a rank-0 constant does not promote";
+  EXPECT_EQ(d["layer_scale"].dtype, F32) << "gamma [4] promotes";
+  EXPECT_EQ(d["layer_scale"].reason, Reason::kFollow);
+  // O2 runs follow ops low whatever their inputs.
+  EXPECT_EQ(DecisionsByName(*g, testing::AtLevel(Level::kO2, F16))["layer_scale"].dtype, F16);
+  ASSERT_TRUE(Convert(*g, O1()).ok());
+  ExpectWellFormed(*g);
+}
+
 TEST(AmpO1Rules, ReluAndPoolBeforeALowConvRunLow) {
   auto g = ConvBlock({});
   auto d = DecisionsByName(*g, O1());
