@@ -1,8 +1,9 @@
 // The initializer pass (export, and O3 training; O1/O2 training runs it on
 // Constant nodes only): a float32 initializer or Constant whose every reader
 // is a Cast to the policy's low dtype is stored in that dtype (same name,
-// same place in the initializer list) and the Casts disappear. One read by fp32 nodes too keeps its single fp32 copy plus one
-// Cast (never converted once for everybody).
+// same place in the initializer list) and the Casts disappear. One read by
+// fp32 nodes too keeps its single fp32 copy plus one Cast (never converted
+// once for everybody).
 //
 // fp16 range: |x| > 65504 (finite) becomes +-65504, and non-zero |x| below
 // the smallest subnormal 5.96e-8 becomes +-5.96e-8 (the sign and "non-zero"

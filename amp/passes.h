@@ -10,8 +10,9 @@
 // set (export: any level) or at O3 (weights stored low); otherwise weights
 // stay fp32 masters read through one Cast each, and only Constant nodes
 // (never parameters) are stored low, so that training rounds them as the
-// export does (fp16's clamping: a Clip eps of 1e-12 must not become 0). Graphs with If/Loop/Scan
-// never get here: the importer refuses them (subgraphs are not in the IR).
+// export does (fp16's clamping: a Clip eps of 1e-12 must not become 0).
+// Graphs with If/Loop/Scan never get here: the importer refuses them
+// (subgraphs are not in the IR).
 #pragma once
 
 #include <functional>

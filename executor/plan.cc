@@ -247,7 +247,8 @@ Status CreateKernels(Plan& plan, const PlanOptions& options) {
   for (Step& step : plan.steps) {
     const std::string& impl =
         options.reference_ops.count(step.node->op()) ? kReference : options.kernel_impl;
-    StatusOr<const kernels::KernelEntry*> entry = kernels::Registry::Global().Select(KernelInitOf(plan, step, options), impl);
+    StatusOr<const kernels::KernelEntry*> entry =
+        kernels::Registry::Global().Select(KernelInitOf(plan, step, options), impl);
     if (entry.ok()) {
       step.entry = *entry;
       continue;

@@ -74,7 +74,8 @@ Status Run(const RunArgs& args) {
   if (args.reference) options.kernel_impl = "reference";
   for (const std::string& op : args.reference_ops) {
     std::optional<ir::OpKind> kind = ir::FindOnnxOp(op);
-    if (!kind) return InvalidArgument("--reference-ops: '", op, "' is not an op amptrain knows (ONNX op type names, e.g. Conv)");
+    if (!kind)
+      return InvalidArgument("--reference-ops: '", op, "' is not an op amptrain knows (ONNX op type names, e.g. Conv)");
     options.reference_ops.insert(*kind);
   }
   options.winograd = !args.no_winograd;

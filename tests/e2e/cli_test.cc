@@ -140,7 +140,8 @@ TEST_F(CliTest, RunWritesOutputs) {
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_FLOAT_EQ(y->data<float>()[1], 22.0f);
   // Chosen op types on the reference kernels, the rest as usual.
-  CliResult some = Cli("run " + model_ + " -i " + x + " -o " + out.string() + " --no-optimize --reference-ops Relu,Add");
+  CliResult some =
+      Cli("run " + model_ + " -i " + x + " -o " + out.string() + " --no-optimize --reference-ops Relu,Add");
   ASSERT_EQ(some.code, 0) << some.err;
   y = executor::ReadNpy((out / "y.npy").string());
   ASSERT_TRUE(y.ok()) << y.status().ToString();

@@ -535,8 +535,10 @@ TEST(AmpTrainer, StuckScaleStopsNamingTheNodeAndThePolicyFixLetsItTrain) {
 TEST(AmpTrainer, NormalizeOfZeroRowsStaysFiniteInFp16) {
   auto g = std::make_unique<ir::Graph>();
   g->info().opset = 17;
-  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(4)})));
-  ir::Value w = g->AddInitializer("fc.weight", ir::Tensor::Floats({0.5f, -0.25f, 0.75f, 1.0f, -0.5f, 0.25f, 1.0f, -1.0f}, {4, 2}));
+  ir::Value x =
+      g->AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(4)})));
+  ir::Value w = g->AddInitializer(
+      "fc.weight", ir::Tensor::Floats({0.5f, -0.25f, 0.75f, 1.0f, -0.5f, 0.25f, 1.0f, -1.0f}, {4, 2}));
   ir::Node* fc = g->AddNode(ir::OpKind::kMatMul, {x, w}, 1, "fc");
   ir::Node* norm = g->AddNode(ir::OpKind::kReduceL2, {fc->output(0)}, 1, "norm");
   norm->attrs().Set("axes", std::vector<int64_t>{1});

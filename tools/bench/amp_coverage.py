@@ -42,32 +42,17 @@ GRAD_DTYPES = ["bf16", "fp16"]
 GRAD_SCALE = 1024.0
 
 
-def first_error(text):
-    for line in text.splitlines():
-        if "error" in line.lower():
-            return line.strip()[:160]
-    lines = [l for l in text.splitlines() if l.strip()]
-    return lines[-1][:160] if lines else "no output"
-
-
-def data_input(onnx_path):
-    import onnx
-    g = onnx.load(onnx_path, load_external_data=False).graph
-    inits = {i.name for i in g.initializer}
-    return [i.name for i in g.input if i.name not in inits][0]
-
-
-def train_cell(args, d, name, level, dtype):
+def train_cell(args, d, name, data_input, level, dtype):
     metrics = os.path.join(args.work, f"{name}.{level}.{dtype}.metrics.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
     cmd = [args.amptrain, "train", os.path.join(d, "train.onnx"), "--data",
-           f"npy:{data_input(os.path.join(d, 'train.onnx'))}={d}/x.npy,labels={d}/y.npy", "--batch-size", "2",
+           f"npy:{data_input}={d}/x.npy,labels={d}/y.npy", "--batch-size", "2",
            "--steps", str(args.steps), "--log-every", "1", "--lr", "1e-4", "--threads", str(args.threads),
            "--amp", level, "--dtype", dtype, "--metrics", metrics]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if p.returncode != 0:
-        return {"error": first_error(p.stderr + p.stdout)}
+        return {"error": tc.amptrain_error(p)}
     rows = [json.loads(l) for l in open(metrics)]
     prog = [r for r in rows if r.get("event") == "progress"]
     losses = [r.get("loss") for r in prog]
@@ -97,17 +82,17 @@ def torch_grads(name, x, y, dtype):
     return {n: p.grad.detach().double().numpy() / scale for n, p in m.named_parameters() if p.grad is not None}
 
 
-def grad_cell(args, d, name, dtype, refs):
+def grad_cell(args, d, name, data_input, dtype, refs):
     """refs[dtype] may be an error string: PyTorch's autocast could not run (its CPU LSTM has no fp16)."""
     out = os.path.join(args.work, f"{name}.grad.{dtype}")
     cmd = [args.amptrain, "grad", os.path.join(d, "train.onnx"), "-i",
-           f"{data_input(os.path.join(d, 'train.onnx'))}={d}/x.npy", "--labels", f"{d}/y.npy", "-o", out,
+           f"{data_input}={d}/x.npy", "--labels", f"{d}/y.npy", "-o", out,
            "--threads", str(args.threads), "--amp", "O1", "--dtype", dtype]
     if dtype == "fp16":
         cmd += ["--loss-scale", str(int(GRAD_SCALE))]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if p.returncode != 0:
-        return {"error": first_error(p.stderr + p.stdout)}
+        return {"error": tc.amptrain_error(p)}
     g64, g32, gac = refs["f64"], refs["f32"], refs[dtype]
     if isinstance(gac, str):  # no yardstick: ours is checked for being finite and present only
         gac = None
@@ -184,7 +169,8 @@ def main():
     os.makedirs(args.work, exist_ok=True)
     dirs = sorted(d for d in glob.glob(os.path.join(args.exports, "*.*")) if os.path.exists(os.path.join(d, "train.onnx")))
     wanted = set(filter(None, args.models.split(",")))
-    models = sorted({os.path.basename(d).rsplit(".", 1)[0] for d in dirs} & (wanted or {os.path.basename(d).rsplit(".", 1)[0] for d in dirs}))
+    exported = {os.path.basename(d).rsplit(".", 1)[0] for d in dirs}
+    models = sorted(exported & wanted if wanted else exported)
     if not models:
         sys.exit(f"no training exports in {args.exports}: run tools/bench/torchvision_coverage.py first")
     results = []
@@ -198,8 +184,13 @@ def main():
     elif os.path.exists(partial):
         os.remove(partial)
     for model in models:
-        exps = [d for d in dirs if os.path.basename(d).rsplit(".", 1)[0] == model]
-        x, y = np.load(os.path.join(exps[0], "x.npy")), np.load(os.path.join(exps[0], "y.npy"))
+        exps = [(d, os.path.basename(d).rsplit(".", 1)[1]) for d in dirs
+                if os.path.basename(d).rsplit(".", 1)[0] == model]
+        todo = [(d, exporter) for d, exporter in exps if (model, exporter) not in done]
+        if not todo:
+            results += [done[(model, exporter)] for _, exporter in exps]
+            continue
+        x, y = np.load(os.path.join(todo[0][0], "x.npy")), np.load(os.path.join(todo[0][0], "y.npy"))
         refs = {}
         for k in ["f64", "f32"] + GRAD_DTYPES:
             try:
@@ -208,24 +199,24 @@ def main():
                 if k in ("f64", "f32"):
                     raise
                 refs[k] = str(e).strip().splitlines()[0]
-        for d in exps:
+        for d, exporter in todo:
             name = os.path.basename(d)
-            if (model, name.rsplit(".", 1)[1]) in done:
-                results.append(done[(model, name.rsplit(".", 1)[1])])
-                continue
-            r = {"model": model, "exporter": name.rsplit(".", 1)[1]}
+            r = {"model": model, "exporter": exporter}
+            data_input = tc.onnx_io(os.path.join(d, "train.onnx"))[0][0]
             for level, dtype in TRAIN_CONFIGS:
-                r[f"train {level} {dtype}"] = train_cell(args, d, name, level, dtype)
+                r[f"train {level} {dtype}"] = train_cell(args, d, name, data_input, level, dtype)
             for dtype in GRAD_DTYPES:
-                r[f"grad O1 {dtype}"] = grad_cell(args, d, name, dtype, refs)
-            results.append(r)
+                r[f"grad O1 {dtype}"] = grad_cell(args, d, name, data_input, dtype, refs)
+            done[(model, exporter)] = r
             print(json.dumps(r, default=str), flush=True)
             with open(partial, "a") as f:
                 f.write(json.dumps(r, default=str) + "\n")
+        results += [done[(model, exporter)] for _, exporter in exps]
     with open(os.path.join(args.work, "results.jsonl"), "w") as f:
         for r in results:
             f.write(json.dumps(r, default=str) + "\n")
-    os.remove(partial)
+    if os.path.exists(partial):
+        os.remove(partial)
     version = subprocess.run([args.amptrain, "--version"], capture_output=True, text=True).stdout.strip()
     import torch
     with open(args.out, "w") as f:
