@@ -108,16 +108,36 @@ int Bf16MinOpset(OpKind op) {
     case OpKind::kHardSwish:
     case OpKind::kRNN:
     case OpKind::kGRU:
-    case OpKind::kLSTM: return 22;
+    case OpKind::kLSTM:
+    case OpKind::kSin:
+    case OpKind::kCos:
+    case OpKind::kSoftplus:
+    case OpKind::kElu:
+    case OpKind::kSelu:
+    case OpKind::kMish: return 22;
     case OpKind::kGelu: return 20;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kLeakyRelu:
+    case OpKind::kPRelu:
     case OpKind::kWhere: return 16;
+    case OpKind::kCumSum:
+    case OpKind::kTrilu: return 14;
     case OpKind::kBatchNormalization: return 14;
     case OpKind::kNot:
+    case OpKind::kCelu:
     case OpKind::kConstantOfShape:
     case OpKind::kRange: return 0;
     default: return 13;
+  }
+}
+
+// The same for tensor(float16), where an op's schema came without it: 1 for
+// every op that has had it from its first opset on.
+int Fp16MinOpset(OpKind op) {
+  switch (op) {
+    case OpKind::kCumSum: return 14;
+    case OpKind::kCelu: return 0;  // float32 only, to this day
+    default: return 1;
   }
 }
 
@@ -128,8 +148,8 @@ bool KeepsBnParamsFp32(const Policy& policy, OpKind op, size_t slot, int64_t ops
 
 bool SupportsLow(OpKind op, DType low, int64_t opset, const Capability& cap) {
   if (cap.kernels && !cap.kernels(op, low)) return false;
-  if (!cap.opset_limits || ir::Schema(op).onnx_type.empty() || low == DType::kFloat16) return true;
-  int since = Bf16MinOpset(op);
+  if (!cap.opset_limits || ir::Schema(op).onnx_type.empty()) return true;
+  int since = low == DType::kFloat16 ? Fp16MinOpset(op) : Bf16MinOpset(op);
   return since != 0 && opset >= since;
 }
 

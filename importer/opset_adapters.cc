@@ -21,7 +21,8 @@ struct AttrInput {
 
 constexpr AttrInput kAttrInputs[] = {
     {OpKind::kReduceMean, 17, "axes", 1, false}, {OpKind::kReduceMax, 17, "axes", 1, false},
-    {OpKind::kReduceL2, 17, "axes", 1, false},
+    {OpKind::kReduceL2, 17, "axes", 1, false},   {OpKind::kReduceMin, 17, "axes", 1, false},
+    {OpKind::kReduceProd, 17, "axes", 1, false}, {OpKind::kReduceLogSumExp, 17, "axes", 1, false},
     {OpKind::kReduceSum, 12, "axes", 1, false},  {OpKind::kSqueeze, 12, "axes", 1, false},
     {OpKind::kUnsqueeze, 12, "axes", 1, false},  {OpKind::kSplit, 12, "split", 1, false},
     {OpKind::kDropout, 11, "ratio", 1, true},
@@ -226,6 +227,20 @@ int64_t OpSinceVersion(ir::OpKind op) {
   switch (op) {
     case OpKind::kSoftmaxCrossEntropyLoss: return 12;
     case OpKind::kHardSwish: return 14;
+    case OpKind::kElu:
+    case OpKind::kSelu: return 6;
+    case OpKind::kSin:
+    case OpKind::kCos:
+    case OpKind::kPRelu:
+    case OpKind::kAnd:
+    case OpKind::kOr:
+    case OpKind::kXor: return 7;
+    case OpKind::kCumSum: return 11;
+    case OpKind::kCelu:
+    case OpKind::kLessOrEqual:
+    case OpKind::kGreaterOrEqual: return 12;
+    case OpKind::kTrilu: return 14;
+    case OpKind::kMish: return 18;
     case OpKind::kCastLike: return 15;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kGelu: return 20;

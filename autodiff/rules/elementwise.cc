@@ -198,6 +198,71 @@ Status HardSwishGrad(GradContext& c) {
   return Status::Ok();
 }
 
+Status SinGrad(GradContext& c) {  // dy cos x
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Emit1(OpKind::kCos, {c.input(0)})));
+  return Status::Ok();
+}
+
+Status CosGrad(GradContext& c) {  // -dy sin x
+  c.SetGrad(0, c.Neg(c.Mul(c.grad_output(0), c.Emit1(OpKind::kSin, {c.input(0)}))));
+  return Status::Ok();
+}
+
+Status SoftplusGrad(GradContext& c) {  // dy sigmoid(x)
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Emit1(OpKind::kSigmoid, {c.input(0)})));
+  return Status::Ok();
+}
+
+// The exponential units: dy above 0 (scaled by Selu's gamma), and below it
+// dy times the derivative of the exponential branch. That derivative is taken
+// from e^min(x, 0), not from y (y + alpha cancels where e^x is small), and
+// min(x, 0) keeps the unused branch from overflowing where x is large (the
+// overflow observer would name it). x = 0 takes the exponential branch, as
+// PyTorch's elu_backward does.
+Status ExponentialUnitGrad(GradContext& c, double alpha, double scale, double inv_alpha) {
+  Value dy = c.grad_output(0), x = c.input(0);
+  Value e = c.Emit1(OpKind::kExp, {c.Mul(c.Emit1(OpKind::kMin, {x, c.Scalar(0.0, x)}), c.Scalar(inv_alpha, x))});
+  Value below = c.Mul(dy, c.Mul(e, c.Scalar(alpha * scale * inv_alpha, x)));
+  Value above = scale == 1.0 ? dy : c.Mul(dy, c.Scalar(scale, dy));
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kGreater, {x, c.Scalar(0.0, x)}), above, below}));
+  return Status::Ok();
+}
+
+Status EluGrad(GradContext& c) {  // alpha e^x below 0
+  return ExponentialUnitGrad(c, c.attrs().Float("alpha", 1.0f), 1.0, 1.0);
+}
+
+Status CeluGrad(GradContext& c) {  // e^(x / alpha) below 0
+  const double alpha = c.attrs().Float("alpha", 1.0f);
+  return ExponentialUnitGrad(c, alpha, 1.0, 1.0 / alpha);
+}
+
+Status SeluGrad(GradContext& c) {  // gamma above 0, gamma alpha e^x below
+  return ExponentialUnitGrad(c, c.attrs().Float("alpha", 1.67326319217681884765625f),
+                             c.attrs().Float("gamma", 1.05070102214813232421875f), 1.0);
+}
+
+// y = x tanh(softplus(x)): dy (t + x sigmoid(x) (1 - t^2)), t = tanh(softplus(x)).
+Status MishGrad(GradContext& c) {
+  Value dy = c.grad_output(0), x = c.input(0);
+  Value t = c.Emit1(OpKind::kTanh, {c.Emit1(OpKind::kSoftplus, {x})});
+  Value s = c.Emit1(OpKind::kSigmoid, {x});
+  Value d = c.Add(t, c.Mul(c.Mul(x, s), c.Sub(c.Scalar(1.0, t), c.Mul(t, t))));
+  c.SetGrad(0, c.Mul(dy, d));
+  return Status::Ok();
+}
+
+// y = x > 0 ? x : slope x (slope broadcast to x): as PyTorch's prelu
+// backward, x = 0 takes the slope branch. dslope sums dy x where x <= 0.
+Status PReluGrad(GradContext& c) {
+  Value dy = c.grad_output(0), x = c.input(0), slope = c.input(1);
+  Value positive = c.Emit1(OpKind::kGreater, {x, c.Scalar(0.0, x)});
+  if (c.needs_grad(0)) c.SetGrad(0, c.Emit1(OpKind::kWhere, {positive, dy, c.Mul(dy, slope)}));
+  if (c.needs_grad(1))
+    c.SetGrad(1, c.SumTo(c.Emit1(OpKind::kWhere, {positive, c.Scalar(0.0, dy), c.Mul(dy, x)}), slope));
+  return Status::Ok();
+}
+
 Status GeluGrad(GradContext& c) {
   ir::Attributes a;
   a.Set("approximate", c.attrs().Str("approximate", "none"));
@@ -234,6 +299,14 @@ void RegisterElementwiseRules(RuleTable& t) {
   SetRule(t, OpKind::kHardSigmoid, HardSigmoidGrad);
   SetRule(t, OpKind::kHardSwish, HardSwishGrad);
   SetRule(t, OpKind::kGelu, GeluGrad);
+  SetRule(t, OpKind::kSin, SinGrad);
+  SetRule(t, OpKind::kCos, CosGrad);
+  SetRule(t, OpKind::kSoftplus, SoftplusGrad);
+  SetRule(t, OpKind::kElu, EluGrad);
+  SetRule(t, OpKind::kCelu, CeluGrad);
+  SetRule(t, OpKind::kSelu, SeluGrad);
+  SetRule(t, OpKind::kMish, MishGrad);
+  SetRule(t, OpKind::kPRelu, PReluGrad);
 }
 
 }  // namespace amptrain::autodiff

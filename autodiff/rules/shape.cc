@@ -6,6 +6,7 @@
 #include "autodiff/grad_context.h"
 #include "ir/infer/infer_util.h"
 #include "ir/infer/shape_params.h"
+#include "ir/onnx_dtype.h"
 
 namespace amptrain::autodiff {
 
@@ -251,8 +252,8 @@ Status ReduceSumMeanGrad(GradContext& c) {
   return Status::Ok();
 }
 
-// dy goes to every input element equal to the maximum (ties all get it).
-Status ReduceMaxGrad(GradContext& c) {
+// dy goes to every input element equal to the maximum / minimum (ties all get it).
+Status ReduceExtremumGrad(GradContext& c) {
   AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
   Value x = c.input(0), dy = c.grad_output(0);
   if (!axes) {
@@ -286,6 +287,66 @@ Status ReduceL2Grad(GradContext& c) {
   return Status::Ok();
 }
 
+// y = log sum e^x: dx = dy e^(x - y), the softmax over the reduced axes.
+Status ReduceLogSumExpGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
+  Value x = c.input(0), dy = c.grad_output(0);
+  if (!axes) {
+    c.SetGrad(0, dy);
+    return Status::Ok();
+  }
+  Value p = c.Emit1(OpKind::kExp, {c.Sub(x, KeepDims(c, c.output(0), *axes))});
+  c.SetGrad(0, c.Mul(KeepDims(c, dy, *axes), p));
+  return Status::Ok();
+}
+
+// y = prod x: dx_i = dy * prod_{j != i} x_j, exact where x has zeros too (as
+// PyTorch's prod backward): with no zero in the reduced set that is y / x_i;
+// with one zero it is the product of the others at the zero and 0 elsewhere;
+// with more, 0. No division by 0 is computed, even in an unused branch.
+Status ReduceProdGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
+  Value x = c.input(0), dy = c.grad_output(0);
+  if (!axes) {
+    c.SetGrad(0, dy);
+    return Status::Ok();
+  }
+  ir::Attributes keep, to;
+  keep.Set("keepdims", int64_t{1});
+  to.Set("to", static_cast<int64_t>(ir::OnnxFromDType(c.type(x).dtype)));
+  Value one = c.Scalar(1.0, x), zero = c.Scalar(0.0, x);
+  Value is_zero = c.Emit1(OpKind::kEqual, {x, zero});
+  Value zeros = c.Emit1(OpKind::kReduceSum, {c.Emit1(OpKind::kCast, {is_zero}, std::move(to)), c.Ints(*axes)}, keep);
+  Value safe_x = c.Emit1(OpKind::kWhere, {is_zero, one, x});
+  Value others = c.Emit1(OpKind::kReduceProd, {safe_x, c.Ints(*axes)}, keep);  // the product of the nonzeros
+  Value no_zero = c.Div(KeepDims(c, c.output(0), *axes), safe_x);
+  Value one_zero = c.Emit1(OpKind::kWhere, {is_zero, others, zero});
+  Value g = c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kEqual, {zeros, zero}), no_zero,
+                                     c.Emit1(OpKind::kWhere, {c.Emit1(OpKind::kEqual, {zeros, one}), one_zero, zero})});
+  c.SetGrad(0, c.Mul(KeepDims(c, dy, *axes), g));
+  return Status::Ok();
+}
+
+// y_j = sum_{i <= j} x_i along the axis: dx_i = sum_{j >= i} dy_j, the same
+// CumSum in the other direction (exclusive stays exclusive).
+Status CumSumGrad(GradContext& c) {
+  ir::Attributes a;
+  a.Set("exclusive", c.attrs().Int("exclusive", 0));
+  a.Set("reverse", int64_t{c.attrs().Int("reverse", 0) == 0});
+  c.SetGrad(0, c.Emit1(OpKind::kCumSum, {c.grad_output(0), c.input(1)}, std::move(a)));
+  return Status::Ok();
+}
+
+// A mask of fixed positions: dx is dy under the same mask.
+Status TriluGrad(GradContext& c) {
+  ir::Attributes a;
+  a.Set("upper", c.attrs().Int("upper", 1));
+  std::vector<Value> in = {c.grad_output(0)};
+  if (c.has_input(1)) in.push_back(c.input(1));
+  c.SetGrad(0, c.Emit1(OpKind::kTrilu, in, std::move(a)));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterShapeRules(RuleTable& t) {
@@ -302,7 +363,12 @@ void RegisterShapeRules(RuleTable& t) {
   SetRule(t, OpKind::kTile, TileGrad);
   SetRule(t, OpKind::kReduceSum, ReduceSumMeanGrad);
   SetRule(t, OpKind::kReduceMean, ReduceSumMeanGrad);
-  SetRule(t, OpKind::kReduceMax, ReduceMaxGrad);
+  SetRule(t, OpKind::kReduceMax, ReduceExtremumGrad);
+  SetRule(t, OpKind::kReduceMin, ReduceExtremumGrad);
+  SetRule(t, OpKind::kReduceLogSumExp, ReduceLogSumExpGrad);
+  SetRule(t, OpKind::kReduceProd, ReduceProdGrad);
+  SetRule(t, OpKind::kCumSum, CumSumGrad);
+  SetRule(t, OpKind::kTrilu, TriluGrad);
   SetRule(t, OpKind::kReduceL2, ReduceL2Grad);
 }
 

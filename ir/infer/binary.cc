@@ -176,6 +176,54 @@ Status InferGreater(InferContext& ctx) {
       [](const double* a) -> double { return a[0] > a[1]; });
 }
 
+Status InferLessOrEqual(InferContext& ctx) {
+  return Compare(
+      ctx, true, [](const int64_t* a) -> int64_t { return a[0] <= a[1]; },
+      [](const double* a) -> double { return a[0] <= a[1]; });
+}
+
+Status InferGreaterOrEqual(InferContext& ctx) {
+  return Compare(
+      ctx, true, [](const int64_t* a) -> int64_t { return a[0] >= a[1]; },
+      [](const double* a) -> double { return a[0] >= a[1]; });
+}
+
+namespace {
+
+// And, Or, Xor: bool inputs, bool output, values propagated.
+template <class F>
+Status Logical(InferContext& ctx, F f) {
+  for (size_t i = 0; i < 2; ++i)
+    AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, i, ctx.inputs[i].dtype == DType::kBool, "bool"));
+  AMP_RETURN_IF_ERROR(BroadcastOutput(ctx, DType::kBool));
+  PropagateElementwise<int64_t>(ctx, {0, 1}, 0, [f](const int64_t* a) -> int64_t { return f(a[0] != 0, a[1] != 0); });
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status InferAnd(InferContext& ctx) { return Logical(ctx, [](bool a, bool b) { return a && b; }); }
+Status InferOr(InferContext& ctx) { return Logical(ctx, [](bool a, bool b) { return a || b; }); }
+Status InferXor(InferContext& ctx) { return Logical(ctx, [](bool a, bool b) { return a != b; }); }
+
+// PRelu(X, slope): X's type; slope has X's dtype and broadcasts to X
+// (unidirectionally: the output has X's shape).
+Status InferPRelu(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 1));
+  AMP_RETURN_IF_ERROR(BroadcastOutput(ctx, ctx.inputs[0].dtype));
+  const TensorType& x = ctx.inputs[0];
+  const TensorType& y = ctx.outputs[0];
+  bool grows = x.has_shape && y.has_shape && y.shape.rank() != x.shape.rank();
+  for (size_t d = 0; !grows && x.has_shape && y.has_shape && d < x.shape.rank(); ++d)
+    grows = y.shape[d].is_static() && x.shape[d].is_static() && y.shape[d].value != x.shape[d].value;
+  if (grows)
+    return ctx.Error("slope of shape ", ctx.inputs[1].shape.ToString(), " does not broadcast to X's shape ",
+                     x.shape.ToString());
+  if (x.has_shape) ctx.outputs[0].shape = x.shape;
+  return Status::Ok();
+}
+
 // Where(condition: bool, X, Y): X's dtype, broadcast of all three shapes.
 Status InferWhere(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, ctx.inputs[0].dtype == DType::kBool, "bool"));

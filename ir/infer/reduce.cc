@@ -4,6 +4,8 @@
 // reduce every dim, or pass the input through when noop_with_empty_axes=1.
 #include <set>
 
+#include "ir/infer/value_util.h"
+
 #include "ir/infer/infer_util.h"
 
 namespace amptrain::ir {
@@ -69,5 +71,46 @@ Status InferReduceMean(InferContext& ctx) { return InferReduce(ctx, false); }
 Status InferReduceSum(InferContext& ctx) { return InferReduce(ctx, false); }
 Status InferReduceMax(InferContext& ctx) { return InferReduce(ctx, true); }
 Status InferReduceL2(InferContext& ctx) { return InferReduce(ctx, false); }
+Status InferReduceMin(InferContext& ctx) { return InferReduce(ctx, true); }
+Status InferReduceLogSumExp(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  return InferReduce(ctx, false);
+}
+
+// ReduceProd also propagates integer values when it reduces every dim:
+// exporters compute element counts as ReduceProd(Gather(Shape(x))).
+Status InferReduceProd(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(InferReduce(ctx, false));
+  const Tensor* v = ctx.value(0);
+  const TensorType& out = ctx.outputs[0];
+  if (!v || !IsInteger(v->dtype()) || !out.has_shape || !out.shape.is_static() || out.shape.num_elements() != 1)
+    return Status::Ok();
+  uint64_t p = 1;  // wraps like the kernel's int64 arithmetic
+  for (int64_t i = 0; i < v->num_elements(); ++i) p *= static_cast<uint64_t>(v->GetAsInt64(i));
+  auto t = Tensor::Zeros(v->dtype(), out.shape.static_dims());
+  if (!t.ok()) return t.status();
+  if (v->dtype() == DType::kInt64) t->data<int64_t>()[0] = static_cast<int64_t>(p);
+  else if (v->dtype() == DType::kInt32) t->data<int32_t>()[0] = static_cast<int32_t>(p);
+  else return Status::Ok();
+  SetValue(ctx, 0, std::move(*t));
+  return Status::Ok();
+}
+
+// CumSum(x, axis): x's type; axis is a scalar (or 1-element) int32/int64.
+Status InferCumSum(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsInteger(ctx.inputs[1].dtype), "int32 or int64 (axis)"));
+  const TensorType& a = ctx.inputs[1];
+  if (a.has_shape && a.shape.num_elements() != 1 && a.shape.is_static())
+    return ctx.Error("axis must hold one value, got shape ", a.shape.ToString());
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("exclusive", 0).status());
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("reverse", 0).status());
+  if (const Tensor* v = ctx.value(1); v && ctx.inputs[0].has_shape) {
+    const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.rank()), axis = v->GetAsInt64(0);
+    if (axis < -rank || axis >= rank) return NodeOutOfRange(ctx, StrCat("axis ", axis, " is out of range for rank ", rank));
+  }
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
 
 }  // namespace amptrain::ir

@@ -5,6 +5,7 @@
 // dims that depend on an unknown input value become unknown, never an error.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ir/graph.h"
@@ -457,6 +458,35 @@ Status InferTile(InferContext& ctx) {
     AMP_ASSIGN_OR_RETURN(Tensor t, ModuloMap(*v, out.static_dims()));
     SetValue(ctx, 0, std::move(t));
   }
+  return Status::Ok();
+}
+
+// Trilu(x, k?), attr upper (default 1): x's type; keeps the elements on and
+// above (upper) or on and below (lower) diagonal k of the last two dims, the
+// rest 0. Values propagate (causal masks made in forward fold to constants).
+Status InferTrilu(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  if (ctx.inputs[0].shape.rank() < 2) return ctx.Error("input 0 must have rank >= 2, got ", ctx.inputs[0].shape.rank());
+  AMP_ASSIGN_OR_RETURN(int64_t upper, ctx.attrs->GetInt("upper", 1));
+  std::optional<std::vector<int64_t>> k = std::vector<int64_t>{0};
+  if (ctx.has_input(1)) {
+    AMP_RETURN_IF_ERROR(RequireShapeInput(ctx, 1));
+    k = KnownInts(ctx, 1);
+    if (k && k->size() != 1) return ctx.Error("k must hold one value, got ", k->size());
+  }
+  SameAs(ctx, 0, 0);
+  const Tensor* v = ctx.value(0);
+  if (!v || !k) return Status::Ok();
+  Tensor t = v->Clone();
+  const std::vector<int64_t>& dims = t.dims();
+  const int64_t rows = dims[dims.size() - 2], cols = dims.back(), diag = (*k)[0];
+  const size_t width = DTypeSize(t.dtype());
+  auto* bytes = static_cast<std::byte*>(t.raw());
+  for (int64_t e = 0; e < t.num_elements(); ++e) {
+    const int64_t j = e % cols, i = e / cols % rows;
+    if (upper ? j - i < diag : j - i > diag) std::memset(bytes + e * static_cast<int64_t>(width), 0, width);
+  }
+  SetValue(ctx, 0, std::move(t));
   return Status::Ok();
 }
 

@@ -63,6 +63,26 @@ Status InferLog(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferReciprocal(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferLeakyRelu(InferContext& ctx) { return FloatUnary(ctx); }
 Status InferHardSwish(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferSin(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferCos(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferSoftplus(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferMish(InferContext& ctx) { return FloatUnary(ctx); }
+
+// Elu and Celu (alpha = 1), Selu (alpha = 1.67326..., gamma = 1.05070...): float attributes.
+Status InferElu(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 1.0f).status());
+  return FloatUnary(ctx);
+}
+Status InferCelu(InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(float alpha, ctx.attrs->GetFloat("alpha", 1.0f));
+  if (alpha == 0.0f) return ctx.Error("attribute alpha is 0 (Celu divides by it)");
+  return FloatUnary(ctx);
+}
+Status InferSelu(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 1.67326319217681884765625f).status());
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("gamma", 1.05070102214813232421875f).status());
+  return FloatUnary(ctx);
+}
 
 // HardSigmoid(alpha = 0.2, beta = 0.5): float attributes.
 Status InferHardSigmoid(InferContext& ctx) {

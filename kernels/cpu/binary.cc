@@ -5,7 +5,8 @@
 //   Mod: fmod=0 takes the divisor's sign like Python's % (floats: ir/float_mod.h), fmod=1
 //   is C's fmod / % (the dividend's sign); integer x mod 0 gives 0.
 //   Pow: base and exponent of any numeric dtype; output has the base's dtype.
-//   Equal (also bool), Less, Greater: bool output. Where(cond, X, Y).
+//   Equal (also bool), Less, Greater, LessOrEqual, GreaterOrEqual: bool
+//   output. And, Or, Xor: bool. PRelu(X, slope): floats. Where(cond, X, Y).
 // Broadcast strides are planned at creation (kernels/cpu/broadcast.h).
 // Output 0 may overwrite input 0 when they have the same dtype and dims.
 #include <cmath>
@@ -143,6 +144,15 @@ StatusOr<std::unique_ptr<Kernel>> MakeArith(const KernelInit& init) {
     case OpKind::kLess: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a < b; });
     case OpKind::kGreater: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a > b; });
     case OpKind::kEqual: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a == b; });
+    case OpKind::kLessOrEqual: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a <= b; });
+    case OpKind::kGreaterOrEqual: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a >= b; });
+    // Bools are bytes 0/1 here.
+    case OpKind::kAnd: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a != A(0) && b != A(0); });
+    case OpKind::kOr: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return a != A(0) || b != A(0); });
+    case OpKind::kXor: return MakeBinary<T, uint8_t>(init, [](A a, A b) { return (a != A(0)) != (b != A(0)); });
+    case OpKind::kPRelu:  // NaN stays NaN
+      if constexpr (std::is_floating_point_v<A>) return MakeBinary<T, T>(init, [](A x, A slope) { return x < A(0) ? slope * x : x; });
+      else return init.Error("PRelu takes floats");
     default: return Internal(init.Describe(), ": not a binary op");
   }
 }
@@ -267,8 +277,10 @@ StatusOr<std::unique_ptr<Kernel>> CreatePow(const KernelInit& init) {
 
 void RegisterReferenceBinary(Registry& r) {
   for (OpKind op : {OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMod, OpKind::kMax, OpKind::kMin,
-                    OpKind::kLess, OpKind::kGreater})
+                    OpKind::kLess, OpKind::kGreater, OpKind::kLessOrEqual, OpKind::kGreaterOrEqual})
     r.Add(ReferenceEntry(op, ArithDTypes(), CreateArith));
+  for (OpKind op : {OpKind::kAnd, OpKind::kOr, OpKind::kXor}) r.Add(ReferenceEntry(op, {DType::kBool}, CreateArith));
+  r.Add(ReferenceEntry(OpKind::kPRelu, FloatDTypes(), CreateArith));
   // Add joins residual branches and sums the gradients that meet in training.
   r.Add(ElementwiseChannelsLast(ReferenceEntry(OpKind::kAdd, ArithDTypes(), CreateArith), 0b11, 0b1));
   std::vector<DType> with_bool = ArithDTypes();

@@ -1,4 +1,5 @@
-// Reference kernels of ReduceSum, ReduceMean, ReduceMax and ReduceL2.
+// Reference kernels of ReduceSum, ReduceMean, ReduceMax, ReduceMin,
+// ReduceProd, ReduceLogSumExp and ReduceL2.
 //   Input 1 (optional int64 axes) is read at creation when its value is known,
 //   otherwise at every run. Empty axes reduce everything, or copy the input
 //   when noop_with_empty_axes=1. Accumulation is in Wide<T> (double for
@@ -6,7 +7,11 @@
 //   of floats; 0 for integers), -inf / the type's lowest value (Max) and 0
 //   (L2). ReduceL2 sums the squares in Wide<T> and rounds the square root
 //   once (integers: truncated, as ONNX's reference does).
-//   ReduceMax propagates NaN and also accepts bool.
+//   ReduceMax and ReduceMin propagate NaN and also accept bool. ReduceProd:
+//   an empty product is 1; integers wrap. ReduceLogSumExp (floats): a first
+//   pass takes each output's maximum m (exact in T), the second sums
+//   e^(x - m) in Wide<T> and gives m + log(sum), so no exponential overflows;
+//   an empty reduction gives -inf.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -55,7 +60,7 @@ StatusOr<ReducePlan> MakePlan(const std::string& who, const std::vector<int64_t>
   return p;
 }
 
-enum class Kind { kSum, kMean, kMax, kL2 };
+enum class Kind { kSum, kMean, kMax, kMin, kProd, kLogSumExp, kL2 };
 
 template <class T>
 class ReduceKernel final : public Kernel {
@@ -83,35 +88,70 @@ class ReduceKernel final : public Kernel {
     if (ctx.outputs[0].num_elements() != p->outputs)
       return InvalidArgument(who_, ": output has ", ctx.outputs[0].num_elements(), " elements, the reduction gives ", p->outputs);
     if (p->outputs == 0) return Status::Ok();
-    if (!p->dims.empty() && !p->reduced.back()) ReduceMiddle(*p, x, y);
-    else ReduceTrailing(*p, x, y);
+    const T* shift = nullptr;
+    if (kind_ == Kind::kLogSumExp) {  // pass 1: the maxima, into the output
+      ReduceOnce(*p, Kind::kMax, x, y, nullptr);
+      shift = y;
+    }
+    ReduceOnce(*p, kind_, x, y, shift);
     return Status::Ok();
   }
 
  private:
-  W Init() const {
-    if (kind_ != Kind::kMax) return W(0);
-    if constexpr (std::numeric_limits<W>::has_infinity) return -std::numeric_limits<W>::infinity();
-    else return static_cast<W>(std::numeric_limits<T>::lowest());
+  // One pass of `kind` over the plan; shift: per-output maxima (LogSumExp).
+  void ReduceOnce(const ReducePlan& p, Kind kind, const T* x, T* y, const T* shift) const {
+    if (!p.dims.empty() && !p.reduced.back()) ReduceMiddle(p, kind, x, y, shift);
+    else ReduceTrailing(p, kind, x, y, shift);
   }
-  void Combine(W& acc, W v) const {
-    if (kind_ == Kind::kL2) {
+  static W Init(Kind kind) {
+    if (kind == Kind::kProd) return W(1);
+    if (kind != Kind::kMax && kind != Kind::kMin) return W(0);
+    const bool max = kind == Kind::kMax;
+    if constexpr (std::numeric_limits<W>::has_infinity)
+      return max ? -std::numeric_limits<W>::infinity() : std::numeric_limits<W>::infinity();
+    else return static_cast<W>(max ? std::numeric_limits<T>::lowest() : std::numeric_limits<T>::max());
+  }
+  // The LogSumExp shift of an output: its maximum, or 0 where that is not
+  // finite (all -inf: the sum is 0 and the result -inf; +inf: the result +inf).
+  static W Shift(const T* shift, int64_t o) {
+    if constexpr (std::is_floating_point_v<W>) {
+      if (!shift) return W(0);
+      const W m = static_cast<W>(static_cast<Acc<T>>(shift[o]));
+      return std::isfinite(m) ? m : W(0);
+    } else {
+      return W(0);
+    }
+  }
+  static void Combine(Kind kind, W& acc, W v, W shift) {
+    if (kind == Kind::kLogSumExp) {
+      if constexpr (std::is_floating_point_v<W>) acc += std::exp(v - shift);
+    } else if (kind == Kind::kProd) {
+      if constexpr (std::is_integral_v<W>) acc = static_cast<W>(static_cast<uint64_t>(acc) * static_cast<uint64_t>(v));
+      else acc *= v;
+    } else if (kind == Kind::kMin) {
+      if (v < acc || v != v) {
+        if (acc == acc) acc = v;  // NaN sticks
+      }
+    } else if (kind == Kind::kL2) {
       if constexpr (std::is_integral_v<W>)
         acc = static_cast<W>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v) * static_cast<uint64_t>(v));
       else acc += v * v;
-    } else if (kind_ != Kind::kMax) {
+    } else if (kind != Kind::kMax) {
       if constexpr (std::is_integral_v<W>) acc = static_cast<W>(static_cast<uint64_t>(acc) + static_cast<uint64_t>(v));
       else acc += v;
     } else if (v > acc || v != v) {
       if (acc == acc) acc = v;  // NaN sticks
     }
   }
-  T Finish(W acc, int64_t count) const {
-    if (kind_ == Kind::kL2) {
+  static T Finish(Kind kind, W acc, int64_t count, W shift) {
+    if (kind == Kind::kLogSumExp) {
+      if constexpr (std::is_floating_point_v<W>) return static_cast<T>(static_cast<Acc<T>>(shift + std::log(acc)));
+    }
+    if (kind == Kind::kL2) {
       if constexpr (std::is_integral_v<W>) return static_cast<T>(std::sqrt(static_cast<double>(acc)));
       else return static_cast<T>(static_cast<Acc<T>>(std::sqrt(acc)));
     }
-    if (kind_ == Kind::kMean) {
+    if (kind == Kind::kMean) {
       if constexpr (std::is_integral_v<W>) acc = count ? acc / count : 0;
       else acc = acc / static_cast<W>(count);
     }
@@ -120,7 +160,7 @@ class ReduceKernel final : public Kernel {
 
   // Collapsed dims end with a reduced group: every output reduces a set of
   // contiguous runs; an odometer walks the outer dims of the reduced space.
-  void ReduceTrailing(const ReducePlan& p, const T* x, T* y) const {
+  void ReduceTrailing(const ReducePlan& p, Kind kind, const T* x, T* y, const T* shift) const {
     const size_t rank = p.dims.size();
     std::vector<int64_t> stride(rank, 1);
     for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * p.dims[d];
@@ -133,7 +173,8 @@ class ReduceKernel final : public Kernel {
           base += rem % p.dims[d] * stride[d];
           rem /= p.dims[d];
         }
-      W acc = Init();
+      W acc = Init(kind);
+      const W s = Shift(shift, o);
       for (int64_t run = 0; inner > 0 && run < p.count / inner; ++run) {
         int64_t off = base, r = run;
         for (size_t d = rank ? rank - 1 : 0; d-- > 0;)
@@ -141,15 +182,15 @@ class ReduceKernel final : public Kernel {
             off += r % p.dims[d] * stride[d];
             r /= p.dims[d];
           }
-        for (int64_t j = 0; j < inner; ++j) Combine(acc, static_cast<W>(static_cast<Acc<T>>(x[off + j])));
+        for (int64_t j = 0; j < inner; ++j) Combine(kind, acc, static_cast<W>(static_cast<Acc<T>>(x[off + j])), s);
       }
-      y[o] = Finish(acc, p.count);
+      y[o] = Finish(kind, acc, p.count, s);
     }
   }
 
   // Collapsed dims end with a kept group of K elements: accumulate whole
   // K-vectors, reading the input in order ([N, C] summed over N, ...).
-  void ReduceMiddle(const ReducePlan& p, const T* x, T* y) const {
+  void ReduceMiddle(const ReducePlan& p, Kind kind, const T* x, T* y, const T* shift) const {
     const int64_t k = p.dims.back();
     const int64_t rows = p.outputs / k;   // kept prefix combinations
     const int64_t per_row = p.count;      // reduced vectors per output row
@@ -161,7 +202,7 @@ class ReduceKernel final : public Kernel {
     for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * prefix.dims[d];
 #pragma omp parallel for num_threads(threads_) schedule(static) if (threads_ > 1 && rows > 1 && p.outputs * p.count >= kParallelMinElements)
     for (int64_t row = 0; row < rows; ++row) {
-      std::vector<W> acc(static_cast<size_t>(k), Init());
+      std::vector<W> acc(static_cast<size_t>(k), Init(kind));
       int64_t base = 0, rem = row;
       for (size_t d = rank; d-- > 0;)
         if (!prefix.reduced[d]) {
@@ -175,9 +216,11 @@ class ReduceKernel final : public Kernel {
             off += q % prefix.dims[d] * stride[d];
             q /= prefix.dims[d];
           }
-        for (int64_t j = 0; j < k; ++j) Combine(acc[static_cast<size_t>(j)], static_cast<W>(static_cast<Acc<T>>(x[off + j])));
+        for (int64_t j = 0; j < k; ++j)
+          Combine(kind, acc[static_cast<size_t>(j)], static_cast<W>(static_cast<Acc<T>>(x[off + j])), Shift(shift, row * k + j));
       }
-      for (int64_t j = 0; j < k; ++j) y[row * k + j] = Finish(acc[static_cast<size_t>(j)], per_row);
+      for (int64_t j = 0; j < k; ++j)
+        y[row * k + j] = Finish(kind, acc[static_cast<size_t>(j)], per_row, Shift(shift, row * k + j));
     }
   }
 
@@ -192,10 +235,13 @@ StatusOr<std::unique_ptr<Kernel>> CreateReduce(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1));
   const ir::Attributes& attrs = AttrsOf(init);
   AMP_ASSIGN_OR_RETURN(int64_t noop, attrs.GetInt("noop_with_empty_axes", 0));
-  const Kind kind = init.op == OpKind::kReduceSum    ? Kind::kSum
-                    : init.op == OpKind::kReduceMean ? Kind::kMean
-                    : init.op == OpKind::kReduceL2   ? Kind::kL2
-                                                     : Kind::kMax;
+  const Kind kind = init.op == OpKind::kReduceSum         ? Kind::kSum
+                    : init.op == OpKind::kReduceMean      ? Kind::kMean
+                    : init.op == OpKind::kReduceL2        ? Kind::kL2
+                    : init.op == OpKind::kReduceMin       ? Kind::kMin
+                    : init.op == OpKind::kReduceProd      ? Kind::kProd
+                    : init.op == OpKind::kReduceLogSumExp ? Kind::kLogSumExp
+                                                          : Kind::kMax;
   if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("output dtype differs from the input's");
   std::optional<ReducePlan> plan;
   const bool has_axes = init.inputs.size() > 1 && init.inputs[1].present();
@@ -225,6 +271,9 @@ void RegisterReferenceReduce(Registry& r) {
   std::vector<DType> with_bool = ArithDTypes();
   with_bool.push_back(DType::kBool);
   r.Add(ReferenceEntry(OpKind::kReduceMax, with_bool, CreateReduce));
+  r.Add(ReferenceEntry(OpKind::kReduceMin, with_bool, CreateReduce));
+  r.Add(ReferenceEntry(OpKind::kReduceProd, ArithDTypes(), CreateReduce));
+  r.Add(ReferenceEntry(OpKind::kReduceLogSumExp, FloatDTypes(), CreateReduce));
   RegisterReferenceNorm(r);
 }
 

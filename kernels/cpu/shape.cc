@@ -287,6 +287,7 @@ void RegisterReferenceShape(Registry& r) {
                                                      DType::kInt64, DType::kInt32}));
   RegisterReferenceGatherSlice(r);
   RegisterReferencePadResize(r);
+  RegisterReferenceCumSumTrilu(r);
 }
 
 }  // namespace amptrain::kernels::cpu

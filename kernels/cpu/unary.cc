@@ -2,7 +2,7 @@
 //   y[i] = f(x[i]), computed in Acc<T> (float for fp16/bf16, stored with
 //   round-to-nearest-even). Output 0 may overwrite input 0.
 // Float ops: Sigmoid Tanh Erf Gelu Sqrt Exp Log Reciprocal LeakyRelu
-// HardSigmoid HardSwish.
+// HardSigmoid HardSwish Sin Cos Softplus Elu Selu Celu Mish.
 // Float or integer: Relu Neg Abs Clip. Not: bool. Identity: any dtype.
 #include <cmath>
 #include <cstring>
@@ -47,6 +47,12 @@ A Sigmoid(A x) {
   return e / (A(1) + e);
 }
 
+// log(1 + e^x) without overflow: x + log1p(e^-x) for x > 0.
+template <class A>
+A Softplus(A x) {
+  return x > A(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
 // max(0, min(1, t)); NaN stays NaN.
 template <class A>
 A Clamp01(A t) {
@@ -80,6 +86,24 @@ StatusOr<std::unique_ptr<Kernel>> MakeFloatMap(const KernelInit& init) {
     }
     // x HardSigmoid(x) with ONNX's alpha = 1/6, beta = 1/2; -inf gives NaN (-inf * 0) as in PyTorch.
     case OpKind::kHardSwish: return Map<T>([](A x) { return x * Clamp01(x * A(1.0 / 6.0) + A(0.5)); }, th);
+    case OpKind::kSin: return Map<T>([](A x) { return std::sin(x); }, th);
+    case OpKind::kCos: return Map<T>([](A x) { return std::cos(x); }, th);
+    case OpKind::kSoftplus: return Map<T>([](A x) { return Softplus(x); }, th);
+    case OpKind::kMish: return Map<T>([](A x) { return x * std::tanh(Softplus(x)); }, th);
+    // The exponential units take expm1 below 0: exact near 0, where e^x - 1 cancels.
+    case OpKind::kElu: {
+      AMP_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 1.0f));
+      return Map<T>([a = A(alpha)](A x) { return x >= A(0) ? x : a * std::expm1(x); }, th);
+    }
+    case OpKind::kCelu: {
+      AMP_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 1.0f));
+      return Map<T>([a = A(alpha)](A x) { return x > A(0) ? x : a * std::expm1(x / a); }, th);
+    }
+    case OpKind::kSelu: {
+      AMP_ASSIGN_OR_RETURN(float alpha, attrs.GetFloat("alpha", 1.67326319217681884765625f));
+      AMP_ASSIGN_OR_RETURN(float gamma, attrs.GetFloat("gamma", 1.05070102214813232421875f));
+      return Map<T>([a = A(alpha), g = A(gamma)](A x) { return x > A(0) ? g * x : g * (a * std::expm1(x)); }, th);
+    }
     case OpKind::kGelu: {
       AMP_ASSIGN_OR_RETURN(std::string approximate, attrs.GetString("approximate", "none"));
       if (approximate == "tanh")
@@ -196,7 +220,9 @@ StatusOr<std::unique_ptr<Kernel>> CreateArith(const KernelInit& init) {
 void RegisterReferenceUnary(Registry& r) {
   for (OpKind op : {OpKind::kSigmoid, OpKind::kTanh, OpKind::kErf, OpKind::kGelu, OpKind::kSqrt, OpKind::kFloor,
                     OpKind::kCeil, OpKind::kExp,
-                    OpKind::kLog, OpKind::kReciprocal, OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish})
+                    OpKind::kLog, OpKind::kReciprocal, OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish,
+                    OpKind::kSin, OpKind::kCos, OpKind::kSoftplus, OpKind::kMish, OpKind::kElu, OpKind::kCelu,
+                    OpKind::kSelu})
     r.Add(ReferenceEntry(op, FloatDTypes(), CreateFloat));
   std::vector<DType> signed_types = FloatDTypes();
   signed_types.insert(signed_types.end(), {DType::kInt64, DType::kInt32, DType::kInt8});

@@ -52,6 +52,7 @@ Models (module attribute names, i.e. state_dict prefixes):
                constants (issue 10, item 2).
 """
 import argparse
+import math
 import copy
 import json
 import os
@@ -130,6 +131,42 @@ class CausalTransformer(SmallTransformer):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class SinCosTransformer(SmallTransformer):
+    """Sinusoidal positions and the causal mask computed in forward (arange, exp, sin, cos, triu), as
+    from-scratch GPT-style code writes them: the export has Sin, Cos and Trilu nodes."""
+    def __init__(self, vocab=VOCAB, d=64, seq=SEQ_LEN, num_classes=10):
+        super().__init__(vocab, d, seq, num_classes)
+        del self.pos_emb
+        self.d = d
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        pos = torch.arange(t, dtype=torch.float32).unsqueeze(1)
+        div = torch.exp(torch.arange(0, self.d, 2, dtype=torch.float32) * (-math.log(10000.0) / self.d))
+        pe = torch.stack([torch.sin(pos * div), torch.cos(pos * div)], dim=-1).flatten(1)
+        mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+        x = self.tok_emb(tokens) + pe
+        for layer in self.layers:
+            x = layer(x, src_mask=mask)
+        return self.head(self.norm(x).mean(dim=1))
+
+
+class ActivationsNet(nn.Module):
+    """An MLP through the activations and tensor functions a user's model may use beyond ReLU:
+    PReLU (per feature), ELU, Softplus, SELU, CELU, Mish, cumsum and logsumexp."""
+    def __init__(self, features=24, num_classes=10):
+        super().__init__()
+        self.fc1, self.fc2, self.fc3 = nn.Linear(features, 32), nn.Linear(32, 32), nn.Linear(32, 32)
+        self.prelu = nn.PReLU(32, init=0.2)
+        self.head = nn.Linear(32 * 2 + 1, num_classes)
+
+    def forward(self, x):
+        h = nn.functional.elu(self.prelu(self.fc1(x)), alpha=0.7)
+        h = nn.functional.selu(self.fc2(nn.functional.softplus(h)))
+        h = nn.functional.mish(self.fc3(nn.functional.celu(h, alpha=1.3)))
+        return self.head(torch.cat([h, torch.cumsum(h, dim=1) / 8, torch.logsumexp(h, dim=1, keepdim=True)], 1))
+
+
 class MaskedPoolTransformer(SmallTransformer):
     """transformer whose mean pool is weighted by a float mask [batch, seq] (1 keeps a position, 0 drops it):
     a model with two data inputs of different dtypes."""
@@ -191,9 +228,14 @@ def build_model(name, args):
         model = RecurrentClassifier(name, num_classes=args.num_classes or 10)
         x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
         return model, x
-    elif name in ("transformer", "causal_transformer", "masked_transformer"):
+    elif name == "activations":
+        model = ActivationsNet(num_classes=args.num_classes or 10)
+        with torch.no_grad():  # PReLU slopes of both signs and sizes
+            model.prelu.weight.uniform_(-0.5, 0.5, generator=gen)
+        return model, torch.randn(args.batch, 24, generator=gen)
+    elif name in ("transformer", "causal_transformer", "masked_transformer", "sincos_transformer"):
         cls = {"transformer": SmallTransformer, "causal_transformer": CausalTransformer,
-               "masked_transformer": MaskedPoolTransformer}[name]
+               "masked_transformer": MaskedPoolTransformer, "sincos_transformer": SinCosTransformer}[name]
         model = cls(num_classes=args.num_classes or 10)
         randomize_norm_affine(model, gen)
         x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)

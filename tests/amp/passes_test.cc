@@ -130,6 +130,17 @@ TEST(AmpPasses, Bf16UnsupportedOpsStayFp32AtOpset17) {
   CheckPasses(Level(Level::kO2, BF16), {{{"conv", BF16}, {"gap", BF16}, {"relu", BF16}, {"fc", BF16}}, 6, 6}, 22);
 }
 
+// x -> Gemm -> op ("act", returned) -> Gemm -> output, at `opset`.
+ir::Node* GemmActGemm(ir::Graph& g, OpKind op, int64_t opset) {
+  g.info().opset = opset;
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(F32, {2, 4}));
+  ir::Node* fc1 = g.AddNode(OpKind::kGemm, {x, testing::Weight(g, "W1", {4, 4}, 1)}, 1, "fc1");
+  ir::Node* act = g.AddNode(op, {fc1->output(0)}, 1, "act");
+  ir::Node* fc2 = g.AddNode(OpKind::kGemm, {act->output(0), testing::Weight(g, "W2", {4, 4}, 2)}, 1, "fc2");
+  g.AddOutput(fc2->output(0));
+  return act;
+}
+
 // ONNX lists bfloat16 for HardSigmoid and HardSwish only from opset 22
 // (onnx.defs.get_schema(op, 21 / 22).type_constraints); float16 at any opset.
 TEST(AmpPasses, HardActivationsTakeBf16FromOpset22) {
@@ -137,12 +148,7 @@ TEST(AmpPasses, HardActivationsTakeBf16FromOpset22) {
     for (int64_t opset : {21, 22}) {
       SCOPED_TRACE(StrCat(ir::Schema(op).name, " opset ", opset));
       ir::Graph g;
-      g.info().opset = opset;
-      ir::Value x = g.AddInput("x", ir::TensorType::Of(F32, {2, 4}));
-      ir::Node* fc1 = g.AddNode(OpKind::kGemm, {x, testing::Weight(g, "W1", {4, 4}, 1)}, 1, "fc1");
-      ir::Node* act = g.AddNode(op, {fc1->output(0)}, 1, "act");
-      ir::Node* fc2 = g.AddNode(OpKind::kGemm, {act->output(0), testing::Weight(g, "W2", {4, 4}, 2)}, 1, "fc2");
-      g.AddOutput(fc2->output(0));
+      ir::Node* act = GemmActGemm(g, op, opset);
       ASSERT_TRUE(g.InferShapes().ok());
       Decision bf16 = Decisions(g, Level(Level::kO2, BF16))[act->id()];
       EXPECT_EQ(bf16.dtype, opset >= 22 ? BF16 : F32);
@@ -151,6 +157,24 @@ TEST(AmpPasses, HardActivationsTakeBf16FromOpset22) {
       }
       EXPECT_EQ(Decisions(g, Level(Level::kO2))[act->id()].dtype, F16);
     }
+}
+
+// ONNX's Celu takes float32 only, to this day (onnx 1.23): an fp16 export
+// keeps it fp32 at any level; Elu, its neighbour, takes float16.
+TEST(AmpPasses, CeluStaysFp32InAnFp16Export) {
+  for (OpKind op : {OpKind::kCelu, OpKind::kElu}) {
+    SCOPED_TRACE(ir::Schema(op).name);
+    ir::Graph g;
+    ir::Node* act = GemmActGemm(g, op, 17);
+    ASSERT_TRUE(g.InferShapes().ok());
+    for (amp::Level level : {amp::Level::kO2, amp::Level::kO3}) {
+      Decision d = Decisions(g, Level(level))[act->id()];
+      EXPECT_EQ(d.dtype, op == OpKind::kCelu ? F32 : F16);
+      if (op == OpKind::kCelu) {
+        EXPECT_EQ(d.reason, Reason::kUnsupportedLow);
+      }
+    }
+  }
 }
 
 TEST(AmpPasses, CustomListsBeatTheLevel) {

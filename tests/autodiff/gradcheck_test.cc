@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "autodiff/autodiff.h"
 #include "executor/session.h"
@@ -124,6 +125,41 @@ TEST(GradCheck, HardActivationKinksFollowPyTorch) {
   const double sixth = static_cast<float>(1.0 / 6.0);
   EXPECT_EQ(GradAt(OpKind::kHardSigmoid, torch_like, {-3, -2.9, 2.9, 3}),
             (std::vector<double>{0, sixth, sixth, 0}));
+}
+
+// The activations of PyTorch exports beyond ReLU; [-3, 3] covers both branches
+// of the exponential units and the tails of Softplus / Mish.
+TEST(GradCheck, MoreActivations) {
+  for (OpKind op : {OpKind::kSin, OpKind::kCos, OpKind::kSoftplus, OpKind::kMish, OpKind::kElu, OpKind::kSelu,
+                    OpKind::kCelu}) {
+    SCOPED_TRACE(ir::Schema(op).name);
+    GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, -3.0, 3.0}}), Unary(op));
+  }
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, -3.0, 3.0}}), Unary(OpKind::kElu, A({{"alpha", 0.5f}})));
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, -3.0, 3.0}}), Unary(OpKind::kCelu, A({{"alpha", 2.0f}})));
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, -3.0, 3.0}}),
+            Unary(OpKind::kSelu, A({{"alpha", 1.5f}, {"gamma", 1.2f}})));
+}
+
+// Far from 0 the exponential branch's derivative is taken from e^x, not from
+// y + alpha (which cancels): at x = -30, d elu / dx = e^-30 to the last bits,
+// and at x = 200 the unused branch does not overflow into the result.
+TEST(GradCheck, ExponentialUnitsKeepTinyDerivatives) {
+  std::vector<double> g = GradAt(OpKind::kElu, {}, {-30, 0, 200});
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_NEAR(g[0], std::exp(-30.0), 1e-15 * std::exp(-30.0));
+  EXPECT_EQ(g[1], 1.0);  // x = 0 takes the exponential branch (alpha e^0), as PyTorch's elu_backward
+  EXPECT_EQ(g[2], 1.0);
+  std::vector<double> s = GradAt(OpKind::kSoftplus, {}, {-800, 0, 800});
+  EXPECT_EQ(s, (std::vector<double>{0.0, 0.5, 1.0}));
+}
+
+// PRelu with a per-channel slope [C, 1, 1] (nn.PReLU(C) as exported) and a
+// scalar one; x = 0 takes the slope branch as PyTorch's prelu backward does.
+TEST(GradCheck, PRelu) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 2, 2}, -2.0, 2.0}, {"slope", {3, 1, 1}, 0.1, 0.5}}),
+            Binary(OpKind::kPRelu));
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 5}, -2.0, 2.0}, {"slope", {1}, 0.1, 0.5}}), Binary(OpKind::kPRelu));
 }
 
 TEST(GradCheck, MaxMinVariadic) {
@@ -322,7 +358,8 @@ TEST(GradCheck, ExpandAndTile) {
 }
 
 TEST(GradCheck, Reductions) {
-  for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceL2}) {
+  for (OpKind op : {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceL2, OpKind::kReduceMin,
+                    OpKind::kReduceProd, OpKind::kReduceLogSumExp}) {
     for (int64_t keep : {0, 1}) {
       SCOPED_TRACE(StrCat(ir::Schema(op).name, " keepdims ", keep));
       GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}), [op, keep](Graph& g, const V& x) {
@@ -333,6 +370,35 @@ TEST(GradCheck, Reductions) {
       });
     }
   }
+}
+
+// ReduceProd where the reduced sets hold no zero, one zero or two: the
+// gradient is the product of the others (PyTorch's prod backward), not y / x.
+TEST(GradCheck, ReduceProdWithZeros) {
+  auto g = GradAt(OpKind::kReduceProd, {}, {2, 0, 3, 4});  // one zero: d/dx1 = 2 * 3 * 4, others 0
+  EXPECT_EQ(g, (std::vector<double>{0, 24, 0, 0}));
+  g = GradAt(OpKind::kReduceProd, {}, {2, 0, 3, 0});       // two zeros: all 0
+  EXPECT_EQ(g, (std::vector<double>{0, 0, 0, 0}));
+  g = GradAt(OpKind::kReduceProd, {}, {2, -1, 3, 4});
+  EXPECT_EQ(g, (std::vector<double>{-12, 24, -8, -6}));
+}
+
+TEST(GradCheck, CumSumAndTrilu) {
+  for (int64_t exclusive : {0, 1})
+    for (int64_t reverse : {0, 1}) {
+      SCOPED_TRACE(StrCat("exclusive ", exclusive, " reverse ", reverse));
+      GRADCHECK((std::vector<GradInput>{{"x", {2, 4, 3}}}), [exclusive, reverse](Graph& g, const V& x) {
+        return Op(g, OpKind::kCumSum, {x[0], IntsConst(g, {1})},
+                  A({{"exclusive", exclusive}, {"reverse", reverse}}));
+      });
+    }
+  for (int64_t upper : {0, 1})
+    for (int64_t k : {-1, 0, 2}) {
+      SCOPED_TRACE(StrCat("upper ", upper, " k ", k));
+      GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}), [upper, k](Graph& g, const V& x) {
+        return Op(g, OpKind::kTrilu, {x[0], IntsConst(g, {k})}, A({{"upper", upper}}));
+      });
+    }
 }
 
 // ---- nn ----

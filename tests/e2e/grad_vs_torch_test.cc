@@ -88,7 +88,12 @@ INSTANTIATE_TEST_SUITE_P(Models, GradVsTorch,
                                            Case{"causal_transformer", "--opset 17 --batch 4"},
                                            // Token ids through 2-layer bidirectional recurrent layers.
                                            Case{"lstm", "--opset 17 --batch 4"},
-                                           Case{"gru", "--opset 14 --batch 4"}),
+                                           Case{"gru", "--opset 14 --batch 4"},
+                                           // Sin/Cos positions and a Trilu causal mask made in
+                                           // forward; PRelu, Elu, Softplus, Selu, Celu, Mish,
+                                           // CumSum and ReduceLogSumExp.
+                                           Case{"sincos_transformer", "--opset 17 --batch 4"},
+                                           Case{"activations", "--opset 17 --batch 4"}),
                          [](const auto& info) { return info.param.model; });
 
 }  // namespace

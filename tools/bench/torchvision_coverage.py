@@ -49,6 +49,9 @@ import subprocess
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import model_zoo  # noqa: E402  (beside this script)
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 NUM_CLASSES = 10
 BATCH = 2
@@ -260,6 +263,8 @@ def build(name, seed=0):
                 return self.head(self.encoder(self.emb(tokens) + self.pos).mean(dim=1))
         model = TransformerClassifier()
         x = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+    elif name in model_zoo.ZOO:
+        model, x = model_zoo.build(name, seed)
     else:
         raise SystemExit(f"unknown model {name}")
     # Dropout, StochasticDepth (row mode is random in training) and attention dropout: all off, so that
@@ -707,6 +712,8 @@ def main():
     if args.case:
         run_case(args)
         return
+    # "zoo" stands for every model of model_zoo.py.
+    args.models = ",".join(",".join(model_zoo.ZOO) if m == "zoo" else m for m in args.models.split(","))
     os.makedirs(args.out, exist_ok=True)
     jsonl = os.path.join(args.out, "results.jsonl")
     results = []

@@ -1,0 +1,317 @@
+"""Small PyTorch models beyond the torchvision classifiers, for tools/bench/torchvision_coverage.py
+(`--models zoo` or any of the names below). Each reaches for layers and tensor functions that a user's
+own model would use and the classifiers do not: recurrent and causal-attention text models, 1-D and 3-D
+convolutions, encoder-decoder image nets, normalizations other than BatchNorm, activations beyond ReLU,
+and tensor functions (cumsum, flip, comparisons, reductions) in the forward pass.
+
+Every builder returns (model, example input) with seeded random weights and a [batch, NUM_CLASSES]
+output (dense models end in a mean over their spatial or time axes and a Linear), so that the coverage
+script's inference, gradient and conversion checks apply unchanged.
+"""
+import math
+
+NUM_CLASSES = 10
+BATCH = 2
+VOCAB, SEQ = 100, 16
+
+
+def _nn():
+    import torch
+    import torch.nn as nn
+    import torch.nn.functional as F
+    return torch, nn, F
+
+
+def gpt_mini(gen):
+    """Token ids -> Embedding + sinusoidal positions computed in forward (arange/exp/sin/cos) -> 2 pre-norm
+    blocks with a causal mask made in forward (triu) and tanh-GELU MLPs -> last token -> Linear."""
+    torch, nn, F = _nn()
+
+    class Block(nn.Module):
+        def __init__(self, d, h):
+            super().__init__()
+            self.h = h
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            b, t, d = x.shape
+            q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+            q, k, v = (z.view(b, t, self.h, d // self.h).transpose(1, 2) for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(d // self.h)
+            mask = torch.triu(torch.ones(t, t, dtype=torch.bool), diagonal=1)
+            att = att.masked_fill(mask, float("-inf")).softmax(dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, t, d))
+            return x + self.fc2(F.gelu(self.fc1(self.ln2(x)), approximate="tanh"))
+
+    class GPT(nn.Module):
+        def __init__(self, d=64):
+            super().__init__()
+            self.d = d
+            self.emb = nn.Embedding(VOCAB, d)
+            self.blocks = nn.Sequential(Block(d, 4), Block(d, 4))
+            self.ln = nn.LayerNorm(d)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            pos = torch.arange(t, dtype=torch.float32).unsqueeze(1)
+            div = torch.exp(torch.arange(0, self.d, 2, dtype=torch.float32) * (-math.log(10000.0) / self.d))
+            pe = torch.stack([torch.sin(pos * div), torch.cos(pos * div)], dim=-1).flatten(1)
+            x = self.blocks(self.emb(ids) + pe)
+            return self.head(self.ln(x)[:, -1])
+
+    return GPT(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def gru_classifier(gen):
+    """Token ids -> Embedding -> 2-layer bidirectional GRU -> mean over time -> Linear."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, 24)
+            self.gru = nn.GRU(24, 32, num_layers=2, batch_first=True, bidirectional=True)
+            self.head = nn.Linear(64, NUM_CLASSES)
+
+        def forward(self, ids):
+            y, _ = self.gru(self.emb(ids))
+            return self.head(y.mean(dim=1))
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def conv1d_audio(gen):
+    """A waveform classifier: Conv1d, GroupNorm, PReLU, ELU, MaxPool1d, AvgPool1d, AdaptiveAvgPool1d."""
+    torch, nn, F = _nn()
+    model = nn.Sequential(
+        nn.Conv1d(1, 16, 9, stride=2, padding=4), nn.GroupNorm(4, 16), nn.PReLU(16), nn.MaxPool1d(2),
+        nn.Conv1d(16, 32, 5, padding=2, dilation=1), nn.GroupNorm(8, 32), nn.ELU(), nn.AvgPool1d(2),
+        nn.Conv1d(32, 32, 3, padding=2, dilation=2), nn.BatchNorm1d(32), nn.SiLU(),
+        nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(32, NUM_CLASSES))
+    return model, torch.randn(BATCH, 1, 400, generator=gen)
+
+
+def unet_mini(gen):
+    """An encoder-decoder: InstanceNorm2d, LeakyReLU, strided Conv2d down, ConvTranspose2d and bilinear
+    interpolation up, skip connections by concatenation; the segmentation map is averaged for the head."""
+    torch, nn, F = _nn()
+
+    def block(i, o):
+        return nn.Sequential(nn.Conv2d(i, o, 3, padding=1), nn.InstanceNorm2d(o, affine=True), nn.LeakyReLU(0.2))
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.e1, self.e2 = block(3, 8), block(8, 16)
+            self.down = nn.Conv2d(16, 16, 3, stride=2, padding=1)
+            self.mid = block(16, 32)
+            self.up = nn.ConvTranspose2d(32, 16, 2, stride=2)
+            self.d1 = block(32, 16)
+            self.d2 = block(16 + 8, 8)
+            self.seg = nn.Conv2d(8, NUM_CLASSES, 1)
+
+        def forward(self, x):
+            a = self.e1(x)
+            b = self.e2(F.max_pool2d(a, 2))
+            c = self.mid(self.down(b))
+            d = self.d1(torch.cat([self.up(c), b], dim=1))
+            d = F.interpolate(d, scale_factor=2, mode="bilinear", align_corners=False)
+            return self.seg(self.d2(torch.cat([d, a], dim=1))).mean(dim=(2, 3))
+
+    return M(), torch.randn(BATCH, 3, 32, 32, generator=gen)
+
+
+def pixel_shuffle_sr(gen):
+    """Super-resolution style: PixelUnshuffle, Conv2d, PixelShuffle, Hardtanh, nearest upsampling."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.unshuffle = nn.PixelUnshuffle(2)
+            self.c1 = nn.Conv2d(12, 32, 3, padding=1)
+            self.c2 = nn.Conv2d(32, 12, 3, padding=1)
+            self.shuffle = nn.PixelShuffle(2)
+            self.c3 = nn.Conv2d(3, 8, 3, padding=1)
+            self.head = nn.Linear(8, NUM_CLASSES)
+
+        def forward(self, x):
+            y = self.shuffle(self.c2(F.hardtanh(self.c1(self.unshuffle(x)), -2.0, 2.0)))
+            y = F.interpolate(y + x, scale_factor=2, mode="nearest")
+            return self.head(torch.tanh(self.c3(y)).mean(dim=(2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
+def mlp_activations(gen):
+    """An MLP through the activations of torch.nn beyond ReLU: Softplus, Mish, SELU, CELU, LogSigmoid,
+    Softsign, Tanhshrink, Hardswish, ReLU6, exact GELU."""
+    torch, nn, F = _nn()
+    acts = [nn.Softplus(), nn.Mish(), nn.SELU(), nn.CELU(0.5), nn.LogSigmoid(), nn.Softsign(),
+            nn.Tanhshrink(), nn.Hardswish(), nn.ReLU6(), nn.GELU()]
+    layers = [nn.Linear(32, 48)]
+    for a in acts:
+        layers += [a, nn.Linear(48, 48)]
+    layers += [nn.Linear(48, NUM_CLASSES)]
+    return nn.Sequential(*layers), torch.randn(BATCH, 32, generator=gen)
+
+
+def einsum_attention(gen):
+    """Attention written with torch.einsum, RMS normalization (pow/mean/rsqrt), a learned gate."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32, h=4):
+            super().__init__()
+            self.h = h
+            self.inp = nn.Linear(8, d)
+            self.qkv = nn.Linear(d, 3 * d)
+            self.g = nn.Parameter(torch.ones(d))
+            self.out = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):
+            x = self.inp(x)
+            x = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.g
+            b, t, d = x.shape
+            q, k, v = self.qkv(x).view(b, t, 3, self.h, d // self.h).unbind(2)
+            att = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(d // self.h)
+            y = torch.einsum("bhqk,bkhd->bqhd", att.softmax(-1), v).reshape(b, t, d)
+            return self.out(y.amax(dim=1))
+
+    return M(), torch.randn(BATCH, SEQ, 8, generator=gen)
+
+
+def tensor_functions(gen):
+    """Tensor functions in the forward pass: cumsum, flip, roll, >=/<=, logical and, where, clamp, var,
+    amin, logsumexp, norm, abs, sqrt, sum over several axes."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(24, 24)
+            self.b = nn.Linear(24 * 3 + 2, NUM_CLASSES)
+
+        def forward(self, x):
+            h = self.a(x)
+            c = torch.cumsum(h, dim=1) / 8.0
+            f = torch.flip(h, dims=[1]) + torch.roll(h, shifts=3, dims=1)
+            keep = (h >= -0.5) & (h <= 0.5)
+            g = torch.where(keep, h, torch.clamp(h, min=-1.0, max=1.0) * 0.5)
+            stats = torch.stack([h.var(dim=1), torch.logsumexp(h, dim=1)], dim=1)
+            z = torch.cat([c, f.abs().sqrt() - h.amin(dim=1, keepdim=True),
+                           g / (g.norm(dim=1, keepdim=True) + 1e-3), stats], dim=1)
+            return self.b(z)
+
+    return M(), torch.randn(BATCH, 24, generator=gen)
+
+
+def conv3d_video(gen):
+    """A clip classifier: Conv3d, BatchNorm3d, MaxPool3d, AdaptiveAvgPool3d, Hardsigmoid gate."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv3d(3, 8, 3, padding=1)
+            self.bn1 = nn.BatchNorm3d(8)
+            self.c2 = nn.Conv3d(8, 16, (1, 3, 3), padding=(0, 1, 1), stride=(1, 2, 2))
+            self.bn2 = nn.BatchNorm3d(16)
+            self.gate = nn.Linear(16, 16)
+            self.head = nn.Linear(16, NUM_CLASSES)
+
+        def forward(self, x):
+            y = F.max_pool3d(F.relu(self.bn1(self.c1(x))), (1, 2, 2))
+            y = F.adaptive_avg_pool3d(F.relu(self.bn2(self.c2(y))), 1).flatten(1)
+            return self.head(y * F.hardsigmoid(self.gate(y)))
+
+    return M(), torch.randn(BATCH, 3, 4, 16, 16, generator=gen)
+
+
+def transformer_seq2seq(gen):
+    """nn.Transformer (1 encoder and 1 decoder layer, ReLU) on float sequences with a causal target mask;
+    the decoder's output averaged over time -> Linear."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32):
+            super().__init__()
+            self.inp = nn.Linear(8, d)
+            self.tf = nn.Transformer(d, 4, 1, 1, 64, dropout=0.0, batch_first=True)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):
+            s = self.inp(x)
+            t = s.shape[1]
+            mask = torch.triu(torch.full((t, t), float("-inf")), diagonal=1)
+            return self.head(self.tf(s, s, tgt_mask=mask).mean(dim=1))
+
+    return M(), torch.randn(BATCH, SEQ, 8, generator=gen)
+
+
+def lraspp_mobilenet_v3(gen):
+    """torchvision's LR-ASPP segmentation model (MobileNetV3-Large backbone): its logits map averaged."""
+    torch, nn, F = _nn()
+    import torchvision
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+                weights=None, weights_backbone=None, num_classes=NUM_CLASSES)
+
+        def forward(self, x):
+            return self.net(x)["out"].mean(dim=(2, 3))
+
+    return M(), torch.randn(BATCH, 3, 64, 64, generator=gen)
+
+
+def deeplabv3_mobilenet_v3(gen):
+    """torchvision's DeepLabV3 (ASPP with atrous convolutions, MobileNetV3-Large backbone), averaged."""
+    torch, nn, F = _nn()
+    import torchvision
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.net = torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(
+                weights=None, weights_backbone=None, num_classes=NUM_CLASSES, aux_loss=False)
+
+        def forward(self, x):
+            return self.net(x)["out"].mean(dim=(2, 3))
+
+    return M(), torch.randn(BATCH, 3, 64, 64, generator=gen)
+
+
+def resnet18_fpn(gen):
+    """torchvision's ResNet-18 FPN detection backbone (nearest upsampling, lateral 1x1 convs, extra
+    max-pool level): the mean of every pyramid level, concatenated -> Linear."""
+    torch, nn, F = _nn()
+    from torchvision.models.detection.backbone_utils import resnet_fpn_backbone
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fpn = resnet_fpn_backbone(backbone_name="resnet18", weights=None, trainable_layers=5)
+            self.head = nn.Linear(5 * self.fpn.out_channels, NUM_CLASSES)
+
+        def forward(self, x):
+            return self.head(torch.cat([v.mean(dim=(2, 3)) for v in self.fpn(x).values()], dim=1))
+
+    return M(), torch.randn(BATCH, 3, 64, 64, generator=gen)
+
+
+ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
+                               mlp_activations, einsum_attention, tensor_functions, conv3d_video,
+                               transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
+                               resnet18_fpn)}
+
+
+def build(name, seed=0):
+    """(model, example input) of a zoo model, seeded as torchvision_coverage.build seeds its models."""
+    import torch
+    torch.manual_seed(seed)
+    return ZOO[name](torch.Generator().manual_seed(seed + 1))
