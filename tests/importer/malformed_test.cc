@@ -107,6 +107,18 @@ TEST(Malformed, TypedFieldCountMismatch) {
   ExpectError(m, {"tensor 'w'", "int32_data[3]"});
 }
 
+// Several missing op types are named in one error, each once with its first
+// node and how many more use it.
+TEST(Malformed, AllUnknownOpTypesAreNamedAtOnce) {
+  onnx::ModelProto m = Small();
+  AddNode(m, "Foo", {"y"}, {"z1"}, "foo_1");
+  AddNode(m, "Bar", {"z1"}, {"z2"}, "bar_1");
+  AddNode(m, "Foo", {"z2"}, {"z3"}, "foo_2");
+  AddNode(m, "Foo", {"z3"}, {"z4"}, "foo_3");
+  ExpectError(m, {"2 unsupported op types: 'Foo' (domain '', opset 17) in node 'foo_1' and 2 more nodes; "
+                  "'Bar' (domain '', opset 17) in node 'bar_1'"});
+}
+
 TEST(Malformed, UnknownOpNamesNodeOpDomainAndOpset) {
   onnx::ModelProto m = Small();
   AddNode(m, "Foo", {"y"}, {"z"}, "foo_1");
