@@ -109,6 +109,7 @@ int Bf16MinOpset(OpKind op) {
     case OpKind::kRNN:
     case OpKind::kGRU:
     case OpKind::kLSTM:
+    case OpKind::kGridSample:
     case OpKind::kSin:
     case OpKind::kCos:
     case OpKind::kSoftplus:

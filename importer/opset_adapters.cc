@@ -240,7 +240,9 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kLessOrEqual:
     case OpKind::kGreaterOrEqual: return 12;
     case OpKind::kTrilu: return 14;
+    case OpKind::kGridSample: return 16;
     case OpKind::kMish: return 18;
+    case OpKind::kAffineGrid: return 20;
     case OpKind::kCastLike: return 15;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kGelu: return 20;

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "autodiff/grad_context.h"
+#include "ir/infer/infer_util.h"
 #include "ir/infer/shape_params.h"
 
 namespace amptrain::autodiff {
@@ -183,9 +184,49 @@ Status PadGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// GridSample: one backward op gives dX and dgrid.
+Status GridSampleGrad(GradContext& c) {
+  std::vector<Value> g = c.Emit(OpKind::kGridSampleGrad, {c.grad_output(0), c.input(0), c.input(1)}, c.attrs(), 2);
+  if (c.needs_grad(0)) c.SetGrad(0, g[0]);
+  if (c.needs_grad(1)) c.SetGrad(1, g[1]);
+  return Status::Ok();
+}
+
+// grid[n, h, w, i] = sum_j theta[n, i, j] base[h, w, j], base = (x_w, y_h, 1):
+// dtheta[n] = dgrid[n]^T base, with dgrid as [N, H W, 2] and base [H W, 3], a
+// constant of the grid's (static) size.
+Status AffineGridGrad(GradContext& c) {
+  const ir::TensorType& grid = c.type(c.output(0));
+  if (!grid.has_shape || !grid.shape[1].is_static() || !grid.shape[2].is_static())
+    return c.Unsupported("the grid's H and W are not known when the graph is built");
+  const int64_t h = grid.shape[1].value, w = grid.shape[2].value;
+  const bool align = c.attrs().Int("align_corners", 0) != 0;
+  auto coord = [align](int64_t i, int64_t size) {
+    if (size <= 1) return 0.0;
+    return align ? -1.0 + 2.0 * static_cast<double>(i) / static_cast<double>(size - 1)
+                 : -1.0 + (2.0 * static_cast<double>(i) + 1.0) / static_cast<double>(size);
+  };
+  auto base = ir::Tensor::Zeros(grid.dtype, {h * w, 3});
+  if (!base.ok()) return base.status();
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t j = 0; j < w; ++j) {
+      ir::SetElementFromDouble(*base, (i * w + j) * 3, coord(j, w));
+      ir::SetElementFromDouble(*base, (i * w + j) * 3 + 1, coord(i, h));
+      ir::SetElementFromDouble(*base, (i * w + j) * 3 + 2, 1.0);
+    }
+  ir::Attributes perm;
+  perm.Set("perm", std::vector<int64_t>{0, 2, 1});
+  Value dgrid = c.Emit1(OpKind::kReshape, {c.grad_output(0), c.Ints({0, h * w, 2})});
+  Value dgrid_t = c.Emit1(OpKind::kTranspose, {dgrid}, std::move(perm));
+  c.SetGrad(0, c.Emit1(OpKind::kMatMul, {dgrid_t, c.Const(std::move(*base))}));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterNNRules(RuleTable& t) {
+  SetRule(t, OpKind::kGridSample, GridSampleGrad);
+  SetRule(t, OpKind::kAffineGrid, AffineGridGrad);
   SetRule(t, OpKind::kConv, ConvGrad);
   SetRule(t, OpKind::kConvTranspose, ConvTransposeGrad);
   SetRule(t, OpKind::kMaxPool, MaxPoolGrad);

@@ -263,3 +263,15 @@ Status InferReduceSumTo(InferContext& ctx) {
 }
 
 }  // namespace amptrain::ir
+
+namespace amptrain::ir {
+
+// GridSampleGrad(dY, X, grid) -> dX (X's type), dgrid (grid's type).
+Status InferGridSampleGrad(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  SameAs(ctx, 0, 1);
+  SameAs(ctx, 1, 2);
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir

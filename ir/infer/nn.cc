@@ -203,3 +203,68 @@ Status InferDropout(InferContext& ctx) {
 }
 
 }  // namespace amptrain::ir
+
+namespace amptrain::ir {
+
+namespace {
+
+// GridSample's attributes; Unimplemented names a mode amptrain lacks.
+Status CheckGridSampleAttrs(const InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(std::string mode, ctx.attrs->GetString("mode", ctx.opset >= 20 ? "linear" : "bilinear"));
+  AMP_ASSIGN_OR_RETURN(std::string padding, ctx.attrs->GetString("padding_mode", "zeros"));
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("align_corners", 0).status());
+  if (mode == "bicubic" || mode == "cubic")
+    return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("GridSample"), ": mode '", mode,
+                         "' is not implemented (bilinear/linear and nearest are)");
+  if (mode != "bilinear" && mode != "linear" && mode != "nearest")
+    return ctx.Error("attribute mode is '", mode, "', expected bilinear, linear, nearest, bicubic or cubic");
+  if (padding != "zeros" && padding != "border" && padding != "reflection")
+    return ctx.Error("attribute padding_mode is '", padding, "', expected zeros, border or reflection");
+  return Status::Ok();
+}
+
+}  // namespace
+
+// GridSample(X [N, C, H, W], grid [N, Ho, Wo, 2]) -> [N, C, Ho, Wo]. Only two
+// spatial dims (opset 20's volumetric form is refused by name).
+Status InferGridSample(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(CheckGridSampleAttrs(ctx));
+  AMP_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  AMP_RETURN_IF_ERROR(RequireSameDType(ctx, 0, 1));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 1));
+  const Shape &x = ctx.inputs[0].shape, &grid = ctx.inputs[1].shape;
+  if (x.rank() != 4)
+    return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("GridSample"), ": input of rank ", x.rank(),
+                         "; only 4-D input (two spatial dims) is implemented");
+  if (grid.rank() != 4 || (grid[3].is_static() && grid[3].value != 2))
+    return ctx.Error("grid has shape ", grid.ToString(), ", expected [N, H_out, W_out, 2]");
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>{x[0], x[1], grid[1], grid[2]}));
+  return Status::Ok();
+}
+
+// AffineGrid(theta [N, 2, 3], size = [N, C, H, W]) -> grid [N, H, W, 2].
+Status InferAffineGrid(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("align_corners", 0).status());
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  const Shape& theta = ctx.inputs[0].shape;
+  if (theta.rank() == 3 && theta[1].is_static() && theta[1].value == 3)
+    return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("AffineGrid"),
+                         ": 3-D grids (theta [N, 3, 4]) are not implemented");
+  if (theta.rank() != 3 || (theta[1].is_static() && theta[1].value != 2) || (theta[2].is_static() && theta[2].value != 3))
+    return ctx.Error("theta has shape ", theta.ToString(), ", expected [N, 2, 3]");
+  if (ctx.inputs[1].dtype != DType::kInt64) return ctx.Error("size must be int64, got ", DTypeName(ctx.inputs[1].dtype));
+  Dim h = UnknownDim(), w = UnknownDim();
+  if (const Tensor* v = ctx.value(1)) {
+    std::vector<int64_t> size = v->ToInt64Vector();
+    if (size.size() != 4) return ctx.Error("size has ", size.size(), " values, expected 4 (N, C, H, W)");
+    if (size[2] <= 0 || size[3] <= 0) return ctx.Error("size has a non-positive H or W");
+    h = Dim::Static(size[2]);
+    w = Dim::Static(size[3]);
+  }
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>{theta[0], h, w, Dim::Static(2)}));
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir

@@ -27,6 +27,8 @@ StatusOr<std::unique_ptr<Kernel>> MakePoolReference(const KernelInit& init);    
 StatusOr<std::unique_ptr<Kernel>> MakeBatchNormReference(const KernelInit& init);  // batchnorm.cc
 StatusOr<std::unique_ptr<Kernel>> MakeDropoutReference(const KernelInit& init);    // dropout.cc
 StatusOr<std::unique_ptr<Kernel>> MakeGemmReference(const KernelInit& init);       // gemm.cc: Gemm and MatMul
+StatusOr<std::unique_ptr<Kernel>> MakeGridSampleReference(const KernelInit& init);  // grid_sample.cc: GridSample(Grad)
+StatusOr<std::unique_ptr<Kernel>> MakeAffineGridReference(const KernelInit& init);  // grid_sample.cc
 
 // The Conv/ConvTranspose loop (conv.cc) for a validated init and resolved
 // geometry; `transposed`: W is [C, M/group, k...] and the table is transposed.

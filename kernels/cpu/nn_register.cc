@@ -38,6 +38,11 @@ void RegisterReferenceNN(Registry& r) {
   add(OpKind::kDropout, nn::MakeDropoutReference);
   add(OpKind::kGemm, nn::MakeGemmReference);
   add(OpKind::kMatMul, nn::MakeGemmReference);
+  // fp32 and fp64 only: PyTorch's autocast keeps grid sampling in fp32, and so
+  // does the AMP plan (denylist; without a low kernel even at O3).
+  for (OpKind op : {OpKind::kGridSample, OpKind::kGridSampleGrad, OpKind::kAffineGrid})
+    r.Add(KernelEntry{op, DeviceKind::kCpu, "reference", 0, {DType::kFloat32, DType::kFloat64},
+                      op == OpKind::kAffineGrid ? nn::MakeAffineGridReference : nn::MakeGridSampleReference, nullptr});
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -410,6 +410,33 @@ TEST(GradCheck, GlobalAveragePoolAndPad) {
   });
 }
 
+// Bilinear sampling with grid values past [-1, 1], so that every padding mode
+// has taps outside; nearest passes dX only (its dgrid is 0).
+TEST(GradCheck, GridSample) {
+  for (const char* padding : {"zeros", "border", "reflection"})
+    for (int64_t align : {0, 1}) {
+      SCOPED_TRACE(StrCat(padding, " align_corners ", align));
+      GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4, 5}}, {"grid", {2, 3, 2, 2}, -1.3, 1.3}}),
+                [padding, align](Graph& g, const V& x) {
+                  return Op(g, OpKind::kGridSample, {x[0], x[1]},
+                            A({{"padding_mode", std::string(padding)}, {"align_corners", align}}));
+                });
+    }
+  GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 4, 4}}}), [](Graph& g, const V& x) {
+    return Op(g, OpKind::kGridSample, {x[0], DoublesConst(g, {-0.9, -0.6, 0.3, 0.2, 0.8, -0.4, 0.55, 0.95}, {1, 2, 2, 2})},
+              A({{"mode", std::string("nearest")}}));
+  });
+}
+
+TEST(GradCheck, AffineGrid) {
+  for (int64_t align : {0, 1}) {
+    SCOPED_TRACE(StrCat("align_corners ", align));
+    GRADCHECK((std::vector<GradInput>{{"theta", {2, 2, 3}}}), [align](Graph& g, const V& x) {
+      return Op(g, OpKind::kAffineGrid, {x[0], IntsConst(g, {2, 1, 3, 4})}, A({{"align_corners", align}}));
+    });
+  }
+}
+
 TEST(GradCheck, Conv) {
   GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 5, 5}}, {"w", {3, 2, 3, 3}}, {"b", {3}}}), [](Graph& g, const V& x) {
     return Op(g, OpKind::kConv, {x[0], x[1], x[2]},

@@ -304,10 +304,79 @@ def resnet18_fpn(gen):
     return M(), torch.randn(BATCH, 3, 64, 64, generator=gen)
 
 
+def cbam_cnn(gen):
+    """A CNN with CBAM attention: channel attention from adaptive average and max pooling through a
+    shared MLP, spatial attention from the mean and max over channels (torch.max(dim) -> values)."""
+    torch, nn, F = _nn()
+
+    class CBAM(nn.Module):
+        def __init__(self, c, r=4):
+            super().__init__()
+            self.mlp = nn.Sequential(nn.Conv2d(c, c // r, 1), nn.ReLU(), nn.Conv2d(c // r, c, 1))
+            self.spatial = nn.Conv2d(2, 1, 7, padding=3)
+
+        def forward(self, x):
+            a = self.mlp(F.adaptive_avg_pool2d(x, 1)) + self.mlp(F.adaptive_max_pool2d(x, 1))
+            x = x * torch.sigmoid(a)
+            s = torch.cat([x.mean(dim=1, keepdim=True), torch.max(x, dim=1, keepdim=True)[0]], dim=1)
+            return x * torch.sigmoid(self.spatial(s))
+
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), CBAM(16),
+                          nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU(), CBAM(32),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, NUM_CLASSES))
+    return model, torch.randn(BATCH, 3, 32, 32, generator=gen)
+
+
+def stn_classifier(gen):
+    """The PyTorch tutorial's spatial transformer: a localization net predicts a 2x3 affine matrix
+    (initialized to the identity), F.affine_grid and F.grid_sample resample the input."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.loc = nn.Sequential(nn.Conv2d(1, 8, 5), nn.MaxPool2d(2), nn.ReLU(), nn.Conv2d(8, 10, 5),
+                                     nn.MaxPool2d(2), nn.ReLU())
+            self.fc_loc = nn.Sequential(nn.Linear(10 * 4 * 4, 32), nn.ReLU(), nn.Linear(32, 6))
+            self.fc_loc[2].weight.data.normal_(0, 0.01)
+            self.fc_loc[2].bias.data.copy_(torch.tensor([1, 0, 0, 0, 1, 0], dtype=torch.float))
+            self.cls = nn.Sequential(nn.Conv2d(1, 8, 5), nn.MaxPool2d(2), nn.ReLU(), nn.Flatten(),
+                                     nn.Linear(8 * 12 * 12, NUM_CLASSES))
+
+        def forward(self, x):
+            theta = self.fc_loc(self.loc(x).flatten(1)).view(-1, 2, 3)
+            grid = F.affine_grid(theta, x.size(), align_corners=False)
+            return self.cls(F.grid_sample(x, grid, align_corners=False))
+
+    return M(), torch.randn(BATCH, 1, 28, 28, generator=gen)
+
+
+def numel_norms(gen):
+    """Normalizations written by hand: x.numel()-based means, std with unbiased=False, F.normalize,
+    clamp_min, and a RMS norm; sqrt/rsqrt/pow along the way."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(16, 32)
+            self.b = nn.Linear(32, NUM_CLASSES)
+            self.g = nn.Parameter(torch.ones(32))
+
+        def forward(self, x):
+            h = self.a(x)
+            h = (h - h.sum() / h.numel()) / h.std(dim=1, unbiased=False, keepdim=True).clamp_min(1e-5)
+            h = F.normalize(h, dim=1) * self.g
+            h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6)
+            return self.b(F.gelu(h))
+
+    return M(), torch.randn(BATCH, 16, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
-                               resnet18_fpn)}
+                               resnet18_fpn, cbam_cnn, stn_classifier, numel_norms)}
 
 
 def build(name, seed=0):
