@@ -99,6 +99,7 @@ SlotRole RoleOf(OpKind op, size_t slot) {
 // onnx.defs.get_schema(op, opset) for every op of ir/ops.def). 0: never.
 int Bf16MinOpset(OpKind op) {
   switch (op) {
+    case OpKind::kTopK: return 24;
     case OpKind::kConv:
     case OpKind::kConvTranspose:
     case OpKind::kMaxPool:

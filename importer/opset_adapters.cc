@@ -235,7 +235,9 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kAnd:
     case OpKind::kOr:
     case OpKind::kXor: return 7;
-    case OpKind::kCumSum: return 11;
+    case OpKind::kCumSum:
+    case OpKind::kGatherElements:
+    case OpKind::kTopK: return 11;
     case OpKind::kCelu:
     case OpKind::kLessOrEqual:
     case OpKind::kGreaterOrEqual: return 12;

@@ -337,6 +337,32 @@ Status CumSumGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// The axis attribute of `c`'s node in [0, rank of input 0).
+StatusOr<int64_t> NodeAxis(GradContext& c, int64_t fallback) {
+  const int64_t rank = static_cast<int64_t>(c.rank(c.input(0)));
+  int64_t axis = c.attrs().Int("axis", fallback);
+  if (axis < -rank || axis >= rank) return c.Unsupported("axis is out of range");
+  return axis < 0 ? axis + rank : axis;
+}
+
+// torch.gather: each dY element goes back where its index read.
+Status GatherElementsGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(int64_t axis, NodeAxis(c, 0));
+  ir::Attributes a;
+  a.Set("axis", axis);
+  c.SetGrad(0, c.Emit1(OpKind::kGatherElementsGrad, {c.grad_output(0), c.input(1), c.ShapeOf(c.input(0))}, std::move(a)));
+  return Status::Ok();
+}
+
+// TopK's values are x gathered at its indices: the same backward.
+Status TopKGrad(GradContext& c) {
+  AMP_ASSIGN_OR_RETURN(int64_t axis, NodeAxis(c, -1));
+  ir::Attributes a;
+  a.Set("axis", axis);
+  c.SetGrad(0, c.Emit1(OpKind::kGatherElementsGrad, {c.grad_output(0), c.output(1), c.ShapeOf(c.input(0))}, std::move(a)));
+  return Status::Ok();
+}
+
 // A mask of fixed positions: dx is dy under the same mask.
 Status TriluGrad(GradContext& c) {
   ir::Attributes a;
@@ -369,6 +395,8 @@ void RegisterShapeRules(RuleTable& t) {
   SetRule(t, OpKind::kReduceProd, ReduceProdGrad);
   SetRule(t, OpKind::kCumSum, CumSumGrad);
   SetRule(t, OpKind::kTrilu, TriluGrad);
+  SetRule(t, OpKind::kGatherElements, GatherElementsGrad);
+  SetRule(t, OpKind::kTopK, TopKGrad);
   SetRule(t, OpKind::kReduceL2, ReduceL2Grad);
 }
 

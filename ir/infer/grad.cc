@@ -236,6 +236,17 @@ Status InferGatherGrad(InferContext& ctx) {
   return Status::Ok();
 }
 
+// GatherElementsGrad(dY, indices, data_shape), attr axis: data_shape's dims, dY's dtype.
+Status InferGatherElementsGrad(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireFloat(ctx, 0));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsIndexType(ctx.inputs[1].dtype), "int32 or int64"));
+  AMP_ASSIGN_OR_RETURN(ShapeInput data, ReadShapeInput(ctx, 2, "data_shape"));
+  if (data.dims) ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape::FromStatic(*data.dims));
+  else if (data.rank) ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>(*data.rank, UnknownDim())));
+  else ctx.outputs[0] = TensorType{ctx.inputs[0].dtype, Shape(), false};
+  return Status::Ok();
+}
+
 Status InferReduceSumTo(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireFloat(ctx, 0));
   AMP_ASSIGN_OR_RETURN(ShapeInput target, ReadShapeInput(ctx, 1, "shape"));

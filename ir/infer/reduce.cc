@@ -96,6 +96,60 @@ Status InferReduceProd(InferContext& ctx) {
   return Status::Ok();
 }
 
+namespace {
+
+// The axis attribute of ArgMax/ArgMin/TopK, in [0, rank).
+StatusOr<size_t> OneAxis(const InferContext& ctx, int64_t fallback) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.rank());
+  AMP_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs->GetInt("axis", fallback));
+  if (rank < 1) return ctx.Error("input must have rank >= 1");
+  if (axis < -rank || axis >= rank) return NodeOutOfRange(ctx, StrCat("axis ", axis, " is out of range for rank ", rank));
+  return static_cast<size_t>(axis < 0 ? axis + rank : axis);
+}
+
+Status InferArgExtremum(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  AMP_ASSIGN_OR_RETURN(size_t axis, OneAxis(ctx, 0));
+  AMP_ASSIGN_OR_RETURN(int64_t keepdims, ctx.attrs->GetInt("keepdims", 1));
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("select_last_index", 0).status());
+  std::vector<Dim> dims;
+  const Shape& in = ctx.inputs[0].shape;
+  for (size_t d = 0; d < in.rank(); ++d) {
+    if (d != axis) dims.push_back(in[d]);
+    else if (keepdims) dims.push_back(Dim::Static(1));
+  }
+  ctx.outputs[0] = TensorType::Of(DType::kInt64, Shape(std::move(dims)));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status InferArgMax(InferContext& ctx) { return InferArgExtremum(ctx); }
+Status InferArgMin(InferContext& ctx) { return InferArgExtremum(ctx); }
+
+// TopK(x, k): values (x's dtype) and int64 indices, x's shape with k along the axis.
+Status InferTopK(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, ctx.inputs[1].dtype == DType::kInt64, "int64 (k)"));
+  AMP_ASSIGN_OR_RETURN(size_t axis, OneAxis(ctx, -1));
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("largest", 1).status());
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("sorted", 1).status());
+  Shape out = ctx.inputs[0].shape;
+  out[axis] = UnknownDim();
+  if (const Tensor* k = ctx.value(1)) {
+    if (k->num_elements() != 1) return ctx.Error("k must hold one value, got ", k->num_elements());
+    const int64_t kv = k->GetAsInt64(0);
+    const Dim& n = ctx.inputs[0].shape[axis];
+    if (kv < 0 || (n.is_static() && kv > n.value))
+      return ctx.Error("k = ", kv, " is outside [0, ", n.is_static() ? StrCat(n.value) : std::string("dim"), "]");
+    out[axis] = Dim::Static(kv);
+  }
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, out);
+  ctx.outputs[1] = TensorType::Of(DType::kInt64, out);
+  return Status::Ok();
+}
+
 // CumSum(x, axis): x's type; axis is a scalar (or 1-element) int32/int64.
 Status InferCumSum(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));

@@ -490,6 +490,23 @@ Status InferTrilu(InferContext& ctx) {
   return Status::Ok();
 }
 
+// GatherElements(data, indices int32/int64), attr axis: indices' shape, data's
+// dtype; both of one rank.
+Status InferGatherElements(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsInteger(ctx.inputs[1].dtype), "int32 or int64 (indices)"));
+  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.rank());
+  AMP_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs->GetInt("axis", 0));
+  if (rank < 1) return ctx.Error("data must have rank >= 1");
+  if (axis < -rank || axis >= rank) return NodeOutOfRange(ctx, StrCat("axis ", axis, " is out of range for rank ", rank));
+  const TensorType& ind = ctx.inputs[1];
+  if (ind.has_shape && static_cast<int64_t>(ind.shape.rank()) != rank)
+    return ctx.Error("indices have rank ", ind.shape.rank(), ", data rank ", rank, " (they must be equal)");
+  ctx.outputs[0] = ind.has_shape ? TensorType::Of(ctx.inputs[0].dtype, ind.shape)
+                                 : TensorType{ctx.inputs[0].dtype, Shape(), false};
+  return Status::Ok();
+}
+
 Status InferShape(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
   const Shape& in = ctx.inputs[0].shape;

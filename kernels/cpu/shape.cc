@@ -288,6 +288,7 @@ void RegisterReferenceShape(Registry& r) {
   RegisterReferenceGatherSlice(r);
   RegisterReferencePadResize(r);
   RegisterReferenceCumSumTrilu(r);
+  RegisterReferenceSelect(r);
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -19,6 +19,7 @@ namespace amptrain::kernels::cpu {
 void RegisterReferenceGatherSlice(Registry& r);  // gather_slice.cc: Gather, Slice
 void RegisterReferencePadResize(Registry& r);    // pad_resize.cc: Pad, Resize
 void RegisterReferenceCumSumTrilu(Registry& r);  // cumsum_trilu.cc: CumSum, Trilu
+void RegisterReferenceSelect(Registry& r);       // select.cc: ArgMax, ArgMin, TopK, GatherElements(Grad)
 
 template <class T> struct Bytes { using type = T; };
 

@@ -401,6 +401,23 @@ TEST(GradCheck, CumSumAndTrilu) {
     }
 }
 
+// torch.gather with repeated indices (their gradients add), and TopK's values
+// on both ends (distinct random values: no ties to break).
+TEST(GradCheck, GatherElementsAndTopK) {
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [](Graph& g, const V& x) {
+    Value idx = Op(g, OpKind::kReshape, {IntsConst(g, {0, 3, 3, -1, 1, 2, 2, 0, 1, 3, 0, 0, 0, 2, -4}),
+                                         IntsConst(g, {3, 5})});
+    return Op(g, OpKind::kGatherElements, {x[0], idx}, A({{"axis", int64_t{1}}}));
+  });
+  for (int64_t largest : {0, 1})
+    for (int64_t axis : {0, -1}) {
+      SCOPED_TRACE(StrCat("largest ", largest, " axis ", axis));
+      GRADCHECK((std::vector<GradInput>{{"x", {3, 5}}}), [largest, axis](Graph& g, const V& x) {
+        return Op(g, OpKind::kTopK, {x[0], IntsConst(g, {2})}, A({{"axis", axis}, {"largest", largest}}), 2, 0);
+      });
+    }
+}
+
 // ---- nn ----
 
 TEST(GradCheck, GlobalAveragePoolAndPad) {

@@ -373,10 +373,37 @@ def numel_norms(gen):
     return M(), torch.randn(BATCH, 16, generator=gen)
 
 
+def clip_text_pool(gen):
+    """A CLIP-style text encoder head: token embeddings through a transformer block, the feature at
+    each sequence's end-of-text token (argmax of the ids) picked with advanced indexing, then
+    torch.gather of per-class prototype scores and an L1 norm."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, d)
+            self.block = nn.TransformerEncoderLayer(d, 4, 64, dropout=0.0, batch_first=True)
+            self.proj = nn.Linear(d, 16)
+            self.head = nn.Linear(16, NUM_CLASSES)
+
+        def forward(self, ids):
+            h = self.block(self.emb(ids))
+            eot = h[torch.arange(h.shape[0]), ids.argmax(dim=-1)]
+            z = self.proj(eot)
+            z = z / (z.abs().sum(dim=1, keepdim=True) + 1e-6)
+            idx = torch.argsort(z, dim=1)[:, :4]
+            top = torch.gather(z, 1, idx)
+            return self.head(z) + top.sum(dim=1, keepdim=True)
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
-                               resnet18_fpn, cbam_cnn, stn_classifier, numel_norms)}
+                               resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
+                               clip_text_pool)}
 
 
 def build(name, seed=0):

@@ -619,14 +619,18 @@ def write_markdown(path, results, args):
         binary = f"amptrain built {built} from commit {head}" + (" plus uncommitted changes" if dirty else "")
     except Exception:
         binary = "amptrain"
+    zoo = all(r["model"] in model_zoo.ZOO for r in results)
     lines = [
-        "# Coverage of current PyTorch exports (torchvision classifiers)",
+        "# Coverage of current PyTorch exports (" +
+        ("tools/bench/model_zoo.py: small models beyond the torchvision classifiers" if zoo else
+         "torchvision classifiers") + ")",
         "",
         f"- Date: {datetime.date.today().isoformat()}; machine: {cpu}, {os.cpu_count()} cores "
         f"({platform.machine()}); {binary}, with `--threads {args.threads}`; everything under `nice -n 19`.",
         f"- torch {torch.__version__}, torchvision {torchvision.__version__}, onnx {onnx.__version__}, "
         f"onnxruntime {ort_v[0] if ort_v else '?'}, onnxconverter-common {ort_v[1] if len(ort_v) > 1 else '?'}.",
-        "- Command: `nice -n 19 .cache/torch-pypi/bin/python tools/bench/torchvision_coverage.py`" +
+        "- Command: `nice -n 19 .cache/torch-pypi/bin/python tools/bench/torchvision_coverage.py" +
+        (" --models zoo --out build/zoo_coverage --md docs/zoo_coverage.md" if zoo else "") + "`" +
         (" (this table was recorded in parts, with `--append`)" if args.append or args.table_only else "") +
         f"; {len(results)} model/exporter pairs, "
         f"{sum(r.get('case_s', 0) for r in results) / 60:.1f} min of case wall time in all.",
