@@ -55,6 +55,11 @@ Status UpgradeToCanonical(ir::Graph& graph, int64_t opset);
 // when it changed the graph.
 StatusOr<bool> LowerCastLike(ir::Graph& graph);
 
+// Replaces InstanceNormalization, DepthToSpace and SpaceToDepth by the ops
+// they are made of (importer/lowerings.cc); reruns shape inference when it
+// changed the graph.
+StatusOr<bool> LowerComposites(ir::Graph& graph);
+
 // Rewrites a canonical graph (a copy the exporter owns) into the encoding of
 // `opset`; fails naming the node when that opset cannot express it.
 Status DowngradeFromCanonical(ir::Graph& graph, int64_t opset);

@@ -167,6 +167,22 @@ class ActivationsNet(nn.Module):
         return self.head(torch.cat([h, torch.cumsum(h, dim=1) / 8, torch.logsumexp(h, dim=1, keepdim=True)], 1))
 
 
+class NormsNet(nn.Module):
+    """GroupNorm, InstanceNorm2d (affine, so its weights start at ones/zeros and must still train),
+    PixelShuffle and PixelUnshuffle: InstanceNormalization and DepthToSpace in the export."""
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.c1, self.gn = nn.Conv2d(3, 16, 3, padding=1), nn.GroupNorm(4, 16)
+        self.shuffle, self.c2 = nn.PixelShuffle(2), nn.Conv2d(4, 8, 3, padding=1)
+        self.inorm, self.unshuffle = nn.InstanceNorm2d(8, affine=True), nn.PixelUnshuffle(2)
+        self.head = nn.Linear(32, num_classes)
+
+    def forward(self, x):
+        h = self.shuffle(torch.relu(self.gn(self.c1(x))))
+        h = self.unshuffle(torch.relu(self.inorm(self.c2(h))))
+        return self.head(h.mean(dim=(2, 3)))
+
+
 class MaskedPoolTransformer(SmallTransformer):
     """transformer whose mean pool is weighted by a float mask [batch, seq] (1 keeps a position, 0 drops it):
     a model with two data inputs of different dtypes."""
@@ -228,6 +244,10 @@ def build_model(name, args):
         model = RecurrentClassifier(name, num_classes=args.num_classes or 10)
         x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
         return model, x
+    elif name == "norms":
+        model = NormsNet(num_classes=args.num_classes or 10)
+        randomize_norm_affine(model, gen)
+        return model, torch.randn(args.batch, 3, 8, 8, generator=gen)
     elif name == "activations":
         model = ActivationsNet(num_classes=args.num_classes or 10)
         with torch.no_grad():  # PReLU slopes of both signs and sizes

@@ -45,7 +45,7 @@ from export_models import build_model, export, set_reference_train_mode
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="simplecnn", choices=["simplecnn", "resnet18", "resnet50", "transformer", "causal_transformer", "lstm", "gru",
-                                                             "sincos_transformer", "activations"])
+                                                             "sincos_transformer", "activations", "norms"])
     p.add_argument("--out", required=True)
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--batch", type=int, default=4)

@@ -93,7 +93,10 @@ INSTANTIATE_TEST_SUITE_P(Models, GradVsTorch,
                                            // forward; PRelu, Elu, Softplus, Selu, Celu, Mish,
                                            // CumSum and ReduceLogSumExp.
                                            Case{"sincos_transformer", "--opset 17 --batch 4"},
-                                           Case{"activations", "--opset 17 --batch 4"}),
+                                           Case{"activations", "--opset 17 --batch 4"},
+                                           // GroupNorm, InstanceNorm2d (affine) and pixel
+                                           // (un)shuffle: importer/lowerings.cc.
+                                           Case{"norms", "--opset 17 --batch 4"}),
                          [](const auto& info) { return info.param.model; });
 
 }  // namespace

@@ -321,3 +321,76 @@ TEST(SequenceSplits, SplitToSequenceWithSequenceAtBecomesSlices) {
 
 }  // namespace
 }  // namespace amptrain::importer
+
+namespace amptrain::importer {
+namespace {
+
+using namespace testing;  // NOLINT
+using ir::OpKind;
+
+size_t CountOp(const ir::Graph& g, OpKind op) {
+  size_t n = 0;
+  for (const ir::Node* node : g.nodes()) n += node->op() == op;
+  return n;
+}
+
+// InstanceNormalization becomes LayerNormalization over the spatial dims plus
+// a per-channel Mul/Add. A Constant scale of ones / bias of zeros (GroupNorm's
+// export) drops its Mul / Add; an initializer of ones does not: it is a
+// parameter (nn.InstanceNorm2d(affine=True) starts at ones / zeros), and
+// dropping it would leave it untrained.
+TEST(Lowerings, InstanceNormKeepsItsParametersAndDropsConstantIdentities) {
+  for (bool constant : {false, true}) {
+    SCOPED_TRACE(constant ? "Constant ones/zeros" : "initializers of ones/zeros");
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", {2, 3, 4, 5});
+    std::vector<float> ones(3, 1.0f), zeros(3, 0.0f);
+    if (constant) {
+      for (auto [name, v] : {std::pair{"s", &ones}, std::pair{"b", &zeros}}) {
+        auto* c = AddNode(m, "Constant", {}, {name});
+        auto* a = c->add_attribute();
+        a->set_name("value");
+        a->set_type(onnx::AttributeProto::TENSOR);
+        FillFloats(a->mutable_t(), "", {3}, *v);
+      }
+    } else {
+      FillFloats(m.mutable_graph()->add_initializer(), "s", {3}, ones);
+      FillFloats(m.mutable_graph()->add_initializer(), "b", {3}, zeros);
+    }
+    SetFloat(AddNode(m, "InstanceNormalization", {"x", "s", "b"}, {"y"}, "in"), "epsilon", 1e-3f);
+    AddOutput(m, "y");
+    auto g = MustImport(m);
+    ASSERT_TRUE(g);
+    EXPECT_EQ(CountOp(*g, OpKind::kInstanceNormalization), 0u);
+    EXPECT_EQ(CountOp(*g, OpKind::kLayerNormalization), 1u);
+    EXPECT_EQ(CountOp(*g, OpKind::kMul), constant ? 0u : 1u);
+    EXPECT_EQ(CountOp(*g, OpKind::kAdd), constant ? 0u : 1u);
+    EXPECT_EQ(g->type(g->FindValue("y")).ToString(), "float32[2,3,4,5]");
+  }
+}
+
+// Symbolic dims (a dynamic batch, or here H) lower to shapes computed at run
+// time; static ones fold to constants.
+TEST(Lowerings, SymbolicDimsLowerToRunTimeShapes) {
+  onnx::ModelProto m = NewModel(17);
+  auto* x = AddInput(m, "x", {1, 8, 4, 4});
+  x->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(2)->set_dim_param("h");
+  SetInt(AddNode(m, "DepthToSpace", {"x"}, {"y"}, "d2s"), "blocksize", 2);
+  AddOutput(m, "y");
+  auto g = MustImport(m);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(CountOp(*g, OpKind::kDepthToSpace), 0u);
+  EXPECT_EQ(CountOp(*g, OpKind::kShape), 1u);
+  EXPECT_EQ(g->type(g->FindValue("y")).shape.rank(), 4u);
+  onnx::ModelProto s = NewModel(17);
+  AddInput(s, "x", {1, 8, 4, 4});
+  SetInt(AddNode(s, "DepthToSpace", {"x"}, {"y"}, "d2s"), "blocksize", 2);
+  AddOutput(s, "y");
+  auto folded = MustImport(s);
+  ASSERT_TRUE(folded);
+  EXPECT_EQ(CountOp(*folded, OpKind::kShape), 0u);
+  EXPECT_EQ(folded->type(folded->FindValue("y")).ToString(), "float32[1,2,8,8]");
+}
+
+}  // namespace
+}  // namespace amptrain::importer

@@ -1,0 +1,209 @@
+// Ops amptrain runs as compositions of others, rewritten right after import's
+// shape inference (importer/opset_adapters.h: LowerComposites), so that the
+// executor, autodiff, the AMP plan and the exporter need nothing new:
+//   InstanceNormalization(x [N, C, D...], scale, bias, epsilon)
+//     -> LayerNormalization(x, ones[D...], axis = 2, epsilon)    (statistics per (n, c))
+//        -> Mul(scale as [C, 1, ...]) -> Add(bias as [C, 1, ...])
+//     The Mul is left out where scale is a Constant of ones and the Add where
+//     bias is a Constant of zeros (nn.GroupNorm's export: its affine comes
+//     after, as a separate Mul/Add); initializers always keep theirs.
+//   DepthToSpace(x [N, C, H, W], b, DCR) -> Reshape [N, b, b, C/b^2, H, W]
+//     -> Transpose [0, 3, 4, 1, 5, 2] -> Reshape [N, C/b^2, H b, W b];
+//     CRD: Reshape [N, C/b^2, b, b, H, W] -> Transpose [0, 1, 4, 2, 5, 3].
+//   SpaceToDepth(x, b, DCR) -> Reshape [N, C, H/b, b, W/b, b]
+//     -> Transpose [0, 3, 5, 1, 2, 4] -> Reshape [N, C b^2, H/b, W/b];
+//     CRD (opset 24): Transpose [0, 1, 3, 5, 2, 4].
+//     The target shapes are computed from Shape(x) (Gather/Mul/Div/Concat),
+//     so symbolic dims work; constant folding turns them into constants
+//     where the shape is static.
+// Each replacement keeps the lowered node's output name, so graph outputs
+// and later readers see the same value.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "importer/opset_adapters.h"
+#include "ir/infer/value_util.h"
+
+namespace amptrain::importer {
+
+namespace {
+
+using ir::OpKind;
+using ir::Value;
+
+Value IntsConstant(ir::Graph& g, const std::string& hint, const std::vector<int64_t>& v) {
+  auto t = ir::Tensor::Zeros(ir::DType::kInt64, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t->data<int64_t>());
+  std::string name = g.UniqueName(hint);
+  ir::Node* c = g.AddNode(OpKind::kConstant, {}, 1, name, {name});
+  c->mutable_output_info(0).type = ir::TensorType::Of(ir::DType::kInt64, {static_cast<int64_t>(v.size())});
+  c->attrs().Set("value", std::move(*t));
+  return c->output(0);
+}
+
+// A float constant of `dtype` and `dims`, every element `fill`.
+StatusOr<Value> FilledConstant(ir::Graph& g, const std::string& hint, ir::DType dtype, const std::vector<int64_t>& dims,
+                               double fill) {
+  AMP_ASSIGN_OR_RETURN(ir::Tensor t, ir::Tensor::Zeros(dtype, dims));
+  for (int64_t i = 0; i < t.num_elements(); ++i) ir::SetElementFromDouble(t, i, fill);
+  std::string name = g.UniqueName(hint);
+  ir::Node* c = g.AddNode(OpKind::kConstant, {}, 1, name, {name});
+  c->mutable_output_info(0).type = ir::TensorType::Of(dtype, dims);
+  c->attrs().Set("value", std::move(t));
+  return c->output(0);
+}
+
+// True when v is a Constant node (not an initializer: that is a parameter,
+// which training moves off its initial ones / zeros) whose every element
+// equals `x`.
+bool ConstantAll(const ir::Graph& g, Value v, double x) {
+  if (g.producer(v)->op() != OpKind::kConstant) return false;
+  const ir::Tensor* t = g.ConstantValue(v);
+  if (!t) return false;
+  for (int64_t i = 0; i < t->num_elements(); ++i)
+    if (t->GetAsDouble(i) != x) return false;
+  return true;
+}
+
+// Makes `last` produce n's output under its name, and removes n.
+Status Replace(ir::Graph& g, ir::Node* n, Value last) {
+  Value y = n->output(0);
+  ir::ValueInfo info = g.info(y);
+  g.ReplaceAllUsesWith(y, last);
+  AMP_RETURN_IF_ERROR(g.RemoveNode(n));
+  AMP_RETURN_IF_ERROR(g.RenameValue(last, info.name));
+  g.mutable_info(last) = std::move(info);
+  return Status::Ok();
+}
+
+// The static dims of x from `from` on, or an error naming the node.
+StatusOr<std::vector<int64_t>> StaticTail(const ir::Graph& g, const ir::Node* n, Value x, size_t from) {
+  const ir::TensorType& t = g.type(x);
+  if (!t.has_shape) return Unimplemented(n->Describe(), ": the input shape is unknown");
+  std::vector<int64_t> dims;
+  for (size_t d = from; d < t.shape.rank(); ++d) {
+    if (!t.shape[d].is_static())
+      return Unimplemented(n->Describe(), ": dim ", d, " of the input (", t.shape.ToString(),
+                           ") is not static; amptrain lowers this op with fixed sizes");
+    dims.push_back(t.shape[d].value);
+  }
+  return dims;
+}
+
+// Builds int64 shape vectors at run time from Shape(x): a symbolic batch (or
+// any dim) needs no fixed size; fully static shapes fold to constants.
+class ShapeBuilder {
+ public:
+  ShapeBuilder(ir::Graph& g, Value x, std::string base) : g_(g), base_(std::move(base)) {
+    shape_ = g.AddNode(OpKind::kShape, {x}, 1, g.UniqueName(base_ + "_shape"))->output(0);
+  }
+  Value Const(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
+  // The dims of x at `axes`.
+  Value Dims(const std::vector<int64_t>& axes) {
+    ir::Node* n = g_.AddNode(OpKind::kGather, {shape_, Const(axes)}, 1, g_.UniqueName(base_ + "_gather"));
+    n->attrs().Set("axis", int64_t{0});
+    return n->output(0);
+  }
+  Value Op(OpKind op, Value a, Value b) { return g_.AddNode(op, {a, b}, 1, g_.UniqueName(base_ + "_dim_op"))->output(0); }
+  Value Concat(std::vector<Value> parts) {
+    ir::Node* n = g_.AddNode(OpKind::kConcat, std::move(parts), 1, g_.UniqueName(base_ + "_concat"));
+    n->attrs().Set("axis", int64_t{0});
+    return n->output(0);
+  }
+
+ private:
+  ir::Graph& g_;
+  std::string base_;
+  Value shape_;
+};
+
+Status LowerInstanceNorm(ir::Graph& g, ir::Node* n) {
+  Value x = n->input(0), scale = n->input(1), bias = n->input(2);
+  const std::string base = n->name();
+  const ir::TensorType& xt = g.type(x);
+  if (!xt.has_shape || xt.shape.rank() < 3) return InvalidArgument(n->Describe(), ": expects [N, C, D1, ...]");
+  const size_t spatial_rank = xt.shape.rank() - 2;
+  // LayerNormalization's scale: ones over the spatial dims, a constant where
+  // they are static, else ConstantOfShape(Shape(x)[2:]) at run time.
+  Value ones;
+  auto spatial = StaticTail(g, n, x, 2);
+  if (spatial.ok()) {
+    AMP_ASSIGN_OR_RETURN(ones, FilledConstant(g, base + "_ones", xt.dtype, *spatial, 1.0));
+  } else {
+    std::vector<int64_t> axes(spatial_rank);
+    for (size_t d = 0; d < spatial_rank; ++d) axes[d] = static_cast<int64_t>(d + 2);
+    ShapeBuilder sb(g, x, base);
+    AMP_ASSIGN_OR_RETURN(ir::Tensor one, ir::Tensor::Zeros(xt.dtype, {1}));
+    ir::SetElementFromDouble(one, 0, 1.0);
+    ir::Node* c = g.AddNode(OpKind::kConstantOfShape, {sb.Dims(axes)}, 1, g.UniqueName(base + "_ones"));
+    c->attrs().Set("value", std::move(one));
+    ones = c->output(0);
+  }
+  ir::Node* ln = g.AddNode(OpKind::kLayerNormalization, {x, ones}, 1, g.UniqueName(base + "_ln"));
+  ln->attrs().Set("axis", int64_t{2});
+  ln->attrs().Set("epsilon", static_cast<float>(n->attrs().Float("epsilon", 1e-5f)));
+  ln->set_doc(n->doc());
+  Value y = ln->output(0);
+  // scale and bias as [C, 1, ..., 1]: they broadcast over the spatial dims.
+  std::vector<int64_t> channel_shape(spatial_rank + 1, 1);
+  channel_shape[0] = -1;
+  auto per_channel = [&](Value v, const char* what) {
+    return g.AddNode(OpKind::kReshape, {v, IntsConstant(g, base + "_" + what + "_shape", channel_shape)}, 1,
+                     g.UniqueName(base + "_" + what + "_reshape"))->output(0);
+  };
+  if (!ConstantAll(g, scale, 1.0))
+    y = g.AddNode(OpKind::kMul, {y, per_channel(scale, "scale")}, 1, g.UniqueName(base + "_scale"))->output(0);
+  if (!ConstantAll(g, bias, 0.0))
+    y = g.AddNode(OpKind::kAdd, {y, per_channel(bias, "bias")}, 1, g.UniqueName(base + "_bias"))->output(0);
+  return Replace(g, n, y);
+}
+
+Status LowerBlockRearrange(ir::Graph& g, ir::Node* n) {
+  Value x = n->input(0);
+  const std::string base = n->name();
+  if (!g.type(x).has_shape || g.type(x).shape.rank() != 4) return InvalidArgument(n->Describe(), ": expects a 4-D input");
+  const int64_t b = n->attrs().Int("blocksize", 1);
+  const bool crd = n->attrs().Str("mode", "DCR") == "CRD";
+  ShapeBuilder sb(g, x, base);
+  Value split, merged;  // Reshape's 0 copies N, -1 takes the channels
+  std::vector<int64_t> perm;
+  if (n->op() == OpKind::kDepthToSpace) {
+    split = sb.Concat({sb.Const(crd ? std::vector<int64_t>{0, -1, b, b} : std::vector<int64_t>{0, b, b, -1}), sb.Dims({2, 3})});
+    perm = crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3} : std::vector<int64_t>{0, 3, 4, 1, 5, 2};
+    merged = sb.Concat({sb.Const({0, -1}), sb.Op(OpKind::kMul, sb.Dims({2, 3}), sb.Const({b}))});
+  } else {  // CRD (opset 24): the channel varies slowest, as DepthToSpace CRD reads it
+    Value hw = sb.Op(OpKind::kDiv, sb.Dims({2, 3}), sb.Const({b}));
+    Value h = sb.Op(OpKind::kDiv, sb.Dims({2}), sb.Const({b})), w = sb.Op(OpKind::kDiv, sb.Dims({3}), sb.Const({b}));
+    split = sb.Concat({sb.Const({0, -1}), h, sb.Const({b}), w, sb.Const({b})});
+    perm = crd ? std::vector<int64_t>{0, 1, 3, 5, 2, 4} : std::vector<int64_t>{0, 3, 5, 1, 2, 4};
+    merged = sb.Concat({sb.Const({0, -1}), hw});
+  }
+  Value v = g.AddNode(OpKind::kReshape, {x, split}, 1, g.UniqueName(base + "_split_reshape"))->output(0);
+  ir::Node* t = g.AddNode(OpKind::kTranspose, {v}, 1, g.UniqueName(base + "_transpose"));
+  t->attrs().Set("perm", perm);
+  v = g.AddNode(OpKind::kReshape, {t->output(0), merged}, 1, g.UniqueName(base + "_merge_reshape"))->output(0);
+  return Replace(g, n, v);
+}
+
+}  // namespace
+
+StatusOr<bool> LowerComposites(ir::Graph& g) {
+  std::vector<ir::NodeId> ids;
+  for (const ir::Node* n : g.nodes())
+    if (n->op() == OpKind::kInstanceNormalization || n->op() == OpKind::kDepthToSpace ||
+        n->op() == OpKind::kSpaceToDepth)
+      ids.push_back(n->id());
+  for (ir::NodeId id : ids) {
+    ir::Node* n = g.node(id);
+    if (n->op() == OpKind::kInstanceNormalization) {
+      AMP_RETURN_IF_ERROR(LowerInstanceNorm(g, n));
+    } else {
+      AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n));
+    }
+  }
+  if (!ids.empty()) AMP_RETURN_IF_ERROR(g.InferShapes());
+  return !ids.empty();
+}
+
+}  // namespace amptrain::importer
