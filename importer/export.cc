@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <unordered_set>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
@@ -124,10 +125,18 @@ Status BuildModel(const ir::Graph& g, int64_t opset, onnx::ModelProto* m) {
   }
   for (ir::Value v : g.inputs()) ValueInfoToProto(g.info(v), gp->add_input());
   AMP_ASSIGN_OR_RETURN(auto order, g.TopologicalOrder());
+  // Node names are written unique (ONNX Runtime refuses a model with two
+  // nodes of one name): a repeat, which a pass can make, gets a suffix.
+  std::unordered_set<std::string> names;
   for (const ir::Node* n : order) {
     if (n->schema().onnx_type.empty())
       return Unimplemented(n->Describe(), ": an IR-only op (no ONNX op type) cannot be exported");
-    NodeToProto(g, *n, gp->add_node());
+    onnx::NodeProto* p = gp->add_node();
+    NodeToProto(g, *n, p);
+    if (p->name().empty()) continue;
+    std::string name = p->name();
+    for (int k = 1; !names.insert(name).second; ++k) name = StrCat(p->name(), "_", k);
+    p->set_name(name);
   }
   for (ir::Value v : g.outputs()) ValueInfoToProto(g.info(v), gp->add_output());
   for (const ir::Node* n : order)

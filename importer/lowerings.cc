@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "importer/opset_adapters.h"
+#include "ir/einsum_equation.h"
 #include "ir/infer/value_util.h"
 
 namespace amptrain::importer {
@@ -186,18 +187,146 @@ Status LowerBlockRearrange(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, v);
 }
 
+// Einsum, one or two inputs, no label repeated within an input (no
+// diagonals). Labels of one input that the output lacks are summed first;
+// then with two inputs:
+//   batch (both inputs and the output), left (A and the output), contracted
+//   (both, not the output), right (B and the output):
+//   A -> Transpose [batch, left, contracted] -> Reshape [batch, L, K]
+//   B -> Transpose [batch, contracted, right] -> Reshape [batch, K, R]
+//   MatMul -> Reshape [batch, left..., right...] -> Transpose to the output.
+// Batch dims may be symbolic (Reshape's 0 keeps them, MatMul broadcasts
+// them); the left, contracted and right dims must be static.
+class EinsumLowering {
+ public:
+  EinsumLowering(ir::Graph& g, ir::Node* n) : g_(g), n_(n), base_(n->name()) {}
+
+  Status Run() {
+    std::vector<size_t> ranks;
+    for (size_t i = 0; i < n_->num_inputs(); ++i) {
+      if (!g_.type(n_->input(i)).has_shape) return Unimplemented(n_->Describe(), ": input ", i, " has no known shape");
+      ranks.push_back(g_.type(n_->input(i)).shape.rank());
+    }
+    const std::string equation = n_->attrs().Str("equation", "");
+    auto eq = ir::ParseEinsum(equation, ranks);
+    if (!eq.ok()) return InvalidArgument(n_->Describe(), ": ", eq.status().message());
+    for (const std::string& t : eq->inputs)
+      for (char c : t)
+        if (std::count(t.begin(), t.end(), c) > 1)
+          return Unimplemented(n_->Describe(), ": equation '", equation, "' repeats a label within one input "
+                               "(a diagonal), which amptrain does not lower");
+    out_ = eq->output;
+    std::vector<Value> ins;
+    std::vector<std::string> labels;
+    for (size_t i = 0; i < eq->inputs.size(); ++i) {
+      // Sum the labels no other input and not the output has.
+      std::string keep, drop;
+      for (char c : eq->inputs[i]) {
+        bool elsewhere = out_.find(c) != std::string::npos;
+        for (size_t j = 0; j < eq->inputs.size(); ++j) elsewhere |= j != i && eq->inputs[j].find(c) != std::string::npos;
+        (elsewhere ? keep : drop) += c;
+      }
+      ins.push_back(SumOut(n_->input(i), eq->inputs[i], drop));
+      labels.push_back(keep);
+    }
+    if (ins.size() == 1) return Replace(g_, n_, Permute(ins[0], labels[0], out_));
+    AMP_ASSIGN_OR_RETURN(Value y, Contract(ins, labels));
+    return Replace(g_, n_, y);
+  }
+
+ private:
+  int64_t DimOf(Value v, const std::string& labels, char c) {
+    return g_.type(v).shape[labels.find(c)].value;  // -1 when symbolic
+  }
+  Value Node1(OpKind op, std::vector<Value> in) { return g_.AddNode(op, std::move(in), 1, g_.UniqueName(base_ + "_einsum"))->output(0); }
+
+  Value SumOut(Value x, const std::string& labels, const std::string& drop) {
+    if (drop.empty()) return x;
+    std::vector<int64_t> axes;
+    for (char c : drop) axes.push_back(static_cast<int64_t>(labels.find(c)));
+    ir::Node* r = g_.AddNode(OpKind::kReduceSum, {x, IntsConstant(g_, base_ + "_axes", axes)}, 1, g_.UniqueName(base_ + "_sum"));
+    r->attrs().Set("keepdims", int64_t{0});
+    return r->output(0);
+  }
+
+  // x (dims labelled `from`) transposed to the order of `to` (the same labels).
+  Value Permute(Value x, const std::string& from, const std::string& to) {
+    if (from == to) return x;
+    std::vector<int64_t> perm;
+    for (char c : to) perm.push_back(static_cast<int64_t>(from.find(c)));
+    ir::Node* t = g_.AddNode(OpKind::kTranspose, {x}, 1, g_.UniqueName(base_ + "_transpose"));
+    t->attrs().Set("perm", perm);
+    return t->output(0);
+  }
+
+  Value Reshape(Value x, const std::vector<int64_t>& shape) {
+    return Node1(OpKind::kReshape, {x, IntsConstant(g_, base_ + "_shape", shape)});
+  }
+
+  // The product of the dims of `group` in x, or -1 (with *ok false) when one is symbolic.
+  int64_t Product(Value x, const std::string& labels, const std::string& group, bool* ok) {
+    int64_t p = 1;
+    for (char c : group) {
+      int64_t d = DimOf(x, labels, c);
+      if (d < 0) *ok = false;
+      p *= d < 0 ? 1 : d;
+    }
+    return p;
+  }
+
+  StatusOr<Value> Contract(const std::vector<Value>& ins, const std::vector<std::string>& labels) {
+    const std::string &la = labels[0], &lb = labels[1];
+    std::string batch, left, contracted, right;
+    for (char c : out_) {
+      const bool a = la.find(c) != std::string::npos, b = lb.find(c) != std::string::npos;
+      (a && b ? batch : a ? left : right) += c;
+    }
+    for (char c : la)
+      if (lb.find(c) != std::string::npos && out_.find(c) == std::string::npos) contracted += c;
+    bool ok = true;
+    const int64_t l = Product(ins[0], la, left, &ok), k = Product(ins[0], la, contracted, &ok),
+                  r = Product(ins[1], lb, right, &ok);
+    if (!ok)
+      return Unimplemented(n_->Describe(), ": a non-batch dim of equation '", n_->attrs().Str("equation", ""),
+                           "' is symbolic; amptrain lowers Einsum with static sizes there");
+    std::vector<int64_t> keep_batch(batch.size(), 0);  // Reshape's 0: copy the (maybe symbolic) batch dims
+    std::vector<int64_t> a_shape = keep_batch, b_shape = keep_batch, y_shape = keep_batch;
+    a_shape.insert(a_shape.end(), {l, k});
+    b_shape.insert(b_shape.end(), {k, r});
+    Value a = Reshape(Permute(ins[0], la, batch + left + contracted), a_shape);
+    Value b = Reshape(Permute(ins[1], lb, batch + contracted + right), b_shape);
+    Value y = Node1(OpKind::kMatMul, {a, b});
+    // [batch, L, R] -> [batch, left..., right...] -> the output's order.
+    for (char c : left) y_shape.push_back(DimOf(ins[0], la, c));
+    for (char c : right) y_shape.push_back(DimOf(ins[1], lb, c));
+    return Permute(Reshape(y, y_shape), batch + left + right, out_);
+  }
+
+  ir::Graph& g_;
+  ir::Node* n_;
+  std::string base_, out_;
+};
+
+Status LowerEinsum(ir::Graph& g, ir::Node* n) {
+  if (n->num_inputs() > 2)
+    return Unimplemented(n->Describe(), ": Einsum of ", n->num_inputs(), " inputs (amptrain lowers one or two)");
+  return EinsumLowering(g, n).Run();
+}
+
 }  // namespace
 
 StatusOr<bool> LowerComposites(ir::Graph& g) {
   std::vector<ir::NodeId> ids;
   for (const ir::Node* n : g.nodes())
     if (n->op() == OpKind::kInstanceNormalization || n->op() == OpKind::kDepthToSpace ||
-        n->op() == OpKind::kSpaceToDepth)
+        n->op() == OpKind::kSpaceToDepth || n->op() == OpKind::kEinsum)
       ids.push_back(n->id());
   for (ir::NodeId id : ids) {
     ir::Node* n = g.node(id);
     if (n->op() == OpKind::kInstanceNormalization) {
       AMP_RETURN_IF_ERROR(LowerInstanceNorm(g, n));
+    } else if (n->op() == OpKind::kEinsum) {
+      AMP_RETURN_IF_ERROR(LowerEinsum(g, n));
     } else {
       AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n));
     }

@@ -3,6 +3,7 @@
 //   InstanceNormalization(x [N, C, D...], scale [C], bias [C]), attr epsilon: x's type.
 //   DepthToSpace(x [N, C, H, W]), attrs blocksize b, mode DCR|CRD: [N, C / b^2, H b, W b].
 //   SpaceToDepth(x [N, C, H, W]), attrs blocksize b, mode DCR|CRD (opset 24): [N, C b^2, H / b, W / b].
+#include "ir/einsum_equation.h"
 #include "ir/infer/infer_util.h"
 
 namespace amptrain::ir {
@@ -58,5 +59,37 @@ Status InferBlockRearrange(InferContext& ctx, bool to_space) {
 
 Status InferDepthToSpace(InferContext& ctx) { return InferBlockRearrange(ctx, true); }
 Status InferSpaceToDepth(InferContext& ctx) { return InferBlockRearrange(ctx, false); }
+
+}  // namespace amptrain::ir
+
+namespace amptrain::ir {
+
+// Einsum: each output label takes its dim from an input that has it (a dim
+// of 1 broadcasts against the other's); the inputs' dtype.
+Status InferEinsum(InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(std::string equation, ctx.attrs->GetString("equation", ""));
+  std::vector<size_t> ranks;
+  for (size_t i = 0; i < ctx.inputs.size(); ++i) {
+    AMP_RETURN_IF_ERROR(RequireShape(ctx, i));
+    AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, i, IsNumeric(ctx.inputs[i].dtype), "a numeric type"));
+    if (i > 0) AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, i));
+    ranks.push_back(ctx.inputs[i].shape.rank());
+  }
+  auto eq = ParseEinsum(equation, ranks);
+  if (!eq.ok()) return ctx.Error(eq.status().message());
+  std::vector<Dim> dims;
+  for (char c : eq->output) {
+    Dim d = Dim::Static(1);
+    for (size_t i = 0; i < eq->inputs.size(); ++i) {
+      size_t at = eq->inputs[i].find(c);
+      if (at == std::string::npos) continue;
+      const Dim& di = ctx.inputs[i].shape[at];
+      if (!(di.is_static() && di.value == 1)) d = di;
+    }
+    dims.push_back(d);
+  }
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
 
 }  // namespace amptrain::ir
