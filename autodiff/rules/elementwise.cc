@@ -59,15 +59,27 @@ Status ModGrad(GradContext& c) {
   return Status::Ok();
 }
 
-Status PowGrad(GradContext& c) {  // y = a^b: da = dy * b * a^(b-1), db = dy * y * ln a
+// v cast to `like`'s dtype (itself when they agree).
+Value CastLike(GradContext& c, Value v, Value like) {
+  const ir::DType to = c.type(like).dtype;
+  if (c.type(v).dtype == to) return v;
+  ir::Attributes a;
+  a.Set("to", static_cast<int64_t>(ir::OnnxFromDType(to)));
+  return c.Emit1(OpKind::kCast, {v}, std::move(a));
+}
+
+// y = a^b: da = dy * b * a^(b-1), db = dy * y * ln a. The exponent keeps its
+// own dtype under AMP (an fp32 constant next to a low base): the products run
+// in the base's dtype, and db is cast back to the exponent's.
+Status PowGrad(GradContext& c) {
   Value dy = c.grad_output(0), a = c.input(0), b = c.input(1);
   if (c.needs_grad(0)) {
     Value a_bm1 = c.Emit1(OpKind::kPow, {a, c.Sub(b, c.Scalar(1.0, b))});
-    c.SetGrad(0, c.SumTo(c.Mul(dy, c.Mul(b, a_bm1)), a));
+    c.SetGrad(0, c.SumTo(c.Mul(dy, c.Mul(CastLike(c, b, a), a_bm1)), a));
   }
   if (c.needs_grad(1)) {
     Value ln_a = c.Emit1(OpKind::kLog, {a});
-    c.SetGrad(1, c.SumTo(c.Mul(dy, c.Mul(c.output(0), ln_a)), b));
+    c.SetGrad(1, c.SumTo(CastLike(c, c.Mul(dy, c.Mul(c.output(0), ln_a)), b), b));
   }
   return Status::Ok();
 }

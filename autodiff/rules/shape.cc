@@ -252,7 +252,10 @@ Status ReduceSumMeanGrad(GradContext& c) {
   return Status::Ok();
 }
 
-// dy goes to every input element equal to the maximum / minimum (ties all get it).
+// dy is shared evenly by the input elements equal to the maximum / minimum,
+// as torch.amax / amin's backward does: ties (common in bf16 and fp16, where
+// a 16x16 plane's maximum repeats) must not each get all of dy, which would
+// multiply the gradient by the number of ties.
 Status ReduceExtremumGrad(GradContext& c) {
   AMP_ASSIGN_OR_RETURN(auto axes, ReducedAxes(c));
   Value x = c.input(0), dy = c.grad_output(0);
@@ -261,7 +264,13 @@ Status ReduceExtremumGrad(GradContext& c) {
     return Status::Ok();
   }
   Value hit = c.Emit1(OpKind::kEqual, {x, KeepDims(c, c.output(0), *axes)});
-  c.SetGrad(0, c.Emit1(OpKind::kWhere, {hit, KeepDims(c, dy, *axes), c.Scalar(0.0, dy)}));
+  ir::Attributes to, keep;
+  to.Set("to", static_cast<int64_t>(ir::OnnxFromDType(c.type(dy).dtype)));
+  keep.Set("keepdims", int64_t{1});
+  Value ties = c.Emit1(OpKind::kReduceSum, {c.Emit1(OpKind::kCast, {hit}, std::move(to)), c.Ints(*axes)}, std::move(keep));
+  // At least 1: a NaN maximum equals nothing, and dy / 0 would be an inf the Where then hides.
+  Value share = c.Div(KeepDims(c, dy, *axes), c.Emit1(OpKind::kMax, {ties, c.Scalar(1.0, ties)}));
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {hit, share, c.Scalar(0.0, dy)}));
   return Status::Ok();
 }
 

@@ -57,6 +57,26 @@ TEST(GradCheck, Pow) {
   GRADCHECK((std::vector<GradInput>{{"a", {2, 3}, 0.5, 2.0}, {"b", {3}, -1.0, 2.0}}), Binary(OpKind::kPow));
 }
 
+// Under AMP the exponent keeps its dtype (an fp32 constant) while the base is
+// low (O3: x.pow(2) in bf16): the backward must not mix them in one Mul.
+TEST(GradCheck, PowWithAnFp32ExponentOfALowBase) {
+  for (ir::DType low : {ir::DType::kBFloat16, ir::DType::kFloat16}) {
+    auto g = std::make_unique<Graph>();
+    Value x = g->AddInput("x", ir::TensorType::Of(low, {2, 3}));
+    Value e = g->AddInput("e", ir::TensorType::Of(ir::DType::kFloat32, std::vector<int64_t>{}));
+    Value y = Op(*g, OpKind::kPow, {x, e});
+    Value y32 = Op(*g, OpKind::kCast, {y}, A({{"to", int64_t{1}}}));
+    Value loss = Op(*g, OpKind::kReduceSum, {y32}, A({{"keepdims", int64_t{0}}}));
+    Value seed = Op(*g, OpKind::kCast, {DoublesConst(*g, {1.0}, {})}, A({{"to", int64_t{1}}}));
+    ASSERT_TRUE(g->InferShapes().ok());
+    auto r = BuildBackward(*g, loss, seed, BackwardOptions{{"x", "e"}, {}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(g->type(r->grads["x"]).dtype, low);
+    EXPECT_EQ(g->type(r->grads["e"]).dtype, ir::DType::kFloat32);
+    EXPECT_TRUE(g->InferShapes().ok());
+  }
+}
+
 TEST(GradCheck, UnaryOps) {
   for (OpKind op : {OpKind::kNeg, OpKind::kExp, OpKind::kAbs, OpKind::kIdentity, OpKind::kErf, OpKind::kSigmoid,
                     OpKind::kTanh}) {
@@ -370,6 +390,14 @@ TEST(GradCheck, Reductions) {
       });
     }
   }
+}
+
+// Ties of a maximum / minimum share dy evenly (torch.amax / amin), rather
+// than each getting all of it.
+TEST(GradCheck, ReduceMaxMinTiesShareTheGradient) {
+  EXPECT_EQ(GradAt(OpKind::kReduceMax, {}, {1, 3, 3, 2}), (std::vector<double>{0, 0.5, 0.5, 0}));
+  EXPECT_EQ(GradAt(OpKind::kReduceMin, {}, {-1, 3, -1, -1}), (std::vector<double>{1.0 / 3, 0, 1.0 / 3, 1.0 / 3}));
+  EXPECT_EQ(GradAt(OpKind::kReduceMax, {}, {1, 4, 3, 2}), (std::vector<double>{0, 1, 0, 0}));
 }
 
 // ReduceProd where the reduced sets hold no zero, one zero or two: the

@@ -44,6 +44,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -203,7 +204,7 @@ def guided_conversion(args, sh, d, eval_onnx, feeds, res):
 
 
 def first_line(e):
-    s = str(e).strip().splitlines()
+    s = re.sub(r"\x1b\[[0-9;]*m", "", str(e)).strip().splitlines()  # no terminal colours in the table
     return type(e).__name__ + ": " + (s[0].strip() if s else "")
 
 
@@ -654,8 +655,8 @@ def write_markdown(path, results, args):
     for r in results:
         inp = "x".join(str(v) for v in r.get("input", []))
         prm = f"{r['params'] / 1e6:.2f}M" if "params" in r else ""
-        lines.append(f"| {r['model']} | {inp} | {prm} | {r['exporter']} | {r.get('opset', '')} | "
-                     f"{cell_infer(r)} | {cell_grad(r)} | {cell_convert(r)} |")
+        lines.append(re.sub(r"\x1b\[[0-9;]*m", "", f"| {r['model']} | {inp} | {prm} | {r['exporter']} | "
+                            f"{r.get('opset', '')} | {cell_infer(r)} | {cell_grad(r)} | {cell_convert(r)} |"))
     # Every failure with its command, for reproduction.
     fails = []
     for r in results:
