@@ -220,7 +220,8 @@ def main():
     version = subprocess.run([args.amptrain, "--version"], capture_output=True, text=True).stdout.strip()
     import torch
     with open(args.out, "w") as f:
-        f.write("# Mixed-precision training over the torchvision coverage exports\n\n")
+        f.write("# Mixed-precision training over the " + ("model_zoo" if "zoo" in args.exports else "torchvision coverage") +
+                f" exports (`--exports {os.path.relpath(args.exports, ROOT)}`)\n\n")
         f.write(f"`tools/bench/amp_coverage.py --steps {args.steps} --threads {args.threads}` on "
                 f"{datetime.date.today()}, {platform.machine()}, PyTorch {torch.__version__}; the exports of "
                 "tools/bench/torchvision_coverage.py (batch 2, random weights, seed 0; docs/torchvision_coverage.md)."
