@@ -6,7 +6,8 @@
 //        -> Mul(scale as [C, 1, ...]) -> Add(bias as [C, 1, ...])
 //     The Mul is left out where scale is a Constant of ones and the Add where
 //     bias is a Constant of zeros (nn.GroupNorm's export: its affine comes
-//     after, as a separate Mul/Add); initializers always keep theirs.
+//     after, as a separate Mul/Add); initializers always keep theirs. With
+//     symbolic spatial dims the ones come from ConstantOfShape(Shape(x)[2:]).
 //   DepthToSpace(x [N, C, H, W], b, DCR) -> Reshape [N, b, b, C/b^2, H, W]
 //     -> Transpose [0, 3, 4, 1, 5, 2] -> Reshape [N, C/b^2, H b, W b];
 //     CRD: Reshape [N, C/b^2, b, b, H, W] -> Transpose [0, 1, 4, 2, 5, 3].
@@ -16,6 +17,7 @@
 //     The target shapes are computed from Shape(x) (Gather/Mul/Div/Concat),
 //     so symbolic dims work; constant folding turns them into constants
 //     where the shape is static.
+//   Einsum (one or two inputs): see EinsumLowering below.
 // Each replacement keeps the lowered node's output name, so graph outputs
 // and later readers see the same value.
 #include <algorithm>
