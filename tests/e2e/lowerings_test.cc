@@ -131,5 +131,34 @@ TEST(LoweredEinsum, ExportWritesUniqueNodeNames) {
     if (!n.name().empty()) EXPECT_TRUE(names.insert(n.name()).second) << "repeated node name " << n.name();
 }
 
+// InstanceNormalization with symbolic spatial dims: LayerNormalization's ones
+// come from ConstantOfShape at run time; per-(n, c) statistics as ONNX's.
+TEST(LoweredInstanceNorm, SymbolicSpatialDims) {
+  onnx::ModelProto m = mb::NewModel(17);
+  auto* x = mb::AddInput(m, "x", {2, 3, 5, 7});
+  for (int d : {2, 3}) x->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(d)->set_dim_param(d == 2 ? "h" : "w");
+  const std::vector<float> scale = {1.5f, 0.5f, -1.0f}, bias = {0.1f, 0.2f, 0.3f};
+  mb::FillFloats(m.mutable_graph()->add_initializer(), "s", {3}, scale);
+  mb::FillFloats(m.mutable_graph()->add_initializer(), "b", {3}, bias);
+  mb::SetFloat(mb::AddNode(m, "InstanceNormalization", {"x", "s", "b"}, {"y"}, "in"), "epsilon", 1e-5f);
+  mb::AddOutput(m, "y");
+  auto g = importer::ImportModelBytes(mb::Bytes(m), "");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  auto s = executor::InferenceSession::Create(std::move(*g));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ir::Tensor in = Iota({2, 3, 5, 7}, 0.37f);
+  auto out = (*s)->Run({{"x", in}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  std::vector<double> want;
+  for (int nc = 0; nc < 6; ++nc) {
+    const float* p = in.data<float>() + nc * 35;
+    double mean = 0, var = 0;
+    for (int i = 0; i < 35; ++i) mean += p[i] / 35.0;
+    for (int i = 0; i < 35; ++i) var += (p[i] - mean) * (p[i] - mean) / 35.0;
+    for (int i = 0; i < 35; ++i) want.push_back((p[i] - mean) / std::sqrt(var + 1e-5) * scale[nc % 3] + bias[nc % 3]);
+  }
+  ExpectNear((*out)[0], {2, 3, 5, 7}, want);
+}
+
 }  // namespace
 }  // namespace amptrain
