@@ -69,9 +69,14 @@ bool ConstantAll(const ir::Graph& g, Value v, double x) {
   return true;
 }
 
-// Makes `last` produce n's output under its name, and removes n.
+// Makes `last` produce n's output under its name, and removes n. Where the
+// lowering is the identity (Einsum "ij->ij"), `last` is n's input, which
+// keeps its own name: an Identity carries n's.
 Status Replace(ir::Graph& g, ir::Node* n, Value last) {
   Value y = n->output(0);
+  const auto& ins = n->inputs();
+  if (std::find(ins.begin(), ins.end(), last) != ins.end())
+    last = g.AddNode(OpKind::kIdentity, {last}, 1, g.UniqueName(n->name() + "_identity"))->output(0);
   ir::ValueInfo info = g.info(y);
   g.ReplaceAllUsesWith(y, last);
   AMP_RETURN_IF_ERROR(g.RemoveNode(n));
@@ -311,7 +316,8 @@ class EinsumLowering {
 
 Status LowerEinsum(ir::Graph& g, ir::Node* n) {
   if (n->num_inputs() > 2)
-    return Unimplemented(n->Describe(), ": Einsum of ", n->num_inputs(), " inputs (amptrain lowers one or two)");
+    return Unimplemented(n->Describe(), ": equation '", n->attrs().Str("equation", ""), "' has ", n->num_inputs(),
+                         " inputs; amptrain lowers Einsum of one or two");
   return EinsumLowering(g, n).Run();
 }
 

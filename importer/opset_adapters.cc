@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ir/infer/infer_util.h"
 #include "ir/onnx_dtype.h"
 
 namespace amptrain::importer {
@@ -245,6 +246,7 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kGridSample: return 16;
     case OpKind::kMish: return 18;
     case OpKind::kAffineGrid: return 20;
+    case OpKind::kEinsum: return 12;
     case OpKind::kCastLike: return 15;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kGelu: return 20;
@@ -289,7 +291,76 @@ StatusOr<bool> LowerCastLike(ir::Graph& g) {
   return !ids.empty();
 }
 
+namespace {
+
+// True for a Constant node (not an initializer: a parameter keeps its Mul)
+// of ones, as the InstanceNormalization lowering's scale.
+bool IsConstantOnes(const ir::Graph& g, ir::Value v) {
+  const ir::Tensor* t = g.producer(v)->op() == OpKind::kConstant ? g.ConstantValue(v) : nullptr;
+  if (!t) return false;
+  for (int64_t i = 0; i < t->num_elements(); ++i)
+    if (t->GetAsDouble(i) != 1.0) return false;
+  return true;
+}
+
+// LayerNormalization written below opset 17, as PyTorch's exporter writes it
+// there (in x's dtype; the Mean / InvStdDev outputs must be unused):
+//   y = LayerNormalization[axis, epsilon](x, scale, bias?)
+// becomes, with axes = [axis, ..., rank - 1],
+//   d = x - ReduceMean(x, axes); y = d / Sqrt(ReduceMean(d * d, axes) + epsilon) * scale (+ bias)
+// keeping y's name (no Mul for a Constant scale of ones). The only source of
+// such a node is import's InstanceNormalization lowering (LayerNormalization
+// itself imports from opset 17 on).
+Status DecomposeLayerNorm(ir::Graph& g, ir::Node* n) {
+  for (size_t o = 1; o < n->num_outputs(); ++o)
+    if (!g.uses(n->output(o)).empty() || g.is_graph_output(n->output(o)))
+      return Unimplemented(n->Describe(), ": the mean / inverse std outputs cannot be written below opset 17");
+  const ir::Value x = n->input(0);
+  const ir::TensorType xt = g.type(x);
+  if (!xt.has_shape) return Unimplemented(n->Describe(), ": an input of unknown rank cannot be written below opset 17");
+  const auto rank = static_cast<int64_t>(xt.shape.rank());
+  const int64_t axis = n->attrs().Int("axis", -1);
+  std::vector<int64_t> axes;
+  for (int64_t a = axis < 0 ? axis + rank : axis; a < rank; ++a) axes.push_back(a);
+  const std::string base = n->name();
+  auto op = [&](OpKind k, std::vector<ir::Value> in, const char* what) {
+    return g.AddNode(k, std::move(in), 1, g.UniqueName(base + "_" + what))->output(0);
+  };
+  auto mean = [&](ir::Value v) {
+    ir::Value axes_c = AddConstant(g, base + "_axes", ir::Tensor::Int64s(axes, {static_cast<int64_t>(axes.size())}));
+    ir::Node* r = g.AddNode(OpKind::kReduceMean, {v, axes_c}, 1, g.UniqueName(base + "_mean"));
+    r->attrs().Set("keepdims", int64_t{1});
+    return r->output(0);
+  };
+  AMP_ASSIGN_OR_RETURN(ir::Tensor eps, ir::Tensor::Zeros(xt.dtype, {}));
+  ir::SetElementFromDouble(eps, 0, n->attrs().Float("epsilon", 1e-5f));
+  ir::Value d = op(OpKind::kSub, {x, mean(x)}, "centered");
+  ir::Value var = mean(op(OpKind::kMul, {d, d}, "squared"));
+  ir::Value stddev =
+      op(OpKind::kSqrt, {op(OpKind::kAdd, {var, AddConstant(g, base + "_epsilon", std::move(eps))}, "var_eps")}, "std");
+  ir::Value y = op(OpKind::kDiv, {d, stddev}, "normalized");
+  if (!IsConstantOnes(g, n->input(1))) y = op(OpKind::kMul, {y, n->input(1)}, "scaled");
+  if (n->has_input(2)) y = op(OpKind::kAdd, {y, n->input(2)}, "shifted");
+  const ir::Value out = n->output(0), scale = n->input(1);
+  ir::ValueInfo info = g.info(out);
+  g.ReplaceAllUsesWith(out, y);
+  AMP_RETURN_IF_ERROR(g.RemoveNode(n));
+  if (g.uses(scale).empty() && !g.is_graph_output(scale)) AMP_RETURN_IF_ERROR(g.RemoveNode(g.producer(scale)));
+  AMP_RETURN_IF_ERROR(g.RenameValue(y, info.name));
+  g.mutable_info(y) = std::move(info);
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status DowngradeFromCanonical(ir::Graph& g, int64_t opset) {
+  if (opset < OpSinceVersion(OpKind::kLayerNormalization)) {
+    std::vector<ir::NodeId> norms;
+    for (const ir::Node* n : g.nodes())
+      if (n->op() == OpKind::kLayerNormalization) norms.push_back(n->id());
+    for (ir::NodeId id : norms) AMP_RETURN_IF_ERROR(DecomposeLayerNorm(g, g.node(id)));
+    if (!norms.empty()) AMP_RETURN_IF_ERROR(g.InferShapes());
+  }
   // By id: a rewrite may remove a Constant that comes later in the list.
   std::vector<ir::NodeId> ids;
   for (const ir::Node* n : g.nodes()) ids.push_back(n->id());

@@ -33,6 +33,11 @@
 // keeping y's name; like's producers go when nothing else uses them. AMP,
 // autodiff, the kernels and the exporter only ever see Cast.
 //
+// LayerNormalization (opset 17) exists in a graph imported below 17 only as
+// the InstanceNormalization lowering (importer/lowerings.cc); export below 17
+// writes it as ReduceMean / Sub / Mul / Add / Sqrt / Div, as PyTorch's
+// exporter does there, and fails when its Mean / InvStdDev outputs are used.
+//
 // Clip, Pad and Resize need nothing: opset 11 (our minimum) already has the
 // canonical form.
 #pragma once
@@ -55,9 +60,9 @@ Status UpgradeToCanonical(ir::Graph& graph, int64_t opset);
 // when it changed the graph.
 StatusOr<bool> LowerCastLike(ir::Graph& graph);
 
-// Replaces InstanceNormalization, DepthToSpace and SpaceToDepth by the ops
-// they are made of (importer/lowerings.cc); reruns shape inference when it
-// changed the graph.
+// Replaces InstanceNormalization, DepthToSpace, SpaceToDepth and Einsum by
+// the ops they are made of (importer/lowerings.cc); reruns shape inference
+// when it changed the graph.
 StatusOr<bool> LowerComposites(ir::Graph& graph);
 
 // Rewrites a canonical graph (a copy the exporter owns) into the encoding of

@@ -29,7 +29,7 @@ std::vector<std::string> SplitTerms(const std::string& s) {
 StatusOr<std::string> ExpandEllipsis(const std::string& term, size_t count, size_t max_count) {
   size_t at = term.find("...");
   if (at == std::string::npos) return term;
-  if (term.find("...", at + 1) != std::string::npos) return InvalidArgument("'", term, "' has two ellipses");
+  if (term.find("...", at + 1) != std::string::npos) return InvalidArgument("two ellipses in '", term, "'");
   std::string dims;
   for (size_t i = max_count - count; i < max_count; ++i) dims += static_cast<char>('0' + i);
   return term.substr(0, at) + dims + term.substr(at + 3);
@@ -39,20 +39,18 @@ size_t Letters(const std::string& term) {
   return static_cast<size_t>(std::count_if(term.begin(), term.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)); }));
 }
 
-}  // namespace
-
-StatusOr<EinsumEquation> ParseEinsum(const std::string& equation, const std::vector<size_t>& ranks) {
+StatusOr<EinsumEquation> Parse(const std::string& equation, const std::vector<size_t>& ranks) {
   const std::string eq = Trim(equation);
   const size_t arrow = eq.find("->");
   const std::string lhs = eq.substr(0, arrow);
   std::vector<std::string> terms = SplitTerms(lhs);
   if (terms.size() != ranks.size())
-    return InvalidArgument("equation '", equation, "' has ", terms.size(), " input terms for ", ranks.size(), " inputs");
+    return InvalidArgument(terms.size(), " input terms for ", ranks.size(), " inputs");
   size_t ellipsis = 0;  // dims the ellipsis stands for (the most over inputs)
   for (size_t i = 0; i < terms.size(); ++i) {
     for (char c : terms[i])
       if (!std::isalpha(static_cast<unsigned char>(c)) && c != '.')
-        return InvalidArgument("equation '", equation, "' has the character '", c, "'");
+        return InvalidArgument("the character '", c, "'");
     const size_t letters = Letters(terms[i]);
     const bool has = terms[i].find("...") != std::string::npos;
     if ((!has && letters != ranks[i]) || (has && letters > ranks[i]))
@@ -82,6 +80,14 @@ StatusOr<EinsumEquation> ParseEinsum(const std::string& equation, const std::vec
       return InvalidArgument("output label '", std::string(1, c), "' is repeated");
   }
   return out;
+}
+
+}  // namespace
+
+StatusOr<EinsumEquation> ParseEinsum(const std::string& equation, const std::vector<size_t>& ranks) {
+  auto eq = Parse(equation, ranks);
+  if (!eq.ok()) return InvalidArgument("equation '", equation, "': ", eq.status().message());
+  return eq;
 }
 
 }  // namespace amptrain::ir

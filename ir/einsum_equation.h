@@ -16,7 +16,8 @@ struct EinsumEquation {
   std::string output;
 };
 
-// Fails with a message naming what is wrong (the caller adds the node).
+// Fails with a message naming the equation and what is wrong (the caller adds
+// the node).
 StatusOr<EinsumEquation> ParseEinsum(const std::string& equation, const std::vector<size_t>& ranks);
 
 }  // namespace amptrain::ir

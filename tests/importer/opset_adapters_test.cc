@@ -1,6 +1,10 @@
 // Older-opset encodings -> canonical IR form on import, and back on export.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <vector>
+
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
 #include "tests/importer/model_builder.h"
@@ -244,19 +248,61 @@ TEST(OpsetAdapters, SoftmaxOpset11LastAxisNeedsNoRewrite) {
 }
 
 TEST(OpsetAdapters, OpNewerThanTargetOpset) {
-  onnx::ModelProto m = NewModel(17);
+  onnx::ModelProto m = NewModel(18);
   AddInput(m, "x", {2, 3});
-  AddInitializer(m, "s", {3});
-  AddNode(m, "LayerNormalization", {"x", "s"}, {"y"}, "ln");
+  AddNode(m, "Mish", {"x"}, {"y"}, "mish");
   AddOutput(m, "y");
   auto g = MustImport(m);
   ASSERT_TRUE(g);
   ExportOptions o;
-  o.opset = 13;
+  o.opset = 17;
   auto bytes = ExportModelBytes(*g, o);
   ASSERT_FALSE(bytes.ok());
-  EXPECT_NE(bytes.status().message().find("LayerNormalization node 'ln': op needs opset 17"), std::string::npos)
+  EXPECT_NE(bytes.status().message().find("Mish node 'mish': op needs opset 18"), std::string::npos)
       << bytes.status().message();
+}
+
+// LayerNormalization (opset 17) is written below 17 as ReduceMean / Sub /
+// Mul / Add / Sqrt / Div; a used Mean / InvStdDev output cannot be.
+TEST(OpsetAdapters, LayerNormalizationBelowOpset17IsDecomposed) {
+  for (bool mean_used : {false, true}) {
+    SCOPED_TRACE(mean_used ? "mean output used" : "Y only");
+    onnx::ModelProto m = NewModel(17);
+    AddInput(m, "x", {2, 3, 4});
+    AddInitializer(m, "s", {4});
+    AddInitializer(m, "b", {4});
+    std::vector<std::string> outs = {"y"};
+    if (mean_used) outs.push_back("mean");
+    SetInt(AddNode(m, "LayerNormalization", {"x", "s", "b"}, outs, "ln"), "axis", -1);
+    for (const std::string& o : outs) AddOutput(m, o);
+    auto g = MustImport(m);
+    ASSERT_TRUE(g);
+    ExportOptions o;
+    o.opset = 13;
+    auto bytes = ExportModelBytes(*g, o);
+    if (mean_used) {
+      ASSERT_FALSE(bytes.ok());
+      EXPECT_NE(bytes.status().message().find("LayerNormalization node 'ln'"), std::string::npos)
+          << bytes.status().message();
+      continue;
+    }
+    ASSERT_TRUE(bytes.ok()) << bytes.status().ToString();
+    onnx::ModelProto out;
+    ASSERT_TRUE(out.ParseFromString(*bytes));
+    std::map<std::string, int> ops;
+    for (const auto& n : out.graph().node()) {
+      ++ops[n.op_type()];
+      if (n.op_type() == "ReduceMean") {  // opset 13: axes is an attribute
+        ASSERT_EQ(n.input_size(), 1);
+        ASSERT_EQ(n.attribute_size(), 2);
+      }
+    }
+    EXPECT_EQ(ops["LayerNormalization"], 0);
+    EXPECT_EQ(ops["ReduceMean"], 2);
+    EXPECT_EQ(ops["Sqrt"], 1);
+    EXPECT_EQ(ops["Div"], 1);
+    EXPECT_EQ(out.graph().output(0).name(), "y");
+  }
 }
 
 TEST(OpsetAdapters, IrOnlyOpsAreNotExported) {

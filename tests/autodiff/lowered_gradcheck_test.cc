@@ -1,0 +1,118 @@
+// Finite-difference gradient checks through the ops the importer lowers
+// (importer/lowerings.cc): the test graph holds the op itself, lowered as
+// import lowers it, so the check covers the ops it becomes and how they are
+// wired (a wrong perm or broadcast shows up as a wrong gradient).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "importer/opset_adapters.h"
+#include "tests/autodiff/gradcheck_util.h"
+
+namespace amptrain::autodiff::testing {
+namespace {
+
+using ir::Attributes;
+using ir::Graph;
+using ir::OpKind;
+using ir::Value;
+using V = std::vector<Value>;
+
+// Adds `op` (attrs `a`) on `in`, lowers it as import does, and returns the
+// value that now carries its output.
+Value Lowered(Graph& g, OpKind op, V in, Attributes a) {
+  ir::Node* n = g.AddNode(op, std::move(in), 1, "lowered");
+  n->attrs() = std::move(a);
+  const std::string name = g.name(n->output(0));
+  Status inferred = g.InferShapes();
+  EXPECT_TRUE(inferred.ok()) << inferred.ToString();
+  auto changed = importer::LowerComposites(g);
+  EXPECT_TRUE(changed.ok() && *changed) << changed.status().ToString();
+  for (const ir::Node* node : g.nodes()) EXPECT_NE(node->op(), op);
+  return g.FindValue(name);
+}
+
+Attributes Equation(const std::string& eq) {
+  Attributes a;
+  a.Set("equation", eq);
+  return a;
+}
+
+TEST(LoweredGradCheck, Einsum) {
+  struct Case {
+    std::string equation;
+    std::vector<GradInput> inputs;
+  };
+  const std::vector<Case> cases = {
+      {"bhqd,bkhd->bhqk", {{"a", {2, 2, 3, 2}}, {"b", {2, 4, 2, 2}}}},
+      {"bn,nd->bd", {{"a", {3, 4}}, {"b", {4, 2}}}},
+      {"ij,jk", {{"a", {2, 3}}, {"b", {3, 4}}}},
+      {"...ij,...jk->...ik", {{"a", {2, 2, 3}}, {"b", {3, 2}}}},
+      {"ij,jk->i", {{"a", {2, 3}}, {"b", {3, 4}}}},
+      {"i,i->", {{"a", {4}}, {"b", {4}}}},
+      {"ij->ji", {{"a", {2, 3}}}},
+      {"ij->ij", {{"a", {2, 3}}}},
+      {"bij->bj", {{"a", {2, 3, 4}}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.equation);
+    GRADCHECK(c.inputs, [&](Graph& g, const V& x) { return Lowered(g, OpKind::kEinsum, x, Equation(c.equation)); });
+  }
+}
+
+TEST(LoweredGradCheck, DepthToSpaceAndSpaceToDepth) {
+  for (const char* mode : {"DCR", "CRD"}) {
+    SCOPED_TRACE(mode);
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 8, 2, 3}}}), [&](Graph& g, const V& x) {
+      Attributes a;
+      a.Set("blocksize", int64_t{2});
+      a.Set("mode", std::string(mode));
+      return Lowered(g, OpKind::kDepthToSpace, x, a);
+    });
+  }
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4, 2}}}), [](Graph& g, const V& x) {
+    Attributes a;
+    a.Set("blocksize", int64_t{2});
+    return Lowered(g, OpKind::kSpaceToDepth, x, a);
+  });
+}
+
+TEST(LoweredGradCheck, InstanceNormalization) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{2, 3, 5}, std::vector<int64_t>{2, 3, 2, 3}}) {
+    SCOPED_TRACE(dims.size());
+    GRADCHECK((std::vector<GradInput>{{"x", dims}, {"s", {3}}, {"b", {3}}}), [](Graph& g, const V& x) {
+      Attributes a;
+      a.Set("epsilon", 1e-5f);
+      return Lowered(g, OpKind::kInstanceNormalization, x, a);
+    });
+  }
+}
+
+// nn.GroupNorm's export: Reshape [N, G, -1] -> InstanceNormalization(Constant
+// ones, Constant zeros) (lowered without its Mul/Add) -> Reshape back ->
+// Mul(gamma) -> Add(beta).
+TEST(LoweredGradCheck, GroupNormPattern) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 4, 2, 3}}, {"gamma", {4, 1, 1}}, {"beta", {4, 1, 1}}}),
+            [](Graph& g, const V& x) {
+              auto constant = [&](double v) {
+                ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kFloat64, {2});
+                for (int i = 0; i < 2; ++i) t.data<double>()[i] = v;
+                Attributes a;
+                a.Set("value", t);
+                return Op(g, OpKind::kConstant, {}, a);
+              };
+              Value grouped = Op(g, OpKind::kReshape, {x[0], IntsConst(g, {0, 2, -1})});
+              Attributes a;
+              a.Set("epsilon", 1e-5f);
+              Value n = Lowered(g, OpKind::kInstanceNormalization, {grouped, constant(1.0), constant(0.0)}, a);
+              size_t muls = 0;
+              for (const ir::Node* node : g.nodes()) muls += node->op() == OpKind::kMul;
+              EXPECT_EQ(muls, 0u) << "a Constant scale of ones needs no Mul";
+              Value back = Op(g, OpKind::kReshape, {n, IntsConst(g, {2, 4, 2, 3})});
+              return Op(g, OpKind::kAdd, {Op(g, OpKind::kMul, {back, x[1]}), x[2]});
+            });
+}
+
+}  // namespace
+}  // namespace amptrain::autodiff::testing
