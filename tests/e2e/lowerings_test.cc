@@ -42,10 +42,7 @@ ir::Tensor RunEinsum(const std::string& equation, const ir::Tensor& a, const ir:
     ins.push_back("b");
   }
   auto* n = mb::AddNode(m, "Einsum", ins, {"y"}, "einsum");
-  auto* attr = n->add_attribute();
-  attr->set_name("equation");
-  attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s(equation);
+  mb::SetString(n, "equation", equation);
   mb::AddOutput(m, "y");
   auto g = importer::ImportModelBytes(mb::Bytes(m), "");
   EXPECT_TRUE(g.ok()) << g.status().ToString();
@@ -121,10 +118,7 @@ TEST(LoweredEinsum, ExportWritesUniqueNodeNames) {
   mb::AddInput(m, "b", {3, 4});
   for (const char* y : {"y1", "y2"}) {
     auto* n = mb::AddNode(m, "Einsum", {"a", "b"}, {y}, "same_name");
-    auto* attr = n->add_attribute();
-    attr->set_name("equation");
-    attr->set_type(onnx::AttributeProto::STRING);
-    attr->set_s("ij,jk->ki");
+    mb::SetString(n, "equation", "ij,jk->ki");
     mb::AddOutput(m, y);
   }
   auto g = importer::ImportModelBytes(mb::Bytes(m), "");
@@ -221,10 +215,7 @@ struct EinsumCase {
 
 onnx::NodeProto* AddEinsum(onnx::ModelProto& m, const std::vector<std::string>& ins, const std::string& equation) {
   auto* n = mb::AddNode(m, "Einsum", ins, {"y"}, "my_einsum");
-  auto* attr = n->add_attribute();
-  attr->set_name("equation");
-  attr->set_type(onnx::AttributeProto::STRING);
-  attr->set_s(equation);
+  mb::SetString(n, "equation", equation);
   mb::AddOutput(m, "y");
   return n;
 }
@@ -330,10 +321,7 @@ ir::Tensor RunBlockOp(const std::string& op, const ir::Tensor& x, int64_t b, con
   auto* n = mb::AddNode(m, op, {"x"}, {"y"}, "block_op");
   mb::SetInt(n, "blocksize", b);
   if (!mode.empty()) {
-    auto* a = n->add_attribute();
-    a->set_name("mode");
-    a->set_type(onnx::AttributeProto::STRING);
-    a->set_s(mode);
+    mb::SetString(n, "mode", mode);
   }
   mb::AddOutput(m, "y");
   auto g = importer::ImportModelBytes(mb::Bytes(m), "");

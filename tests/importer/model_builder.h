@@ -89,6 +89,13 @@ inline void SetInt(onnx::NodeProto* n, const std::string& name, int64_t v) {
   a->set_i(v);
 }
 
+inline void SetString(onnx::NodeProto* n, const std::string& name, const std::string& v) {
+  auto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+
 inline void SetFloat(onnx::NodeProto* n, const std::string& name, float v) {
   auto* a = n->add_attribute();
   a->set_name(name);
