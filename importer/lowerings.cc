@@ -17,16 +17,21 @@
 //     The target shapes are computed from Shape(x) (Gather/Mul/Div/Concat),
 //     so symbolic dims work; constant folding turns them into constants
 //     where the shape is static.
+//   GroupNormalization, RMSNormalization (opset 23), Swish (opset 24): see
+//     LowerGroupNorm, LowerRMSNorm, LowerSwish below.
 //   Einsum (one or two inputs): see EinsumLowering below.
+//   Attention (opsets 23-25): importer/lower_attention.cc.
 // Each replacement keeps the lowered node's output name, so graph outputs
 // and later readers see the same value.
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "importer/lowering_util.h"
 #include "importer/opset_adapters.h"
 #include "ir/einsum_equation.h"
 #include "ir/infer/value_util.h"
+#include "ir/onnx_dtype.h"
 
 namespace amptrain::importer {
 
@@ -34,97 +39,7 @@ namespace {
 
 using ir::OpKind;
 using ir::Value;
-
-Value IntsConstant(ir::Graph& g, const std::string& hint, const std::vector<int64_t>& v) {
-  auto t = ir::Tensor::Zeros(ir::DType::kInt64, {static_cast<int64_t>(v.size())});
-  std::copy(v.begin(), v.end(), t->data<int64_t>());
-  std::string name = g.UniqueName(hint);
-  ir::Node* c = g.AddNode(OpKind::kConstant, {}, 1, name, {name});
-  c->mutable_output_info(0).type = ir::TensorType::Of(ir::DType::kInt64, {static_cast<int64_t>(v.size())});
-  c->attrs().Set("value", std::move(*t));
-  return c->output(0);
-}
-
-// A float constant of `dtype` and `dims`, every element `fill`.
-StatusOr<Value> FilledConstant(ir::Graph& g, const std::string& hint, ir::DType dtype, const std::vector<int64_t>& dims,
-                               double fill) {
-  AMP_ASSIGN_OR_RETURN(ir::Tensor t, ir::Tensor::Zeros(dtype, dims));
-  for (int64_t i = 0; i < t.num_elements(); ++i) ir::SetElementFromDouble(t, i, fill);
-  std::string name = g.UniqueName(hint);
-  ir::Node* c = g.AddNode(OpKind::kConstant, {}, 1, name, {name});
-  c->mutable_output_info(0).type = ir::TensorType::Of(dtype, dims);
-  c->attrs().Set("value", std::move(t));
-  return c->output(0);
-}
-
-// True when v is a Constant node (not an initializer: that is a parameter,
-// which training moves off its initial ones / zeros) whose every element
-// equals `x`.
-bool ConstantAll(const ir::Graph& g, Value v, double x) {
-  if (g.producer(v)->op() != OpKind::kConstant) return false;
-  const ir::Tensor* t = g.ConstantValue(v);
-  if (!t) return false;
-  for (int64_t i = 0; i < t->num_elements(); ++i)
-    if (t->GetAsDouble(i) != x) return false;
-  return true;
-}
-
-// Makes `last` produce n's output under its name, and removes n. Where the
-// lowering is the identity (Einsum "ij->ij"), `last` is n's input, which
-// keeps its own name: an Identity carries n's.
-Status Replace(ir::Graph& g, ir::Node* n, Value last) {
-  Value y = n->output(0);
-  const auto& ins = n->inputs();
-  if (std::find(ins.begin(), ins.end(), last) != ins.end())
-    last = g.AddNode(OpKind::kIdentity, {last}, 1, g.UniqueName(n->name() + "_identity"))->output(0);
-  ir::ValueInfo info = g.info(y);
-  g.ReplaceAllUsesWith(y, last);
-  AMP_RETURN_IF_ERROR(g.RemoveNode(n));
-  AMP_RETURN_IF_ERROR(g.RenameValue(last, info.name));
-  g.mutable_info(last) = std::move(info);
-  return Status::Ok();
-}
-
-// The static dims of x from `from` on, or an error naming the node.
-StatusOr<std::vector<int64_t>> StaticTail(const ir::Graph& g, const ir::Node* n, Value x, size_t from) {
-  const ir::TensorType& t = g.type(x);
-  if (!t.has_shape) return Unimplemented(n->Describe(), ": the input shape is unknown");
-  std::vector<int64_t> dims;
-  for (size_t d = from; d < t.shape.rank(); ++d) {
-    if (!t.shape[d].is_static())
-      return Unimplemented(n->Describe(), ": dim ", d, " of the input (", t.shape.ToString(),
-                           ") is not static; amptrain lowers this op with fixed sizes");
-    dims.push_back(t.shape[d].value);
-  }
-  return dims;
-}
-
-// Builds int64 shape vectors at run time from Shape(x): a symbolic batch (or
-// any dim) needs no fixed size; fully static shapes fold to constants.
-class ShapeBuilder {
- public:
-  ShapeBuilder(ir::Graph& g, Value x, std::string base) : g_(g), base_(std::move(base)) {
-    shape_ = g.AddNode(OpKind::kShape, {x}, 1, g.UniqueName(base_ + "_shape"))->output(0);
-  }
-  Value Const(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
-  // The dims of x at `axes`.
-  Value Dims(const std::vector<int64_t>& axes) {
-    ir::Node* n = g_.AddNode(OpKind::kGather, {shape_, Const(axes)}, 1, g_.UniqueName(base_ + "_gather"));
-    n->attrs().Set("axis", int64_t{0});
-    return n->output(0);
-  }
-  Value Op(OpKind op, Value a, Value b) { return g_.AddNode(op, {a, b}, 1, g_.UniqueName(base_ + "_dim_op"))->output(0); }
-  Value Concat(std::vector<Value> parts) {
-    ir::Node* n = g_.AddNode(OpKind::kConcat, std::move(parts), 1, g_.UniqueName(base_ + "_concat"));
-    n->attrs().Set("axis", int64_t{0});
-    return n->output(0);
-  }
-
- private:
-  ir::Graph& g_;
-  std::string base_;
-  Value shape_;
-};
+using namespace lowering;  // NOLINT: the lowering building blocks
 
 Status LowerInstanceNorm(ir::Graph& g, ir::Node* n) {
   Value x = n->input(0), scale = n->input(1), bias = n->input(2);
@@ -165,6 +80,130 @@ Status LowerInstanceNorm(ir::Graph& g, ir::Node* n) {
   if (!ConstantAll(g, bias, 0.0))
     y = g.AddNode(OpKind::kAdd, {y, per_channel(bias, "bias")}, 1, g.UniqueName(base + "_bias"))->output(0);
   return Replace(g, n, y);
+}
+
+// A node builder for the lowerings below: every node named after `base`.
+class Builder {
+ public:
+  Builder(ir::Graph& g, std::string base) : g_(g), base_(std::move(base)) {}
+  ir::Node* Node(OpKind op, std::vector<Value> in, const std::string& what) {
+    return g_.AddNode(op, std::move(in), 1, g_.UniqueName(base_ + "_" + what));
+  }
+  Value Op(OpKind op, std::vector<Value> in, const std::string& what) { return Node(op, std::move(in), what)->output(0); }
+  Value Cast(Value v, ir::DType to) {
+    ir::Node* c = Node(OpKind::kCast, {v}, "cast");
+    c->attrs().Set("to", static_cast<int64_t>(ir::OnnxFromDType(to)));
+    return c->output(0);
+  }
+  Value Ints(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
+  StatusOr<Value> Scalar(ir::DType dtype, double v) { return FilledConstant(g_, base_ + "_scalar", dtype, {}, v); }
+
+ private:
+  ir::Graph& g_;
+  std::string base_;
+};
+
+// stash_type = 1 (the default) asks for the statistics in float32: a
+// float16 / bfloat16 input is widened for them (AMP keeps the normalization
+// in float32 anyway; this is for models stored in 16 bits).
+bool WidenForStats(const ir::Node* n, ir::DType x) {
+  return n->attrs().Int("stash_type", 1) == 1 && (x == ir::DType::kFloat16 || x == ir::DType::kBFloat16);
+}
+
+// GroupNormalization -> Reshape [N, G, -1] -> LayerNormalization(axis 2)
+// -> Reshape to x's shape -> per-channel Mul/Add. Opsets 18-20 give scale
+// and bias per group: each is repeated over its group's channels.
+Status LowerGroupNorm(ir::Graph& g, ir::Node* n) {
+  Value x = n->input(0), scale = n->input(1), bias = n->input(2);
+  const std::string base = n->name();
+  const ir::TensorType& xt = g.type(x);
+  if (!xt.has_shape || xt.shape.rank() < 3) return InvalidArgument(n->Describe(), ": expects [N, C, D1, ...]");
+  const int64_t groups = n->attrs().Int("num_groups", 1);
+  if (!xt.shape[1].is_static())
+    return Unimplemented(n->Describe(), ": the channel count of ", xt.shape.ToString(), " is not static");
+  const int64_t channels = xt.shape[1].value;
+  const size_t spatial_rank = xt.shape.rank() - 2;
+  const ir::DType dtype = xt.dtype;
+  Builder b(g, base);
+  const bool widen = WidenForStats(n, dtype);
+  Value xs = widen ? b.Cast(x, ir::DType::kFloat32) : x;
+  const ir::DType stats = widen ? ir::DType::kFloat32 : dtype;
+  Value grouped = b.Op(OpKind::kReshape, {xs, b.Ints({0, groups, -1})}, "group_reshape");
+  Value ones;
+  auto spatial = StaticTail(g, n, x, 2);
+  if (spatial.ok()) {
+    int64_t per_group = channels / groups;
+    for (int64_t d : *spatial) per_group *= d;
+    AMP_ASSIGN_OR_RETURN(ones, FilledConstant(g, base + "_ones", stats, {per_group}, 1.0));
+  } else {
+    ShapeBuilder sb(g, grouped, base);
+    AMP_ASSIGN_OR_RETURN(ir::Tensor one, ir::Tensor::Zeros(stats, {1}));
+    ir::SetElementFromDouble(one, 0, 1.0);
+    ir::Node* c = b.Node(OpKind::kConstantOfShape, {sb.Dims({2})}, "ones");
+    c->attrs().Set("value", std::move(one));
+    ones = c->output(0);
+  }
+  ir::Node* ln = b.Node(OpKind::kLayerNormalization, {grouped, ones}, "ln");
+  ln->attrs().Set("axis", int64_t{2});
+  ln->attrs().Set("epsilon", n->attrs().Float("epsilon", 1e-5f));
+  ln->set_doc(n->doc());
+  ShapeBuilder xshape(g, x, base);
+  Value y = b.Op(OpKind::kReshape, {ln->output(0), xshape.shape()}, "ungroup_reshape");
+  if (widen) y = b.Cast(y, dtype);
+  // scale and bias as [C, 1, ..., 1]; per group (opset < 21): [G, 1] repeated
+  // over the group's C / G channels first.
+  std::vector<int64_t> channel_shape(spatial_rank + 1, 1);
+  channel_shape[0] = -1;
+  const bool per_group = g.info().opset < 21;
+  auto per_channel = [&](Value v, const char* what) {
+    if (per_group && groups != channels) {
+      v = b.Op(OpKind::kReshape, {v, b.Ints({groups, 1})}, std::string(what) + "_groups");
+      v = b.Op(OpKind::kExpand, {v, b.Ints({groups, channels / groups})}, std::string(what) + "_repeat");
+    }
+    return b.Op(OpKind::kReshape, {v, b.Ints(channel_shape)}, std::string(what) + "_reshape");
+  };
+  if (!ConstantAll(g, scale, 1.0)) y = b.Op(OpKind::kMul, {y, per_channel(scale, "scale")}, "scale");
+  if (!ConstantAll(g, bias, 0.0)) y = b.Op(OpKind::kAdd, {y, per_channel(bias, "bias")}, "bias");
+  return Replace(g, n, y);
+}
+
+// RMSNormalization -> x / Sqrt(ReduceMean(x x, axes [axis, rank)) + epsilon),
+// in Y's type (scale's) -> Mul(scale).
+Status LowerRMSNorm(ir::Graph& g, ir::Node* n) {
+  Value x = n->input(0), scale = n->input(1);
+  const ir::TensorType& xt = g.type(x);
+  if (!xt.has_shape) return InvalidArgument(n->Describe(), ": the input's rank is unknown");
+  const int64_t rank = static_cast<int64_t>(xt.shape.rank());
+  int64_t axis = n->attrs().Int("axis", -1);
+  if (axis < 0) axis += rank;
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  Builder b(g, n->name());
+  const bool widen = WidenForStats(n, xt.dtype);
+  const ir::DType stats = widen ? ir::DType::kFloat32 : xt.dtype;
+  Value xs = widen ? b.Cast(x, stats) : x;
+  ir::Node* mean = b.Node(OpKind::kReduceMean, {b.Op(OpKind::kMul, {xs, xs}, "square"), b.Ints(axes)}, "mean_square");
+  mean->attrs().Set("keepdims", int64_t{1});
+  AMP_ASSIGN_OR_RETURN(Value eps, b.Scalar(stats, n->attrs().Float("epsilon", 1e-5f)));
+  Value rms = b.Op(OpKind::kSqrt, {b.Op(OpKind::kAdd, {mean->output(0), eps}, "add_epsilon")}, "rms");
+  Value y = b.Op(OpKind::kDiv, {xs, rms}, "normalize");
+  const ir::DType out = g.type(scale).dtype;
+  if (out != stats) y = b.Cast(y, out);
+  y = b.Op(OpKind::kMul, {y, scale}, "scale");
+  return Replace(g, n, y);
+}
+
+// Swish(x, alpha) -> x Sigmoid(alpha x).
+Status LowerSwish(ir::Graph& g, ir::Node* n) {
+  Value x = n->input(0);
+  Builder b(g, n->name());
+  const float alpha = n->attrs().Float("alpha", 1.0f);
+  Value ax = x;
+  if (alpha != 1.0f) {
+    AMP_ASSIGN_OR_RETURN(Value a, b.Scalar(g.type(x).dtype, alpha));
+    ax = b.Op(OpKind::kMul, {x, a}, "alpha");
+  }
+  return Replace(g, n, b.Op(OpKind::kMul, {x, b.Op(OpKind::kSigmoid, {ax}, "sigmoid")}, "mul"));
 }
 
 Status LowerBlockRearrange(ir::Graph& g, ir::Node* n) {
@@ -326,17 +365,19 @@ Status LowerEinsum(ir::Graph& g, ir::Node* n) {
 StatusOr<bool> LowerComposites(ir::Graph& g) {
   std::vector<ir::NodeId> ids;
   for (const ir::Node* n : g.nodes())
-    if (n->op() == OpKind::kInstanceNormalization || n->op() == OpKind::kDepthToSpace ||
-        n->op() == OpKind::kSpaceToDepth || n->op() == OpKind::kEinsum)
-      ids.push_back(n->id());
+    if (ir::Schema(n->op()).family == "lowered") ids.push_back(n->id());
   for (ir::NodeId id : ids) {
     ir::Node* n = g.node(id);
-    if (n->op() == OpKind::kInstanceNormalization) {
-      AMP_RETURN_IF_ERROR(LowerInstanceNorm(g, n));
-    } else if (n->op() == OpKind::kEinsum) {
-      AMP_RETURN_IF_ERROR(LowerEinsum(g, n));
-    } else {
-      AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n));
+    switch (n->op()) {
+      case OpKind::kInstanceNormalization: AMP_RETURN_IF_ERROR(LowerInstanceNorm(g, n)); break;
+      case OpKind::kGroupNormalization: AMP_RETURN_IF_ERROR(LowerGroupNorm(g, n)); break;
+      case OpKind::kRMSNormalization: AMP_RETURN_IF_ERROR(LowerRMSNorm(g, n)); break;
+      case OpKind::kSwish: AMP_RETURN_IF_ERROR(LowerSwish(g, n)); break;
+      case OpKind::kEinsum: AMP_RETURN_IF_ERROR(LowerEinsum(g, n)); break;
+      case OpKind::kAttention: AMP_RETURN_IF_ERROR(LowerAttention(g, n)); break;
+      case OpKind::kDepthToSpace:
+      case OpKind::kSpaceToDepth: AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n)); break;
+      default: return Internal(n->Describe(), ": the op is marked lowered but has no lowering");
     }
   }
   if (!ids.empty()) AMP_RETURN_IF_ERROR(g.InferShapes());

@@ -244,12 +244,16 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kGreaterOrEqual: return 12;
     case OpKind::kTrilu: return 14;
     case OpKind::kGridSample: return 16;
-    case OpKind::kMish: return 18;
+    case OpKind::kMish:
+    case OpKind::kGroupNormalization: return 18;
     case OpKind::kAffineGrid: return 20;
     case OpKind::kEinsum: return 12;
     case OpKind::kCastLike: return 15;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kGelu: return 20;
+    case OpKind::kRMSNormalization:
+    case OpKind::kAttention: return 23;
+    case OpKind::kSwish: return 24;
     default: return 1;
   }
 }

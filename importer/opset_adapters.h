@@ -60,9 +60,10 @@ Status UpgradeToCanonical(ir::Graph& graph, int64_t opset);
 // when it changed the graph.
 StatusOr<bool> LowerCastLike(ir::Graph& graph);
 
-// Replaces InstanceNormalization, DepthToSpace, SpaceToDepth and Einsum by
-// the ops they are made of (importer/lowerings.cc); reruns shape inference
-// when it changed the graph.
+// Replaces the ops of ir/ops.def's "lowered" family (InstanceNormalization,
+// GroupNormalization, RMSNormalization, Swish, DepthToSpace, SpaceToDepth,
+// Einsum, Attention) by the ops they are made of (importer/lowerings.cc,
+// importer/lower_attention.cc); reruns shape inference when it changed the graph.
 StatusOr<bool> LowerComposites(ir::Graph& graph);
 
 // Rewrites a canonical graph (a copy the exporter owns) into the encoding of

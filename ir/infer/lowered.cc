@@ -8,12 +8,22 @@
 
 namespace amptrain::ir {
 
-Status InferInstanceNormalization(InferContext& ctx) {
+namespace {
+
+// x float with a shape; scale and bias of x's dtype; a float epsilon.
+Status CheckNormInputs(const InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
   AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 1));
   AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 2));
   AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
   AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("epsilon", 1e-5f).status());
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status InferInstanceNormalization(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(CheckNormInputs(ctx));
   const Shape& x = ctx.inputs[0].shape;
   if (x.rank() < 3) return ctx.Error("input has shape ", x.ToString(), ", expected [N, C, D1, ...]");
   for (size_t i = 1; i < 3; ++i) {
@@ -89,6 +99,120 @@ Status InferEinsum(InferContext& ctx) {
     dims.push_back(d);
   }
   ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir
+
+namespace amptrain::ir {
+
+namespace {
+
+// Checks that every static dim of `t` equals `want` (rank 1).
+Status ExpectVectorOf(const InferContext& ctx, size_t i, const char* what, int64_t want) {
+  const TensorType& t = ctx.inputs[i];
+  if (!t.has_shape) return Status::Ok();
+  if (t.shape.rank() != 1 || (t.shape[0].is_static() && want >= 0 && t.shape[0].value != want))
+    return ctx.Error(what, " has shape ", t.shape.ToString(), ", expected [", want, "]");
+  return Status::Ok();
+}
+
+Dim Times(const Dim& a, int64_t k) { return a.is_static() ? Dim::Static(a.value * k) : UnknownDim(); }
+
+}  // namespace
+
+// GroupNormalization: x's type; scale and bias are [num_groups] below opset 21, [C] from 21.
+Status InferGroupNormalization(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(CheckNormInputs(ctx));
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("stash_type", 1).status());
+  AMP_ASSIGN_OR_RETURN(int64_t groups, ctx.attrs->GetInt("num_groups", 0));
+  const Shape& x = ctx.inputs[0].shape;
+  if (x.rank() < 3) return ctx.Error("input has shape ", x.ToString(), ", expected [N, C, D1, ...]");
+  if (groups < 1) return ctx.Error("attribute num_groups is ", groups, ", expected >= 1");
+  if (x[1].is_static() && x[1].value % groups != 0)
+    return ctx.Error(x[1].value, " channels do not split into ", groups, " groups");
+  const bool per_group = ctx.opset > 0 && ctx.opset < 21;
+  const int64_t want = per_group ? groups : (x[1].is_static() ? x[1].value : -1);
+  AMP_RETURN_IF_ERROR(ExpectVectorOf(ctx, 1, "scale", want));
+  AMP_RETURN_IF_ERROR(ExpectVectorOf(ctx, 2, "bias", want));
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+// RMSNormalization: x's shape, scale's dtype; scale broadcasts to x's normalized dims.
+Status InferRMSNormalization(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsFloat(ctx.inputs[1].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("epsilon", 1e-5f).status());
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("stash_type", 1).status());
+  AMP_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs->GetInt("axis", -1));
+  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.rank());
+  if (axis < -rank || axis >= rank) return ctx.Error("axis ", axis, " is out of range for rank ", rank);
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[1].dtype, ctx.inputs[0].shape);  // Y is scale's type
+  return Status::Ok();
+}
+
+Status InferSwish(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 1.0f).status());
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+// Attention: Q [B, Hq, Sq, D] (or [B, Sq, Hq D] with q_num_heads), K [B, Hkv, Skv, D],
+// V [B, Hkv, Skv, Dv]; past_key/past_value [B, Hkv, P, D|Dv].
+//   Y [B, Hq, Sq, Dv] (3-D: [B, Sq, Hq Dv]), present_key [B, Hkv, P + Skv, D],
+//   present_value [B, Hkv, P + Skv, Dv], qk_matmul_output [B, Hq, Sq, P + Skv].
+Status InferAttention(InferContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) AMP_RETURN_IF_ERROR(RequireShape(ctx, i));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 1));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 2, IsFloat(ctx.inputs[2].dtype), "a float type"));
+  const Shape &q = ctx.inputs[0].shape, &k = ctx.inputs[1].shape, &v = ctx.inputs[2].shape;
+  const size_t rank = q.rank();
+  if ((rank != 3 && rank != 4) || k.rank() != rank || v.rank() != rank)
+    return ctx.Error("Q, K and V have shapes ", q.ToString(), ", ", k.ToString(), ", ", v.ToString(),
+                     "; expected all 4-D [batch, heads, seq, head_size] or all 3-D [batch, seq, hidden]");
+  AMP_ASSIGN_OR_RETURN(int64_t q_heads, ctx.attrs->GetInt("q_num_heads", 0));
+  AMP_ASSIGN_OR_RETURN(int64_t kv_heads, ctx.attrs->GetInt("kv_num_heads", 0));
+  Dim batch = q[0], sq = rank == 4 ? q[2] : q[1], skv = rank == 4 ? k[2] : k[1];
+  Dim hq, hkv, d, dv;
+  if (rank == 4) {
+    hq = q[1], hkv = k[1], d = q[3], dv = v[3];
+  } else {
+    if (q_heads < 1 || kv_heads < 1)
+      return ctx.Error("3-D inputs need attributes q_num_heads and kv_num_heads (got ", q_heads, ", ", kv_heads, ")");
+    auto split = [&](const Dim& hidden, int64_t heads, const char* what) -> StatusOr<Dim> {
+      if (!hidden.is_static()) return UnknownDim();
+      if (hidden.value % heads != 0)
+        return ctx.Error(what, "'s hidden size ", hidden.value, " does not split into ", heads, " heads");
+      return Dim::Static(hidden.value / heads);
+    };
+    hq = Dim::Static(q_heads), hkv = Dim::Static(kv_heads);
+    AMP_ASSIGN_OR_RETURN(d, split(q[2], q_heads, "Q"));
+    AMP_ASSIGN_OR_RETURN(dv, split(v[2], kv_heads, "V"));
+  }
+  if (hq.is_static() && hkv.is_static() && (hkv.value < 1 || hq.value % hkv.value != 0))
+    return ctx.Error(hq.value, " query heads are not a multiple of ", hkv.value, " key/value heads");
+  Dim total = skv;
+  const bool past = ctx.has_input(4) || ctx.has_input(5);
+  if (past) {
+    if (!ctx.has_input(4) || !ctx.has_input(5)) return ctx.Error("past_key and past_value must be given together");
+    AMP_RETURN_IF_ERROR(RequireShape(ctx, 4));
+    const Shape& pk = ctx.inputs[4].shape;
+    if (pk.rank() != 4) return ctx.Error("past_key has shape ", pk.ToString(), ", expected [batch, kv_heads, past, head_size]");
+    total = pk[2].is_static() && skv.is_static() ? Dim::Static(pk[2].value + skv.value) : UnknownDim();
+  }
+  if (ctx.has_input(6) && past) return ctx.Error("nonpad_kv_seqlen cannot be combined with past_key/past_value");
+  const DType t1 = ctx.inputs[0].dtype;
+  if (rank == 4)
+    ctx.outputs[0] = TensorType::Of(t1, Shape({batch, hq, sq, dv}));
+  else
+    ctx.outputs[0] = TensorType::Of(t1, Shape({batch, sq, hq.is_static() && dv.is_static() ? Times(dv, hq.value) : UnknownDim()}));
+  if (ctx.outputs.size() > 1) ctx.outputs[1] = TensorType::Of(t1, Shape({batch, hkv, total, d}));
+  if (ctx.outputs.size() > 2) ctx.outputs[2] = TensorType::Of(ctx.inputs[2].dtype, Shape({batch, hkv, total, dv}));
+  if (ctx.outputs.size() > 3) ctx.outputs[3] = TensorType::Of(t1, Shape({batch, hq, sq, total}));
   return Status::Ok();
 }
 

@@ -141,6 +141,20 @@ Status InferNot(InferContext& ctx) {
   return Status::Ok();
 }
 
+// IsNaN, IsInf: float x -> bool of x's shape.
+Status InferIsNaN(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  ctx.outputs[0] = ctx.inputs[0];
+  ctx.outputs[0].dtype = DType::kBool;
+  return Status::Ok();
+}
+
+Status InferIsInf(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("detect_negative", 1).status());
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("detect_positive", 1).status());
+  return InferIsNaN(ctx);
+}
+
 Status InferIdentity(InferContext& ctx) {
   SameAs(ctx, 0, 0);
   if (const Tensor* v = ctx.value(0)) ctx.output_values[0] = *v;

@@ -3,7 +3,7 @@
 //   round-to-nearest-even). Output 0 may overwrite input 0.
 // Float ops: Sigmoid Tanh Erf Gelu Sqrt Exp Log Reciprocal LeakyRelu
 // HardSigmoid HardSwish Sin Cos Softplus Elu Selu Celu Mish.
-// Float or integer: Relu Neg Abs Clip. Not: bool. Identity: any dtype.
+// Float or integer: Relu Neg Abs Clip. Not: bool. IsNaN, IsInf: float -> bool. Identity: any dtype.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -175,6 +175,47 @@ class NotKernel final : public Kernel {
   int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
 };
 
+// IsNaN / IsInf: float T -> bool (one byte per element).
+template <class T>
+class FloatClassKernel final : public Kernel {
+ public:
+  FloatClassKernel(OpKind op, bool negative, bool positive) : op_(op), negative_(negative), positive_(positive) {}
+  Status Run(KernelContext& ctx) override {
+    const T* x = ctx.inputs[0].as<const T>();
+    uint8_t* y = ctx.outputs[0].as<uint8_t>();
+    const int64_t n = ctx.outputs[0].num_elements();
+    if (op_ == OpKind::kIsNaN) {
+      for (int64_t i = 0; i < n; ++i) y[i] = std::isnan(static_cast<Acc<T>>(x[i]));
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        const Acc<T> v = static_cast<Acc<T>>(x[i]);
+        y[i] = std::isinf(v) && (v > 0 ? positive_ : negative_);
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  OpKind op_;
+  bool negative_, positive_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> CreateFloatClass(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1));
+  if (init.outputs[0].dtype != DType::kBool || init.outputs[0].dims != init.inputs[0].dims)
+    return init.Error("output must be bool of the input's shape");
+  const ir::Attributes& attrs = AttrsOf(init);
+  AMP_ASSIGN_OR_RETURN(int64_t negative, attrs.GetInt("detect_negative", 1));
+  AMP_ASSIGN_OR_RETURN(int64_t positive, attrs.GetInt("detect_positive", 1));
+  StatusOr<std::unique_ptr<Kernel>> out = Internal("unset");
+  AMP_RETURN_IF_ERROR(DispatchFloat(init.inputs[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    out = std::unique_ptr<Kernel>(std::make_unique<FloatClassKernel<T>>(init.op, negative != 0, positive != 0));
+    return Status::Ok();
+  }));
+  return out;
+}
+
 class IdentityKernel final : public Kernel {
  public:
   Status Run(KernelContext& ctx) override {
@@ -235,6 +276,8 @@ void RegisterReferenceUnary(Registry& r) {
     AMP_RETURN_IF_ERROR(CheckSameType(init));
     return std::unique_ptr<Kernel>(std::make_unique<NotKernel>());
   }));
+  r.Add(ReferenceEntry(OpKind::kIsNaN, FloatDTypes(), CreateFloatClass));
+  r.Add(ReferenceEntry(OpKind::kIsInf, FloatDTypes(), CreateFloatClass));
   r.Add(ReferenceEntry(OpKind::kIdentity, {}, [](const KernelInit& init) -> StatusOr<std::unique_ptr<Kernel>> {
     AMP_RETURN_IF_ERROR(CheckSameType(init));
     return std::unique_ptr<Kernel>(std::make_unique<IdentityKernel>());

@@ -4,6 +4,7 @@
 // wired (a wrong perm or broadcast shows up as a wrong gradient).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -111,6 +112,97 @@ TEST(LoweredGradCheck, GroupNormPattern) {
               EXPECT_EQ(muls, 0u) << "a Constant scale of ones needs no Mul";
               Value back = Op(g, OpKind::kReshape, {n, IntsConst(g, {2, 4, 2, 3})});
               return Op(g, OpKind::kAdd, {Op(g, OpKind::kMul, {back, x[1]}), x[2]});
+            });
+}
+
+// GroupNormalization: scale and bias per group at opset 18 (each repeated
+// over its group's channels), per channel from opset 21.
+TEST(LoweredGradCheck, GroupNormalization) {
+  for (int64_t opset : {18, 21}) {
+    SCOPED_TRACE(opset);
+    const int64_t params = opset < 21 ? 2 : 4;
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 4, 2, 3}}, {"s", {params}}, {"b", {params}}}),
+              [&](Graph& g, const V& x) {
+                g.info().opset = opset;
+                Attributes a;
+                a.Set("num_groups", int64_t{2});
+                a.Set("epsilon", 1e-5f);
+                return Lowered(g, OpKind::kGroupNormalization, x, a);
+              });
+  }
+}
+
+TEST(LoweredGradCheck, RMSNormalization) {
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}, {"s", {4}}}), [](Graph& g, const V& x) {
+    Attributes a;
+    a.Set("epsilon", 1e-5f);
+    return Lowered(g, OpKind::kRMSNormalization, x, a);
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}, {"s", {3, 4}}}), [](Graph& g, const V& x) {
+    Attributes a;
+    a.Set("axis", int64_t{1});
+    return Lowered(g, OpKind::kRMSNormalization, x, a);
+  });
+}
+
+TEST(LoweredGradCheck, Swish) {
+  for (float alpha : {1.0f, 1.702f}) {
+    SCOPED_TRACE(alpha);
+    GRADCHECK((std::vector<GradInput>{{"x", {3, 4}, -3.0, 3.0}}), [&](Graph& g, const V& x) {
+      Attributes a;
+      a.Set("alpha", alpha);
+      return Lowered(g, OpKind::kSwish, x, a);
+    });
+  }
+}
+
+// A bool Constant of `dims`, true where `allowed(i)` (row-major index).
+Value BoolConst(Graph& g, const std::vector<int64_t>& dims, const std::function<bool(int64_t)>& allowed) {
+  ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kBool, dims);
+  for (int64_t i = 0; i < t.num_elements(); ++i) t.data<uint8_t>()[i] = allowed(i);
+  Attributes a;
+  a.Set("value", t);
+  return Op(g, OpKind::kConstant, {}, a);
+}
+
+// Attention through Q, K and V (and the past): causal with more keys than
+// queries, grouped-query heads, 3-D inputs with softcap and an explicit
+// scale, a boolean mask that leaves one query row no key (its output and
+// gradient are 0, not NaN), and a key/value cache.
+TEST(LoweredGradCheck, Attention) {
+  auto attrs = [](std::initializer_list<std::pair<const char*, ir::AttrValue>> kv) {
+    Attributes a;
+    for (const auto& [k, v] : kv) a.Set(k, v);
+    return a;
+  };
+  SCOPED_TRACE("causal, 3 queries over 5 keys");
+  GRADCHECK((std::vector<GradInput>{{"q", {1, 2, 3, 4}}, {"k", {1, 2, 5, 4}}, {"v", {1, 2, 5, 3}}}),
+            [&](Graph& g, const V& x) { return Lowered(g, OpKind::kAttention, x, attrs({{"is_causal", int64_t{1}}})); });
+  SCOPED_TRACE("grouped-query: 4 query heads, 2 key/value heads");
+  GRADCHECK((std::vector<GradInput>{{"q", {2, 4, 3, 4}}, {"k", {2, 2, 3, 4}}, {"v", {2, 2, 3, 2}}}),
+            [&](Graph& g, const V& x) { return Lowered(g, OpKind::kAttention, x, attrs({{"is_causal", int64_t{1}}})); });
+  SCOPED_TRACE("3-D, softcap, scale");
+  GRADCHECK((std::vector<GradInput>{{"q", {2, 3, 8}, -2.0, 2.0}, {"k", {2, 4, 8}, -2.0, 2.0}, {"v", {2, 4, 6}}}),
+            [&](Graph& g, const V& x) {
+              return Lowered(g, OpKind::kAttention, x,
+                             attrs({{"q_num_heads", int64_t{2}}, {"kv_num_heads", int64_t{2}}, {"softcap", 2.0f},
+                                    {"scale", 0.3f}}));
+            });
+  SCOPED_TRACE("bool mask, row 1 fully masked");
+  GRADCHECK((std::vector<GradInput>{{"q", {1, 1, 3, 4}}, {"k", {1, 1, 4, 4}}, {"v", {1, 1, 4, 2}}}),
+            [&](Graph& g, const V& x) {
+              Value mask = BoolConst(g, {3, 4}, [](int64_t i) { return i / 4 != 1 && i % 4 != 3; });
+              return Lowered(g, OpKind::kAttention, {x[0], x[1], x[2], mask}, {});
+            });
+  SCOPED_TRACE("past key/value, causal (offset 3)");
+  GRADCHECK((std::vector<GradInput>{{"q", {1, 2, 2, 4}},
+                                    {"k", {1, 2, 2, 4}},
+                                    {"v", {1, 2, 2, 3}},
+                                    {"pk", {1, 2, 3, 4}},
+                                    {"pv", {1, 2, 3, 3}}}),
+            [&](Graph& g, const V& x) {
+              return Lowered(g, OpKind::kAttention, {x[0], x[1], x[2], Value{}, x[3], x[4]},
+                             attrs({{"is_causal", int64_t{1}}}));
             });
 }
 

@@ -48,10 +48,14 @@ struct Suite {
   std::vector<std::string> skips;   // files in tests/e2e
   std::string table;                // written to the build folder
   std::string log;
+  // Pinned generator (onnx 1.16): every test of a supported op must pass or
+  // be skipped with a reason. The current onnx is whatever PyPI has, whose
+  // new tests of supported ops may need work first: a 95% floor there.
+  bool every_test_passes = false;
 };
 
 const Suite kOnnx116{"onnx_backend_data", "", {"backend_skips.txt", "backend_skips_onnx116.txt"},
-                     "backend_node_tests.md", "onnx_backend_gen.log"};
+                     "backend_node_tests.md", "onnx_backend_gen.log", true};
 const Suite kCurrentOnnx{"onnx_backend_data_current", std::string(AMPTRAIN_SOURCE_DIR) + "/.venv/bin/python",
                          {"backend_skips.txt", "backend_skips_current.txt"}, "backend_node_tests_current.md",
                          "onnx_backend_gen_current.log"};
@@ -243,6 +247,9 @@ void RunSuite(const Suite& suite) {
   ASSERT_GT(pass + fail, 100u) << "suspiciously few backend tests ran";
   double rate = static_cast<double>(pass) / static_cast<double>(pass + fail);
   EXPECT_GE(rate, 0.95) << "pass rate " << rate * 100 << "%; failures listed in " << suite.table;
+  if (suite.every_test_passes) {
+    EXPECT_EQ(fail, 0u) << "failures listed in " << suite.table;
+  }
 }
 
 TEST(OnnxBackendNodeTests, SupportedOpsPass) {

@@ -11,6 +11,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -496,6 +497,84 @@ TEST(LoweredInstanceNorm, GroupNormPattern) {
     want[i] = want[i] * gamma[c] + beta[c];
   }
   ExpectNear(RunModel(m, {{"x", x}}), {N, C, H, W}, want);
+}
+
+// ---- Attention (opset 23), as PyTorch's exporter writes
+// scaled_dot_product_attention: symbolic batch and sequence (one session runs
+// two lengths), causal with grouped-query heads, and a boolean padding mask
+// that leaves a query row no key (its output is 0, as the spec says).
+
+// softmax(q k^T / sqrt(D) + bias) v, per (b, h); kv head h / (Hq / Hkv);
+// allowed(b, i, j) false masks a key; a row with no key gives 0.
+std::vector<double> RefAttention(const ir::Tensor& q, const ir::Tensor& k, const ir::Tensor& v,
+                                 const std::function<bool(int64_t, int64_t, int64_t)>& allowed) {
+  const int64_t B = q.dims()[0], Hq = q.dims()[1], S = q.dims()[2], D = q.dims()[3];
+  const int64_t Hkv = k.dims()[1], T = k.dims()[2], Dv = v.dims()[3];
+  std::vector<double> y;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < Hq; ++h)
+      for (int64_t i = 0; i < S; ++i) {
+        const int64_t hk = h / (Hq / Hkv);
+        std::vector<double> w(T, 0.0);
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = 0; j < T; ++j) {
+          if (!allowed(b, i, j)) continue;
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d)
+            dot += q.GetAsDouble(((b * Hq + h) * S + i) * D + d) * k.GetAsDouble(((b * Hkv + hk) * T + j) * D + d);
+          w[j] = dot / std::sqrt(static_cast<double>(D));
+          mx = std::max(mx, w[j]);
+        }
+        for (int64_t j = 0; j < T; ++j) sum += allowed(b, i, j) ? std::exp(w[j] - mx) : 0.0;
+        for (int64_t e = 0; e < Dv; ++e) {
+          double acc = 0;
+          for (int64_t j = 0; j < T; ++j)
+            if (allowed(b, i, j)) acc += std::exp(w[j] - mx) / sum * v.GetAsDouble(((b * Hkv + hk) * T + j) * Dv + e);
+          y.push_back(acc);
+        }
+      }
+  return y;
+}
+
+TEST(LoweredAttention, CausalGroupedQuerySymbolicBatchAndSequence) {
+  onnx::ModelProto m = mb::NewModel(23, 10);
+  mb::AddInput(m, "q", {-1, 4, -1, 8});
+  mb::AddInput(m, "k", {-1, 2, -1, 8});
+  mb::AddInput(m, "v", {-1, 2, -1, 3});
+  mb::SetInt(mb::AddNode(m, "Attention", {"q", "k", "v"}, {"y"}, "sdpa"), "is_causal", 1);
+  mb::AddOutput(m, "y");
+  auto g = importer::ImportModelBytes(mb::Bytes(m), "");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  for (const ir::Node* node : (*g)->nodes()) EXPECT_NE(node->op(), ir::OpKind::kAttention);
+  auto s = executor::InferenceSession::Create(std::move(*g));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  for (int64_t seq : {3, 6}) {
+    SCOPED_TRACE(seq);
+    ir::Tensor q = Iota({2, 4, seq, 8}, 0.31f), k = Iota({2, 2, seq, 8}, 0.53f), v = Iota({2, 2, seq, 3}, 0.71f);
+    auto out = (*s)->Run({{"q", q}, {"k", k}, {"v", v}});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectNear((*out)[0], {2, 4, seq, 3}, RefAttention(q, k, v, [](int64_t, int64_t i, int64_t j) { return j <= i; }));
+  }
+}
+
+TEST(LoweredAttention, BoolPaddingMaskWithAnEmptyRowGivesZeros) {
+  const int64_t B = 2, H = 2, S = 4, D = 4;
+  onnx::ModelProto m = mb::NewModel(23, 10);
+  mb::AddInput(m, "q", {B, H, S, D});
+  mb::AddInput(m, "k", {B, H, S, D});
+  mb::AddInput(m, "v", {B, H, S, D});
+  mb::AddInput(m, "mask", {B, 1, S, S}, onnx::TensorProto::BOOL);
+  mb::AddNode(m, "Attention", {"q", "k", "v", "mask"}, {"y"}, "sdpa");
+  mb::AddOutput(m, "y");
+  // Batch 0: the last key is padding; batch 1: query 2 sees no key at all.
+  auto allowed = [](int64_t b, int64_t i, int64_t j) { return b == 0 ? j < 3 : i != 2; };
+  ir::Tensor mask = *ir::Tensor::Zeros(ir::DType::kBool, {B, 1, S, S});
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < S; ++i)
+      for (int64_t j = 0; j < S; ++j) mask.data<uint8_t>()[(b * S + i) * S + j] = allowed(b, i, j);
+  ir::Tensor q = Iota({B, H, S, D}, 0.29f), k = Iota({B, H, S, D}, 0.61f), v = Iota({B, H, S, D}, 0.83f);
+  ir::Tensor y = RunModel(m, {{"q", q}, {"k", k}, {"v", v}, {"mask", mask}}, ir::OpKind::kAttention);
+  ExpectNear(y, {B, H, S, D}, RefAttention(q, k, v, allowed));
 }
 
 }  // namespace

@@ -399,11 +399,100 @@ def clip_text_pool(gen):
     return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
 
 
+def llama_mini(gen):
+    """A Llama-style decoder: nn.RMSNorm, rotary position embeddings computed in forward,
+    F.scaled_dot_product_attention with is_causal and grouped-query heads (enable_gqa: 4 query heads
+    share 2 key/value heads), a SwiGLU MLP (F.silu), the last token -> Linear. At opset 23 the dynamo
+    exporter writes Attention and RMSNormalization nodes."""
+    torch, nn, F = _nn()
+
+    def rotate(x, cos, sin):
+        x1, x2 = x[..., ::2], x[..., 1::2]
+        return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+
+    class Block(nn.Module):
+        def __init__(self, d, hq, hkv):
+            super().__init__()
+            self.hq, self.hkv, self.hd = hq, hkv, d // hq
+            self.n1, self.n2 = nn.RMSNorm(d), nn.RMSNorm(d)
+            self.q = nn.Linear(d, d, bias=False)
+            self.kv = nn.Linear(d, 2 * hkv * self.hd, bias=False)
+            self.o = nn.Linear(d, d, bias=False)
+            self.gate, self.up = nn.Linear(d, 2 * d, bias=False), nn.Linear(d, 2 * d, bias=False)
+            self.down = nn.Linear(2 * d, d, bias=False)
+
+        def forward(self, x, cos, sin):
+            b, t, d = x.shape
+            h = self.n1(x)
+            q = self.q(h).view(b, t, self.hq, self.hd).transpose(1, 2)
+            k, v = self.kv(h).view(b, t, 2, self.hkv, self.hd).permute(2, 0, 3, 1, 4)
+            q, k = rotate(q, cos, sin), rotate(k, cos, sin)
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, d))
+            h = self.n2(x)
+            return x + self.down(F.silu(self.gate(h)) * self.up(h))
+
+    class M(nn.Module):
+        def __init__(self, d=32):
+            super().__init__()
+            self.hd = d // 4
+            self.emb = nn.Embedding(VOCAB, d)
+            self.blocks = nn.ModuleList([Block(d, 4, 2), Block(d, 4, 2)])
+            self.norm = nn.RMSNorm(d)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            inv = 1.0 / (10000.0 ** (torch.arange(0, self.hd, 2, dtype=torch.float32) / self.hd))
+            ang = torch.arange(t, dtype=torch.float32).unsqueeze(1) * inv
+            cos, sin = ang.cos(), ang.sin()
+            x = self.emb(ids)
+            for blk in self.blocks:
+                x = blk(x, cos, sin)
+            return self.head(self.norm(x)[:, -1])
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def bert_padding_mask(gen):
+    """A BERT-style encoder over padded token ids: the key padding mask is made in forward from the
+    ids (id 0 = padding; the example batch has padded tails) and passed to
+    F.scaled_dot_product_attention as a boolean attn_mask; GroupNorm over a conv branch; a masked
+    mean pool -> Linear."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32, h=4):
+            super().__init__()
+            self.h, self.hd = h, d // h
+            self.emb, self.pos = nn.Embedding(VOCAB, d), nn.Parameter(torch.randn(SEQ, d) * 0.02)
+            self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.conv, self.gn = nn.Conv1d(d, d, 3, padding=1), nn.GroupNorm(4, d)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, ids):
+            b, t = ids.shape
+            keep = ids != 0                                            # [b, t]
+            x = self.emb(ids) + self.pos[:t]
+            q, k, v = self.qkv(self.ln1(x)).view(b, t, 3, self.h, self.hd).permute(2, 0, 3, 1, 4)
+            a = F.scaled_dot_product_attention(q, k, v, attn_mask=keep[:, None, None, :])
+            x = x + self.o(a.transpose(1, 2).reshape(b, t, -1))
+            x = x + F.gelu(self.gn(self.conv(self.ln2(x).transpose(1, 2)))).transpose(1, 2)
+            w = keep.unsqueeze(-1).to(x.dtype)
+            return self.head((x * w).sum(1) / w.sum(1))
+
+    ids = torch.randint(1, VOCAB, (BATCH, SEQ), generator=gen)
+    ids[0, SEQ - 5:] = 0
+    ids[1, SEQ - 2:] = 0
+    return M(), ids
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
-                               clip_text_pool)}
+                               clip_text_pool, llama_mini, bert_padding_mask)}
 
 
 def build(name, seed=0):

@@ -14,6 +14,7 @@ Every model is built with random weights (weights=None, torch.manual_seed(0)), 1
 the smallest input each accepts (mostly 3x32x32), and exported by
   ts:     torch.onnx.export(..., dynamo=False)              (the TorchScript exporter)
   dynamo: torch.onnx.export(..., dynamo=True)               (the torch.export-based exporter)
+  dynamoNN (only when asked for, e.g. --exporters dynamo23): the same with opset_version=NN
 Each model/exporter pair is one subprocess (this script with --case) under a timeout, so that a crash
 or hang of one leaves the rest. Per pair it measures:
   1. Inference: the default eval export (model.eval(); the exporter's defaults, so TorchScript folds
@@ -57,7 +58,7 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 NUM_CLASSES = 10
 BATCH = 2
 VOCAB, SEQ = 100, 16
-EXPORTERS = ["ts", "dynamo"]
+EXPORTERS = ["ts", "dynamo"]  # also "dynamoNN": the dynamo exporter with opset_version=NN
 INFER_TOL, CONVERT_TOL = 1e-4, 1e-2
 
 # name -> (torchvision constructor keyword arguments, image size). 64x64 (AlexNet needs >= 63 px):
@@ -312,7 +313,10 @@ def export(model, x, path, exporter, train):
             kw = dict(training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False) if train else {}
             torch.onnx.export(model, (x,), path, dynamo=False, input_names=["input"], output_names=["logits"], **kw)
             return None
-        prog = torch.onnx.export(model, (x,), path, dynamo=True, **({"optimize": False} if train else {}))
+        kw = {"optimize": False} if train else {}
+        if exporter != "dynamo":  # dynamoNN: the dynamo exporter at opset NN (23+ writes Attention, RMSNormalization)
+            kw["opset_version"] = int(exporter[len("dynamo"):])
+        prog = torch.onnx.export(model, (x,), path, dynamo=True, **kw)
         return prog
 
 
@@ -636,6 +640,10 @@ def write_markdown(path, results, args):
         f"; {len(results)} model/exporter pairs, "
         f"{sum(r.get('case_s', 0) for r in results) / 60:.1f} min of case wall time in all.",
         "- Random weights (seed 0), 10 classes, batch 2; Dropout, StochasticDepth and attention dropout p=0.",
+        *(["- Exporters: `ts` TorchScript, `dynamo` the dynamo exporter at its default opset, `dynamoNN` the "
+           "dynamo exporter with `opset_version=NN` (from 23 it writes Attention for scaled_dot_product_attention "
+           "and RMSNormalization for nn.RMSNorm; from 21 GroupNormalization)."]
+          if any(r["exporter"].startswith("dynamo") and r["exporter"] != "dynamo" for r in results) else []),
         "- **Inference**: BN running statistics set to those of 16 other random images, then the exporter's default "
         "eval export, `amptrain run` vs PyTorch float64 eval output, relative L2 (ok <= 1e-4; *ok\\** where "
         "PyTorch float32 itself is above 1e-4 and ours is within 10x PyTorch float32's error, shown as torch32).",

@@ -1,0 +1,59 @@
+// Building blocks of the import lowerings (importer/lowerings.cc,
+// importer/lower_attention.cc): constants, run-time shape vectors, and the
+// replacement of a lowered node by the values it is made of.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph.h"
+
+namespace amptrain::importer::lowering {
+
+// An int64 [v.size()] Constant.
+ir::Value IntsConstant(ir::Graph& g, const std::string& hint, const std::vector<int64_t>& v);
+// An int64 scalar (0-D) Constant.
+ir::Value IntScalar(ir::Graph& g, const std::string& hint, int64_t v);
+// A float constant of `dtype` and `dims` ({} = a scalar), every element `fill`.
+StatusOr<ir::Value> FilledConstant(ir::Graph& g, const std::string& hint, ir::DType dtype,
+                                   const std::vector<int64_t>& dims, double fill);
+// True when v is a Constant node (not an initializer: that is a parameter,
+// which training moves off its initial ones / zeros) whose every element
+// equals `x`.
+bool ConstantAll(const ir::Graph& g, ir::Value v, double x);
+// Makes `last` produce n's output under its name, and removes n. Where the
+// lowering is the identity (Einsum "ij->ij"), `last` is n's input, which
+// keeps its own name: an Identity carries n's.
+Status Replace(ir::Graph& g, ir::Node* n, ir::Value last);
+// Replace for a node of several outputs: outs[i] takes output i's uses and
+// name. Outputs after the first that nothing reads are dropped (outs[i] may
+// be invalid there).
+Status ReplaceOutputs(ir::Graph& g, ir::Node* n, std::vector<ir::Value> outs);
+// The static dims of x from `from` on, or an error naming the node.
+StatusOr<std::vector<int64_t>> StaticTail(const ir::Graph& g, const ir::Node* n, ir::Value x, size_t from);
+
+// Builds int64 shape vectors at run time from Shape(x): a symbolic batch (or
+// any dim) needs no fixed size; fully static shapes fold to constants.
+class ShapeBuilder {
+ public:
+  ShapeBuilder(ir::Graph& g, ir::Value x, std::string base);
+  ir::Value shape() const { return shape_; }
+  ir::Value Const(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
+  // The dims of x at `axes`, as an int64 [axes.size()].
+  ir::Value Dims(const std::vector<int64_t>& axes);
+  // The dim of x at `axis`, as an int64 scalar.
+  ir::Value Dim(int64_t axis);
+  ir::Value Op(ir::OpKind op, ir::Value a, ir::Value b);
+  ir::Value Concat(std::vector<ir::Value> parts);
+
+ private:
+  ir::Graph& g_;
+  std::string base_;
+  ir::Value shape_;
+};
+
+// Attention (opsets 23-25) as MatMul / Softmax / Where ... (importer/lower_attention.cc).
+Status LowerAttention(ir::Graph& g, ir::Node* n);
+
+}  // namespace amptrain::importer::lowering
