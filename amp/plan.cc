@@ -113,6 +113,16 @@ int Bf16MinOpset(OpKind op) {
     case OpKind::kGridSample:
     case OpKind::kSin:
     case OpKind::kCos:
+    case OpKind::kTan:
+    case OpKind::kAsin:
+    case OpKind::kAcos:
+    case OpKind::kAtan:
+    case OpKind::kSinh:
+    case OpKind::kCosh:
+    case OpKind::kAsinh:
+    case OpKind::kAcosh:
+    case OpKind::kAtanh:
+    case OpKind::kRound:
     case OpKind::kSoftplus:
     case OpKind::kElu:
     case OpKind::kSelu:

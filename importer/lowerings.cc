@@ -21,6 +21,9 @@
 //     LowerGroupNorm, LowerRMSNorm, LowerSwish below.
 //   Einsum (one or two inputs): see EinsumLowering below.
 //   Attention (opsets 23-25): importer/lower_attention.cc.
+//   GlobalMaxPool, Softsign, Shrink, ThresholdedRelu, ReduceL1,
+//   ReduceSumSquare, ReduceLogSum, Sum, Mean, OneHot: each a few
+//   elementwise / reduce ops, see below.
 // Each replacement keeps the lowered node's output name, so graph outputs
 // and later readers see the same value.
 #include <algorithm>
@@ -206,6 +209,100 @@ Status LowerSwish(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, b.Op(OpKind::kMul, {x, b.Op(OpKind::kSigmoid, {ax}, "sigmoid")}, "mul"));
 }
 
+// GlobalMaxPool -> ReduceMax over the spatial axes (keepdims).
+Status LowerGlobalMaxPool(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  std::vector<int64_t> axes;
+  for (size_t d = 2; d < g.type(n->input(0)).shape.rank(); ++d) axes.push_back(static_cast<int64_t>(d));
+  ir::Node* r = b.Node(OpKind::kReduceMax, {n->input(0), b.Ints(axes)}, "reduce_max");
+  r->attrs().Set("keepdims", int64_t{1});
+  return Replace(g, n, r->output(0));
+}
+
+// Softsign -> x / (1 + |x|); Shrink -> Where(x < -lambd, x + bias,
+// Where(x > lambd, x - bias, 0)); ThresholdedRelu -> Where(x > alpha, x, 0).
+Status LowerPiecewise(ir::Graph& g, ir::Node* n) {
+  Value x = n->input(0);
+  const ir::DType t = g.type(x).dtype;
+  Builder b(g, n->name());
+  AMP_ASSIGN_OR_RETURN(Value zero, b.Scalar(t, 0.0));
+  if (n->op() == OpKind::kSoftsign) {
+    AMP_ASSIGN_OR_RETURN(Value one, b.Scalar(t, 1.0));
+    return Replace(g, n, b.Op(OpKind::kDiv, {x, b.Op(OpKind::kAdd, {one, b.Op(OpKind::kAbs, {x}, "abs")}, "denominator")}, "div"));
+  }
+  if (n->op() == OpKind::kThresholdedRelu) {
+    AMP_ASSIGN_OR_RETURN(Value alpha, b.Scalar(t, n->attrs().Float("alpha", 1.0f)));
+    return Replace(g, n, b.Op(OpKind::kWhere, {b.Op(OpKind::kGreater, {x, alpha}, "above"), x, zero}, "where"));
+  }
+  const double lambd = n->attrs().Float("lambd", 0.5f), bias = n->attrs().Float("bias", 0.0f);
+  AMP_ASSIGN_OR_RETURN(Value lo, b.Scalar(t, -lambd));
+  AMP_ASSIGN_OR_RETURN(Value hi, b.Scalar(t, lambd));
+  Value inner = zero, outer_shift = x, inner_shift = x;
+  if (bias != 0) {
+    AMP_ASSIGN_OR_RETURN(Value bv, b.Scalar(t, bias));
+    outer_shift = b.Op(OpKind::kAdd, {x, bv}, "plus_bias");
+    inner_shift = b.Op(OpKind::kSub, {x, bv}, "minus_bias");
+  }
+  inner = b.Op(OpKind::kWhere, {b.Op(OpKind::kGreater, {x, hi}, "above"), inner_shift, zero}, "where_above");
+  return Replace(g, n, b.Op(OpKind::kWhere, {b.Op(OpKind::kLess, {x, lo}, "below"), outer_shift, inner}, "where_below"));
+}
+
+// ReduceL1 / ReduceSumSquare / ReduceLogSum -> ReduceSum of |x| / x x / x
+// (the same axes and attributes), then Log for ReduceLogSum.
+Status LowerReduce(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  Value x = n->input(0);
+  if (n->op() == OpKind::kReduceL1) x = b.Op(OpKind::kAbs, {x}, "abs");
+  if (n->op() == OpKind::kReduceSumSquare) x = b.Op(OpKind::kMul, {x, x}, "square");
+  std::vector<Value> in = {x};
+  if (n->has_input(1)) in.push_back(n->input(1));
+  ir::Node* sum = b.Node(OpKind::kReduceSum, std::move(in), "reduce_sum");
+  sum->attrs() = n->attrs();
+  Value y = sum->output(0);
+  if (n->op() == OpKind::kReduceLogSum) y = b.Op(OpKind::kLog, {y}, "log");
+  return Replace(g, n, y);
+}
+
+// Sum / Mean of n inputs -> Add chain (/ n).
+Status LowerVariadic(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  Value y = n->input(0);
+  for (size_t i = 1; i < n->num_inputs(); ++i) y = b.Op(OpKind::kAdd, {y, n->input(i)}, "add");
+  if (n->op() == OpKind::kMean && n->num_inputs() > 1) {
+    AMP_ASSIGN_OR_RETURN(Value count, b.Scalar(g.type(n->input(0)).dtype, static_cast<double>(n->num_inputs())));
+    y = b.Op(OpKind::kDiv, {y, count}, "mean");
+  }
+  return Replace(g, n, y);
+}
+
+// OneHot(indices, depth, values [off, on]), axis -> Where(Equal(indices
+// (negative ones + depth) unsqueezed at axis, Range(depth) along axis), on,
+// off). Indices outside [-depth, depth) match nothing: all off.
+Status LowerOneHot(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  Value idx = n->input(0), depth = n->input(1), values = n->input(2);
+  const int64_t rank = static_cast<int64_t>(g.type(idx).shape.rank()) + 1;
+  int64_t axis = n->attrs().Int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (g.type(idx).dtype != ir::DType::kInt64) idx = b.Cast(idx, ir::DType::kInt64);
+  if (g.type(depth).dtype != ir::DType::kInt64) depth = b.Cast(depth, ir::DType::kInt64);
+  depth = b.Op(OpKind::kReshape, {depth, b.Ints({})}, "depth_scalar");
+  Value zero = IntScalar(g, n->name() + "_zero", 0), one = IntScalar(g, n->name() + "_one", 1);
+  idx = b.Op(OpKind::kWhere, {b.Op(OpKind::kLess, {idx, zero}, "negative"), b.Op(OpKind::kAdd, {idx, depth}, "wrapped"), idx},
+             "index");
+  idx = b.Op(OpKind::kUnsqueeze, {idx, b.Ints({axis})}, "index_unsqueeze");
+  std::vector<int64_t> along(static_cast<size_t>(rank), 1);
+  along[static_cast<size_t>(axis)] = -1;
+  Value classes = b.Op(OpKind::kReshape, {b.Op(OpKind::kRange, {zero, depth, one}, "classes"), b.Ints(along)}, "classes_reshape");
+  auto pick = [&](int64_t i, const char* what) {
+    ir::Node* gth = b.Node(OpKind::kGather, {values, IntScalar(g, n->name() + "_" + what, i)}, what);
+    gth->attrs().Set("axis", int64_t{0});
+    return gth->output(0);
+  };
+  Value hit = b.Op(OpKind::kEqual, {idx, classes}, "hit");
+  return Replace(g, n, b.Op(OpKind::kWhere, {hit, pick(1, "on"), pick(0, "off")}, "where"));
+}
+
 Status LowerBlockRearrange(ir::Graph& g, ir::Node* n) {
   Value x = n->input(0);
   const std::string base = n->name();
@@ -375,6 +472,16 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kSwish: AMP_RETURN_IF_ERROR(LowerSwish(g, n)); break;
       case OpKind::kEinsum: AMP_RETURN_IF_ERROR(LowerEinsum(g, n)); break;
       case OpKind::kAttention: AMP_RETURN_IF_ERROR(LowerAttention(g, n)); break;
+      case OpKind::kGlobalMaxPool: AMP_RETURN_IF_ERROR(LowerGlobalMaxPool(g, n)); break;
+      case OpKind::kSoftsign:
+      case OpKind::kShrink:
+      case OpKind::kThresholdedRelu: AMP_RETURN_IF_ERROR(LowerPiecewise(g, n)); break;
+      case OpKind::kReduceL1:
+      case OpKind::kReduceSumSquare:
+      case OpKind::kReduceLogSum: AMP_RETURN_IF_ERROR(LowerReduce(g, n)); break;
+      case OpKind::kSum:
+      case OpKind::kMean: AMP_RETURN_IF_ERROR(LowerVariadic(g, n)); break;
+      case OpKind::kOneHot: AMP_RETURN_IF_ERROR(LowerOneHot(g, n)); break;
       case OpKind::kDepthToSpace:
       case OpKind::kSpaceToDepth: AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n)); break;
       default: return Internal(n->Describe(), ": the op is marked lowered but has no lowering");

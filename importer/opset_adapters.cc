@@ -24,6 +24,8 @@ constexpr AttrInput kAttrInputs[] = {
     {OpKind::kReduceMean, 17, "axes", 1, false}, {OpKind::kReduceMax, 17, "axes", 1, false},
     {OpKind::kReduceL2, 17, "axes", 1, false},   {OpKind::kReduceMin, 17, "axes", 1, false},
     {OpKind::kReduceProd, 17, "axes", 1, false}, {OpKind::kReduceLogSumExp, 17, "axes", 1, false},
+    {OpKind::kReduceL1, 17, "axes", 1, false},   {OpKind::kReduceSumSquare, 17, "axes", 1, false},
+    {OpKind::kReduceLogSum, 17, "axes", 1, false},
     {OpKind::kReduceSum, 12, "axes", 1, false},  {OpKind::kSqueeze, 12, "axes", 1, false},
     {OpKind::kUnsqueeze, 12, "axes", 1, false},  {OpKind::kSplit, 12, "split", 1, false},
     {OpKind::kDropout, 11, "ratio", 1, true},
@@ -232,12 +234,22 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kSelu: return 6;
     case OpKind::kSin:
     case OpKind::kCos:
+    case OpKind::kTan:
+    case OpKind::kAsin:
+    case OpKind::kAcos:
+    case OpKind::kAtan:
     case OpKind::kPRelu:
     case OpKind::kAnd:
     case OpKind::kOr:
     case OpKind::kXor: return 7;
+    case OpKind::kSinh:
+    case OpKind::kCosh:
+    case OpKind::kAsinh:
+    case OpKind::kAcosh:
+    case OpKind::kAtanh: return 9;
     case OpKind::kCumSum:
     case OpKind::kGatherElements:
+    case OpKind::kRound:
     case OpKind::kTopK: return 11;
     case OpKind::kCelu:
     case OpKind::kLessOrEqual:

@@ -220,6 +220,64 @@ Status CosGrad(GradContext& c) {  // -dy sin x
   return Status::Ok();
 }
 
+Status TanGrad(GradContext& c) {  // dy (1 + y^2)
+  Value y = c.output(0);
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Add(c.Scalar(1.0, y), c.Mul(y, y))));
+  return Status::Ok();
+}
+
+// sqrt((1 - x)(1 + x)) and (x - 1)(x + 1): the factored forms keep their
+// relative accuracy near |x| = 1, where 1 - x^2 and x^2 - 1 cancel.
+Value OneMinusSquare(GradContext& c, Value x) {
+  return c.Mul(c.Sub(c.Scalar(1.0, x), x), c.Add(c.Scalar(1.0, x), x));
+}
+
+Status AsinGrad(GradContext& c) {  // dy / sqrt(1 - x^2)
+  Value x = c.input(0);
+  c.SetGrad(0, c.Div(c.grad_output(0), c.Emit1(OpKind::kSqrt, {OneMinusSquare(c, x)})));
+  return Status::Ok();
+}
+
+Status AcosGrad(GradContext& c) {  // -dy / sqrt(1 - x^2)
+  Value x = c.input(0);
+  c.SetGrad(0, c.Neg(c.Div(c.grad_output(0), c.Emit1(OpKind::kSqrt, {OneMinusSquare(c, x)}))));
+  return Status::Ok();
+}
+
+Status AtanGrad(GradContext& c) {  // dy / (1 + x^2)
+  Value x = c.input(0);
+  c.SetGrad(0, c.Div(c.grad_output(0), c.Add(c.Scalar(1.0, x), c.Mul(x, x))));
+  return Status::Ok();
+}
+
+Status SinhGrad(GradContext& c) {  // dy cosh x
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Emit1(OpKind::kCosh, {c.input(0)})));
+  return Status::Ok();
+}
+
+Status CoshGrad(GradContext& c) {  // dy sinh x
+  c.SetGrad(0, c.Mul(c.grad_output(0), c.Emit1(OpKind::kSinh, {c.input(0)})));
+  return Status::Ok();
+}
+
+Status AsinhGrad(GradContext& c) {  // dy / sqrt(x^2 + 1)
+  Value x = c.input(0);
+  c.SetGrad(0, c.Div(c.grad_output(0), c.Emit1(OpKind::kSqrt, {c.Add(c.Mul(x, x), c.Scalar(1.0, x))})));
+  return Status::Ok();
+}
+
+Status AcoshGrad(GradContext& c) {  // dy / sqrt((x - 1)(x + 1))
+  Value x = c.input(0);
+  Value d = c.Mul(c.Sub(x, c.Scalar(1.0, x)), c.Add(x, c.Scalar(1.0, x)));
+  c.SetGrad(0, c.Div(c.grad_output(0), c.Emit1(OpKind::kSqrt, {d})));
+  return Status::Ok();
+}
+
+Status AtanhGrad(GradContext& c) {  // dy / ((1 - x)(1 + x))
+  c.SetGrad(0, c.Div(c.grad_output(0), OneMinusSquare(c, c.input(0))));
+  return Status::Ok();
+}
+
 Status SoftplusGrad(GradContext& c) {  // dy sigmoid(x)
   c.SetGrad(0, c.Mul(c.grad_output(0), c.Emit1(OpKind::kSigmoid, {c.input(0)})));
   return Status::Ok();
@@ -313,6 +371,15 @@ void RegisterElementwiseRules(RuleTable& t) {
   SetRule(t, OpKind::kGelu, GeluGrad);
   SetRule(t, OpKind::kSin, SinGrad);
   SetRule(t, OpKind::kCos, CosGrad);
+  SetRule(t, OpKind::kTan, TanGrad);
+  SetRule(t, OpKind::kAsin, AsinGrad);
+  SetRule(t, OpKind::kAcos, AcosGrad);
+  SetRule(t, OpKind::kAtan, AtanGrad);
+  SetRule(t, OpKind::kSinh, SinhGrad);
+  SetRule(t, OpKind::kCosh, CoshGrad);
+  SetRule(t, OpKind::kAsinh, AsinhGrad);
+  SetRule(t, OpKind::kAcosh, AcoshGrad);
+  SetRule(t, OpKind::kAtanh, AtanhGrad);
   SetRule(t, OpKind::kSoftplus, SoftplusGrad);
   SetRule(t, OpKind::kElu, EluGrad);
   SetRule(t, OpKind::kCelu, CeluGrad);

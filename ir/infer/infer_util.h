@@ -17,6 +17,11 @@ StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank);
 inline void SameAs(InferContext& ctx, size_t out, size_t in) { ctx.outputs[out] = ctx.inputs[in]; }
 // Fails unless input i has a shape.
 Status RequireShape(const InferContext& ctx, size_t i);
+// A float input, the output of its type and shape (ir/infer/unary.cc).
+Status InferFloatUnary(InferContext& ctx);
+// The rule of ReduceSum / ReduceMean (ir/infer/reduce.cc): canonical axes
+// input, keepdims, noop_with_empty_axes; numeric input.
+Status InferFloatReduce(InferContext& ctx);
 // A dim that is unknown (symbolic without a name).
 inline Dim UnknownDim() { return Dim::Symbolic(""); }
 

@@ -154,10 +154,8 @@ Status InferRMSNormalization(InferContext& ctx) {
 }
 
 Status InferSwish(InferContext& ctx) {
-  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
   AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 1.0f).status());
-  SameAs(ctx, 0, 0);
-  return Status::Ok();
+  return InferFloatUnary(ctx);
 }
 
 // Attention: Q [B, Hq, Sq, D] (or [B, Sq, Hq D] with q_num_heads), K [B, Hkv, Skv, D],
@@ -213,6 +211,75 @@ Status InferAttention(InferContext& ctx) {
   if (ctx.outputs.size() > 1) ctx.outputs[1] = TensorType::Of(t1, Shape({batch, hkv, total, d}));
   if (ctx.outputs.size() > 2) ctx.outputs[2] = TensorType::Of(ctx.inputs[2].dtype, Shape({batch, hkv, total, dv}));
   if (ctx.outputs.size() > 3) ctx.outputs[3] = TensorType::Of(t1, Shape({batch, hq, sq, total}));
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir
+
+namespace amptrain::ir {
+
+namespace {
+
+// Sum, Mean: the inputs broadcast together; one float type.
+Status Variadic(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  TensorType out = ctx.inputs[0];
+  for (size_t i = 1; i < ctx.inputs.size(); ++i) {
+    AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, i));
+    if (!out.has_shape || !ctx.inputs[i].has_shape) {
+      out.has_shape = false;
+      continue;
+    }
+    auto s = BroadcastShapes(out.shape, ctx.inputs[i].shape);
+    if (!s.ok()) return ctx.Error(s.status().message());
+    out.shape = *s;
+  }
+  ctx.outputs[0] = out;
+  return Status::Ok();
+}
+
+}  // namespace
+
+// GlobalMaxPool: [N, C, D...] -> [N, C, 1, ...].
+Status InferGlobalMaxPool(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(InferFloatUnary(ctx));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  std::vector<Dim> dims = ctx.inputs[0].shape.dims();
+  if (dims.size() < 3) return ctx.Error("input has shape ", ctx.inputs[0].shape.ToString(), ", expected [N, C, D1, ...]");
+  for (size_t d = 2; d < dims.size(); ++d) dims[d] = Dim::Static(1);
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
+Status InferSoftsign(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferShrink(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferThresholdedRelu(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferReduceL1(InferContext& ctx) { return InferFloatReduce(ctx); }
+Status InferReduceSumSquare(InferContext& ctx) { return InferFloatReduce(ctx); }
+Status InferReduceLogSum(InferContext& ctx) { return InferFloatReduce(ctx); }
+Status InferSum(InferContext& ctx) { return Variadic(ctx); }
+Status InferMean(InferContext& ctx) { return Variadic(ctx); }
+
+// OneHot(indices, depth (scalar), values [off, on]), attr axis: indices'
+// shape with depth inserted at axis, values' type.
+Status InferOneHot(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsNumeric(ctx.inputs[1].dtype), "a numeric type"));
+  const TensorType& values = ctx.inputs[2];
+  if (values.has_shape && (values.shape.rank() != 1 || (values.shape[0].is_static() && values.shape[0].value != 2)))
+    return ctx.Error("values has shape ", values.shape.ToString(), ", expected [2] (off, on)");
+  AMP_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs->GetInt("axis", -1));
+  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.rank()) + 1;
+  AMP_ASSIGN_OR_RETURN(int64_t at, NormalizeAxis(axis, rank));
+  Dim depth = UnknownDim();
+  if (const Tensor* d = ctx.value(1); d && d->num_elements() == 1) {
+    const double v = d->GetAsDouble(0);
+    if (!(v >= 1)) return ctx.Error("depth is ", v, ", expected >= 1");
+    depth = Dim::Static(static_cast<int64_t>(v));
+  }
+  std::vector<Dim> dims = ctx.inputs[0].shape.dims();
+  dims.insert(dims.begin() + at, depth);
+  ctx.outputs[0] = TensorType::Of(values.dtype, Shape(std::move(dims)));
   return Status::Ok();
 }
 

@@ -67,6 +67,7 @@ Status InferReduce(InferContext& ctx, bool allow_bool) {
 
 }  // namespace
 
+Status InferFloatReduce(InferContext& ctx) { return InferReduce(ctx, false); }
 Status InferReduceMean(InferContext& ctx) { return InferReduce(ctx, false); }
 Status InferReduceSum(InferContext& ctx) { return InferReduce(ctx, false); }
 Status InferReduceMax(InferContext& ctx) { return InferReduce(ctx, true); }

@@ -8,13 +8,13 @@
 
 namespace amptrain::ir {
 
-namespace {
-
-Status FloatUnary(InferContext& ctx) {
+Status InferFloatUnary(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
   SameAs(ctx, 0, 0);
   return Status::Ok();
 }
+
+namespace {
 
 bool IsSignedNumeric(DType t) { return IsNumeric(t) && t != DType::kUInt8; }
 
@@ -32,14 +32,14 @@ Status CastOutput(InferContext& ctx, DType target) {
 
 }  // namespace
 
-Status InferSigmoid(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferTanh(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferErf(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferSqrt(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferSigmoid(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferTanh(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferErf(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferSqrt(InferContext& ctx) { return InferFloatUnary(ctx); }
 // Floor and Ceil propagate values: exporters use them in index arithmetic
 // (adaptive pooling's window bounds), which must fold to constants.
 Status InferFloor(InferContext& ctx) {
-  AMP_RETURN_IF_ERROR(FloatUnary(ctx));
+  AMP_RETURN_IF_ERROR(InferFloatUnary(ctx));
   PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return std::floor(a[0]); });
   return Status::Ok();
 }
@@ -54,48 +54,58 @@ Status InferSign(InferContext& ctx) {
   return Status::Ok();
 }
 Status InferCeil(InferContext& ctx) {
-  AMP_RETURN_IF_ERROR(FloatUnary(ctx));
+  AMP_RETURN_IF_ERROR(InferFloatUnary(ctx));
   PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return std::ceil(a[0]); });
   return Status::Ok();
 }
-Status InferExp(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferLog(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferReciprocal(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferLeakyRelu(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferHardSwish(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferSin(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferCos(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferSoftplus(InferContext& ctx) { return FloatUnary(ctx); }
-Status InferMish(InferContext& ctx) { return FloatUnary(ctx); }
+Status InferExp(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferLog(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferReciprocal(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferLeakyRelu(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferHardSwish(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferSin(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferCos(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferTan(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferAsin(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferAcos(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferAtan(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferSinh(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferCosh(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferAsinh(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferAcosh(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferAtanh(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferRound(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferSoftplus(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferMish(InferContext& ctx) { return InferFloatUnary(ctx); }
 
 // Elu and Celu (alpha = 1), Selu (alpha = 1.67326..., gamma = 1.05070...): float attributes.
 Status InferElu(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 1.0f).status());
-  return FloatUnary(ctx);
+  return InferFloatUnary(ctx);
 }
 Status InferCelu(InferContext& ctx) {
   AMP_ASSIGN_OR_RETURN(float alpha, ctx.attrs->GetFloat("alpha", 1.0f));
   if (alpha == 0.0f) return ctx.Error("attribute alpha is 0 (Celu divides by it)");
-  return FloatUnary(ctx);
+  return InferFloatUnary(ctx);
 }
 Status InferSelu(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 1.67326319217681884765625f).status());
   AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("gamma", 1.05070102214813232421875f).status());
-  return FloatUnary(ctx);
+  return InferFloatUnary(ctx);
 }
 
 // HardSigmoid(alpha = 0.2, beta = 0.5): float attributes.
 Status InferHardSigmoid(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("alpha", 0.2f).status());
   AMP_RETURN_IF_ERROR(ctx.attrs->GetFloat("beta", 0.5f).status());
-  return FloatUnary(ctx);
+  return InferFloatUnary(ctx);
 }
 
 Status InferGelu(InferContext& ctx) {
   AMP_ASSIGN_OR_RETURN(std::string approximate, ctx.attrs->GetString("approximate", "none"));
   if (approximate != "none" && approximate != "tanh")
     return ctx.Error("attribute approximate is '", approximate, "', expected 'none' or 'tanh'");
-  return FloatUnary(ctx);
+  return InferFloatUnary(ctx);
 }
 
 Status InferRelu(InferContext& ctx) {

@@ -88,6 +88,17 @@ StatusOr<std::unique_ptr<Kernel>> MakeFloatMap(const KernelInit& init) {
     case OpKind::kHardSwish: return Map<T>([](A x) { return x * Clamp01(x * A(1.0 / 6.0) + A(0.5)); }, th);
     case OpKind::kSin: return Map<T>([](A x) { return std::sin(x); }, th);
     case OpKind::kCos: return Map<T>([](A x) { return std::cos(x); }, th);
+    case OpKind::kTan: return Map<T>([](A x) { return std::tan(x); }, th);
+    case OpKind::kAsin: return Map<T>([](A x) { return std::asin(x); }, th);
+    case OpKind::kAcos: return Map<T>([](A x) { return std::acos(x); }, th);
+    case OpKind::kAtan: return Map<T>([](A x) { return std::atan(x); }, th);
+    case OpKind::kSinh: return Map<T>([](A x) { return std::sinh(x); }, th);
+    case OpKind::kCosh: return Map<T>([](A x) { return std::cosh(x); }, th);
+    case OpKind::kAsinh: return Map<T>([](A x) { return std::asinh(x); }, th);
+    case OpKind::kAcosh: return Map<T>([](A x) { return std::acosh(x); }, th);
+    case OpKind::kAtanh: return Map<T>([](A x) { return std::atanh(x); }, th);
+    // Half to even in the default rounding mode; exact in every float type.
+    case OpKind::kRound: return Map<T>([](A x) { return std::nearbyint(x); }, th);
     case OpKind::kSoftplus: return Map<T>([](A x) { return Softplus(x); }, th);
     case OpKind::kMish: return Map<T>([](A x) { return x * std::tanh(Softplus(x)); }, th);
     // The exponential units take expm1 below 0: exact near 0, where e^x - 1 cancels.
@@ -262,7 +273,9 @@ void RegisterReferenceUnary(Registry& r) {
   for (OpKind op : {OpKind::kSigmoid, OpKind::kTanh, OpKind::kErf, OpKind::kGelu, OpKind::kSqrt, OpKind::kFloor,
                     OpKind::kCeil, OpKind::kExp,
                     OpKind::kLog, OpKind::kReciprocal, OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish,
-                    OpKind::kSin, OpKind::kCos, OpKind::kSoftplus, OpKind::kMish, OpKind::kElu, OpKind::kCelu,
+                    OpKind::kSin, OpKind::kCos, OpKind::kTan, OpKind::kAsin, OpKind::kAcos, OpKind::kAtan,
+                    OpKind::kSinh, OpKind::kCosh, OpKind::kAsinh, OpKind::kAcosh, OpKind::kAtanh, OpKind::kRound,
+                    OpKind::kSoftplus, OpKind::kMish, OpKind::kElu, OpKind::kCelu,
                     OpKind::kSelu})
     r.Add(ReferenceEntry(op, FloatDTypes(), CreateFloat));
   std::vector<DType> signed_types = FloatDTypes();

@@ -161,6 +161,34 @@ TEST(GradCheck, MoreActivations) {
             Unary(OpKind::kSelu, A({{"alpha", 1.5f}, {"gamma", 1.2f}})));
 }
 
+// ONNX's other trigonometric and hyperbolic functions, each on its domain
+// (Asin, Acos, Atanh inside (-1, 1); Acosh above 1; Tan inside (-pi/2, pi/2)).
+TEST(GradCheck, TrigonometricAndHyperbolic) {
+  struct Case {
+    OpKind op;
+    double lo, hi;
+  };
+  for (const Case& c : {Case{OpKind::kTan, -1.2, 1.2}, Case{OpKind::kAsin, -0.9, 0.9}, Case{OpKind::kAcos, -0.9, 0.9},
+                        Case{OpKind::kAtan, -3, 3}, Case{OpKind::kSinh, -3, 3}, Case{OpKind::kCosh, -3, 3},
+                        Case{OpKind::kAsinh, -3, 3}, Case{OpKind::kAcosh, 1.1, 4}, Case{OpKind::kAtanh, -0.9, 0.9}}) {
+    SCOPED_TRACE(ir::Schema(c.op).name);
+    GRADCHECK((std::vector<GradInput>{{"x", {4, 5}, c.lo, c.hi}}), Unary(c.op));
+  }
+}
+
+// Near |x| = 1 the factored (1 - x)(1 + x) keeps the derivative of Asin and
+// Atanh accurate where 1 - x^2 would lose digits: at x = 1 - 2^-30 (exact in
+// float64), 1 - x^2 = 2^-29 - 2^-60.
+TEST(GradCheck, InverseFunctionsNearOneKeepTheirDigits) {
+  const double x = 1.0 - std::ldexp(1.0, -30), d = (1.0 - x) * (1.0 + x);
+  std::vector<double> g = GradAt(OpKind::kAtanh, {}, {x});
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_NEAR(g[0], 1.0 / d, 1e-15 / d);
+  g = GradAt(OpKind::kAsin, {}, {x});
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_NEAR(g[0], 1.0 / std::sqrt(d), 1e-15 / std::sqrt(d));
+}
+
 // Far from 0 the exponential branch's derivative is taken from e^x, not from
 // y + alpha (which cancels): at x = -30, d elu / dx = e^-30 to the last bits,
 // and at x = 200 the unused branch does not overflow into the result.

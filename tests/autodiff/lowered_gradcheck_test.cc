@@ -206,5 +206,53 @@ TEST(LoweredGradCheck, Attention) {
             });
 }
 
+// The small lowerings: each is a few elementwise / reduce ops, so the check
+// covers how they are wired (kinks of Shrink, ThresholdedRelu and |x| are
+// away from the random values).
+TEST(LoweredGradCheck, ElementwiseAndReduceLowerings) {
+  auto one = [](OpKind op, Attributes a = {}) {
+    return [op, a](Graph& g, const V& x) { return Lowered(g, op, x, a); };
+  };
+  Attributes shrink;
+  shrink.Set("lambd", 0.25f);
+  shrink.Set("bias", 0.1f);
+  Attributes threshold;
+  threshold.Set("alpha", 0.3f);
+  Attributes keep0;
+  keep0.Set("keepdims", int64_t{0});
+  SCOPED_TRACE("GlobalMaxPool");
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 2, 3}}}), one(OpKind::kGlobalMaxPool));
+  SCOPED_TRACE("Softsign");
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}, -3.0, 3.0}}), one(OpKind::kSoftsign));
+  SCOPED_TRACE("Shrink");
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), one(OpKind::kShrink, shrink));
+  SCOPED_TRACE("ThresholdedRelu");
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), one(OpKind::kThresholdedRelu, threshold));
+  for (OpKind op : {OpKind::kReduceL1, OpKind::kReduceSumSquare, OpKind::kReduceLogSum}) {
+    SCOPED_TRACE(ir::Schema(op).name);
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}, 0.5, 2.0}}), [&](Graph& g, const V& x) {
+      return Lowered(g, op, {x[0], IntsConst(g, {1})}, keep0);
+    });
+  }
+  for (OpKind op : {OpKind::kSum, OpKind::kMean}) {
+    SCOPED_TRACE(ir::Schema(op).name);
+    GRADCHECK((std::vector<GradInput>{{"a", {2, 3}}, {"b", {3}}, {"c", {2, 1}}}), one(op));
+  }
+}
+
+// OneHot's values [off, on] get the gradient of every off / on position.
+TEST(LoweredGradCheck, OneHotValues) {
+  GRADCHECK((std::vector<GradInput>{{"values", {2}}}), [](Graph& g, const V& x) {
+    ir::Tensor idx = *ir::Tensor::Zeros(ir::DType::kInt64, {2, 3});
+    const int64_t ids[] = {0, 3, -1, 2, 5, -4};  // 5 is out of range: all off
+    for (int i = 0; i < 6; ++i) idx.data<int64_t>()[i] = ids[i];
+    Attributes c;
+    c.Set("value", idx);
+    Attributes axis;
+    axis.Set("axis", int64_t{1});
+    return Lowered(g, OpKind::kOneHot, {Op(g, OpKind::kConstant, {}, c), IntsConst(g, {4}), x[0]}, axis);
+  });
+}
+
 }  // namespace
 }  // namespace amptrain::autodiff::testing

@@ -488,11 +488,59 @@ def bert_padding_mask(gen):
     return M(), ids
 
 
+def shrink_pool_onehot(gen):
+    """A small CNN with AdaptiveMaxPool2d(1) beside the average pool, Hardshrink, Softshrink, Softsign,
+    Tanhshrink, an L1 norm (torch.linalg.vector_norm ord=1) and a one-hot of the arg-max class mixed
+    back into the logits (F.one_hot), as TorchScript writes them: GlobalMaxPool, Shrink, Softsign,
+    ReduceL1, OneHot."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1, self.conv2 = nn.Conv2d(3, 16, 3, padding=1), nn.Conv2d(16, 16, 3, padding=1)
+            self.head = nn.Linear(32, NUM_CLASSES)
+            self.mix = nn.Parameter(torch.tensor(0.1))
+
+        def forward(self, x):
+            h = F.hardshrink(self.conv1(x), 0.05)
+            h = F.softsign(self.conv2(F.softshrink(h, 0.02))) + F.tanhshrink(h)
+            pooled = torch.cat([F.adaptive_max_pool2d(h, 1), F.adaptive_avg_pool2d(h, 1)], 1).flatten(1)
+            pooled = pooled / (torch.linalg.vector_norm(pooled, ord=1, dim=1, keepdim=True) + 1e-3)
+            logits = self.head(pooled)
+            return logits + self.mix * F.one_hot(logits.argmax(1), NUM_CLASSES).to(logits.dtype)
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
+def trig_features(gen):
+    """Features through the trigonometric and hyperbolic functions torch code reaches for (angle and
+    range squashing): tan, asin, acos, atan, sinh, cosh, asinh, acosh, atanh, and a rounded gate
+    (torch.round, no gradient) in an MLP."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32):
+            super().__init__()
+            self.fc1, self.fc2 = nn.Linear(d, d), nn.Linear(6 * d, 32)
+            self.head = nn.Linear(32, NUM_CLASSES)
+
+        def forward(self, x):
+            h = torch.tanh(self.fc1(x)) * 0.9                     # inside (-1, 1)
+            feats = [torch.asin(h), torch.acos(h), torch.atanh(h), torch.atan(3 * h) + torch.tan(h),
+                     torch.sinh(h) - torch.cosh(h) + torch.asinh(2 * h),
+                     torch.acosh(1.5 + h * h) * torch.round(2 * h.detach())]
+            return self.head(F.relu(self.fc2(torch.cat(feats, dim=1))))
+
+    return M(), torch.randn(BATCH, 32, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
-                               clip_text_pool, llama_mini, bert_padding_mask)}
+                               clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
+                               trig_features)}
 
 
 def build(name, seed=0):
