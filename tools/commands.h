@@ -62,6 +62,15 @@ Status CheckOutputFolderOf(const std::string& path, const std::string& flag);
 // existing non-folder or an unwritable place is an error naming `flag`.
 Status EnsureWritableFolder(const std::string& dir, const std::string& flag);
 
+// The batch size to train or evaluate `model` with. A model exported with a
+// fixed batch (every input's dim 0 static and the same) takes only that one:
+// it is used when --batch-size was not given (`given`), and a different one
+// given is an error that says how to fix it; *fixed is then true, and the
+// caller leaves partial batches out. Otherwise `requested`, *fixed false.
+StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool given, bool* fixed);
+// Warns that a fixed batch leaves the last samples of `what` out.
+void WarnLeftOut(int64_t batch, size_t samples, const char* what);
+
 // The graph inputs' names, quoted ("'x', 'mask'"), or "none".
 std::string InputNames(const ir::Graph& g);
 // .npy tensors by graph input name from NAME=FILE.npy specs (FILE.npy alone

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <set>
 
+#include <spdlog/spdlog.h>
+
 #include "executor/npy.h"
 #include "ir/output_path.h"
 #include "tools/commands.h"
@@ -143,6 +145,33 @@ Status EnsureWritableFolder(const std::string& dir, const std::string& flag) {
     if (ec) return InvalidArgument(flag, ": cannot create the folder '", dir, "': ", ec.message());
   }
   return CheckWritableDir(dir, flag);
+}
+
+StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool given, bool* fixed) {
+  *fixed = false;
+  int64_t batch = 0;
+  for (ir::Value v : model.inputs()) {
+    const ir::TensorType& t = model.type(v);
+    if (!t.has_shape || t.shape.rank() == 0 || !t.shape[0].is_static() || (batch != 0 && t.shape[0].value != batch))
+      return requested;
+    batch = t.shape[0].value;
+  }
+  if (batch == 0) return requested;
+  const std::string input = model.name(model.inputs()[0]);
+  if (given && requested != batch)
+    return InvalidArgument("--batch-size ", requested, ": the model's inputs have a fixed batch of ", batch, " (input '",
+                           input, "' is ", model.type(model.inputs()[0]).ToString(), "); use --batch-size ", batch,
+                           ", or export the model with a dynamic batch dim (docs/BRING_YOUR_OWN_MODEL.md)");
+  if (!given && requested != batch)
+    spdlog::info("the model's inputs have a fixed batch of {} (input '{}'): using --batch-size {}", batch, input, batch);
+  *fixed = true;
+  return batch;
+}
+
+void WarnLeftOut(int64_t batch, size_t samples, const char* what) {
+  const int64_t left = static_cast<int64_t>(samples) % batch;
+  if (left != 0)
+    spdlog::warn("the model's fixed batch of {} leaves out {} of the {} {}", batch, left, samples, what);
 }
 
 std::string InputNames(const ir::Graph& g) {

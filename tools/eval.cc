@@ -19,6 +19,7 @@ namespace {
 struct EvalArgs {
   std::string model, data = "fashion-mnist";
   int64_t batch_size = 128;
+  bool batch_size_given = false;  // -b/--batch-size on the command line
   int threads = 0;
   bool reference = false;
   std::string device = "cpu";
@@ -40,7 +41,10 @@ Status Eval(const EvalArgs& args) {
   opts.output = args.output;
   AMP_ASSIGN_OR_RETURN(auto evaluator,
                        train::Evaluator::Create(*model, opts, args.threads, args.reference ? "reference" : "", device));
-  data::BatchIterator batches(test_set, args.batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {});
+  bool fixed = false;
+  AMP_ASSIGN_OR_RETURN(int64_t batch_size, BatchSizeFor(*model, args.batch_size, args.batch_size_given, &fixed));
+  if (fixed) WarnLeftOut(batch_size, test_set.size(), "test samples");
+  data::BatchIterator batches(test_set, batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {}, fixed);
   AMP_ASSIGN_OR_RETURN(train::EvalResult r, evaluator->Evaluate(batches));
   spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,
                100 * r.accuracy);
@@ -55,11 +59,16 @@ void AddEvalCommand(CLI::App& app, Status& result) {
   cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] output)")->required();
   cmd->add_option("--output", a->output, "The logits output (default: the only output, or the only logits-shaped one)");
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
-  cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(IntAtLeast(1));
+  auto* batch_size = cmd->add_option("-b,--batch-size", a->batch_size,
+                                     "Batch size (a model exported with a fixed batch: that one)")
+                         ->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   AddDeviceFlag(cmd, a->device);
   cmd->add_flag("--reference", a->reference, "Use the reference kernels only");
-  cmd->callback([a, &result] { result = Eval(*a); });
+  cmd->callback([a, batch_size, &result] {
+    a->batch_size_given = batch_size->count() > 0;
+    result = Eval(*a);
+  });
 }
 
 }  // namespace amptrain::tools

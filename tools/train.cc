@@ -61,6 +61,7 @@ using executor::train::Progress;
 struct TrainArgs {
   std::string model, data = "fashion-mnist";
   int64_t epochs = 5, steps = 0, batch_size = 128;
+  bool batch_size_given = false;  // -b/--batch-size on the command line
   std::string optimizer = "adam";
   float lr = 1e-3f, momentum = 0.9f, weight_decay = 0.0f, label_smoothing = 0.0f;
   bool nesterov = false;
@@ -258,7 +259,7 @@ void WarnIfBatchNormMayBeFolded(const ir::Graph& model) {
                convs);
 }
 
-Status Train(const TrainArgs& args) {
+Status Train(TrainArgs args) {
   namespace data = executor::data;
   namespace train = executor::train;
   AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device_spec, kernels::ParseDeviceSpec(args.device));
@@ -284,7 +285,14 @@ Status Train(const TrainArgs& args) {
   loop.log_every = args.log_every;
   loop.config = ConfigJson(args);
   if (args.batch_size < 1) return InvalidArgument("--batch-size must be >= 1");
-  const int64_t per_epoch = (train_set.size() + args.batch_size - 1) / args.batch_size;
+  AMP_ASSIGN_OR_RETURN(args.batch_size, BatchSizeFor(*model, args.batch_size, args.batch_size_given, &loop.drop_last));
+  loop.batch_size = args.batch_size;
+  if (loop.drop_last) {
+    WarnLeftOut(args.batch_size, train_set.size(), "training samples of each epoch (the order is shuffled, so not always the same)");
+    WarnLeftOut(args.batch_size, test_set.size(), "test samples of each evaluation");
+  }
+  const int64_t per_epoch = loop.drop_last ? static_cast<int64_t>(train_set.size()) / args.batch_size
+                                           : (static_cast<int64_t>(train_set.size()) + args.batch_size - 1) / args.batch_size;
   if (args.steps == 0 && args.epochs > INT64_MAX / std::max<int64_t>(per_epoch, 1))
     return InvalidArgument("--epochs ", args.epochs, " of ", per_epoch, " steps each is more steps than can be counted");
   const int64_t total = args.steps > 0 ? args.steps : args.epochs * per_epoch;
@@ -418,7 +426,9 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   auto* epochs = cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--steps", a->steps, "Training steps in all (instead of --epochs)")
       ->check(IntAtLeast(1))->excludes(epochs);
-  cmd->add_option("-b,--batch-size", a->batch_size, "Batch size")->capture_default_str()->check(IntAtLeast(1));
+  auto* batch_size = cmd->add_option("-b,--batch-size", a->batch_size,
+                                     "Batch size (a model exported with a fixed batch: that one)")
+                         ->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--optimizer", a->optimizer, "sgd | adam | adamw")->capture_default_str()
       ->check(CLI::IsMember({"sgd", "adam", "adamw"}));
   cmd->add_option("--lr", a->lr, "Learning rate")->capture_default_str()->check(NumberAtLeast(0));
@@ -468,7 +478,10 @@ void AddTrainCommand(CLI::App& app, Status& result) {
                   "Parameters to leave untrained (no gradient, no update): NAME or re:REGEX, ... (a pattern that "
                   "matches no parameter is an error)")
       ->delimiter(',');
-  cmd->callback([a, &result] { result = Train(*a); });
+  cmd->callback([a, batch_size, &result] {
+    a->batch_size_given = batch_size->count() > 0;
+    result = Train(*a);
+  });
 }
 
 }  // namespace amptrain::tools

@@ -59,9 +59,12 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
                                  const LoopConfig& config, const LoopCallbacks& callbacks) {
   AMP_RETURN_IF_ERROR(CheckConfig(config, test));
   data::BatchIterator batches(train, config.batch_size, /*shuffle=*/true, config.seed, config.normalization,
-                              config.augmentation);
+                              config.augmentation, config.drop_last);
   const int64_t per_epoch = batches.batches_per_epoch();
-  if (per_epoch < 1) return InvalidArgument("the training set has no samples");
+  if (per_epoch < 1)
+    return InvalidArgument(train.size() == 0 ? std::string("the training set has no samples")
+                                             : StrCat("the training set's ", train.size(),
+                                                      " samples do not fill one batch of ", config.batch_size));
   const int64_t total = config.steps > 0 ? config.steps : config.epochs * per_epoch;
 
   AMP_ASSIGN_OR_RETURN(std::string resume, ResumePath(config));
@@ -117,7 +120,8 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     epoch.Reset();
     AMP_RETURN_IF_ERROR(save());  // before evaluating: a failing evaluation never costs the trained epoch
     if (config.evaluate && test->size() > 0) {
-      data::BatchIterator test_batches(*test, config.batch_size, /*shuffle=*/false, 0, config.normalization, {});
+      data::BatchIterator test_batches(*test, config.batch_size, /*shuffle=*/false, 0, config.normalization, {},
+                                       config.drop_last);
       AMP_ASSIGN_OR_RETURN(s.test, trainer.Evaluate(test_batches));
       s.evaluated = true;
     } else if (config.evaluate && !warned_empty_test) {

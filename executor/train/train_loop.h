@@ -35,6 +35,7 @@ struct LoopConfig {
   int64_t epochs = 5;
   int64_t steps = 0;  // > 0: overrides epochs
   int64_t batch_size = 128;
+  bool drop_last = false;  // leave out partial batches (train and test): a model of fixed batch size
   uint64_t seed = 0;  // data order and augmentation
   data::Normalization normalization;
   data::Augmentation augmentation;

@@ -121,6 +121,46 @@ TEST_F(TrainCliTest, WarnsWhenConvLayersComeWithoutBatchNorm) {
   EXPECT_EQ((r.out + r.err).find(warning), std::string::npos) << r.out << r.err;
 }
 
+// A model exported with a fixed batch (no dynamic batch dim) used to fail at
+// the last, partial batch of the first epoch, after training it. Now its
+// batch is the batch size (taken from the model when -b is not given; a
+// different -b is refused up front with the fix), and partial batches of the
+// training and the test set are left out, with a warning that counts them.
+TEST_F(TrainCliTest, AModelOfFixedBatchTrainsOnWholeBatchesOnly) {
+  ir::Graph g;
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {4, 1, 8, 8}));
+  ir::Node* flat = g.AddNode(ir::OpKind::kFlatten, {x}, 1, "flatten");
+  flat->attrs().Set("axis", int64_t{1});
+  std::vector<float> fc(4 * 64, 0.01f);
+  ir::Node* gemm = g.AddNode(ir::OpKind::kGemm,
+                             {flat->output(0), g.AddInitializer("fc.w", ir::Tensor::Floats(fc, {4, 64})),
+                              g.AddInitializer("fc.b", ir::Tensor::Floats({0, 0, 0, 0}, {4}))},
+                             1, "fc");
+  gemm->attrs().Set("transB", int64_t{1});
+  g.AddOutput(gemm->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  const std::string fixed = Path("fixed.onnx");
+  ASSERT_TRUE(importer::ExportModelFile(g, fixed).ok());
+  // 90 samples: 81 train (20 batches of 4, 1 left out), 9 test (2 batches, 1 left out).
+  const std::string data = " --data synthetic:N=90,C=1,H=8,W=8,classes=4 --threads 1 --epochs 2";
+  CliResult r = Cli("train " + fixed + data + " --export " + Path("trained.onnx"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string log = r.out + r.err;
+  EXPECT_NE(log.find("fixed batch of 4 (input 'x'): using --batch-size 4"), std::string::npos) << log;
+  EXPECT_NE(log.find("leaves out 1 of the 81 training samples"), std::string::npos) << log;
+  EXPECT_NE(log.find("leaves out 1 of the 9 test samples"), std::string::npos) << log;
+  EXPECT_NE(log.find("40 steps of batch 4"), std::string::npos) << log;
+  r = Cli("eval " + Path("trained.onnx") + " --data synthetic:N=90,C=1,H=8,W=8,classes=4 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("(8 samples)"), std::string::npos) << r.out << r.err;
+  ExpectRefused("train " + fixed + data + " -b 8 --export " + Path("other.onnx"),
+                "--batch-size 8: the model's inputs have a fixed batch of 4 (input 'x' is float32[4,1,8,8]); use "
+                "--batch-size 4");
+  EXPECT_FALSE(fs::exists(Path("other.onnx")));
+  ExpectRefused("eval " + Path("trained.onnx") + " --data synthetic:N=90,C=1,H=8,W=8,classes=4 -b 3",
+                "fixed batch of 4");
+}
+
 // A resume under another --freeze said "checkpoint tensor 'features.0.weight'
 // is not in the model" (it is; it is frozen now). Both directions are refused
 // naming the parameter and the fix, and nothing is written.
