@@ -152,6 +152,21 @@ Status ScatterNDGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// ScatterElements: as ScatterND's, element by element along the axis
+// (PyTorch's scatter / scatter_add backward).
+Status ScatterElementsGrad(GradContext& c) {
+  const std::string reduction = c.attrs().Str("reduction", "none");
+  if (reduction != "none" && reduction != "add")
+    return c.Unsupported("reduction '", reduction, "' (gradients exist for none and add)");
+  ir::Attributes a;
+  a.Set("reduction", reduction);
+  a.Set("axis", c.attrs().Int("axis", 0));
+  auto d = c.Emit(OpKind::kScatterElementsGrad, {c.grad_output(0), c.input(1)}, std::move(a), 2);
+  if (c.needs_grad(0)) c.SetGrad(0, d[0]);
+  if (c.needs_grad(2)) c.SetGrad(2, d[1]);
+  return Status::Ok();
+}
+
 // GatherND: dY's slices summed back at the data slices their tuples picked.
 Status GatherNDGrad(GradContext& c) {
   ir::Attributes a;
@@ -405,6 +420,7 @@ void RegisterShapeRules(RuleTable& t) {
   SetRule(t, OpKind::kCumSum, CumSumGrad);
   SetRule(t, OpKind::kTrilu, TriluGrad);
   SetRule(t, OpKind::kGatherElements, GatherElementsGrad);
+  SetRule(t, OpKind::kScatterElements, ScatterElementsGrad);
   SetRule(t, OpKind::kTopK, TopKGrad);
   SetRule(t, OpKind::kReduceL2, ReduceL2Grad);
 }

@@ -8,10 +8,16 @@
 //   GatherND(data [r dims], indices int64 [q dims, the last k]), attr
 //     batch_dims b (0 <= b < min(q, r), the first b dims of both equal):
 //     indices[:-1] + data[b+k:] (k <= r - b), data's type.
+//   ScatterElements(data, indices int32|int64, updates), attrs axis,
+//     reduction: indices and updates of one shape, all three of one rank;
+//     data's type.
+//   ScatterElementsGrad(dY, indices), attrs axis, reduction none|add:
+//     ddata = dY's type, dupdates = indices' shape in dY's dtype.
 //   (GatherNDGrad's rule is with the other backward ops, ir/infer/grad.cc.)
 #include <algorithm>
 
 #include "ir/infer/infer_util.h"
+#include "ir/infer/training_util.h"
 
 namespace amptrain::ir {
 
@@ -63,6 +69,39 @@ Status InferScatterNDGrad(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
   SameAs(ctx, 0, 0);
   AMP_ASSIGN_OR_RETURN(ctx.outputs[1], UpdatesType(ctx, ctx.inputs[0], ctx.inputs[1]));
+  return Status::Ok();
+}
+
+Status InferScatterElements(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(CheckReduction(ctx, false));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsIndexType(ctx.inputs[1].dtype), "int32 or int64"));
+  if (ctx.inputs[2].dtype != ctx.inputs[0].dtype)
+    return ctx.Error("updates has dtype ", DTypeName(ctx.inputs[2].dtype), ", expected data's ",
+                     DTypeName(ctx.inputs[0].dtype));
+  const TensorType &data = ctx.inputs[0], &indices = ctx.inputs[1], &updates = ctx.inputs[2];
+  if (data.has_shape) {
+    AMP_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs->GetInt("axis", 0));
+    AMP_RETURN_IF_ERROR(NormalizeAxis(axis, static_cast<int64_t>(data.shape.rank())).status());
+  }
+  if (indices.has_shape && updates.has_shape) {
+    bool ok = indices.shape.rank() == updates.shape.rank() && (!data.has_shape || data.shape.rank() == indices.shape.rank());
+    for (size_t d = 0; ok && d < indices.shape.rank(); ++d)
+      ok = !indices.shape[d].is_static() || !updates.shape[d].is_static() ||
+           indices.shape[d].value == updates.shape[d].value;
+    if (!ok)
+      return ctx.Error("indices ", indices.shape.ToString(), " and updates ", updates.shape.ToString(),
+                       " must have one shape, of data's rank");
+  }
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+Status InferScatterElementsGrad(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(CheckReduction(ctx, true));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  SameAs(ctx, 0, 0);
+  ctx.outputs[1] = ctx.inputs[1];
+  ctx.outputs[1].dtype = ctx.inputs[0].dtype;
   return Status::Ok();
 }
 

@@ -9,6 +9,12 @@
 //   ScatterNDGrad(dY, indices), attr reduction none|add: ddata = dY with
 //     every scattered slice zeroed (none; add: dY itself), dupdates[j] =
 //     dY[idx_j].
+//   ScatterElements(data, indices, updates), attrs axis, reduction: out =
+//     data, then each updates[p] (p a position of indices, in order) goes to
+//     out at p with p[axis] = indices[p] (negative wraps), replacing (none)
+//     or combined as ScatterND's. ScatterElementsGrad(dY, indices): ddata =
+//     dY with the scattered elements zeroed (none; add: dY), dupdates[p] = dY
+//     at p's target.
 //   GatherND(data, indices), attr batch_dims b: out[j] = the slice
 //     data[batch_j][idx_j], where batch_j is tuple j's position in the first
 //     b dims (shared by data and indices). Any dtype.
@@ -143,6 +149,81 @@ class ScatterNDGradKernel final : public Kernel {
   Reduction r_;
 };
 
+// The offset in `dims` each element of indices (of `dims`' rank) points to:
+// its own position with the coordinate at `axis` replaced by its value.
+StatusOr<std::vector<int64_t>> ElementTargets(const std::string& describe, const std::vector<int64_t>& dims,
+                                              const ir::TensorView& indices, size_t axis) {
+  const size_t rank = dims.size();
+  std::vector<int64_t> stride(rank, 1), pos(rank, 0), targets(static_cast<size_t>(indices.num_elements()));
+  for (size_t d = rank; d-- > 1;) stride[d - 1] = stride[d] * dims[d];
+  const bool i64 = indices.dtype == DType::kInt64;
+  const int64_t n = dims[axis];
+  for (size_t e = 0; e < targets.size(); ++e) {
+    int64_t k = i64 ? indices.as<const int64_t>()[e] : indices.as<const int32_t>()[e];
+    if (k < -n || k >= n)
+      return Status(StatusCode::kOutOfRange,
+                    StrCat(describe, ": index ", k, " (element ", e, ") is outside [-", n, ", ", n, ") on axis ", axis));
+    if (k < 0) k += n;
+    int64_t off = 0;
+    for (size_t d = 0; d < rank; ++d) off += (d == axis ? k : pos[d]) * stride[d];
+    targets[e] = off;
+    for (size_t d = rank; d-- > 0;) {  // odometer over the indices' dims
+      if (++pos[d] < indices.dims[d]) break;
+      pos[d] = 0;
+    }
+  }
+  return targets;
+}
+
+// ScatterElements, or with `backward` ScatterElementsGrad(dY, indices).
+class ScatterElementsKernel final : public Kernel {
+ public:
+  ScatterElementsKernel(std::string describe, Reduction r, size_t axis, bool backward)
+      : describe_(std::move(describe)), r_(r), axis_(axis), backward_(backward) {}
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView& in = ctx.inputs[0];  // data, or dY
+    AMP_ASSIGN_OR_RETURN(std::vector<int64_t> at, ElementTargets(describe_, in.dims, ctx.inputs[1], axis_));
+    const size_t elem = ir::DTypeSize(in.dtype);
+    const auto* src = static_cast<const std::byte*>(in.data);
+    return backward_ ? Backward(ctx, at, src, elem) : Forward(ctx, at, src, elem);
+  }
+  int inplace_input(size_t output) const override { return !backward_ && output == 0 ? 0 : -1; }
+
+ private:
+  Status Forward(KernelContext& ctx, const std::vector<int64_t>& to, const std::byte* data, size_t elem) {
+    ir::TensorView& out = ctx.outputs[0];
+    if (out.data != data) std::memcpy(out.data, data, static_cast<size_t>(out.num_elements()) * elem);
+    auto* dst = static_cast<std::byte*>(out.data);
+    const auto* upd = static_cast<const std::byte*>(ctx.inputs[2].data);
+    if (r_ == Reduction::kNone) {
+      for (size_t e = 0; e < to.size(); ++e) std::memcpy(dst + to[e] * elem, upd + e * elem, elem);
+      return Status::Ok();
+    }
+    return DispatchReducible(out.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (size_t e = 0; e < to.size(); ++e)
+        Combine(r_, reinterpret_cast<T*>(dst) + to[e], reinterpret_cast<const T*>(upd) + e, 1);
+      return Status::Ok();
+    });
+  }
+  // dupdates[e] = dY at e's target; ddata = dY, the targets zeroed (none).
+  Status Backward(KernelContext& ctx, const std::vector<int64_t>& from, const std::byte* dy, size_t elem) {
+    if (auto* du = static_cast<std::byte*>(ctx.outputs[1].data))
+      for (size_t e = 0; e < from.size(); ++e) std::memcpy(du + e * elem, dy + from[e] * elem, elem);
+    if (auto* dd = static_cast<std::byte*>(ctx.outputs[0].data)) {
+      std::memcpy(dd, dy, static_cast<size_t>(ctx.outputs[0].num_elements()) * elem);
+      if (r_ == Reduction::kNone)
+        for (int64_t off : from) std::memset(dd + off * elem, 0, elem);  // all-zero bits: +0 in every float type
+    }
+    return Status::Ok();
+  }
+
+  std::string describe_;
+  Reduction r_;
+  size_t axis_;
+  bool backward_;
+};
+
 class GatherNDKernel final : public Kernel {
  public:
   GatherNDKernel(std::string describe, size_t batch) : describe_(std::move(describe)), batch_(batch) {}
@@ -220,9 +301,41 @@ StatusOr<std::unique_ptr<Kernel>> MakeScatterNDGrad(const KernelInit& init) {
   return std::unique_ptr<Kernel>(new ScatterNDGradKernel(init.Describe(), r));
 }
 
+// ScatterElements' axis against data's rank; indices int32 or int64 of
+// data's rank.
+StatusOr<size_t> ElementAxis(const KernelInit& init, const std::vector<int64_t>& data, const TensorSpec& indices) {
+  if (indices.dtype != DType::kInt64 && indices.dtype != DType::kInt32) return init.Error("indices must be int32 or int64");
+  if (indices.dims.size() != data.size() || data.empty()) return init.Error("indices and data must have one rank >= 1");
+  AMP_ASSIGN_OR_RETURN(int64_t axis, AttrsOf(init).GetInt("axis", 0));
+  const int64_t rank = static_cast<int64_t>(data.size());
+  if (axis < -rank || axis >= rank) return init.Error("axis ", axis, " is out of range for rank ", rank);
+  return static_cast<size_t>(axis < 0 ? axis + rank : axis);
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeScatterElements(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 3, 3, 1, 1));
+  AMP_ASSIGN_OR_RETURN(Reduction r, ParseScatterReduction<Reduction>(init));
+  const DType t = init.inputs[0].dtype;
+  if (r != Reduction::kNone && !ir::IsFloat(t) && t != DType::kInt64 && t != DType::kInt32)
+    return init.Error("reduction other than none needs a float, int32 or int64 tensor, got ", ir::DTypeName(t));
+  if (init.inputs[2].dims != init.inputs[1].dims) return init.Error("updates and indices must have one shape");
+  AMP_ASSIGN_OR_RETURN(size_t axis, ElementAxis(init, init.inputs[0].dims, init.inputs[1]));
+  return std::unique_ptr<Kernel>(new ScatterElementsKernel(init.Describe(), r, axis, /*backward=*/false));
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeScatterElementsGrad(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 2, 2));
+  AMP_ASSIGN_OR_RETURN(Reduction r, ParseScatterReduction<Reduction>(init));
+  if (r != Reduction::kNone && r != Reduction::kAdd) return init.Error("the gradient takes reduction none or add only");
+  AMP_ASSIGN_OR_RETURN(size_t axis, ElementAxis(init, init.inputs[0].dims, init.inputs[1]));
+  return std::unique_ptr<Kernel>(new ScatterElementsKernel(init.Describe(), r, axis, /*backward=*/true));
+}
+
 }  // namespace
 
 void RegisterReferenceScatterND(Registry& r) {
+  r.Add(ReferenceEntry(OpKind::kScatterElements, {}, MakeScatterElements));
+  r.Add(ReferenceEntry(OpKind::kScatterElementsGrad, FloatDTypes(), MakeScatterElementsGrad));
   r.Add(ReferenceEntry(OpKind::kScatterND, {}, MakeScatterND));
   r.Add(ReferenceEntry(OpKind::kScatterNDGrad, FloatDTypes(), MakeScatterNDGrad));
   r.Add(ReferenceEntry(OpKind::kGatherND, {}, MakeGatherND));

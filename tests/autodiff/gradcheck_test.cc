@@ -341,6 +341,21 @@ TEST(GradCheck, ScatterND) {
   }
 }
 
+// ScatterElements along axis 1 (torch.scatter / scatter_add): data keeps dY
+// outside the scattered elements (all of it with add); updates get dY at
+// their targets. A negative index, and with add a target hit twice.
+TEST(GradCheck, ScatterElements) {
+  for (const char* reduction : {"none", "add"}) {
+    SCOPED_TRACE(reduction);
+    const bool add = std::string(reduction) == "add";
+    GRADCHECK((std::vector<GradInput>{{"data", {3, 4}}, {"updates", {3, 2}}}), [&](Graph& g, const V& x) {
+      ir::Tensor idx = ir::Tensor::Int64s({0, 2, -1, 1, 3, add ? 3 : 0}, {3, 2});
+      return Op(g, OpKind::kScatterElements, {x[0], g.AddInitializer("idx", idx), x[1]},
+                A({{"reduction", std::string(reduction)}, {"axis", int64_t{1}}}));
+    });
+  }
+}
+
 // GatherND: a repeated tuple's gradients add up; a negative index wraps;
 // batch_dims 1 picks within each batch element; k < rank takes whole rows.
 TEST(GradCheck, GatherND) {

@@ -535,12 +535,42 @@ def trig_features(gen):
     return M(), torch.randn(BATCH, 32, generator=gen)
 
 
+def graph_scatter(gen):
+    """A message-passing graph net on a fixed 8-node graph: messages gathered at the edges' sources,
+    summed at their targets with scatter_add (ScatterElements, reduction add), a degree normalization,
+    and torch.scatter (reduction none) writing per-node gates into a zero tensor."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=16, nodes=8):
+            super().__init__()
+            g = torch.Generator().manual_seed(7)
+            self.register_buffer("src", torch.randint(0, nodes, (24,), generator=g))
+            self.register_buffer("dst", torch.randint(0, nodes, (24,), generator=g))
+            self.msg, self.upd = nn.Linear(d, d), nn.Linear(2 * d, d)
+            self.gate = nn.Linear(d, 1)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):                                     # [B, nodes, d]
+            b, n, d = x.shape
+            m = torch.relu(self.msg(x[:, self.src]))              # [B, E, d]
+            idx = self.dst.view(1, -1, 1).expand(b, -1, d)
+            agg = torch.zeros_like(x).scatter_add(1, idx, m)
+            deg = torch.zeros(n, dtype=x.dtype).scatter_add(0, self.dst, torch.ones_like(self.dst, dtype=x.dtype))
+            h = torch.relu(self.upd(torch.cat([x, agg / (deg.view(1, n, 1) + 1)], dim=-1)))
+            order = torch.arange(n).flip(0).view(1, n, 1).expand(b, n, 1)
+            gates = torch.zeros(b, n, 1, dtype=x.dtype).scatter(1, order, torch.sigmoid(self.gate(h)))
+            return self.head((h * gates).mean(1))
+
+    return M(), torch.randn(BATCH, 8, 16, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
                                clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
-                               trig_features)}
+                               trig_features, graph_scatter)}
 
 
 def build(name, seed=0):
