@@ -169,6 +169,11 @@ Status InferGeluGrad(InferContext& ctx) {
   return InferElementwiseGrad(ctx);
 }
 
+Status InferUnaryGrad(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetString("op", "").status());
+  return InferElementwiseGrad(ctx);
+}
+
 Status InferSoftmaxGrad(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ForwardOutput(ctx, InferSoftmax, {1}).status());
   return InferElementwiseGrad(ctx);

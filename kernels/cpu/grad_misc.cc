@@ -4,6 +4,11 @@
 //                              Phi(x) + x * phi(x)
 //                            tanh: u = k (x + 0.044715 x^3), k = sqrt(2/pi):
 //                              0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) k (1 + 3 * 0.044715 x^2)
+//   UnaryGrad(dY, X), attr op  dY * op'(X) for Sin, Cos, Tan, Asin, Acos, Atan,
+//                            Sinh, Cosh, Asinh, Acosh, Atanh, Softplus, Mish,
+//                            Elu, Celu, Selu (their alpha / gamma attributes):
+//                            one rounding, where a formula of ops rounds each
+//                            step
 //   DropoutGrad(dY, mask, ratio?)  dY * mask / (1 - ratio), ratio default 0.5
 //                            (Dropout's default)
 //   SoftmaxGrad(dY, Y)       Y * (dY - sum(dY * Y, axis))
@@ -11,7 +16,9 @@
 //   MeanSquaredError(pred, target)            mean((pred - target)^2)
 //   MeanSquaredErrorGrad(dloss, pred, target) dloss * 2 * (pred - target) / numel
 // Elementwise math in Acc<T>; sums in double in a fixed order.
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "kernels/cpu/grad_kernels.h"
 
@@ -19,13 +26,62 @@ namespace amptrain::kernels::cpu::grad {
 
 namespace {
 
-enum class Pointwise { kRelu, kGeluExact, kGeluTanh, kDropout };
+enum class Pointwise { kRelu, kGeluExact, kGeluTanh, kDropout, kUnary };
+
+// The forward ops UnaryGrad differentiates, with their attributes.
+struct UnaryFn {
+  OpKind op = OpKind::kSin;
+  double alpha = 1.0, gamma = 1.0;
+};
+
+// op'(x) in A. The exponential units take their positive branch for x > 0
+// only (x = 0 takes the exponential one, as PyTorch's elu_backward) and
+// never evaluate the unused branch's exponential; Mish's softplus is the
+// stable max(x, 0) + log1p(e^-|x|). The inverse functions near |x| = 1 use
+// (1 - x)(1 + x), which keeps its digits where 1 - x^2 cancels.
+template <class A>
+A Derivative(const UnaryFn& f, A x) {
+  const A one(1);
+  switch (f.op) {
+    case OpKind::kSin: return std::cos(x);
+    case OpKind::kCos: return -std::sin(x);
+    case OpKind::kTan: { const A t = std::tan(x); return one + t * t; }
+    case OpKind::kAsin: return one / std::sqrt((one - x) * (one + x));
+    case OpKind::kAcos: return -one / std::sqrt((one - x) * (one + x));
+    case OpKind::kAtan: return one / (one + x * x);
+    case OpKind::kSinh: return std::cosh(x);
+    case OpKind::kCosh: return std::sinh(x);
+    case OpKind::kAsinh: return one / std::sqrt(x * x + one);
+    case OpKind::kAcosh: return one / std::sqrt((x - one) * (x + one));
+    case OpKind::kAtanh: return one / ((one - x) * (one + x));
+    case OpKind::kSoftplus: return one / (one + std::exp(-x));
+    case OpKind::kMish: {
+      const A sp = std::max(x, A(0)) + std::log1p(std::exp(-std::abs(x)));
+      const A t = std::tanh(sp), sig = one / (one + std::exp(-x));
+      return t + x * sig * (one - t * t);
+    }
+    case OpKind::kElu: return x > A(0) ? one : A(f.alpha) * std::exp(x);
+    case OpKind::kCelu: return x > A(0) ? one : std::exp(x / A(f.alpha));
+    case OpKind::kSelu: return x > A(0) ? A(f.gamma) : A(f.gamma * f.alpha) * std::exp(x);
+    default: return A(NAN);
+  }
+}
+
+bool HasUnaryDerivative(OpKind op) {
+  switch (op) {
+    case OpKind::kSin: case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos:
+    case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh:
+    case OpKind::kAtanh: case OpKind::kSoftplus: case OpKind::kMish: case OpKind::kElu: case OpKind::kCelu:
+    case OpKind::kSelu: return true;
+    default: return false;
+  }
+}
 
 template <class T>
 class PointwiseGrad : public Kernel {
  public:
-  PointwiseGrad(const KernelInit& init, Pointwise kind)
-      : describe_(init.Describe()), kind_(kind), threads_(Threads(init)) {}
+  PointwiseGrad(const KernelInit& init, Pointwise kind, UnaryFn fn = {})
+      : describe_(init.Describe()), kind_(kind), fn_(fn), threads_(Threads(init)) {}
 
   Status Run(KernelContext& ctx) override {
     using A = Acc<T>;
@@ -50,6 +106,8 @@ class PointwiseGrad : public Kernel {
           const A d = A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * k * (A(1) + A(3) * c * x * x);
           return static_cast<A>(dy[i]) * d;
         }, dx);
+      case Pointwise::kUnary:
+        return Map(n, [&](int64_t i) { return static_cast<A>(dy[i]) * Derivative(fn_, static_cast<A>(b[i])); }, dx);
       case Pointwise::kDropout: {
         double ratio = 0.5;
         if (ctx.inputs.size() > 2 && ctx.inputs[2].data) {
@@ -78,6 +136,7 @@ class PointwiseGrad : public Kernel {
 
   std::string describe_;
   Pointwise kind_;
+  UnaryFn fn_;
   int threads_;
 };
 
@@ -196,6 +255,21 @@ StatusOr<std::unique_ptr<Kernel>> MakeMiscGrad(const KernelInit& init) {
       AMP_ASSIGN_OR_RETURN(std::string approximate, init.attrs->GetString("approximate", "none"));
       if (approximate != "none" && approximate != "tanh") return init.Error("unsupported approximate='", approximate, "'");
       kind = approximate == "tanh" ? Pointwise::kGeluTanh : Pointwise::kGeluExact;
+    } else if (init.op == OpKind::kUnaryGrad) {
+      AMP_ASSIGN_OR_RETURN(std::string name, init.attrs->GetString("op", ""));
+      std::optional<OpKind> op = ir::FindOnnxOp(name);
+      if (!op || !HasUnaryDerivative(*op)) return init.Error("no fused derivative for op '", name, "'");
+      UnaryFn fn{*op, 1.0, 1.0};
+      if (*op == OpKind::kSelu) {
+        AMP_ASSIGN_OR_RETURN(float alpha, init.attrs->GetFloat("alpha", 1.67326319217681884765625f));
+        AMP_ASSIGN_OR_RETURN(float gamma, init.attrs->GetFloat("gamma", 1.05070102214813232421875f));
+        fn.alpha = alpha, fn.gamma = gamma;
+      } else if (*op == OpKind::kElu || *op == OpKind::kCelu) {
+        AMP_ASSIGN_OR_RETURN(float alpha, init.attrs->GetFloat("alpha", 1.0f));
+        fn.alpha = alpha;
+      }
+      if (init.inputs[1].dims != init.inputs[0].dims) return init.Error("inputs 0 and 1 differ in shape");
+      return Make<PointwiseGrad>(t, init, Pointwise::kUnary, fn);
     } else if (init.op != OpKind::kReluGrad) {
       return Internal(init.Describe(), ": not a backward op of grad_misc.cc");
     }

@@ -137,6 +137,61 @@ TEST(GradOps, LayerNormalizationGrad) {
   }
 }
 
+// UnaryGrad: each function's fused derivative against float64 differences of
+// its forward kernel (inside its domain, away from the exponential units'
+// kink at 0); in fp16 and bf16 the result is the exact dY f'(X) rounded once:
+// equal to the rounded float64 value but where float32 lands next to a
+// rounding midpoint, and never more than an ulp off.
+TEST(GradOps, UnaryGradIsTheDerivativeRoundedOnce) {
+  struct Case {
+    OpKind op;
+    double lo, hi;
+    Attributes a;
+  };
+  auto with = [](std::initializer_list<std::pair<const char*, float>> kv) {
+    Attributes a;
+    for (const auto& [k, v] : kv) a.Set(k, v);
+    return a;
+  };
+  const std::vector<Case> cases = {
+      {OpKind::kSin, -3, 3, {}},        {OpKind::kCos, -3, 3, {}},      {OpKind::kTan, -1.2, 1.2, {}},
+      {OpKind::kAsin, -0.9, 0.9, {}},   {OpKind::kAcos, -0.9, 0.9, {}}, {OpKind::kAtan, -3, 3, {}},
+      {OpKind::kSinh, -3, 3, {}},       {OpKind::kCosh, -3, 3, {}},     {OpKind::kAsinh, -3, 3, {}},
+      {OpKind::kAcosh, 1.1, 4, {}},     {OpKind::kAtanh, -0.9, 0.9, {}}, {OpKind::kSoftplus, -4, 4, {}},
+      {OpKind::kMish, -4, 4, {}},       {OpKind::kElu, -3, 3, with({{"alpha", 0.5f}})},
+      {OpKind::kCelu, -3, 3, with({{"alpha", 2.0f}})}, {OpKind::kSelu, -3, 3, {}},
+  };
+  for (const Case& c : cases) {
+    const std::string name(ir::Schema(c.op).onnx_type);
+    SCOPED_TRACE(name);
+    Attributes g = c.a;
+    g.Set("op", name);
+    Tensor x = Random({4, 25}, 1, DType::kFloat64, c.lo, c.hi, 0.05), r = Random({4, 25}, 2);
+    CheckBackward("UnaryGrad " + name, Fwd(c.op, c.a), {x}, OpKind::kUnaryGrad, g, {r, x}, {0}, r);
+    for (DType low : {DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(ir::DTypeName(low));
+      Tensor xl = Random({4, 25}, 3, low, c.lo, c.hi, 0.05), rl = Random({4, 25}, 4, low);
+      Tensor got = Out(OpKind::kUnaryGrad, g, {rl, xl});
+      Tensor x64 = *Tensor::Zeros(DType::kFloat64, {4, 25}), r64 = *Tensor::Zeros(DType::kFloat64, {4, 25});
+      for (int64_t i = 0; i < 100; ++i) {
+        ir::SetElementFromDouble(x64, i, xl.GetAsDouble(i));
+        ir::SetElementFromDouble(r64, i, rl.GetAsDouble(i));
+      }
+      Tensor exact = Out(OpKind::kUnaryGrad, g, {r64, x64});
+      Tensor rounded = *Tensor::Zeros(low, {4, 25});
+      int64_t equal = 0;
+      const double eps = low == DType::kFloat16 ? 0x1p-10 : 0x1p-7;
+      for (int64_t i = 0; i < 100; ++i) {
+        ir::SetElementFromDouble(rounded, i, exact.GetAsDouble(i));
+        equal += got.GetAsDouble(i) == rounded.GetAsDouble(i);
+        EXPECT_LE(std::fabs(got.GetAsDouble(i) - exact.GetAsDouble(i)), eps * std::fabs(exact.GetAsDouble(i)) + 1e-7)
+            << i << ": x " << xl.GetAsDouble(i) << " dy " << rl.GetAsDouble(i) << " got " << got.GetAsDouble(i) << " exact " << exact.GetAsDouble(i);
+      }
+      EXPECT_GE(equal, 98) << "of 100 not rounded once";
+    }
+  }
+}
+
 TEST(GradOps, ActivationGrads) {
   Tensor x = Random({3, 17}, 1, DType::kFloat64, -3, 3, 0.05);
   Tensor r = Random({3, 17}, 2);
