@@ -22,7 +22,8 @@
 //   Einsum (one or two inputs): see EinsumLowering below.
 //   Attention (opsets 23-25): importer/lower_attention.cc.
 //   GlobalMaxPool, Softsign, Shrink, ThresholdedRelu, ReduceL1,
-//   ReduceSumSquare, ReduceLogSum, Sum, Mean, OneHot: each a few
+//   ReduceSumSquare, ReduceLogSum, Sum, Mean, OneHot,
+//   NegativeLogLikelihoodLoss: each a few
 //   elementwise / reduce ops, see below.
 // Each replacement keeps the lowered node's output name, so graph outputs
 // and later readers see the same value.
@@ -303,6 +304,50 @@ Status LowerOneHot(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, b.Op(OpKind::kWhere, {hit, pick(1, "on"), pick(0, "off")}, "where"));
 }
 
+// NegativeLogLikelihoodLoss -> loss = -GatherElements(input, target at
+// axis 1) x weight[target], 0 (and weight 0) where target == ignore_index;
+// none: that; sum: ReduceSum; mean: ReduceSum / ReduceSum(weights) (plain
+// ReduceMean without weight and ignore_index).
+Status LowerNllLoss(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  Value input = n->input(0), target = n->input(1);
+  const ir::DType t = g.type(input).dtype;
+  if (g.type(target).dtype != ir::DType::kInt64) target = b.Cast(target, ir::DType::kInt64);
+  const std::string reduction = n->attrs().Str("reduction", "mean");
+  const bool ignore = n->attrs().Has("ignore_index");
+  Value valid;
+  if (ignore) {
+    Value ii = IntScalar(g, n->name() + "_ignore_index", n->attrs().Int("ignore_index", 0));
+    valid = b.Op(OpKind::kNot, {b.Op(OpKind::kEqual, {target, ii}, "ignored")}, "valid");
+    target = b.Op(OpKind::kWhere, {valid, target, IntScalar(g, n->name() + "_zero", 0)}, "target_safe");
+  }
+  ir::Node* pick = b.Node(OpKind::kGatherElements, {input, b.Op(OpKind::kUnsqueeze, {target, b.Ints({1})}, "target_unsqueeze")},
+                          "pick");
+  pick->attrs().Set("axis", int64_t{1});
+  Value loss = b.Op(OpKind::kNeg, {b.Op(OpKind::kSqueeze, {pick->output(0), b.Ints({1})}, "picked")}, "neg");
+  Value w;
+  if (n->has_input(2)) {
+    ir::Node* gw = b.Node(OpKind::kGather, {n->input(2), target}, "weight");
+    gw->attrs().Set("axis", int64_t{0});
+    w = gw->output(0);
+  }
+  if (ignore) {
+    Value vw = b.Cast(valid, t);
+    w = w.valid() ? b.Op(OpKind::kMul, {w, vw}, "weight_valid") : vw;
+  }
+  if (w.valid()) loss = b.Op(OpKind::kMul, {loss, w}, "weighted");
+  if (reduction == "none") return Replace(g, n, loss);
+  auto reduce = [&](OpKind op, Value v, const char* what) {
+    ir::Node* r = b.Node(op, {v}, what);
+    r->attrs().Set("keepdims", int64_t{0});
+    return r->output(0);
+  };
+  if (reduction == "sum") return Replace(g, n, reduce(OpKind::kReduceSum, loss, "sum"));
+  if (!w.valid()) return Replace(g, n, reduce(OpKind::kReduceMean, loss, "mean"));
+  return Replace(g, n, b.Op(OpKind::kDiv, {reduce(OpKind::kReduceSum, loss, "sum"), reduce(OpKind::kReduceSum, w, "weight_sum")},
+                            "mean"));
+}
+
 Status LowerBlockRearrange(ir::Graph& g, ir::Node* n) {
   Value x = n->input(0);
   const std::string base = n->name();
@@ -482,6 +527,7 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kSum:
       case OpKind::kMean: AMP_RETURN_IF_ERROR(LowerVariadic(g, n)); break;
       case OpKind::kOneHot: AMP_RETURN_IF_ERROR(LowerOneHot(g, n)); break;
+      case OpKind::kNegativeLogLikelihoodLoss: AMP_RETURN_IF_ERROR(LowerNllLoss(g, n)); break;
       case OpKind::kDepthToSpace:
       case OpKind::kSpaceToDepth: AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n)); break;
       default: return Internal(n->Describe(), ": the op is marked lowered but has no lowering");

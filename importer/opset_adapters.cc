@@ -228,7 +228,8 @@ Status DowngradeNode(ir::Graph& g, ir::Node* n, int64_t opset) {
 
 int64_t OpSinceVersion(ir::OpKind op) {
   switch (op) {
-    case OpKind::kSoftmaxCrossEntropyLoss: return 12;
+    case OpKind::kSoftmaxCrossEntropyLoss:
+    case OpKind::kNegativeLogLikelihoodLoss: return 12;
     case OpKind::kHardSwish: return 14;
     case OpKind::kElu:
     case OpKind::kSelu: return 6;

@@ -283,4 +283,26 @@ Status InferOneHot(InferContext& ctx) {
   return Status::Ok();
 }
 
+// NegativeLogLikelihoodLoss: input [N, C, d...] float, target [N, d...]
+// int32/int64, weight [C]; the loss is target's shape (reduction none) or a
+// scalar, in input's type.
+Status InferNegativeLogLikelihoodLoss(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, ctx.inputs[1].dtype == DType::kInt64 || ctx.inputs[1].dtype == DType::kInt32,
+                                       "int32 or int64"));
+  if (ctx.has_input(2)) AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 2));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 1));
+  AMP_ASSIGN_OR_RETURN(std::string reduction, ctx.attrs->GetString("reduction", "mean"));
+  if (reduction != "none" && reduction != "sum" && reduction != "mean")
+    return ctx.Error("reduction '", reduction, "' is not one of none, sum, mean");
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("ignore_index", 0).status());
+  const Shape &x = ctx.inputs[0].shape, &t = ctx.inputs[1].shape;
+  if (x.rank() < 2 || t.rank() != x.rank() - 1)
+    return ctx.Error("input ", x.ToString(), " and target ", t.ToString(), ": expected [N, C, d...] and [N, d...]");
+  ctx.outputs[0] = reduction == "none" ? TensorType::Of(ctx.inputs[0].dtype, t)
+                                       : TensorType::Of(ctx.inputs[0].dtype, std::vector<int64_t>{});
+  return Status::Ok();
+}
+
 }  // namespace amptrain::ir

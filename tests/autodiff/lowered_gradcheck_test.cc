@@ -254,5 +254,24 @@ TEST(LoweredGradCheck, OneHotValues) {
   });
 }
 
+// NegativeLogLikelihoodLoss through input and weight, with an ignored target
+// and a spatial dim, for each reduction.
+TEST(LoweredGradCheck, NegativeLogLikelihoodLoss) {
+  for (const char* reduction : {"none", "sum", "mean"}) {
+    SCOPED_TRACE(reduction);
+    GRADCHECK((std::vector<GradInput>{{"x", {3, 4, 2}}, {"w", {4}, 0.5, 2.0}}), [&](Graph& g, const V& x) {
+      ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kInt64, {3, 2});
+      const int64_t targets[] = {0, 3, -100, 2, 1, 3};  // -100: ignored
+      for (int i = 0; i < 6; ++i) t.data<int64_t>()[i] = targets[i];
+      Attributes c;
+      c.Set("value", t);
+      Attributes a;
+      a.Set("reduction", std::string(reduction));
+      a.Set("ignore_index", int64_t{-100});
+      return Lowered(g, OpKind::kNegativeLogLikelihoodLoss, {x[0], Op(g, OpKind::kConstant, {}, c), x[1]}, a);
+    });
+  }
+}
+
 }  // namespace
 }  // namespace amptrain::autodiff::testing
