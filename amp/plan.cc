@@ -462,9 +462,10 @@ class Assigner {
     // A scatter that adds or multiplies accumulates like ReduceSum: float32
     // (ONNX Runtime's CPU provider has no fp16 ScatterElements with add either).
     PrecisionClass cls = schema.precision;
-    if ((n.op() == ir::OpKind::kScatterElements || n.op() == ir::OpKind::kScatterND) &&
-        (n.attrs().Str("reduction", "none") == "add" || n.attrs().Str("reduction", "none") == "mul"))
-      cls = PrecisionClass::kDeny;
+    if (n.op() == ir::OpKind::kScatterElements || n.op() == ir::OpKind::kScatterND) {
+      const std::string reduction = n.attrs().Str("reduction", "none");
+      if (reduction == "add" || reduction == "mul") cls = PrecisionClass::kDeny;
+    }
     Decision d = LevelDecision(cls, widest);
     if (p_.level == Level::kO2 && n.op() == ir::OpKind::kBatchNormalization &&
         internal::KeepsBnParamsFp32(p_, n.op(), 1, g.info().opset, cap_))

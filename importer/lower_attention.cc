@@ -38,7 +38,7 @@ using ir::Value;
 
 class AttentionLowering {
  public:
-  AttentionLowering(ir::Graph& g, ir::Node* n) : g_(g), n_(n), base_(n->name()) {}
+  AttentionLowering(ir::Graph& g, ir::Node* n) : g_(g), n_(n), base_(n->name()), b_(g, n->name()) {}
 
   Status Run() {
     const auto& a = n_->attrs();
@@ -84,14 +84,14 @@ class AttentionLowering {
     if (hq != hkv) k = RepeatHeads(k, hq, hkv, d, "k"), v = RepeatHeads(v, hq, hkv, dv, "v");
 
     const double scale = a.Has("scale") ? a.Float("scale", 0.f) : 1.0 / std::sqrt(static_cast<double>(d));
-    AMP_ASSIGN_OR_RETURN(Value root, Scalar(t1_, std::sqrt(scale)));
-    ir::Node* kt_node = Node(OpKind::kTranspose, {Op(OpKind::kMul, {k, root}, "k_scaled")}, "k_transpose");
+    AMP_ASSIGN_OR_RETURN(Value root, b_.Scalar(t1_, std::sqrt(scale)));
+    ir::Node* kt_node = b_.Node(OpKind::kTranspose, {b_.Op(OpKind::kMul, {k, root}, "k_scaled")}, "k_transpose");
     kt_node->attrs().Set("perm", std::vector<int64_t>{0, 1, 3, 2});
-    Value scores = Op(OpKind::kMatMul, {Op(OpKind::kMul, {q, root}, "q_scaled"), kt_node->output(0)}, "qk");
+    Value scores = b_.Op(OpKind::kMatMul, {b_.Op(OpKind::kMul, {q, root}, "q_scaled"), kt_node->output(0)}, "qk");
     const float softcap = a.Float("softcap", 0.f);
     if (softcap > 0) {
-      AMP_ASSIGN_OR_RETURN(Value c, Scalar(t1_, softcap));
-      scores = Op(OpKind::kMul, {Op(OpKind::kTanh, {Op(OpKind::kDiv, {scores, c}, "softcap_div")}, "softcap_tanh"), c},
+      AMP_ASSIGN_OR_RETURN(Value c, b_.Scalar(t1_, softcap));
+      scores = b_.Op(OpKind::kMul, {b_.Op(OpKind::kTanh, {b_.Op(OpKind::kDiv, {scores, c}, "softcap_div")}, "softcap_tanh"), c},
                   "softcap");
     }
     Value qk_out = scores;
@@ -100,17 +100,17 @@ class AttentionLowering {
     const int64_t mode = a.Int("qk_matmul_output_mode", 0);
     Value probs_in = scores, masked_row;
     if (bias.valid()) {
-      probs_in = Op(OpKind::kAdd, {scores, bias}, "biased");
+      probs_in = b_.Op(OpKind::kAdd, {scores, bias}, "biased");
       if (mode == 2) qk_out = probs_in;
       if (can_mask_rows_) {
         // A row whose bias is all -inf: its scores become 0 (a finite Softmax)
         // and its probabilities 0 after.
-        ir::Node* mx = Node(OpKind::kReduceMax, {bias, Ints({-1})}, "bias_row_max");
+        ir::Node* mx = b_.Node(OpKind::kReduceMax, {bias, b_.Ints({-1})}, "bias_row_max");
         mx->attrs().Set("keepdims", int64_t{1});
-        AMP_ASSIGN_OR_RETURN(Value ninf, Scalar(t1_, -INFINITY));
-        masked_row = Op(OpKind::kEqual, {mx->output(0), ninf}, "masked_row");
-        AMP_ASSIGN_OR_RETURN(Value zero, Scalar(t1_, 0.0));
-        probs_in = Op(OpKind::kWhere, {masked_row, zero, probs_in}, "row_guard");
+        AMP_ASSIGN_OR_RETURN(Value ninf, b_.Scalar(t1_, -INFINITY));
+        masked_row = b_.Op(OpKind::kEqual, {mx->output(0), ninf}, "masked_row");
+        AMP_ASSIGN_OR_RETURN(Value zero, b_.Scalar(t1_, 0.0));
+        probs_in = b_.Op(OpKind::kWhere, {masked_row, zero, probs_in}, "row_guard");
       }
     }
     DType softmax_type = t1_;
@@ -119,24 +119,24 @@ class AttentionLowering {
       if (!ir::IsFloat(softmax_type))
         return InvalidArgument(n_->Describe(), ": softmax_precision ", a.Int("softmax_precision", 0),
                                " is not a float type");
-      if (softmax_type != t1_) probs_in = Cast(probs_in, softmax_type);
+      if (softmax_type != t1_) probs_in = b_.Cast(probs_in, softmax_type);
     }
-    ir::Node* sm = Node(OpKind::kSoftmax, {probs_in}, "softmax");
+    ir::Node* sm = b_.Node(OpKind::kSoftmax, {probs_in}, "softmax");
     sm->attrs().Set("axis", int64_t{-1});
     Value probs = sm->output(0);
     if (masked_row.valid()) {
-      AMP_ASSIGN_OR_RETURN(Value zero, Scalar(softmax_type, 0.0));
-      probs = Op(OpKind::kWhere, {masked_row, zero, probs}, "masked_row_zero");
+      AMP_ASSIGN_OR_RETURN(Value zero, b_.Scalar(softmax_type, 0.0));
+      probs = b_.Op(OpKind::kWhere, {masked_row, zero, probs}, "masked_row_zero");
     }
-    if (softmax_type != t1_) probs = Cast(probs, t1_);
+    if (softmax_type != t1_) probs = b_.Cast(probs, t1_);
     if (mode == 3) qk_out = probs;
-    if (t2_ != t1_) probs = Cast(probs, t2_);
-    Value y = Op(OpKind::kMatMul, {probs, v}, "pv");
-    if (t2_ != t1_) y = Cast(y, t1_);
+    if (t2_ != t1_) probs = b_.Cast(probs, t2_);
+    Value y = b_.Op(OpKind::kMatMul, {probs, v}, "pv");
+    if (t2_ != t1_) y = b_.Cast(y, t1_);
     if (three_d) {
-      ir::Node* t = Node(OpKind::kTranspose, {y}, "y_transpose");
+      ir::Node* t = b_.Node(OpKind::kTranspose, {y}, "y_transpose");
       t->attrs().Set("perm", std::vector<int64_t>{0, 2, 1, 3});
-      y = Op(OpKind::kReshape, {t->output(0), Ints({0, 0, -1})}, "y_merge_heads");
+      y = b_.Op(OpKind::kReshape, {t->output(0), b_.Ints({0, 0, -1})}, "y_merge_heads");
     }
     std::vector<Value> outs = {y, present_key, present_value, qk_out};
     outs.resize(n_->num_outputs());
@@ -144,40 +144,29 @@ class AttentionLowering {
   }
 
  private:
-  ir::Node* Node(OpKind op, std::vector<Value> in, const std::string& what) {
-    return g_.AddNode(op, std::move(in), 1, g_.UniqueName(base_ + "_" + what));
-  }
-  Value Op(OpKind op, std::vector<Value> in, const std::string& what) { return Node(op, std::move(in), what)->output(0); }
-  Value Ints(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
-  StatusOr<Value> Scalar(DType dtype, double v) { return FilledConstant(g_, base_ + "_scalar", dtype, {}, v); }
-  Value Cast(Value v, DType to) {
-    ir::Node* c = Node(OpKind::kCast, {v}, "cast");
-    c->attrs().Set("to", static_cast<int64_t>(ir::OnnxFromDType(to)));
-    return c->output(0);
-  }
   Value Concat(std::vector<Value> parts, const std::string& what) {
-    ir::Node* c = Node(OpKind::kConcat, std::move(parts), what);
+    ir::Node* c = b_.Node(OpKind::kConcat, std::move(parts), what);
     c->attrs().Set("axis", int64_t{2});
     return c->output(0);
   }
   // [B, S, H d] -> [B, H, S, d]
   Value SplitHeads(Value x, int64_t heads, const std::string& what) {
-    Value r = Op(OpKind::kReshape, {x, Ints({0, 0, heads, -1})}, what + "_split_heads");
-    ir::Node* t = Node(OpKind::kTranspose, {r}, what + "_transpose");
+    Value r = b_.Op(OpKind::kReshape, {x, b_.Ints({0, 0, heads, -1})}, what + "_split_heads");
+    ir::Node* t = b_.Node(OpKind::kTranspose, {r}, what + "_transpose");
     t->attrs().Set("perm", std::vector<int64_t>{0, 2, 1, 3});
     return t->output(0);
   }
   // [B, Hkv, S, d] -> [B, Hq, S, d], each key/value head repeated Hq / Hkv times in place.
   Value RepeatHeads(Value x, int64_t hq, int64_t hkv, int64_t d, const std::string& what) {
-    Value u = Op(OpKind::kUnsqueeze, {x, Ints({2})}, what + "_unsqueeze");
-    Value e = Op(OpKind::kExpand, {u, Ints({1, 1, hq / hkv, 1, 1})}, what + "_repeat");
-    return Op(OpKind::kReshape, {e, Ints({0, hq, -1, d})}, what + "_repeat_reshape");
+    Value u = b_.Op(OpKind::kUnsqueeze, {x, b_.Ints({2})}, what + "_unsqueeze");
+    Value e = b_.Op(OpKind::kExpand, {u, b_.Ints({1, 1, hq / hkv, 1, 1})}, what + "_repeat");
+    return b_.Op(OpKind::kReshape, {e, b_.Ints({0, hq, -1, d})}, what + "_repeat_reshape");
   }
   // Where(allowed, 0, -inf) in Q's type.
   StatusOr<Value> AllowedToBias(Value allowed, const std::string& what) {
-    AMP_ASSIGN_OR_RETURN(Value zero, Scalar(t1_, 0.0));
-    AMP_ASSIGN_OR_RETURN(Value ninf, Scalar(t1_, -INFINITY));
-    return Op(OpKind::kWhere, {allowed, zero, ninf}, what);
+    AMP_ASSIGN_OR_RETURN(Value zero, b_.Scalar(t1_, 0.0));
+    AMP_ASSIGN_OR_RETURN(Value ninf, b_.Scalar(t1_, -INFINITY));
+    return b_.Op(OpKind::kWhere, {allowed, zero, ninf}, what);
   }
 
   // The additive bias of mask, causality, window and padding; invalid when
@@ -193,7 +182,7 @@ class AttentionLowering {
 
     ShapeBuilder qs(g_, q, base_ + "_q"), ks(g_, k, base_ + "_k");
     Value bias;
-    auto add = [&](Value b, const std::string& what) { bias = bias.valid() ? Op(OpKind::kAdd, {bias, b}, what) : b; };
+    auto add = [&](Value b, const std::string& what) { bias = bias.valid() ? b_.Op(OpKind::kAdd, {bias, b}, what) : b; };
     if (mask) {
       Value m = n_->input(3);
       const ir::TensorType& mt = g_.type(m);
@@ -203,7 +192,7 @@ class AttentionLowering {
         return Unimplemented(n_->Describe(), ": attn_mask of type ", ir::DTypeName(mt.dtype),
                              "; amptrain takes a bool or float mask");
       } else if (mt.dtype != t1_) {
-        m = Cast(m, t1_);
+        m = b_.Cast(m, t1_);
       }
       // A mask shorter than the keys (nonpad_kv_seqlen's external cache) is
       // padded with -inf on the right.
@@ -212,44 +201,44 @@ class AttentionLowering {
         if (mk.is_static() && mk.value < total_keys_) {
           std::vector<int64_t> pads(2 * mt.shape.rank(), 0);
           pads[2 * mt.shape.rank() - 1] = total_keys_ - mk.value;
-          AMP_ASSIGN_OR_RETURN(Value ninf, Scalar(t1_, -INFINITY));
-          m = Op(OpKind::kPad, {m, Ints(pads), ninf}, "mask_pad");
+          AMP_ASSIGN_OR_RETURN(Value ninf, b_.Scalar(t1_, -INFINITY));
+          m = b_.Op(OpKind::kPad, {m, b_.Ints(pads), ninf}, "mask_pad");
         }
       }
       add(m, "mask");
     }
     if (causal || window || nonpad) {
       // query index i as [Sq, 1], key index j as [Skv]; offset a scalar or [B, 1, 1, 1].
-      Value zero = IntScalar(g_, base_ + "_zero", 0), one = IntScalar(g_, base_ + "_one", 1);
-      Value qi = Op(OpKind::kRange, {zero, qs.Dim(2), one}, "query_index");
-      qi = Op(OpKind::kUnsqueeze, {qi, Ints({1})}, "query_index_column");
-      Value kj = Op(OpKind::kRange, {zero, ks.Dim(2), one}, "key_index");
+      Value zero = b_.IntScalar(0), one = b_.IntScalar(1);
+      Value qi = b_.Op(OpKind::kRange, {zero, qs.Dim(2), one}, "query_index");
+      qi = b_.Op(OpKind::kUnsqueeze, {qi, b_.Ints({1})}, "query_index_column");
+      Value kj = b_.Op(OpKind::kRange, {zero, ks.Dim(2), one}, "key_index");
       Value offset, nonpad_len;
       if (nonpad) {
-        nonpad_len = Op(OpKind::kReshape, {n_->input(6), Ints({-1, 1, 1, 1})}, "nonpad_len");
-        offset = Op(OpKind::kSub, {nonpad_len, qs.Dim(2)}, "offset");
+        nonpad_len = b_.Op(OpKind::kReshape, {n_->input(6), b_.Ints({-1, 1, 1, 1})}, "nonpad_len");
+        offset = b_.Op(OpKind::kSub, {nonpad_len, qs.Dim(2)}, "offset");
       } else if (past) {
         ShapeBuilder ps(g_, n_->input(4), base_ + "_past");
         offset = ps.Dim(2);
       }
-      Value pos = offset.valid() ? Op(OpKind::kAdd, {qi, offset}, "query_position") : qi;  // i + offset
+      Value pos = offset.valid() ? b_.Op(OpKind::kAdd, {qi, offset}, "query_position") : qi;  // i + offset
       if (causal) {
-        AMP_ASSIGN_OR_RETURN(Value b, AllowedToBias(Op(OpKind::kLessOrEqual, {kj, pos}, "causal_allowed"), "causal_bias"));
+        AMP_ASSIGN_OR_RETURN(Value b, AllowedToBias(b_.Op(OpKind::kLessOrEqual, {kj, pos}, "causal_allowed"), "causal_bias"));
         add(b, "add_causal");
       }
       if (window) {
-        Value diff = Op(OpKind::kSub, {pos, kj}, "window_diff");  // i + offset - j
+        Value diff = b_.Op(OpKind::kSub, {pos, kj}, "window_diff");  // i + offset - j
         Value allowed;
-        if (left >= 0) allowed = Op(OpKind::kLessOrEqual, {diff, IntScalar(g_, base_ + "_left", left)}, "window_left");
+        if (left >= 0) allowed = b_.Op(OpKind::kLessOrEqual, {diff, b_.IntScalar(left)}, "window_left");
         if (right >= 0) {
-          Value r = Op(OpKind::kGreaterOrEqual, {diff, IntScalar(g_, base_ + "_right", -right)}, "window_right");
-          allowed = allowed.valid() ? Op(OpKind::kAnd, {allowed, r}, "window_allowed") : r;
+          Value r = b_.Op(OpKind::kGreaterOrEqual, {diff, b_.IntScalar(-right)}, "window_right");
+          allowed = allowed.valid() ? b_.Op(OpKind::kAnd, {allowed, r}, "window_allowed") : r;
         }
         AMP_ASSIGN_OR_RETURN(Value b, AllowedToBias(allowed, "window_bias"));
         add(b, "add_window");
       }
       if (nonpad) {
-        AMP_ASSIGN_OR_RETURN(Value b, AllowedToBias(Op(OpKind::kLess, {kj, nonpad_len}, "nonpad_allowed"), "nonpad_bias"));
+        AMP_ASSIGN_OR_RETURN(Value b, AllowedToBias(b_.Op(OpKind::kLess, {kj, nonpad_len}, "nonpad_allowed"), "nonpad_bias"));
         add(b, "add_nonpad");
       }
     }
@@ -259,6 +248,7 @@ class AttentionLowering {
   ir::Graph& g_;
   ir::Node* n_;
   std::string base_;
+  Builder b_;
   DType t1_ = DType::kFloat32, t2_ = DType::kFloat32;
   int64_t total_keys_ = -1;  // past + new keys, -1 where not static
   bool can_mask_rows_ = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/infer/value_util.h"
+#include "ir/onnx_dtype.h"
 
 namespace amptrain::importer::lowering {
 
@@ -39,18 +40,7 @@ bool ConstantAll(const ir::Graph& g, Value v, double x) {
   return true;
 }
 
-Status Replace(ir::Graph& g, ir::Node* n, Value last) {
-  Value y = n->output(0);
-  const auto& ins = n->inputs();
-  if (std::find(ins.begin(), ins.end(), last) != ins.end())
-    last = g.AddNode(OpKind::kIdentity, {last}, 1, g.UniqueName(n->name() + "_identity"))->output(0);
-  ir::ValueInfo info = g.info(y);
-  g.ReplaceAllUsesWith(y, last);
-  AMP_RETURN_IF_ERROR(g.RemoveNode(n));
-  AMP_RETURN_IF_ERROR(g.RenameValue(last, info.name));
-  g.mutable_info(last) = std::move(info);
-  return Status::Ok();
-}
+Status Replace(ir::Graph& g, ir::Node* n, Value last) { return ReplaceOutputs(g, n, {last}); }
 
 StatusOr<std::vector<int64_t>> StaticTail(const ir::Graph& g, const ir::Node* n, Value x, size_t from) {
   const ir::TensorType& t = g.type(x);
@@ -102,6 +92,12 @@ Status ReplaceOutputs(ir::Graph& g, ir::Node* n, std::vector<Value> outs) {
     g.mutable_info(outs[i]) = std::move(infos[i]);
   }
   return Status::Ok();
+}
+
+Value Builder::Cast(Value v, ir::DType to) {
+  ir::Node* c = Node(OpKind::kCast, {v}, "cast");
+  c->attrs().Set("to", static_cast<int64_t>(ir::OnnxFromDType(to)));
+  return c->output(0);
 }
 
 ShapeBuilder::ShapeBuilder(ir::Graph& g, Value x, std::string base) : g_(g), base_(std::move(base)) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/graph.h"
@@ -27,11 +28,31 @@ bool ConstantAll(const ir::Graph& g, ir::Value v, double x);
 // keeps its own name: an Identity carries n's.
 Status Replace(ir::Graph& g, ir::Node* n, ir::Value last);
 // Replace for a node of several outputs: outs[i] takes output i's uses and
-// name. Outputs after the first that nothing reads are dropped (outs[i] may
-// be invalid there).
+// name (Replace is the one-output case). Outputs after the first that nothing
+// reads are dropped (outs[i] may be invalid there).
 Status ReplaceOutputs(ir::Graph& g, ir::Node* n, std::vector<ir::Value> outs);
 // The static dims of x from `from` on, or an error naming the node.
 StatusOr<std::vector<int64_t>> StaticTail(const ir::Graph& g, const ir::Node* n, ir::Value x, size_t from);
+
+// Adds nodes named after `base` (made unique): the lowerings' node builder.
+class Builder {
+ public:
+  Builder(ir::Graph& g, std::string base) : g_(g), base_(std::move(base)) {}
+  ir::Node* Node(ir::OpKind op, std::vector<ir::Value> in, const std::string& what) {
+    return g_.AddNode(op, std::move(in), 1, g_.UniqueName(base_ + "_" + what));
+  }
+  ir::Value Op(ir::OpKind op, std::vector<ir::Value> in, const std::string& what) {
+    return Node(op, std::move(in), what)->output(0);
+  }
+  ir::Value Cast(ir::Value v, ir::DType to);
+  ir::Value Ints(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
+  ir::Value IntScalar(int64_t v) { return lowering::IntScalar(g_, base_ + "_int", v); }
+  StatusOr<ir::Value> Scalar(ir::DType dtype, double v) { return FilledConstant(g_, base_ + "_scalar", dtype, {}, v); }
+
+ private:
+  ir::Graph& g_;
+  std::string base_;
+};
 
 // Builds int64 shape vectors at run time from Shape(x): a symbolic batch (or
 // any dim) needs no fixed size; fully static shapes fold to constants.

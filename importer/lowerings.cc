@@ -86,27 +86,6 @@ Status LowerInstanceNorm(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, y);
 }
 
-// A node builder for the lowerings below: every node named after `base`.
-class Builder {
- public:
-  Builder(ir::Graph& g, std::string base) : g_(g), base_(std::move(base)) {}
-  ir::Node* Node(OpKind op, std::vector<Value> in, const std::string& what) {
-    return g_.AddNode(op, std::move(in), 1, g_.UniqueName(base_ + "_" + what));
-  }
-  Value Op(OpKind op, std::vector<Value> in, const std::string& what) { return Node(op, std::move(in), what)->output(0); }
-  Value Cast(Value v, ir::DType to) {
-    ir::Node* c = Node(OpKind::kCast, {v}, "cast");
-    c->attrs().Set("to", static_cast<int64_t>(ir::OnnxFromDType(to)));
-    return c->output(0);
-  }
-  Value Ints(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
-  StatusOr<Value> Scalar(ir::DType dtype, double v) { return FilledConstant(g_, base_ + "_scalar", dtype, {}, v); }
-
- private:
-  ir::Graph& g_;
-  std::string base_;
-};
-
 // stash_type = 1 (the default) asks for the statistics in float32: a
 // float16 / bfloat16 input is widened for them (AMP keeps the normalization
 // in float32 anyway; this is for models stored in 16 bits).
@@ -288,7 +267,7 @@ Status LowerOneHot(ir::Graph& g, ir::Node* n) {
   if (g.type(idx).dtype != ir::DType::kInt64) idx = b.Cast(idx, ir::DType::kInt64);
   if (g.type(depth).dtype != ir::DType::kInt64) depth = b.Cast(depth, ir::DType::kInt64);
   depth = b.Op(OpKind::kReshape, {depth, b.Ints({})}, "depth_scalar");
-  Value zero = IntScalar(g, n->name() + "_zero", 0), one = IntScalar(g, n->name() + "_one", 1);
+  Value zero = b.IntScalar(0), one = b.IntScalar(1);
   idx = b.Op(OpKind::kWhere, {b.Op(OpKind::kLess, {idx, zero}, "negative"), b.Op(OpKind::kAdd, {idx, depth}, "wrapped"), idx},
              "index");
   idx = b.Op(OpKind::kUnsqueeze, {idx, b.Ints({axis})}, "index_unsqueeze");
@@ -296,7 +275,7 @@ Status LowerOneHot(ir::Graph& g, ir::Node* n) {
   along[static_cast<size_t>(axis)] = -1;
   Value classes = b.Op(OpKind::kReshape, {b.Op(OpKind::kRange, {zero, depth, one}, "classes"), b.Ints(along)}, "classes_reshape");
   auto pick = [&](int64_t i, const char* what) {
-    ir::Node* gth = b.Node(OpKind::kGather, {values, IntScalar(g, n->name() + "_" + what, i)}, what);
+    ir::Node* gth = b.Node(OpKind::kGather, {values, b.IntScalar(i)}, what);
     gth->attrs().Set("axis", int64_t{0});
     return gth->output(0);
   };
@@ -317,9 +296,9 @@ Status LowerNllLoss(ir::Graph& g, ir::Node* n) {
   const bool ignore = n->attrs().Has("ignore_index");
   Value valid;
   if (ignore) {
-    Value ii = IntScalar(g, n->name() + "_ignore_index", n->attrs().Int("ignore_index", 0));
+    Value ii = b.IntScalar(n->attrs().Int("ignore_index", 0));
     valid = b.Op(OpKind::kNot, {b.Op(OpKind::kEqual, {target, ii}, "ignored")}, "valid");
-    target = b.Op(OpKind::kWhere, {valid, target, IntScalar(g, n->name() + "_zero", 0)}, "target_safe");
+    target = b.Op(OpKind::kWhere, {valid, target, b.IntScalar(0)}, "target_safe");
   }
   ir::Node* pick = b.Node(OpKind::kGatherElements, {input, b.Op(OpKind::kUnsqueeze, {target, b.Ints({1})}, "target_unsqueeze")},
                           "pick");
