@@ -44,6 +44,12 @@ Value SwapLast(GradContext& c, Value x, size_t rank) {
   return c.Emit1(OpKind::kTranspose, {x}, std::move(attrs));
 }
 
+ir::Attributes FlattenAt(size_t axis) {
+  ir::Attributes attrs;
+  attrs.Set("axis", static_cast<int64_t>(axis));
+  return attrs;
+}
+
 Value Unsqueeze(GradContext& c, Value x, std::vector<int64_t> axes) {
   return c.Emit1(OpKind::kUnsqueeze, {x, c.Ints(axes)});
 }
@@ -57,6 +63,21 @@ Status MatMulGrad(GradContext& c) {
   if (!c.type(a).has_shape || !c.type(b).has_shape) return c.Unsupported("operand ranks are unknown");
   Value a2 = ra == 1 ? Unsqueeze(c, a, {0}) : a;
   Value b2 = rb == 1 ? Unsqueeze(c, b, {1}) : b;
+  if (ra >= 2 && rb == 2) {
+    // B is a matrix (a Linear layer's weight, exported as MatMul + Add): the
+    // product is one GEMM over A's rows, [prod(A.dims[:-1]), K] x [K, N], and
+    // so are both gradients. dB = A2^T dY2 sums over every row of every batch
+    // in one GEMM, instead of a batch of [K, N] products (and a transposed
+    // copy of A) summed by ReduceSumTo afterwards.
+    Value a_rows = ra == 2 ? a : c.Emit1(OpKind::kFlatten, {a}, FlattenAt(ra - 1));
+    Value dy_rows = ra == 2 ? dy : c.Emit1(OpKind::kFlatten, {dy}, FlattenAt(ra - 1));
+    if (c.needs_grad(0)) {  // dA = dY B^T, back in A's shape
+      Value da = Gemm(c, dy_rows, b, 0, 1, 1.0f);
+      c.SetGrad(0, ra == 2 ? da : c.ReshapeLike(da, a));
+    }
+    if (c.needs_grad(1)) c.SetGrad(1, Gemm(c, a_rows, dy_rows, 1, 0, 1.0f));
+    return Status::Ok();
+  }
   Value dy2 = dy;
   if (ra == 1 && rb == 1) dy2 = Unsqueeze(c, dy, {0, 1});
   else if (ra == 1) dy2 = Unsqueeze(c, dy, {-2});

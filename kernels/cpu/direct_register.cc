@@ -18,6 +18,7 @@ void RegisterDirect(Registry& r) {
   direct::RegisterDirectPool(r);
   direct::RegisterDirectElementwise(r);
   direct::RegisterDirectBatchNorm(r);
+  direct::RegisterDirectReduce(r);
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -187,5 +187,6 @@ void RegisterOneDnnConv(Registry& r);
 void RegisterOneDnnMatMul(Registry& r);
 void RegisterOneDnnPool(Registry& r);
 void RegisterOneDnnBatchNorm(Registry& r);
+void RegisterOneDnnSoftmax(Registry& r);  // onednn_softmax.cc: Softmax
 
 }  // namespace amptrain::kernels::cpu::onednn

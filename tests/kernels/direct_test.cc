@@ -5,7 +5,8 @@
 // BatchNormalization within a tolerance (see BatchNormTolerance). Inputs hold ties, signed zeros,
 // infinities and quiet NaNs besides random values; geometries cover odd
 // sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
-// windows. Also: the registry picks "direct" for these ops, and what the
+// windows. ReduceSumTo bit for bit too (each output summed in double in the
+// reference's order). Also: the registry picks "direct" for these ops, and what the
 // direct kernels decline (MaxPool's Indices, 1-D pools) still runs.
 #include <algorithm>
 #include <cstring>
@@ -332,6 +333,49 @@ TEST_P(DirectPath, AddMatchesReferenceBitwise) {
   EXPECT_FALSE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)},
                          Options{.impl = "direct"}).ok());
   EXPECT_TRUE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)}, Options{.impl = ""}).ok());
+}
+
+// ReduceSumTo(X, shape) with the shape as an int64 tensor.
+std::vector<Tensor> SumToInputs(const I& x, const I& to, uint32_t seed, DType t) {
+  Tensor shape = *Tensor::Zeros(DType::kInt64, {static_cast<int64_t>(to.size())});
+  std::copy(to.begin(), to.end(), shape.data<int64_t>());
+  return {Values(x, seed, t, false), shape};
+}
+
+TEST_P(DirectPath, ReduceSumToMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  const struct {
+    const char* name;
+    I x, to;
+  } cases[] = {
+      {"Linear bias [B, S, N] -> [N]", {4, 33, 70}, {70}},          // 64 columns, then 6
+      {"leading axes kept as 1", {4, 33, 70}, {1, 1, 70}},
+      {"per-channel bias -> [C, 1, 1]", {3, 19, 5, 7}, {19, 1, 1}},  // 8 outputs side by side, then 3
+      {"middle run kept", {2, 9, 16, 3}, {1, 9, 16, 1}},
+      {"trailing axes only", {12, 40}, {12, 1}},
+      {"size-1 axes between", {5, 1, 17, 1, 3}, {17, 1, 3}},
+      {"nothing summed", {3, 5, 11}, {3, 5, 11}},
+      {"big enough for two threads", {64, 512, 8}, {512, 1}},
+  };
+  for (const auto& c : cases) {
+    std::vector<Tensor> in = SumToInputs(c.x, c.to, 12, t);
+    ExpectSameAsReference(c.name, OpKind::kReduceSumTo, Attributes{}, in);
+    // The bits do not depend on the thread count.
+    Options one{.impl = "direct", .threads = 1}, two{.impl = "direct", .threads = 2};
+    auto a = RunKernel(OpKind::kReduceSumTo, Attributes{}, in, one), b = RunKernel(OpKind::kReduceSumTo, Attributes{}, in, two);
+    ASSERT_TRUE(a.ok() && b.ok()) << c.name;
+    EXPECT_TRUE(SameBits((*a)[0], (*b)[0])) << c.name << ": 1 and 2 threads differ";
+  }
+  // Infinities and NaN reach the sums as in the reference.
+  std::vector<Tensor> special = SumToInputs({6, 40}, {40}, 13, t);
+  special[0] = Values({6, 40}, 13, t, true);
+  ExpectSameAsReference("specials", OpKind::kReduceSumTo, Attributes{}, special);
+  // Declined, so the reference runs them: a sum to one element, two kept runs.
+  for (const auto& [x, to] : {std::pair<I, I>{{4, 9}, {1}}, std::pair<I, I>{{3, 4, 5}, {3, 1, 5}}}) {
+    std::vector<Tensor> in = SumToInputs(x, to, 14, t);
+    EXPECT_FALSE(RunKernel(OpKind::kReduceSumTo, Attributes{}, in, Options{.impl = "direct"}).ok());
+    EXPECT_TRUE(RunKernel(OpKind::kReduceSumTo, Attributes{}, in, Options{.impl = ""}).ok());
+  }
 }
 
 TEST_P(DirectPath, CastMatchesReferenceBitwise) {

@@ -139,6 +139,54 @@ TEST(OneDnnGrad, BatchNormalizationGradMatchesReference) {
   }
 }
 
+// Softmax (kernels/cpu/onednn_softmax.cc) against the reference on every
+// path. Along the last axis (attention scores, classifier logits) oneDNN
+// must take it; along another axis it may decline (its reference
+// implementation there), and then the registry's pick must still run, as it
+// must for the gradient, which stays on the reference. In fp32 also elementwise: within a few ulps of the reference
+// (outputs span many magnitudes; the max-normalized error alone would not
+// see a wrong small probability).
+TEST_P(OneDnnGradPath, SoftmaxMatchesReference) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
+  const char* impl = GetParam().impl;
+  struct Case { const char* name; I x; int64_t axis; double scale; };
+  const Case cases[] = {
+      {"attention scores, last axis", {2, 4, 16, 16}, -1, 1.0},
+      {"odd sizes, last axis", {3, 5, 37}, -1, 1.0},
+      {"logits in the hundreds (no overflow)", {4, 33}, -1, 300.0},
+      {"middle axis", {2, 7, 5, 3}, 1, 1.0},
+      {"axis 0", {9, 6}, 0, 1.0},
+  };
+  for (const Case& c : cases) {
+    Attributes a;
+    a.Set("axis", c.axis);
+    Tensor x = Random(c.x, 21, t);
+    if (c.scale != 1.0)
+      for (int64_t i = 0; i < x.num_elements(); ++i) ir::SetElementFromDouble(x, i, x.GetAsDouble(i) * c.scale);
+    const bool last = c.axis == -1;
+    {
+      const OpKind op = OpKind::kSoftmax, grad = OpKind::kSoftmaxGrad;
+      const std::string what = std::string(c.name) + " Softmax";
+      auto y = RunKernel(op, a, {x});
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      const std::vector<Tensor> grad_in = {Random(c.x, 22, t), (*y)[0]};
+      if (last || RunKernel(op, a, {x}, Options{.impl = impl}).ok()) ExpectMatchesReference(what, op, a, {x}, 1, {}, impl);
+      ExpectMatchesReference(what + ", the registry's pick", op, a, {x}, 1, {}, "");
+      ExpectMatchesReference(what + " gradient, the registry's pick", grad, a, grad_in, 1, {}, "");
+      if (t != DType::kFloat32 || !last) continue;
+      auto got = RunKernel(op, a, {x}, Options{.impl = impl});
+      ASSERT_TRUE(got.ok()) << got.status().ToString();
+      double worst = 0;
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        const double want = (*y)[0].GetAsDouble(i), have = (*got)[0].GetAsDouble(i);
+        worst = std::max(worst, std::abs(have - want) / std::max(std::abs(want), 1e-30));
+      }
+      EXPECT_LT(worst, 8 * 0x1p-24) << what << ": worst relative error " << worst;
+    }
+  }
+}
+
 TEST(OneDnnGrad, DeclinesWhatItCannotDo) {
   // 1-D conv, bf16 BN: no oneDNN kernel; the registry falls back to the reference.
   Attributes conv = ConvAttrs(1, {}, {});
