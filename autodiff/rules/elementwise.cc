@@ -154,13 +154,6 @@ Status CastGrad(GradContext& c) {  // cast back to the source dtype
   return Status::Ok();
 }
 
-Status ErfGrad(GradContext& c) {  // dy * 2/sqrt(pi) * exp(-x^2)
-  Value x = c.input(0);
-  Value e = c.Emit1(OpKind::kExp, {c.Neg(c.Mul(x, x))});
-  c.SetGrad(0, c.Mul(c.grad_output(0), c.Mul(e, c.Scalar(2.0 / std::sqrt(M_PI), x))));
-  return Status::Ok();
-}
-
 Status SigmoidGrad(GradContext& c) {  // dy * y * (1 - y)
   Value y = c.output(0);
   c.SetGrad(0, c.Mul(c.grad_output(0), c.Mul(y, c.Sub(c.Scalar(1.0, y), y))));
@@ -264,7 +257,7 @@ void RegisterElementwiseRules(RuleTable& t) {
   SetRule(t, OpKind::kWhere, WhereGrad);
   SetRule(t, OpKind::kClip, ClipGrad);
   SetRule(t, OpKind::kCast, CastGrad);
-  SetRule(t, OpKind::kErf, ErfGrad);
+  SetRule(t, OpKind::kErf, FusedUnaryGrad);  // GELU's erf: 2/sqrt(pi) e^(-x^2), one pass instead of five
   SetRule(t, OpKind::kSigmoid, SigmoidGrad);
   SetRule(t, OpKind::kTanh, TanhGrad);
   SetRule(t, OpKind::kRelu, ReluGrad);

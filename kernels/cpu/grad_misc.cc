@@ -63,6 +63,7 @@ A Derivative(const UnaryFn& f, A x) {
     case OpKind::kElu: return x > A(0) ? one : A(f.alpha) * std::exp(x);
     case OpKind::kCelu: return x > A(0) ? one : std::exp(x / A(f.alpha));
     case OpKind::kSelu: return x > A(0) ? A(f.gamma) : A(f.gamma * f.alpha) * std::exp(x);
+    case OpKind::kErf: return A(1.1283791670955126) * std::exp(-(x * x));  // 2 / sqrt(pi) e^(-x^2)
     default: return A(NAN);
   }
 }
@@ -72,7 +73,7 @@ bool HasUnaryDerivative(OpKind op) {
     case OpKind::kSin: case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos:
     case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh:
     case OpKind::kAtanh: case OpKind::kSoftplus: case OpKind::kMish: case OpKind::kElu: case OpKind::kCelu:
-    case OpKind::kSelu: return true;
+    case OpKind::kSelu: case OpKind::kErf: return true;
     default: return false;
   }
 }

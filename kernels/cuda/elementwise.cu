@@ -76,6 +76,7 @@ __device__ __forceinline__ float Binary(BinaryOp op, float a, float b) {
       const float d = 0.5f * (1.0f + t) + 0.5f * b * (1.0f - t * t) * k * (1.0f + 3.0f * c * b * b);
       return a * d;
     }
+    case BinaryOp::kErfGrad: return a * (1.1283791670955126f * expf(-(b * b)));
   }
   return a;
 }

@@ -9,7 +9,7 @@
 //           0/1; the three floats in float, the integers as the CPU's
 //           Remainder: x mod 0 = 0; launchers: numeric.cu)
 //   Not     bool
-//   grads   ReluGrad(dY, Y), GeluGrad(dY, X) (one shape)
+//   grads   ReluGrad(dY, Y), GeluGrad(dY, X), UnaryGrad(dY, X) of Erf (one shape)
 //   Cast between fp32, fp16 and bf16; Identity.
 // Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
 // grad_misc.cc, cast.cc): output 0 has the inferred type, may overwrite input 0.
@@ -195,6 +195,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
       AMP_ASSIGN_OR_RETURN(const bool tanh, GeluTanh(init));
       op = tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad;
       same_shape_only = true;
+      break;
+    }
+    case OpKind::kUnaryGrad: {  // the fused derivatives of kernels/cpu/grad_misc.cc; Erf's (GELU) here
+      AMP_ASSIGN_OR_RETURN(std::string forward, init.attrs->GetString("op", ""));
+      if (forward != "Erf") return Unimplemented(init.Describe(), ": no CUDA derivative of '", forward, "'");
+      op = BinaryOp::kErfGrad, same_shape_only = true;
       break;
     }
     default: return Internal(init.Describe(), ": not a CUDA binary op");
@@ -388,10 +394,10 @@ void RegisterElementwise(Registry& r) {
   pow.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && ElemOf(init.inputs[1].dtype).has_value(); };
   r.Add(std::move(pow));
   for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin,
-                    OpKind::kReluGrad, OpKind::kGeluGrad}) {
+                    OpKind::kReluGrad, OpKind::kGeluGrad, OpKind::kUnaryGrad}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeBinary);
-    // Variadic Max/Min: the two-input form only.
-    e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2; };
+    // Variadic Max/Min: the two-input form only; UnaryGrad: Erf's only.
+    e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && MakeBinary(init).ok(); };
     // Add and ReluGrad, on ResNet's activations and their gradients, take
     // channels-last operands of one shape (flat: the bytes are permuted alike).
     if (op == OpKind::kAdd || op == OpKind::kReluGrad) e = ElementwiseChannelsLast(std::move(e), 0b11, 0b1);

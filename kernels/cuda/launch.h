@@ -36,6 +36,7 @@ enum class BinaryOp : int {
   kReluGrad,      // b = Y: dY where Y > 0, else 0
   kGeluGrad,      // b = X: dY * (Phi(x) + x phi(x))
   kGeluTanhGrad,  // b = X: the tanh approximation's derivative
+  kErfGrad,       // b = X: UnaryGrad of Erf, dY 2/sqrt(pi) e^(-x^2)
 };
 // Output element i (row-major over out_dims) reads a at sum_d idx_d *
 // a_strides[d] and b likewise; a stride 0 broadcasts that dim.

@@ -91,6 +91,8 @@ std::vector<Case> Cases() {
   // Pointwise gradients.
   c.push_back(Case{"ReluGrad", OpKind::kReluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}})});
   c.push_back(Case{"GeluGrad", OpKind::kGeluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}}, -3, 3)});
+  c.push_back(Case{"ErfGrad", OpKind::kUnaryGrad, [](DType) { return Attr("op", std::string("Erf")); },
+                   Shapes({{8, 16, 9}, {8, 16, 9}}, -3, 3)});
   c.push_back(Case{"GeluTanhGrad", OpKind::kGeluGrad, [](DType) { return Attr("approximate", std::string("tanh")); },
                    Shapes({{8, 16, 9}, {8, 16, 9}}, -3, 3)});
   // Casts (beyond fp16's range on purpose: +-inf on both devices).
