@@ -39,6 +39,11 @@ class GradSums {
     auto it = parts_.find(v);
     if (it == parts_.end() || it->second.empty()) return Value{};
     std::vector<Value>& p = it->second;
+    AMP_ASSIGN_OR_RETURN(Value stacked, StackedGathers(v, p));
+    if (stacked.valid()) {
+      p.assign(1, stacked);
+      return stacked;
+    }
     Value sum = p[0];
     for (size_t k = 1; k < p.size(); ++k) {
       Node* n = g_.AddNode(OpKind::kAdd, {sum, p[k]}, 1, StrCat("grad/", g_.name(v), "/sum_", k));
@@ -50,6 +55,54 @@ class GradSums {
   }
 
  private:
+  // Parts that are all GatherGrads of v along one axis at distinct constant
+  // scalar indices covering it (a packed projection split by Gather: how
+  // TorchScript exports nn.MultiheadAttention's q, k and v) sum to their
+  // dYs stacked along the axis in index order: one Concat, instead of a
+  // zero-filled copy of v per part and the Adds between them. Invalid when
+  // the parts are anything else.
+  StatusOr<Value> StackedGathers(Value v, const std::vector<Value>& parts) {
+    const ir::TensorType& vt = g_.type(v);
+    if (parts.size() < 2 || !vt.has_shape) return Value{};
+    const int64_t rank = static_cast<int64_t>(vt.shape.rank());
+    int64_t axis = 0;
+    std::vector<Value> by_index(parts.size());
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const Node* n = g_.producer(parts[k]);
+      if (n->op() != OpKind::kGatherGrad || !n->uses(0).empty()) return Value{};
+      int64_t a = n->attrs().Int("axis", 0);
+      if (a < 0) a += rank;
+      if (a < 0 || a >= rank || (k > 0 && a != axis)) return Value{};
+      axis = a;
+      const ir::Dim& dim = vt.shape.dims()[static_cast<size_t>(a)];
+      if (!dim.is_static() || dim.value != static_cast<int64_t>(parts.size())) return Value{};
+      const ir::Tensor* idx = g_.ConstantValue(n->input(1));
+      if (!idx || idx->num_elements() != 1 || !idx->dims().empty()) return Value{};
+      int64_t i = static_cast<int64_t>(idx->GetAsDouble(0));
+      if (i < 0) i += dim.value;
+      if (i < 0 || i >= dim.value || by_index[static_cast<size_t>(i)].valid()) return Value{};
+      by_index[static_cast<size_t>(i)] = n->input(0);
+    }
+    const std::string base = StrCat("grad/", g_.name(v), "/stack");
+    auto emit = [&](OpKind op, std::vector<Value> in, ir::Attributes a, const std::string& name) -> StatusOr<Value> {
+      Node* n = g_.AddNode(op, std::move(in), 1, name);
+      n->attrs() = std::move(a);
+      AMP_RETURN_IF_ERROR(g_.InferNode(n).WithContext(StrCat("stacking the gradients of '", g_.name(v), "'")));
+      return n->output(0);
+    };
+    ir::Attributes value;
+    value.Set("value", ir::Tensor::Int64s({axis}, {1}));
+    AMP_ASSIGN_OR_RETURN(Value axes, emit(OpKind::kConstant, {}, std::move(value), base + "_axes"));
+    std::vector<Value> slices;
+    for (size_t k = 0; k < by_index.size(); ++k) {
+      AMP_ASSIGN_OR_RETURN(Value u, emit(OpKind::kUnsqueeze, {by_index[k], axes}, {}, StrCat(base, "_", k)));
+      slices.push_back(u);
+    }
+    ir::Attributes cat;
+    cat.Set("axis", axis);
+    return emit(OpKind::kConcat, std::move(slices), std::move(cat), base);
+  }
+
   Graph& g_;
   std::map<Value, std::vector<Value>> parts_;
 };

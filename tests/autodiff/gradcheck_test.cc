@@ -591,6 +591,40 @@ TEST(Driver, ValueWithTwoConsumersSumsGradients) {
   });
 }
 
+// q, k, v = x[0], x[2], x[1] (TorchScript's split of a packed attention
+// projection): the three gradients are stacked into one Concat, in index
+// order, instead of a zero-filled copy of x each and the Adds between them;
+// with an index missing (x[0], x[2] of 3) they are summed as before.
+Value QkvSplit(Graph& g, Value x, const std::vector<int64_t>& indices) {
+  std::vector<Value> parts;
+  for (int64_t i : indices)
+    parts.push_back(Op(g, OpKind::kGather, {x, g.AddInitializer(g.UniqueName("idx"), ir::Tensor::Int64s({i}, {}))}));
+  Value y = Op(g, OpKind::kMul, {parts[0], parts[1]});
+  return parts.size() > 2 ? Op(g, OpKind::kAdd, {y, Op(g, OpKind::kExp, {parts[2]})}) : y;
+}
+
+TEST(Driver, GatheredSlicesCoveringAnAxisStackTheirGradients) {
+  for (const std::vector<int64_t>& indices : {std::vector<int64_t>{0, -1, 1}, std::vector<int64_t>{0, 2}}) {
+    const bool covers = indices.size() == 3;
+    SCOPED_TRACE(covers ? "all three" : "two of three");
+    GRADCHECK((std::vector<GradInput>{{"x", {3, 2, 4}}}),
+              [&](Graph& g, const V& x) { return QkvSplit(g, x[0], indices); });
+    Graph g;
+    Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {3, 2, 4}));
+    Value loss = Op(g, OpKind::kReduceSum, {QkvSplit(g, x, indices)}, A({{"keepdims", int64_t{0}}}));
+    ASSERT_TRUE(g.InferShapes().ok());
+    auto r = BuildBackward(g, loss, DoublesConst(g, {1.0}, {}), BackwardOptions{{"x"}, {}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    int gather_grads = 0, concats = 0;
+    for (const ir::Node* n : std::as_const(g).nodes()) {
+      gather_grads += n->op() == OpKind::kGatherGrad;
+      concats += n->op() == OpKind::kConcat;
+    }
+    EXPECT_EQ(gather_grads, covers ? 0 : 2);
+    EXPECT_EQ(concats, covers ? 1 : 0);
+  }
+}
+
 struct TinyModel {
   Graph g;
   Value loss, seed;
