@@ -55,28 +55,22 @@ def build_model(model_name, size):
     return torchvision.models.resnet18(num_classes=10)
 '''
 
-# One measurement in a child process: prints {"images_per_s": ..., "steps": [...]} as its last line.
-CHILD = r'''
-import json, os, sys, time, statistics
-runtime, model_name, batch, size, threads, warmup, steps, onnx_path, work = sys.argv[1:10]
-batch, size, threads, warmup, steps = int(batch), int(size), int(threads), int(warmup), int(steps)
-import torch
-torch.set_num_threads(threads)
-torch.manual_seed(0)
-g = torch.Generator().manual_seed(0)
-x = torch.randn(batch, 3, size, size, generator=g)
-y = torch.randint(0, 10, (batch,), generator=g)
-times = []
-if runtime == "ort-training":
-    import numpy as np, onnx
+# ONNX Runtime on-device training of an .onnx file (CrossEntropyLoss, AdamW), for the child scripts here and
+# in transformer_training.py: ort_trainer(...) returns step(inputs, labels).
+ORT_TRAINER = r'''
+def ort_trainer(onnx_path, work, tag, frozen=()):
+    import os, onnx
     from onnxruntime.training import artifacts, api
     m = onnx.load(onnx_path)
-    stats = set()
+    # ORT's gradient builders read outputs that PyTorch's exports leave out: LayerNormalization's saved
+    # mean and inverse std (outputs 1, 2) and Dropout's mask (output 1). Name them, as ORT's own exporter
+    # would; the forward values do not change.
     for n in m.graph.node:
-        if n.op_type == "BatchNormalization":
-            stats.update(n.input[3:5])
-    params = [i.name for i in m.graph.initializer if i.data_type == 1 and i.name not in stats]
-    art = os.path.join(work, "ort_artifacts_%s_%d" % (model_name, os.getpid()))
+        want = {"LayerNormalization": 3, "Dropout": 2}.get(n.op_type, 0)
+        while 0 < len(n.output) < want:
+            n.output.append("%s_ort_out%d" % (n.name or n.output[0], len(n.output)))
+    params = [i.name for i in m.graph.initializer if i.data_type == 1 and i.name not in frozen]
+    art = os.path.join(work, "ort_artifacts_%s_%d" % (tag, os.getpid()))
     os.makedirs(art, exist_ok=True)
     artifacts.generate_artifacts(m, requires_grad=params, frozen_params=[], loss=artifacts.LossType.CrossEntropyLoss,
                                  optimizer=artifacts.OptimType.AdamW, artifact_directory=art)
@@ -90,11 +84,36 @@ if runtime == "ort-training":
     module = api.Module(os.path.join(art, "training_model.onnx"), state, None)
     opt = api.Optimizer(os.path.join(art, "optimizer_model.onnx"), module)
     module.train()
-    xn, yn = x.numpy(), y.numpy().astype(np.int64)
-    def step():
-        module(xn, yn)
+    def step(x, y):
+        module(x, y)
         opt.step()
         module.lazy_reset_grad()
+    return step
+'''
+
+# One measurement in a child process: prints {"images_per_s": ..., "steps": [...]} as its last line.
+CHILD = r'''
+import json, os, sys, time, statistics
+runtime, model_name, batch, size, threads, warmup, steps, onnx_path, work = sys.argv[1:10]
+batch, size, threads, warmup, steps = int(batch), int(size), int(threads), int(warmup), int(steps)
+import torch
+torch.set_num_threads(threads)
+torch.manual_seed(0)
+g = torch.Generator().manual_seed(0)
+x = torch.randn(batch, 3, size, size, generator=g)
+y = torch.randint(0, 10, (batch,), generator=g)
+times = []
+if runtime == "ort-training":
+    import onnx
+    m = onnx.load(onnx_path)
+    stats = set()
+    for n in m.graph.node:
+        if n.op_type == "BatchNormalization":
+            stats.update(n.input[3:5])
+    ort_step = ort_trainer(onnx_path, work, model_name, frozen=stats)
+    xn, yn = x.numpy(), y.numpy().astype("int64")
+    def step():
+        ort_step(xn, yn)
 else:
     model = build_model(model_name, size)
     model.train()
@@ -195,7 +214,7 @@ def main():
                     cmd = [a.amptrain, "bench", models[(model, size)], "--train", "--batch", str(batch), "--threads",
                            str(a.threads), "--warmup", str(a.warmup), "--repeat", str(steps), "--json"]
                 else:
-                    cmd = [py, "-c", MODEL + CHILD, runtime, model, str(batch), str(size), str(a.threads),
+                    cmd = [py, "-c", MODEL + ORT_TRAINER + CHILD, runtime, model, str(batch), str(size), str(a.threads),
                            str(a.warmup if runtime != "torch-compile" else a.warmup + 3), str(steps),
                            models[(model, size)], work]
                 out, err, rc, rss, _ = run_measured(cmd, env)
