@@ -253,12 +253,17 @@ Status Graph::InferNode(Node* node, std::vector<Tensor>* values,
       if (it != known->end()) value = &it->second;
     }
     ctx.values.push_back(value);
+    ctx.sym_values.push_back(in.valid() && info(in).sym_value ? &*info(in).sym_value : nullptr);
   }
   ctx.outputs.resize(node->num_outputs());
   ctx.output_values.resize(node->num_outputs());
+  ctx.output_sym_values.resize(node->num_outputs());
   for (size_t i = 0; i < node->num_outputs(); ++i) ctx.outputs[i] = node->outputs_[i].info.type;
   AMP_RETURN_IF_ERROR(node->Annotate(node->schema().infer(ctx)));
-  for (size_t i = 0; i < node->num_outputs(); ++i) node->outputs_[i].info.type = std::move(ctx.outputs[i]);
+  for (size_t i = 0; i < node->num_outputs(); ++i) {
+    node->outputs_[i].info.type = std::move(ctx.outputs[i]);
+    node->outputs_[i].info.sym_value = std::move(ctx.output_sym_values[i]);
+  }
   if (values) *values = std::move(ctx.output_values);
   return Status::Ok();
 }

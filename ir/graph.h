@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -56,6 +57,10 @@ struct ValueInfo {
   std::string name;   // unique in the graph; the ONNX tensor name
   TensorType type;
   std::string doc;
+  // A small integer tensor's elements as dims (ir/shape.h SymInt), where
+  // shape inference could tell: Shape's output and the shape arithmetic on
+  // it. Set by InferNode; empty otherwise.
+  std::optional<std::vector<SymInt>> sym_value;
 };
 
 class Node {

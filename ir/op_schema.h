@@ -53,10 +53,16 @@ struct InferContext {
   std::vector<const Tensor*> values;     // nullptr when not known
   std::vector<TensorType> outputs;
   std::vector<Tensor> output_values;     // sized like outputs; empty Tensor = unknown
+  // Integer inputs' elements as dims (ValueInfo::sym_value), nullptr when not
+  // tracked; a rule sets output_sym_values[o] (sized like outputs) where it
+  // can tell (ir/infer/value_util.h: KnownSyms, SetSyms).
+  std::vector<const std::vector<SymInt>*> sym_values;
+  std::vector<std::optional<std::vector<SymInt>>> output_sym_values;
   int opset = 0;
 
   bool has_input(size_t i) const { return i < inputs.size() && inputs[i].dtype != DType::kUndefined; }
   const Tensor* value(size_t i) const { return i < values.size() ? values[i] : nullptr; }
+  const std::vector<SymInt>* sym_value(size_t i) const { return i < sym_values.size() ? sym_values[i] : nullptr; }
   // Error "<op> node '<name>': <msg>".
   template <class... A> Status Error(const A&... a) const;
 };

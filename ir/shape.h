@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,37 @@ struct TensorType {
   static TensorType Of(DType t, const std::vector<int64_t>& dims) { return Of(t, Shape::FromStatic(dims)); }
   std::string ToString() const;  // "float32[batch,10]" or "float32[?]"
 };
+
+// One element of a small integer tensor as shape inference sees it: a known
+// integer (any sign: a Reshape target's -1 and 0 included), a symbolic dim
+// expression, or unknown. Shape(x) of x [batch, 128, 256] is {batch, 128,
+// 256}; Gather, Concat, Mul and Div carry such values on, and Reshape,
+// Expand and ConstantOfShape read them as their target shape
+// (ir/infer/value_util.h), so a dynamic-batch export keeps its batch dim
+// through the reshapes of its attention layers.
+struct SymInt {
+  int64_t value = 0;   // when known
+  std::string symbol;  // a dim expression when not known; empty: unknown
+  bool known = false;
+
+  static SymInt Int(int64_t v) { return SymInt{v, {}, true}; }
+  static SymInt Unknown() { return SymInt{}; }
+  // A static dim is its size, a named symbolic dim its expression.
+  static SymInt FromDim(const Dim& d) { return d.is_static() ? Int(d.value) : SymInt{0, d.symbol, false}; }
+  // The dim this element gives as a size: static when known and >= 0,
+  // symbolic when named, else unknown.
+  Dim ToDim() const;
+  bool operator==(const SymInt& o) const { return known == o.known && value == o.value && symbol == o.symbol; }
+};
+
+// Products and exact quotients of dims, symbolic ones as monomials written
+// canonically: a coefficient (left out when 1), then the names sorted and
+// joined by '*' ("4*batch", "batch*seq"), so that equal products compare
+// equal by name. A name with other operators in it ("s0 + 1") is one
+// factor. nullopt when the result has no such form: an unknown dim, an
+// inexact division, an overflow.
+std::optional<Dim> MulDims(const Dim& a, const Dim& b);
+std::optional<Dim> DivDims(const Dim& a, const Dim& b);
 
 // Element count of static dims with overflow checking: false on overflow or
 // a negative dim. Used wherever untrusted sizes are multiplied.

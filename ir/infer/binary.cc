@@ -7,6 +7,7 @@
 
 #include "ir/float_mod.h"
 #include "ir/infer/infer_util.h"
+#include "ir/infer/value_util.h"
 
 namespace amptrain::ir {
 
@@ -64,11 +65,27 @@ void Propagate(InferContext& ctx, DType math, FI fi, FF ff) {
   else PropagateElementwise<int64_t>(ctx, ins, 0, fi);
 }
 
+// Shape arithmetic on tracked dims (batch * heads, embed / heads): output
+// element k = a[k] op b[k], a one-element side broadcast, for integer
+// operands of rank <= 1 whose elements are known as SymInts.
+void PropagateSymArith(InferContext& ctx, char op) {
+  if (!IsInteger(ctx.inputs[0].dtype) || ctx.inputs.size() != 2 || (ctx.value(0) && ctx.value(1))) return;
+  auto a = KnownSyms(ctx, 0), b = KnownSyms(ctx, 1);
+  const TensorType& out = ctx.outputs[0];
+  if (!a || !b || !out.has_shape || out.shape.rank() > 1) return;
+  const size_t n = std::max(a->size(), b->size());
+  if ((a->size() != n && a->size() != 1) || (b->size() != n && b->size() != 1)) return;
+  std::vector<SymInt> r;
+  for (size_t k = 0; k < n; ++k) r.push_back(SymArith(op, (*a)[a->size() == 1 ? 0 : k], (*b)[b->size() == 1 ? 0 : k]));
+  SetSyms(ctx, 0, std::move(r));
+}
+
 template <class FI, class FF>
-Status Arithmetic(InferContext& ctx, FI fi, FF ff) {
+Status Arithmetic(InferContext& ctx, FI fi, FF ff, char op = 0) {
   AMP_RETURN_IF_ERROR(SameNumericInputs(ctx));
   AMP_RETURN_IF_ERROR(BroadcastOutput(ctx, ctx.inputs[0].dtype));
   Propagate(ctx, ctx.inputs[0].dtype, fi, ff);
+  if (op) PropagateSymArith(ctx, op);
   return Status::Ok();
 }
 
@@ -86,24 +103,24 @@ Status Compare(InferContext& ctx, bool numeric_only, FI fi, FF ff) {
 Status InferAdd(InferContext& ctx) {
   return Arithmetic(
       ctx, [](const int64_t* a) { return Wrap(static_cast<uint64_t>(a[0]) + static_cast<uint64_t>(a[1])); },
-      [](const double* a) { return a[0] + a[1]; });
+      [](const double* a) { return a[0] + a[1]; }, '+');
 }
 
 Status InferSub(InferContext& ctx) {
   return Arithmetic(
       ctx, [](const int64_t* a) { return Wrap(static_cast<uint64_t>(a[0]) - static_cast<uint64_t>(a[1])); },
-      [](const double* a) { return a[0] - a[1]; });
+      [](const double* a) { return a[0] - a[1]; }, '-');
 }
 
 Status InferMul(InferContext& ctx) {
   return Arithmetic(
       ctx, [](const int64_t* a) { return Wrap(static_cast<uint64_t>(a[0]) * static_cast<uint64_t>(a[1])); },
-      [](const double* a) { return a[0] * a[1]; });
+      [](const double* a) { return a[0] * a[1]; }, '*');
 }
 
 Status InferDiv(InferContext& ctx) {
   return Arithmetic(ctx, [](const int64_t* a) { return IntDiv(a[0], a[1]); },
-                    [](const double* a) { return a[0] / a[1]; });
+                    [](const double* a) { return a[0] / a[1]; }, '/');
 }
 
 // Mod(A, B), attr fmod: 0 (default) = A - floor(A / B) * B, the divisor's

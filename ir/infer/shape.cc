@@ -49,7 +49,9 @@ Status InferFlatten(InferContext& ctx) {
 Status InferReshape(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireShapeInput(ctx, 1));
   const DType dt = ctx.inputs[0].dtype;
-  auto target = KnownInts(ctx, 1);
+  // The target: constant, or dims tracked through shape arithmetic (a
+  // symbolic entry gives that dim).
+  auto target = KnownSyms(ctx, 1);
   if (!target) {
     UnknownDimsFromLength(ctx, 0, dt, 1);
     return Status::Ok();
@@ -60,7 +62,12 @@ Status InferReshape(InferContext& ctx) {
   std::vector<Dim> out(target->size());
   int64_t infer_at = -1;
   for (size_t i = 0; i < target->size(); ++i) {
-    int64_t v = (*target)[i];
+    const SymInt& t = (*target)[i];
+    if (!t.known) {
+      out[i] = t.ToDim();
+      continue;
+    }
+    const int64_t v = t.value;
     if (v == -1) {
       if (infer_at >= 0) return ctx.Error("shape has more than one -1");
       infer_at = static_cast<int64_t>(i);
@@ -74,36 +81,14 @@ Status InferReshape(InferContext& ctx) {
     }
   }
   if (infer_at >= 0) {
-    // -1 = input elements / the other output dims, symbols cancelling by name.
-    int64_t in_static = 1, out_static = 1;
-    std::vector<std::string> symbols;
-    bool unnamed = false;
-    for (const Dim& d : in.dims()) {
-      if (d.is_static()) {
-        if (!CheckedMul(in_static, d.value, &in_static))
-          return ctx.Error("input shape ", in.ToString(), " has more elements than int64 can count");
-      } else if (d.symbol.empty()) unnamed = true;
-      else symbols.push_back(d.symbol);
-    }
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (static_cast<int64_t>(i) == infer_at) continue;
-      const Dim& d = out[i];
-      if (d.is_static()) {
-        if (!CheckedMul(out_static, d.value, &out_static))
-          return ctx.Error("shape ", Shape(out).ToString(), " has more elements than int64 can count");
-        continue;
-      }
-      auto it = std::find(symbols.begin(), symbols.end(), d.symbol);
-      if (d.symbol.empty() || it == symbols.end()) unnamed = true;
-      else symbols.erase(it);
-    }
-    Dim& d = out[static_cast<size_t>(infer_at)];
-    if (unnamed || out_static == 0 || in_static % out_static != 0) d = UnknownDim();
-    else if (symbols.empty()) d = Dim::Static(in_static / out_static);
-    else if (symbols.size() == 1 && in_static == out_static) d = Dim::Symbolic(symbols[0]);
-    else d = UnknownDim();
-    if (!unnamed && symbols.empty() && (out_static == 0 || in_static % out_static != 0))
+    // -1 = input elements / the other output dims, symbolic ones as monomials.
+    std::vector<Dim> others = out;
+    others.erase(others.begin() + infer_at);
+    const Dim num = ProductDim(in.dims()), den = ProductDim(others);
+    if (num.is_static() && den.is_static() && (den.value == 0 || num.value % den.value != 0))
       return ctx.Error("cannot reshape ", in.ToString(), " to ", Shape(out).ToString(), " (-1 does not divide)");
+    std::optional<Dim> q = den.is_static() && den.value == 0 ? std::nullopt : DivDims(num, den);
+    out[static_cast<size_t>(infer_at)] = q ? *q : UnknownDim();
   }
   Shape os(std::move(out));
   if (in.is_static() && os.is_static() && in.num_elements() != os.num_elements())
@@ -174,6 +159,19 @@ Status InferConcat(InferContext& ctx) {
   }
   out[axis] = all_static ? Dim::Static(sum) : along.size() == 1 ? along[0] : UnknownDim();
   ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(out)));
+  if (r == 1 && IsInteger(ctx.inputs[0].dtype)) {  // a shape put together from its pieces
+    std::vector<SymInt> joined;
+    for (size_t i = 0; i < ctx.inputs.size() && joined.size() < static_cast<size_t>(kMaxPropagatedElements); ++i) {
+      auto part = KnownSyms(ctx, i);
+      if (!part) {
+        joined.clear();
+        break;
+      }
+      joined.insert(joined.end(), part->begin(), part->end());
+    }
+    if (!joined.empty() && ctx.outputs[0].shape[0] == Dim::Static(static_cast<int64_t>(joined.size())))
+      SetSyms(ctx, 0, std::move(joined));
+  }
 
   std::vector<const Tensor*> srcs;
   for (size_t i = 0; i < ctx.inputs.size(); ++i) {
@@ -281,6 +279,14 @@ Status InferSlice(InferContext& ctx) {
       return j;
     }));
     SetValue(ctx, 0, std::move(t));
+  } else if (const std::vector<SymInt>* syms = ctx.sym_value(0); syms && s.rank() == 1 && s[0].is_static()) {
+    std::vector<SymInt> picked;
+    for (int64_t k = 0; k < s[0].value; ++k) {
+      const int64_t j = (*resolved)[0].start + k * (*resolved)[0].step;
+      if (j < 0 || j >= static_cast<int64_t>(syms->size())) return Status::Ok();
+      picked.push_back((*syms)[static_cast<size_t>(j)]);
+    }
+    SetSyms(ctx, 0, std::move(picked));
   }
   return Status::Ok();
 }
@@ -303,6 +309,15 @@ Status InferGather(InferContext& ctx) {
 
   const Tensor* v = ctx.value(0);
   auto idx = KnownInts(ctx, 1);
+  if (const std::vector<SymInt>* syms = ctx.sym_value(0); !v && syms && idx && data.rank() == 1) {
+    std::vector<SymInt> picked;  // dims picked out of a shape
+    const int64_t n = static_cast<int64_t>(syms->size());
+    for (int64_t i : *idx) {
+      if (i < -n || i >= n) return ctx.Error("index ", i, " is out of range for dim 0 of size ", n);
+      picked.push_back((*syms)[static_cast<size_t>(i < 0 ? i + n : i)]);
+    }
+    SetSyms(ctx, 0, std::move(picked));
+  }
   if (!v || !idx || !ctx.outputs[0].shape.is_static()) return Status::Ok();
   const int64_t dim = v->dims()[axis];
   for (int64_t& i : *idx) {
@@ -409,7 +424,7 @@ StatusOr<Tensor> ModuloMap(const Tensor& v, const std::vector<int64_t>& out_dims
 Status InferExpand(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
   AMP_RETURN_IF_ERROR(RequireShapeInput(ctx, 1));
-  auto target = KnownInts(ctx, 1);
+  auto target = KnownSyms(ctx, 1);
   if (!target) {
     const TensorType& s = ctx.inputs[1];
     if (s.has_shape && s.shape.rank() == 1 && s.shape[0].is_static()) {
@@ -420,9 +435,12 @@ Status InferExpand(InferContext& ctx) {
     }
     return Status::Ok();
   }
-  for (int64_t d : *target)
-    if (d < 0) return ctx.Error("shape has a negative dim ", d);
-  auto b = BroadcastShapes(ctx.inputs[0].shape, Shape::FromStatic(*target));
+  std::vector<Dim> dims;
+  for (const SymInt& d : *target) {
+    if (d.known && d.value < 0) return ctx.Error("shape has a negative dim ", d.value);
+    dims.push_back(d.ToDim());
+  }
+  auto b = BroadcastShapes(ctx.inputs[0].shape, Shape(std::move(dims)));
   if (!b.ok()) return ctx.Error(b.status().message());
   ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, *b);
   if (const Tensor* v = ctx.value(0); v && b->is_static() && Propagatable(b->num_elements())) {
@@ -519,6 +537,9 @@ Status InferShape(InferContext& ctx) {
   end = std::clamp<int64_t>(end, 0, r);
   const int64_t n = std::max<int64_t>(end - start, 0);
   ctx.outputs[0] = TensorType::Of(DType::kInt64, {n});
+  std::vector<SymInt> syms;
+  for (int64_t d = start; d < start + n; ++d) syms.push_back(SymInt::FromDim(in[static_cast<size_t>(d)]));
+  SetSyms(ctx, 0, std::move(syms));
   std::vector<int64_t> dims;
   for (int64_t d = start; d < start + n; ++d) {
     if (!in[static_cast<size_t>(d)].is_static()) return Status::Ok();
@@ -537,6 +558,15 @@ Status InferConstantOfShape(InferContext& ctx) {
   }
   auto dims = KnownInts(ctx, 0);
   if (!dims) {
+    if (auto syms = KnownSyms(ctx, 0)) {  // a shape with symbolic dims
+      std::vector<Dim> d;
+      for (const SymInt& x : *syms) {
+        if (x.known && x.value < 0) return ctx.Error("shape has a negative dim ", x.value);
+        d.push_back(x.ToDim());
+      }
+      ctx.outputs[0] = TensorType::Of(fill.dtype(), Shape(std::move(d)));
+      return Status::Ok();
+    }
     UnknownDimsFromLength(ctx, 0, fill.dtype(), 0);
     return Status::Ok();
   }

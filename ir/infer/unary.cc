@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ir/infer/infer_util.h"
+#include "ir/infer/value_util.h"
 #include "ir/onnx_dtype.h"
 
 namespace amptrain::ir {
@@ -27,6 +28,7 @@ Status CastOutput(InferContext& ctx, DType target) {
     PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return a[0]; });
   else
     PropagateElementwise<int64_t>(ctx, {0}, 0, [](const int64_t* a) { return a[0]; });
+  if (IsInteger(ctx.inputs[0].dtype) && target == DType::kInt64) PropagateSyms(ctx, 0, 0);
   return Status::Ok();
 }
 
@@ -168,6 +170,7 @@ Status InferIsInf(InferContext& ctx) {
 Status InferIdentity(InferContext& ctx) {
   SameAs(ctx, 0, 0);
   if (const Tensor* v = ctx.value(0)) ctx.output_values[0] = *v;
+  PropagateSyms(ctx, 0, 0);
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 #include "ir/infer/value_util.h"
 
 #include <cstring>
+#include <limits>
 
 namespace amptrain::ir {
 
@@ -72,6 +73,7 @@ void SetValue(InferContext& ctx, size_t out, Tensor t) {
 }
 
 void PropagateReshaped(InferContext& ctx, size_t out, size_t in) {
+  PropagateSyms(ctx, out, in);
   const Tensor* v = ctx.value(in);
   const TensorType& ot = ctx.outputs[out];
   if (!v || v->empty() || !ot.has_shape || !ot.shape.is_static()) return;
@@ -102,16 +104,64 @@ StatusOr<Tensor> ConvertElements(const Tensor& t, DType to) {
 }
 
 Dim ProductDim(const std::vector<Dim>& dims) {
-  int64_t prod = 1;
-  const Dim* sym = nullptr;
-  int symbolic = 0;
+  Dim prod = Dim::Static(1);
   for (const Dim& d : dims) {
-    if (d.is_static()) prod *= d.value;
-    else { ++symbolic; sym = &d; }
+    std::optional<Dim> p = MulDims(prod, d);
+    if (!p) return UnknownDim();
+    prod = *p;
   }
-  if (symbolic == 0) return Dim::Static(prod);
-  if (symbolic == 1 && prod == 1) return *sym;
-  return UnknownDim();
+  return prod;
+}
+
+std::optional<std::vector<SymInt>> KnownSyms(const InferContext& ctx, size_t i) {
+  if (!ctx.has_input(i) || !IsInteger(ctx.inputs[i].dtype)) return std::nullopt;
+  if (auto ints = KnownInts(ctx, i)) {
+    std::vector<SymInt> out;
+    for (int64_t v : *ints) out.push_back(SymInt::Int(v));
+    return out;
+  }
+  if (const std::vector<SymInt>* s = ctx.sym_value(i)) return *s;
+  return std::nullopt;
+}
+
+void SetSyms(InferContext& ctx, size_t out, std::vector<SymInt> syms) {
+  bool any = false;
+  for (const SymInt& s : syms) any = any || s.known || !s.symbol.empty();
+  if ((!any && !syms.empty()) || syms.size() > static_cast<size_t>(kMaxPropagatedElements)) return;
+  if (ctx.output_sym_values.size() < ctx.outputs.size()) ctx.output_sym_values.resize(ctx.outputs.size());
+  ctx.output_sym_values[out] = std::move(syms);
+}
+
+void PropagateSyms(InferContext& ctx, size_t out, size_t in) {
+  const TensorType& ot = ctx.outputs[out];
+  if (!IsInteger(ot.dtype)) return;
+  auto syms = KnownSyms(ctx, in);
+  if (!syms || !ot.has_shape || ot.shape.num_elements() != static_cast<int64_t>(syms->size())) return;
+  SetSyms(ctx, out, std::move(*syms));
+}
+
+SymInt SymArith(char op, const SymInt& a, const SymInt& b) {
+  if (a.known && b.known) {
+    int64_t r = 0;
+    switch (op) {
+      case '+': if (!CheckedAdd(a.value, b.value, &r)) return SymInt::Unknown(); break;
+      case '-': if (__builtin_sub_overflow(a.value, b.value, &r)) return SymInt::Unknown(); break;
+      case '*': if (!CheckedMul(a.value, b.value, &r)) return SymInt::Unknown(); break;
+      case '/':
+        if (b.value == 0 || (a.value == std::numeric_limits<int64_t>::min() && b.value == -1)) return SymInt::Unknown();
+        r = a.value / b.value;
+        break;
+      default: return SymInt::Unknown();
+    }
+    return SymInt::Int(r);
+  }
+  if ((op == '+' || op == '-') && b.known && b.value == 0) return a;
+  if (op == '+' && a.known && a.value == 0) return b;
+  if (op != '*' && op != '/') return SymInt::Unknown();
+  // Dims are >= 0: a negative known operand has no dim form.
+  if ((a.known && a.value < 0) || (b.known && b.value < 0)) return SymInt::Unknown();
+  std::optional<Dim> d = op == '*' ? MulDims(a.ToDim(), b.ToDim()) : DivDims(a.ToDim(), b.ToDim());
+  return d ? SymInt::FromDim(*d) : SymInt::Unknown();
 }
 
 }  // namespace amptrain::ir

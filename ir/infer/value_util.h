@@ -42,15 +42,31 @@ StatusOr<Tensor> MapElements(const Tensor& source, const std::vector<int64_t>& o
 
 // Sets output_values[out] = t when t is small enough; otherwise leaves it unknown.
 void SetValue(InferContext& ctx, size_t out, Tensor t);
-// Propagates input `in`'s value reshaped to the output's static dims (view ops).
+// Propagates input `in`'s value reshaped to the output's static dims (view
+// ops), and its tracked elements (PropagateSyms).
 void PropagateReshaped(InferContext& ctx, size_t out, size_t in);
 
 // Element-wise conversion to `to` (floats via double, integers via int64;
 // float -> integer truncates toward zero, as ONNX Cast does).
 StatusOr<Tensor> ConvertElements(const Tensor& t, DType to);
 
-// Product of dims as a Dim: static when all are static, the one symbol when
-// exactly one dim is symbolic and the rest multiply to 1, else unknown.
+// Product of dims as a Dim: static when all are static, a monomial
+// (ir/shape.h MulDims) when the symbolic ones are named, else unknown.
 Dim ProductDim(const std::vector<Dim>& dims);
+
+// ---- symbolic shape values (ir/shape.h SymInt) ----
+// Input i's elements as SymInts: its constant value when known (any integer
+// dtype), else the elements shape inference tracked for it; nullopt when
+// neither.
+std::optional<std::vector<SymInt>> KnownSyms(const InferContext& ctx, size_t i);
+// Records output `out`'s elements (nothing when every one is unknown; an
+// empty list is known).
+void SetSyms(InferContext& ctx, size_t out, std::vector<SymInt> syms);
+// Output `out` = input `in`'s elements in the same order (Reshape, Squeeze,
+// Unsqueeze, Flatten, Identity and integer Casts of a shape value).
+void PropagateSyms(InferContext& ctx, size_t out, size_t in);
+// a op b for op in Add, Sub, Mul, Div (integer semantics): known when both
+// are; Mul and exact Div of dims as monomials; x + 0, x - 0, x * 1, x / 1.
+SymInt SymArith(char op, const SymInt& a, const SymInt& b);
 
 }  // namespace amptrain::ir
