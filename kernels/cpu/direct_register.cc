@@ -19,6 +19,7 @@ void RegisterDirect(Registry& r) {
   direct::RegisterDirectElementwise(r);
   direct::RegisterDirectBatchNorm(r);
   direct::RegisterDirectReduce(r);
+  direct::RegisterDirectErf(r);
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -5,10 +5,12 @@
 // BatchNormalization within a tolerance (see BatchNormTolerance). Inputs hold ties, signed zeros,
 // infinities and quiet NaNs besides random values; geometries cover odd
 // sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
-// windows. ReduceSumTo bit for bit too (each output summed in double in the
+// windows. Erf and its gradient (direct_erf.cc) are not the reference's
+// bits: within one ulp of the exact value. ReduceSumTo bit for bit too (each output summed in double in the
 // reference's order). Also: the registry picks "direct" for these ops, and what the
 // direct kernels decline (MaxPool's Indices, 1-D pools) still runs.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -375,6 +377,66 @@ TEST_P(DirectPath, ReduceSumToMatchesReferenceBitwise) {
     std::vector<Tensor> in = SumToInputs(x, to, 14, t);
     EXPECT_FALSE(RunKernel(OpKind::kReduceSumTo, Attributes{}, in, Options{.impl = "direct"}).ok());
     EXPECT_TRUE(RunKernel(OpKind::kReduceSumTo, Attributes{}, in, Options{.impl = ""}).ok());
+  }
+}
+
+// One unit in the last place of `t` at v (its subnormal step below the normal range).
+double Ulp(DType t, double v) {
+  const int digits = t == DType::kFloat32 ? 24 : t == DType::kFloat16 ? 11 : 8;
+  const int min_exp = t == DType::kFloat16 ? -14 : -126;
+  int e = 0;
+  std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
+  return std::ldexp(1.0, std::max(e - 1, min_exp) - (digits - 1));
+}
+
+// Erf and Erf's UnaryGrad (direct_erf.cc: polynomials and exp in double)
+// within one ulp of the exact value (double-precision erf and exp of the
+// same input) over a dense sweep, the specials as the reference gives
+// them, the same bits on 1 and 2 threads, and the registry's pick.
+TEST_P(DirectPath, ErfIsCorrectlyRoundedToAnUlp) {
+  const DType t = GetParam().dtype;
+  const int64_t n = 200003;
+  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = -6.0 + 12.0 * static_cast<double>(i) / static_cast<double>(n - 1);
+    ir::SetElementFromDouble(x, i, i % 5 == 0 ? std::ldexp(u, -20) : u);  // some tiny ones too
+    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN(), 1.0, 3.93, -3.92, 10.2, 9.0};
+  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  Attributes grad;
+  grad.Set("op", std::string("Erf"));
+  Options one{.impl = "direct", .threads = 1}, two{.impl = "direct", .threads = 2}, any{.impl = ""};
+  for (bool backward : {false, true}) {
+    const OpKind op = backward ? OpKind::kUnaryGrad : OpKind::kErf;
+    const Attributes& a = backward ? grad : Attributes{};
+    const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
+    auto got = RunKernel(op, a, in, two), got1 = RunKernel(op, a, in, one), picked = RunKernel(op, a, in, any);
+    auto ref = RunKernel(op, a, in, Options{});
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
+    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
+    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+    int64_t worst_at = -1;
+    double worst = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i);
+      const float xf = static_cast<float>(xv);
+      const double exact = backward ? dy.GetAsDouble(i) * 1.1283791670955126 *
+                                          std::exp(-static_cast<double>(xf * xf))  // x^2 rounded as the kernels do
+                                    : std::erf(xv);
+      if (std::isnan(exact) || std::isnan(have)) {
+        EXPECT_EQ(std::isnan(exact), std::isnan(have)) << "x = " << xv;
+        EXPECT_EQ(std::isnan(have), std::isnan((*ref)[0].GetAsDouble(i))) << "x = " << xv << ": NaN where the reference has none";
+        continue;
+      }
+      const double err = std::abs(have - exact) / Ulp(t, exact);
+      if (err > worst) worst = err, worst_at = i;
+    }
+    EXPECT_LE(worst, 1.0) << (backward ? "UnaryGrad" : "Erf") << " at x = " << x.GetAsDouble(worst_at);
+    // Signed zeros and infinities: the reference's bits.
+    for (int64_t k = 0; k < 4; ++k)
+      EXPECT_EQ(std::signbit((*got)[0].GetAsDouble(k)), std::signbit((*ref)[0].GetAsDouble(k))) << "x = " << special[k];
   }
 }
 
