@@ -20,11 +20,14 @@
 // one or two. Each function is compiled for AVX-512, AVX2 and the baseline
 // (target_clones); no fused multiply-add (-ffp-contract=off), so every CPU
 // gives the same bits.
+#include <omp.h>
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
 #include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/float_convert.h"
 
 namespace amptrain::kernels::cpu::direct {
 
@@ -90,50 +93,73 @@ inline double Erf(double x) {
   return std::copysign(r, x);
 }
 
-template <class T>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ErfSpan(const T* x, T* y, int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ErfSpan(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const double v = Erf(static_cast<double>(static_cast<float>(x[i])));
-    y[i] = static_cast<T>(static_cast<float>(v));
+    y[i] = static_cast<float>(Erf(static_cast<double>(x[i])));
   }
 }
 
-template <class T>
-__attribute__((target_clones("avx512f", "avx2", "default"))) void ErfGradSpan(const T* dy, const T* x, T* dx,
-                                                                            int64_t n) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) void ErfGradSpan(const float* dy, const float* x,
+                                                                            float* dx, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const float xf = static_cast<float>(x[i]);
+    const float xf = x[i];
     const double t = static_cast<double>(xf * xf);  // rounded as the reference rounds it
     const int64_t tb = Bits(t);
     const double e = Select(tb > Bits(104.0), 0.0, ExpNegative(t));
-    const double g = Select(tb > kInfBits, t, static_cast<double>(static_cast<float>(dy[i])) * (kTwoOverSqrtPi * e));
-    dx[i] = static_cast<T>(static_cast<float>(g));
+    const double g = Select(tb > kInfBits, t, static_cast<double>(dy[i]) * (kTwoOverSqrtPi * e));
+    dx[i] = static_cast<float>(g);
   }
 }
 
-template <class T>
+// fp32 in place; fp16 and bf16 widened a chunk at a time into fp32 rows in
+// the kernel's scratch, one set per thread (the vectorized converters of
+// float_convert.h), computed as fp32 and narrowed back.
 class ErfKernel : public Kernel {
  public:
-  ErfKernel(bool grad, int threads) : grad_(grad), threads_(threads) {}
+  ErfKernel(DType t, bool grad, int threads) : t_(t), grad_(grad), threads_(threads) {}
 
   Status Run(KernelContext& ctx) override {
     const int64_t n = ctx.outputs[0].num_elements(), chunks = (n + kChunk - 1) / kChunk;
-    T* out = ctx.outputs[0].as<T>();
-    const T* a = ctx.inputs[0].as<const T>();
-    const T* b = grad_ ? ctx.inputs[1].as<const T>() : nullptr;
-#pragma omp parallel for num_threads(threads_) schedule(static) if (threads_ > 1 && n >= kParallelMin)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t i = c * kChunk, len = std::min(kChunk, n - i);
-      if (grad_) ErfGradSpan(a + i, b + i, out + i, len);
-      else ErfSpan(a + i, out + i, len);
+    const size_t width = ir::DTypeSize(t_);
+    auto* out = static_cast<std::byte*>(ctx.outputs[0].data);
+    const auto* a = static_cast<const std::byte*>(ctx.inputs[0].data);
+    const auto* b = grad_ ? static_cast<const std::byte*>(ctx.inputs[1].data) : nullptr;
+#pragma omp parallel num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
+    {
+      float* rows = reinterpret_cast<float*>(ctx.scratch) + omp_get_thread_num() * 3 * kChunk;
+#pragma omp for schedule(static)
+      for (int64_t c = 0; c < chunks; ++c) {
+        const int64_t i = c * kChunk, len = std::min(kChunk, n - i);
+        const size_t at = static_cast<size_t>(i) * width;
+        if (t_ == DType::kFloat32) {
+          Span(reinterpret_cast<const float*>(a + at), b ? reinterpret_cast<const float*>(b + at) : nullptr,
+               reinterpret_cast<float*>(out + at), len);
+          continue;
+        }
+        float *fa = rows, *fb = fa + kChunk, *fo = fb + kChunk;
+        WidenSpan(t_, a + at, fa, len);
+        if (b) WidenSpan(t_, b + at, fb, len);
+        Span(fa, b ? fb : nullptr, fo, len);
+        NarrowSpan(t_, fo, out + at, len);
+      }
     }
     return Status::Ok();
   }
   int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+  // A thread's fp32 rows for the 2-byte types.
+  size_t scratch_bytes() const override {
+    return t_ == DType::kFloat32 ? 0 : static_cast<size_t>(threads_) * 3 * kChunk * sizeof(float);
+  }
 
  private:
+  void Span(const float* a, const float* b, float* out, int64_t len) const {
+    if (grad_) ErfGradSpan(a, b, out, len);
+    else ErfSpan(a, out, len);
+  }
+
+  DType t_;
   bool grad_;
   int threads_;
 };
@@ -149,7 +175,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
   const TensorSpec& out = init.outputs[0];
   for (const TensorSpec& in : init.inputs)
     if (in.dtype != out.dtype || in.dims != out.dims) return init.Error("inputs and output differ in dtype or shape");
-  return ForDType<ErfKernel>(out.dtype, grad, Threads(init));
+  if (out.dtype != DType::kFloat32 && !IsTwoByteFloat(out.dtype)) return init.Error("takes fp32, fp16 and bf16");
+  return std::unique_ptr<Kernel>(new ErfKernel(out.dtype, grad, Threads(init)));
 }
 
 }  // namespace

@@ -44,6 +44,7 @@ KernelEntry DirectEntry(OpKind op, KernelFactory factory,
 void RegisterDirectPool(Registry& r);         // direct_pool.cc: MaxPool, AveragePool, GlobalAveragePool, MaxPoolGrad (2-D)
 void RegisterDirectElementwise(Registry& r);  // direct_elementwise.cc: Relu, ReluGrad, Cast fp32 <-> 2-byte
 void RegisterDirectBatchNorm(Registry& r);
+void RegisterDirectDropout(Registry& r);      // direct_dropout.cc: Dropout (training), DropoutGrad
 void RegisterDirectErf(Registry& r);          // direct_erf.cc: Erf, UnaryGrad of Erf (GELU)
 void RegisterDirectReduce(Registry& r);       // direct_reduce.cc: ReduceSumTo (leading/trailing axes summed)    // direct_batchnorm.cc: BatchNormalization and its grad, fp32 params
 

@@ -440,6 +440,41 @@ TEST_P(DirectPath, ErfIsCorrectlyRoundedToAnUlp) {
   }
 }
 
+// Training Dropout (the same mask as the reference's counter-based stream,
+// compared as integers here) and DropoutGrad, bit for bit, with and without
+// the mask output, at several ratios and run seeds; 1 and 2 threads alike.
+TEST_P(DirectPath, DropoutMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  const Tensor x = Values({3, 37, 411}, 15, t);  // specials included: they pass or drop like any value
+  for (double ratio : {0.1, 0.5, 0.0, 0.9}) {
+    Tensor r = *Tensor::Zeros(DType::kFloat32, {});
+    ir::SetElementFromDouble(r, 0, ratio);
+    for (uint64_t seed : {uint64_t{0}, uint64_t{12345}}) {
+      const std::string what = "ratio " + std::to_string(ratio) + " seed " + std::to_string(seed);
+      Options direct{.impl = "direct", .training = true, .seed = seed}, ref{.training = true, .seed = seed};
+      Options masked = direct, ref_masked = ref, one = masked;
+      masked.num_outputs = ref_masked.num_outputs = one.num_outputs = 2;
+      one.threads = 1;
+      auto got = RunKernel(OpKind::kDropout, Attributes{}, {x, r}, masked);
+      auto want = RunKernel(OpKind::kDropout, Attributes{}, {x, r}, ref_masked);
+      auto got1 = RunKernel(OpKind::kDropout, Attributes{}, {x, r}, one);
+      auto no_mask = RunKernel(OpKind::kDropout, Attributes{}, {x, r}, direct);
+      ASSERT_TRUE(got.ok() && want.ok() && got1.ok() && no_mask.ok()) << what << ": " << got.status().ToString();
+      EXPECT_TRUE(SameBits((*got)[0], (*want)[0])) << what << " output";
+      EXPECT_TRUE(SameBits((*got)[1], (*want)[1])) << what << " mask";
+      EXPECT_TRUE(SameBits((*got)[0], (*got1)[0]) && SameBits((*got)[1], (*got1)[1])) << what << ": 1 and 2 threads";
+      EXPECT_TRUE(SameBits((*no_mask)[0], (*want)[0])) << what << " without the mask output";
+      const std::vector<Tensor> grad_in = {Values(x.dims(), 16, t), (*want)[1], r};
+      Options gd{.impl = "direct"}, gr{};
+      auto g = RunKernel(OpKind::kDropoutGrad, Attributes{}, grad_in, gd), gw = RunKernel(OpKind::kDropoutGrad, Attributes{}, grad_in, gr);
+      ASSERT_TRUE(g.ok() && gw.ok()) << what << ": " << g.status().ToString();
+      EXPECT_TRUE(SameBits((*g)[0], (*gw)[0])) << what << " DropoutGrad";
+    }
+  }
+  // Inference-mode Dropout is the reference's copy.
+  EXPECT_FALSE(RunKernel(OpKind::kDropout, Attributes{}, {x}, Options{.impl = "direct"}).ok());
+}
+
 TEST_P(DirectPath, CastMatchesReferenceBitwise) {
   const DType t = GetParam().dtype;
   Attributes to_float, to_t;
