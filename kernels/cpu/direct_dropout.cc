@@ -10,28 +10,22 @@
 //     2-byte type, as the reference does); the mask output is optional.
 //   DropoutGrad(dY, mask, ratio?): mask ? dY * fp32(1 / (1 - ratio)) : 0 in
 //     fp32.
-// fp16 and bf16 are widened a chunk at a time into fp32 rows in the kernel's scratch (one set per thread)
-// (float_convert.h) and narrowed back. Selects are blends of bits (see
-// direct_erf.cc) so that the element loops vectorize; each is compiled for
-// AVX-512, AVX2 and the baseline (target_clones). Inference-mode Dropout
-// is a copy: the reference runs it; a ratio of 0 copies here too.
-#include <omp.h>
-
+// fp16 and bf16 go through fp32 rows (ForFloatChunks). Selects are blends
+// of bits (see direct_erf.cc) so that the element loops vectorize; each is
+// compiled for AVX-512, AVX2 and the baseline (target_clones).
+// Inference-mode Dropout is a copy: the reference runs it; a ratio of 0
+// copies here too.
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 
 #include "kernels/cpu/direct_kernels.h"
-#include "kernels/cpu/float_convert.h"
 #include "kernels/dropout_stream.h"
 
 namespace amptrain::kernels::cpu::direct {
 
 namespace {
-
-constexpr int64_t kChunk = 4096;
-constexpr int64_t kParallelMin = 1 << 15;
 
 inline float SelectOrZero(bool keep, float v) {
   return std::bit_cast<float>(std::bit_cast<uint32_t>(v) & (0u - static_cast<uint32_t>(keep)));
@@ -93,8 +87,7 @@ class DropoutKernel : public Kernel {
 
   Status Run(KernelContext& ctx) override {
     AMP_ASSIGN_OR_RETURN(const double ratio, Ratio(ctx, grad_ ? 2 : 1, describe_));
-    const int64_t n = ctx.outputs[0].num_elements(), chunks = (n + kChunk - 1) / kChunk;
-    const size_t width = ir::DTypeSize(t_);
+    const int64_t n = ctx.outputs[0].num_elements();
     if (ratio == 0.0 && !grad_) {  // nothing dropped: the reference's copy, bit for bit
       if (ctx.outputs[0].data != ctx.inputs[0].data)
         std::memcpy(ctx.outputs[0].data, ctx.inputs[0].data, static_cast<size_t>(n) * ir::DTypeSize(t_));
@@ -105,35 +98,17 @@ class DropoutKernel : public Kernel {
     const float scale_f = static_cast<float>(scale);
     const uint64_t seed = DropoutSeed(seed_, ctx.seed);
     const int64_t threshold = static_cast<int64_t>(std::ceil(ratio * 0x1p53));
-    const auto* a = static_cast<const std::byte*>(ctx.inputs[0].data);
     const bool* mask_in = grad_ ? ctx.inputs[1].as<const bool>() : nullptr;
     bool* mask_out = !grad_ && ctx.outputs.size() > 1 ? ctx.outputs[1].as<bool>() : nullptr;
-    auto* out = static_cast<std::byte*>(ctx.outputs[0].data);
-#pragma omp parallel num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-    {
-      float* rows = reinterpret_cast<float*>(ctx.scratch) + omp_get_thread_num() * 2 * kChunk;
-#pragma omp for schedule(static)
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t i = c * kChunk, len = std::min(kChunk, n - i);
-        const size_t at = static_cast<size_t>(i) * width;
-        const float* in = reinterpret_cast<const float*>(a + at);
-        float* o = reinterpret_cast<float*>(out + at);
-        if (t_ != DType::kFloat32) {
-          WidenSpan(t_, a + at, rows, len);
-          in = rows, o = rows + kChunk;
-        }
-        if (grad_) DropGradSpan(in, mask_in + i, o, len, scale_f);
-        else DropSpan(in, o, mask_out ? mask_out + i : nullptr, len, seed, static_cast<uint64_t>(i), threshold, scale);
-        if (t_ != DType::kFloat32) NarrowSpan(t_, o, out + at, len);
-      }
-    }
+    ForFloatChunks(t_, threads_, ctx.scratch, n, ctx.inputs[0].data, nullptr, ctx.outputs[0].data,
+                   [&](const float* x, const float*, float* y, int64_t i, int64_t len) {
+                     if (grad_) DropGradSpan(x, mask_in + i, y, len, scale_f);
+                     else DropSpan(x, y, mask_out ? mask_out + i : nullptr, len, seed, static_cast<uint64_t>(i), threshold, scale);
+                   });
     return Status::Ok();
   }
   int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
-  // A thread's fp32 rows for the 2-byte types.
-  size_t scratch_bytes() const override {
-    return t_ == DType::kFloat32 ? 0 : static_cast<size_t>(threads_) * 2 * kChunk * sizeof(float);
-  }
+  size_t scratch_bytes() const override { return FloatChunkScratch(t_, threads_, 1); }
 
  private:
   std::string describe_;

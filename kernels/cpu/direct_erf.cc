@@ -20,21 +20,16 @@
 // one or two. Each function is compiled for AVX-512, AVX2 and the baseline
 // (target_clones); no fused multiply-add (-ffp-contract=off), so every CPU
 // gives the same bits.
-#include <omp.h>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
 
 #include "kernels/cpu/direct_kernels.h"
-#include "kernels/cpu/float_convert.h"
 
 namespace amptrain::kernels::cpu::direct {
 
 namespace {
 
-constexpr int64_t kChunk = 4096;  // elements per work item
-constexpr int64_t kParallelMin = 1 << 15;
 
 // erf(x)/x = R(x^2) on [0, 1]; erfc(x) e^(x^2) = Q(1/x) on [1, 3.93]
 // (least squares on 4000 Chebyshev nodes, relative weights).
@@ -113,52 +108,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ErfGradSpan(co
   }
 }
 
-// fp32 in place; fp16 and bf16 widened a chunk at a time into fp32 rows in
-// the kernel's scratch, one set per thread (the vectorized converters of
-// float_convert.h), computed as fp32 and narrowed back.
+// fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks).
 class ErfKernel : public Kernel {
  public:
   ErfKernel(DType t, bool grad, int threads) : t_(t), grad_(grad), threads_(threads) {}
 
   Status Run(KernelContext& ctx) override {
-    const int64_t n = ctx.outputs[0].num_elements(), chunks = (n + kChunk - 1) / kChunk;
-    const size_t width = ir::DTypeSize(t_);
-    auto* out = static_cast<std::byte*>(ctx.outputs[0].data);
-    const auto* a = static_cast<const std::byte*>(ctx.inputs[0].data);
-    const auto* b = grad_ ? static_cast<const std::byte*>(ctx.inputs[1].data) : nullptr;
-#pragma omp parallel num_threads(threads_) if (threads_ > 1 && n >= kParallelMin)
-    {
-      float* rows = reinterpret_cast<float*>(ctx.scratch) + omp_get_thread_num() * 3 * kChunk;
-#pragma omp for schedule(static)
-      for (int64_t c = 0; c < chunks; ++c) {
-        const int64_t i = c * kChunk, len = std::min(kChunk, n - i);
-        const size_t at = static_cast<size_t>(i) * width;
-        if (t_ == DType::kFloat32) {
-          Span(reinterpret_cast<const float*>(a + at), b ? reinterpret_cast<const float*>(b + at) : nullptr,
-               reinterpret_cast<float*>(out + at), len);
-          continue;
-        }
-        float *fa = rows, *fb = fa + kChunk, *fo = fb + kChunk;
-        WidenSpan(t_, a + at, fa, len);
-        if (b) WidenSpan(t_, b + at, fb, len);
-        Span(fa, b ? fb : nullptr, fo, len);
-        NarrowSpan(t_, fo, out + at, len);
-      }
-    }
+    ForFloatChunks(t_, threads_, ctx.scratch, ctx.outputs[0].num_elements(), ctx.inputs[0].data,
+                   grad_ ? ctx.inputs[1].data : nullptr, ctx.outputs[0].data,
+                   [&](const float* a, const float* b, float* y, int64_t, int64_t len) {
+                     if (grad_) ErfGradSpan(a, b, y, len);
+                     else ErfSpan(a, y, len);
+                   });
     return Status::Ok();
   }
   int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
-  // A thread's fp32 rows for the 2-byte types.
-  size_t scratch_bytes() const override {
-    return t_ == DType::kFloat32 ? 0 : static_cast<size_t>(threads_) * 3 * kChunk * sizeof(float);
-  }
+  size_t scratch_bytes() const override { return FloatChunkScratch(t_, threads_, grad_ ? 2 : 1); }
 
  private:
-  void Span(const float* a, const float* b, float* out, int64_t len) const {
-    if (grad_) ErfGradSpan(a, b, out, len);
-    else ErfSpan(a, out, len);
-  }
-
   DType t_;
   bool grad_;
   int threads_;

@@ -8,9 +8,14 @@
 // at creation and the next implementation runs.
 #pragma once
 
+#include <omp.h>
+
+#include <algorithm>
+#include <cstddef>
 #include <memory>
 
 #include "kernels/cpu/element.h"
+#include "kernels/cpu/float_convert.h"
 #include "kernels/kernel.h"
 
 namespace amptrain::kernels::cpu::direct {
@@ -35,6 +40,45 @@ StatusOr<std::unique_ptr<Kernel>> ForDType(DType t, Args&&... args) {
 }
 
 inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
+
+// Elementwise kernels that compute in fp32 (direct_erf.cc, direct_dropout.cc):
+// fn(a, b, y, first, count) over [0, n) in chunks of kFloatChunk elements,
+// split over `threads`; a and y are input 0 and output 0 of dtype t, b an
+// optional second input of t (nullptr when absent). fp32 tensors are passed
+// in place; fp16 and bf16 chunks are widened into fp32 rows of the kernel's
+// scratch (FloatChunkScratch bytes: one row per input and one for the
+// output, per thread) and the output row narrowed back.
+inline constexpr int64_t kFloatChunk = 4096;
+inline size_t FloatChunkScratch(DType t, int threads, int inputs) {
+  return t == DType::kFloat32 ? 0 : static_cast<size_t>(threads) * static_cast<size_t>(inputs + 1) * kFloatChunk * sizeof(float);
+}
+template <class Fn>
+void ForFloatChunks(DType t, int threads, void* scratch, int64_t n, const void* a, const void* b, void* y, Fn&& fn) {
+  const int64_t chunks = (n + kFloatChunk - 1) / kFloatChunk;
+  const size_t width = ir::DTypeSize(t);
+  const auto* pa = static_cast<const std::byte*>(a);
+  const auto* pb = static_cast<const std::byte*>(b);
+  auto* py = static_cast<std::byte*>(y);
+#pragma omp parallel num_threads(threads) if (threads > 1 && n >= (int64_t{1} << 15))
+  {
+    float* rows = static_cast<float*>(scratch) + omp_get_thread_num() * (b ? 3 : 2) * kFloatChunk;
+#pragma omp for schedule(static)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t i = c * kFloatChunk, len = std::min(kFloatChunk, n - i);
+      const size_t at = static_cast<size_t>(i) * width;
+      if (t == DType::kFloat32) {
+        fn(reinterpret_cast<const float*>(pa + at), pb ? reinterpret_cast<const float*>(pb + at) : nullptr,
+           reinterpret_cast<float*>(py + at), i, len);
+        continue;
+      }
+      float *fa = rows, *fb = pb ? rows + kFloatChunk : nullptr, *fy = rows + (pb ? 2 : 1) * kFloatChunk;
+      WidenSpan(t, pa + at, fa, len);
+      if (pb) WidenSpan(t, pb + at, fb, len);
+      fn(fa, fb, fy, i, len);
+      NarrowSpan(t, fy, py + at, len);
+    }
+  }
+}
 
 // Entry with impl "direct", priority 20, for fp32/fp16/bf16 (or `dtypes`);
 // its `accepts` runs `factory`, so a declined configuration falls through.

@@ -1,5 +1,6 @@
-// Finite-difference checks of every gradient rule (see gradcheck_util.h), plus
-// the driver's invariants: gradient sums, frozen values, missing rules.
+// Finite-difference checks of every gradient rule (see gradcheck_util.h). The
+// driver's invariants (gradient sums, frozen values, missing rules) are in
+// driver_test.cc.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,12 +18,6 @@ using ir::Graph;
 using ir::OpKind;
 using ir::Value;
 using V = std::vector<Value>;
-
-Attributes A(std::initializer_list<std::pair<const char*, ir::AttrValue>> kv) {
-  Attributes a;
-  for (auto& [k, v] : kv) a.Set(k, v);
-  return a;
-}
 
 BuildFn Unary(OpKind op, Attributes a = {}) {
   return [op, a](Graph& g, const V& x) { return Op(g, op, {x[0]}, a); };
@@ -578,151 +573,6 @@ TEST(GradCheck, LossHeads) {
   GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), [](Graph& g, const V& x) {
     return Op(g, OpKind::kMeanSquaredError, {x[0], DoublesConst(g, {1, 2, 3, 4, 5, 6}, {2, 3})});
   });
-}
-
-// ---- the driver ----
-
-// x feeds two consumers; their gradients are summed in one place.
-TEST(Driver, ValueWithTwoConsumersSumsGradients) {
-  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}, {"w", {3}}}), [](Graph& g, const V& x) {
-    Value a = Op(g, OpKind::kMul, {x[0], x[1]});
-    Value b = Op(g, OpKind::kExp, {x[0]});
-    return Op(g, OpKind::kAdd, {Op(g, OpKind::kMul, {a, x[0]}), b});
-  });
-}
-
-// q, k, v = x[0], x[2], x[1] (TorchScript's split of a packed attention
-// projection): the three gradients are stacked into one Concat, in index
-// order, instead of a zero-filled copy of x each and the Adds between them;
-// with an index missing (x[0], x[2] of 3) they are summed as before.
-Value QkvSplit(Graph& g, Value x, const std::vector<int64_t>& indices) {
-  std::vector<Value> parts;
-  for (int64_t i : indices)
-    parts.push_back(Op(g, OpKind::kGather, {x, g.AddInitializer(g.UniqueName("idx"), ir::Tensor::Int64s({i}, {}))}));
-  Value y = Op(g, OpKind::kMul, {parts[0], parts[1]});
-  return parts.size() > 2 ? Op(g, OpKind::kAdd, {y, Op(g, OpKind::kExp, {parts[2]})}) : y;
-}
-
-TEST(Driver, GatheredSlicesCoveringAnAxisStackTheirGradients) {
-  for (const std::vector<int64_t>& indices : {std::vector<int64_t>{0, -1, 1}, std::vector<int64_t>{0, 2}}) {
-    const bool covers = indices.size() == 3;
-    SCOPED_TRACE(covers ? "all three" : "two of three");
-    GRADCHECK((std::vector<GradInput>{{"x", {3, 2, 4}}}),
-              [&](Graph& g, const V& x) { return QkvSplit(g, x[0], indices); });
-    Graph g;
-    Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {3, 2, 4}));
-    Value loss = Op(g, OpKind::kReduceSum, {QkvSplit(g, x, indices)}, A({{"keepdims", int64_t{0}}}));
-    ASSERT_TRUE(g.InferShapes().ok());
-    auto r = BuildBackward(g, loss, DoublesConst(g, {1.0}, {}), BackwardOptions{{"x"}, {}});
-    ASSERT_TRUE(r.ok()) << r.status().ToString();
-    int gather_grads = 0, concats = 0;
-    for (const ir::Node* n : std::as_const(g).nodes()) {
-      gather_grads += n->op() == OpKind::kGatherGrad;
-      concats += n->op() == OpKind::kConcat;
-    }
-    EXPECT_EQ(gather_grads, covers ? 0 : 2);
-    EXPECT_EQ(concats, covers ? 1 : 0);
-  }
-}
-
-struct TinyModel {
-  Graph g;
-  Value loss, seed;
-  TinyModel() {
-    Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {2, 3}));
-    Value w = g.AddInitializer("w", RandomTensor({3, 2}, -1, 1, 3));
-    Value b = g.AddInitializer("b", RandomTensor({2}, -1, 1, 4));
-    Value unused = g.AddInitializer("unused", RandomTensor({2}, -1, 1, 5));
-    Value y = Op(g, OpKind::kAdd, {Op(g, OpKind::kMatMul, {x, w}), b});
-    g.AddOutput(Op(g, OpKind::kNeg, {unused}));
-    loss = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kTanh, {y})}, A({{"keepdims", int64_t{0}}}));
-    seed = DoublesConst(g, {1.0}, {});
-    EXPECT_TRUE(g.InferShapes().ok());
-  }
-};
-
-TEST(Driver, DefaultWrtIsFloatInitializersReachingTheLossAndFrozenAreSkipped) {
-  TinyModel m;
-  auto r = BuildBackward(m.g, m.loss, m.seed);
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->names, (std::vector<std::string>{"w", "b"}));
-  TinyModel f;
-  auto rf = BuildBackward(f.g, f.loss, f.seed, BackwardOptions{{"w", "b", "x"}, {"w"}});
-  ASSERT_TRUE(rf.ok()) << rf.status().ToString();
-  EXPECT_EQ(rf->names, (std::vector<std::string>{"b", "x"}));
-  EXPECT_FALSE(rf->grads.count("w"));
-  for (const ir::Node* n : std::as_const(f.g).nodes())
-    for (size_t i = 0; i < n->num_outputs(); ++i) EXPECT_NE(f.g.name(n->output(i)), "w_grad");
-}
-
-// Every initializer without a gradient comes back with the reason.
-TEST(Driver, UntrainedInitializersComeWithTheirReason) {
-  Graph g;
-  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {2, 3}));
-  Value w = g.AddInitializer("w", RandomTensor({3, 2}, -1, 1, 3));
-  Value frozen = g.AddInitializer("frozen", RandomTensor({2}, -1, 1, 4));
-  Value hi = g.AddInitializer("hi", RandomTensor({}, 0.5, 1, 5));
-  Value idx = g.AddInitializer("idx", ir::Tensor::Int64s({1, 0}, {2}));
-  g.AddInitializer("unused", RandomTensor({2}, -1, 1, 6));
-  Value y = Op(g, OpKind::kAdd, {Op(g, OpKind::kGather, {Op(g, OpKind::kMatMul, {x, w}), idx}), frozen});
-  Value loss = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kClip, {y, Value{}, hi})}, A({{"keepdims", int64_t{0}}}));
-  ir::Tensor one = *ir::Tensor::Zeros(ir::DType::kFloat64, {});
-  one.data<double>()[0] = 1.0;
-  Value seed = Op(g, OpKind::kConstant, {}, A({{"value", one}}));
-  ASSERT_TRUE(g.InferShapes().ok()) << g.InferShapes().ToString();
-  auto r = BuildBackward(g, loss, seed, BackwardOptions{{}, {"frozen"}});
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_EQ(r->names, (std::vector<std::string>{"w"}));
-  using U = std::vector<std::pair<std::string, NoGradient>>;
-  EXPECT_EQ(r->untrained, (U{{"frozen", NoGradient::kFrozen},
-                             {"hi", NoGradient::kNotDifferentiable},
-                             {"idx", NoGradient::kNotFloat},
-                             {"unused", NoGradient::kUnused}}));
-  EXPECT_STREQ(NoGradientReason(NoGradient::kUnused), "the loss does not depend on it");
-}
-
-TEST(Driver, SameGraphGivesTheSameBackward) {
-  TinyModel a, b;
-  ASSERT_TRUE(BuildBackward(a.g, a.loss, a.seed).ok());
-  ASSERT_TRUE(BuildBackward(b.g, b.loss, b.seed).ok());
-  auto describe = [](const Graph& g) {
-    std::string s;
-    for (const ir::Node* n : g.nodes()) {
-      s += StrCat(n->name(), " ", n->op_name(), " (");
-      for (Value v : n->inputs()) s += (v.valid() ? g.name(v) : std::string("-")) + ",";
-      s += ") -> " + g.name(n->output(0)) + " " + g.type(n->output(0)).ToString() + "\n";
-    }
-    return s;
-  };
-  EXPECT_EQ(describe(a.g), describe(b.g));
-}
-
-// Every differentiable op has a rule now; a rule that declines an attribute
-// value (ScatterND's reduction mul) is one clean error naming the node.
-TEST(Driver, UnsupportedGradientIsACleanError) {
-  Graph g;
-  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {3, 2}));
-  Value u = g.AddInput("u", ir::TensorType::Of(ir::DType::kFloat64, {1, 2}));
-  ir::Node* n = g.AddNode(OpKind::kScatterND, {x, g.AddInitializer("idx", ir::Tensor::Int64s({1}, {1, 1})), u}, 1, "scatter");
-  n->attrs().Set("reduction", std::string("mul"));
-  Value loss = Op(g, OpKind::kReduceSum, {n->output(0)}, A({{"keepdims", int64_t{0}}}));
-  Value seed = DoublesConst(g, {1.0}, {});
-  ASSERT_TRUE(g.InferShapes().ok()) << g.InferShapes().ToString();
-  auto r = BuildBackward(g, loss, seed, BackwardOptions{{"x"}, {}});
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), StatusCode::kUnimplemented);
-  EXPECT_NE(r.status().message().find("ScatterND node 'scatter'"), std::string::npos) << r.status().message();
-  EXPECT_NE(r.status().message().find("reduction 'mul'"), std::string::npos) << r.status().message();
-}
-
-TEST(Driver, NonScalarLossIsAnError) {
-  Graph g;
-  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {2}));
-  Value y = Op(g, OpKind::kNeg, {x});
-  ASSERT_TRUE(g.InferShapes().ok());
-  auto r = BuildBackward(g, y, DoublesConst(g, {1.0}, {}), BackwardOptions{{"x"}, {}});
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("must be a float scalar"), std::string::npos) << r.status().message();
 }
 
 // ---- recurrent layers (RNN, GRU, LSTM: one backward op through time) ----

@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autodiff/autodiff.h"
@@ -26,6 +28,12 @@ struct GradInput {
 using BuildFn = std::function<ir::Value(ir::Graph&, const std::vector<ir::Value>&)>;
 
 // Small builders for test graphs.
+// Attributes from {name, value} pairs: A({{"axis", int64_t{1}}}).
+inline ir::Attributes A(std::initializer_list<std::pair<const char*, ir::AttrValue>> kv) {
+  ir::Attributes a;
+  for (auto& [k, v] : kv) a.Set(k, v);
+  return a;
+}
 ir::Value Op(ir::Graph& g, ir::OpKind op, std::vector<ir::Value> in, ir::Attributes a = {}, size_t outputs = 1,
              size_t which = 0);
 ir::Value IntsConst(ir::Graph& g, const std::vector<int64_t>& v);
