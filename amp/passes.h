@@ -33,10 +33,15 @@ struct NodeReport {
   std::string name, op;
   ir::DType dtype;
   Reason reason;
+  // kUnsupportedLow because of the opset alone (the device, if asked, has
+  // the kernel): the first opset whose ONNX schema takes the low type, 0
+  // when none does. 0 for every other node.
+  int64_t low_from_opset = 0;
 };
 struct Report {
   Level level;
   ir::DType low;
+  int64_t opset = 0;  // the opset whose ONNX type constraints applied; 0: none did (training)
   std::vector<NodeReport> nodes;            // every compute node of the original graph
   int casts_inserted = 0, casts_removed = 0, casts_final = 0, casts_original = 0;
   int64_t weight_bytes_before = 0, weight_bytes_after = 0;
@@ -85,6 +90,11 @@ struct ConvertOptions {
   bool convert_initializers = true;
   Capability capability;
 };
+
+// The first ONNX opset whose schema of `op` takes `low` (fp16 or bf16) for
+// its float type constraint; 0 when none does (to onnx 1.23's opset 28).
+// IR-only ops (no ONNX type): 1.
+int64_t FirstOpsetWithLow(ir::OpKind op, ir::DType low);
 
 // Runs the AMP passes on `graph` (in place) and returns the report.
 StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const ConvertOptions& options = {});

@@ -160,12 +160,17 @@ bool KeepsBnParamsFp32(const Policy& policy, OpKind op, size_t slot, int64_t ops
 
 bool SupportsLow(OpKind op, DType low, int64_t opset, const Capability& cap) {
   if (cap.kernels && !cap.kernels(op, low)) return false;
-  if (!cap.opset_limits || ir::Schema(op).onnx_type.empty()) return true;
-  int since = low == DType::kFloat16 ? Fp16MinOpset(op) : Bf16MinOpset(op);
+  if (!cap.opset_limits) return true;
+  int64_t since = FirstOpsetWithLow(op, low);
   return since != 0 && opset >= since;
 }
 
 }  // namespace internal
+
+int64_t FirstOpsetWithLow(ir::OpKind op, ir::DType low) {
+  if (ir::Schema(op).onnx_type.empty()) return 1;
+  return low == ir::DType::kFloat16 ? internal::Fp16MinOpset(op) : internal::Bf16MinOpset(op);
+}
 
 namespace {
 

@@ -168,10 +168,15 @@ Status SyncDir(const std::string& dir) {
 
 }  // namespace
 
-StatusOr<std::string> ExportModelBytes(const ir::Graph& graph, const ExportOptions& opts) {
-  const int64_t opset = opts.opset != 0 ? opts.opset : graph.info().opset;
+Status CheckWritableOpset(int64_t opset) {
   if (opset < detail::kMinOpset || opset > detail::kMaxOpset)
     return Unimplemented("cannot write opset ", opset, " (supported: ", detail::kMinOpset, "..", detail::kMaxOpset, ")");
+  return Status::Ok();
+}
+
+StatusOr<std::string> ExportModelBytes(const ir::Graph& graph, const ExportOptions& opts) {
+  const int64_t opset = opts.opset != 0 ? opts.opset : graph.info().opset;
+  AMP_RETURN_IF_ERROR(CheckWritableOpset(opset));
   std::unique_ptr<ir::Graph> g = graph.Clone();
   AMP_RETURN_IF_ERROR(DowngradeFromCanonical(*g, opset));
   onnx::ModelProto model;

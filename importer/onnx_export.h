@@ -26,6 +26,10 @@ struct ExportOptions {
   int64_t opset = 0;  // 0: write graph.info().opset (the imported one)
 };
 
+// Ok when the exporter can write `opset` (the importer's range, 11..28);
+// otherwise an error naming the range.
+Status CheckWritableOpset(int64_t opset);
+
 StatusOr<std::string> ExportModelBytes(const ir::Graph& graph, const ExportOptions& opts = {});
 
 // Atomic: writes PATH.tmp-XXXX in the same folder, fsyncs, renames over PATH,

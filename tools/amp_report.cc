@@ -91,13 +91,14 @@ std::map<std::string, int> NodesPerDType(const amp::Report& report) {
 
 json AmpReportJson(const amp::Report& report, const amp::Policy& policy) {
   json nodes = json::array();
-  for (const amp::NodeReport& n : report.nodes)
-    nodes.push_back({{"name", n.name},
-                     {"op", n.op},
-                     {"dtype", ir::DTypeName(n.dtype)},
-                     {"reason", amp::ReasonName(n.reason)}});
+  for (const amp::NodeReport& n : report.nodes) {
+    json node = {{"name", n.name}, {"op", n.op}, {"dtype", ir::DTypeName(n.dtype)}, {"reason", amp::ReasonName(n.reason)}};
+    if (n.reason == amp::Reason::kUnsupportedLow && report.opset != 0) node["low_from_opset"] = n.low_from_opset;
+    nodes.push_back(std::move(node));
+  }
   return {{"level", amp::LevelName(report.level)},
           {"dtype", ir::DTypeName(report.low)},
+          {"opset", report.opset},
           {"keep_io_types", policy.keep_io_types},
           {"nodes", nodes},
           {"nodes_per_dtype", NodesPerDType(report)},
@@ -118,10 +119,42 @@ void WarnUnmatchedPatterns(const amp::Report& report) {
     spdlog::warn("the policy's node entry '{}' matches no node of the model: it has no effect", p);
 }
 
+namespace {
+
+// The nodes kept fp32 only because the target opset's ONNX types lack the
+// low type, and how to lift that: "fp32 for opset 17: 53 Conv, 1 MaxPool
+// (bfloat16 from opset 22: convert --opset 22)". Empty when there are none.
+std::string OpsetLimitNote(const amp::Report& report) {
+  if (report.opset == 0) return "";
+  std::map<std::string, int> lifted, never;  // op -> nodes
+  int64_t needed = 0;
+  for (const amp::NodeReport& n : report.nodes) {
+    if (n.reason != amp::Reason::kUnsupportedLow) continue;
+    ++(n.low_from_opset != 0 ? lifted : never)[n.op];
+    needed = std::max(needed, n.low_from_opset);
+  }
+  auto list = [](const std::map<std::string, int>& ops) {
+    std::string s;
+    for (const auto& [op, count] : ops) s += StrCat(s.empty() ? "" : ", ", count, " ", op);
+    return s;
+  };
+  const std::string_view low = ir::DTypeName(report.low);
+  std::string note;
+  if (!lifted.empty())
+    note = StrCat("fp32 for opset ", report.opset, ": ", list(lifted), " (", low, " from opset ", needed,
+                  ": convert --opset ", needed, ")");
+  if (!never.empty())
+    note += StrCat(note.empty() ? "" : "; ", "fp32 in every opset: ", list(never), " (no ", low, " in their ONNX types)");
+  return note;
+}
+
+}  // namespace
+
 void PrintAmpSummary(const amp::Report& report, std::ostream& out) {
   out << "amp         " << amp::LevelName(report.level) << ", low type " << ir::DTypeName(report.low) << "\n"
       << "nodes      ";
   for (const auto& [dtype, count] : NodesPerDType(report)) out << " " << count << " " << dtype;
+  if (std::string note = OpsetLimitNote(report); !note.empty()) out << "\nopset       " << note;
   out << "\ncasts       " << report.casts_final << " (" << report.casts_original << " in the model, "
       << report.casts_inserted << " inserted, " << report.casts_removed << " removed)\n"
       << "weights     " << HumanBytes(static_cast<double>(report.weight_bytes_before)) << " -> "

@@ -1,6 +1,7 @@
 // amptrain convert MODEL -o OUT.onnx [--amp O1|O2|O3] [--dtype fp16|bf16]
 //     [--fp16-ops A,B] [--fp32-ops A,B] [--fp16-nodes N|re:R,...] [--fp32-nodes ...]
 //     [--policy FILE] [--keep-io-types|--no-keep-io-types] [--report FILE.json]
+//     [--opset N]
 //
 // Writes a mixed-precision ONNX model: imports MODEL (constant folding and
 // Identity removal on: both preserve values), runs amp::Convert with the
@@ -14,6 +15,11 @@
 // allowlist ops, O3 also BatchNormalization and the graph's own float math.
 // With --policy and no --amp the file's level applies (amp::Policy's default,
 // O1, when the file has no `level` key).
+//
+// The written model keeps MODEL's opset unless --opset N asks for another
+// (11..28). The opset's ONNX type constraints decide what may be low (bf16
+// Conv only from opset 22): the summary names the nodes kept fp32 for the
+// opset alone and the opset that would take them.
 //
 // --timings prints one line to stderr, "timings: import A ms, amp B ms,
 // export C ms, total D ms" (file read to file written, inside the process;
@@ -67,6 +73,7 @@ struct ConvertArgs {
   double max_error = -1.0;  // < 0: no accuracy-guided search
   std::vector<std::string> validate_inputs;
   int threads = 0;
+  int64_t opset = 0;  // 0: the model's
 };
 
 // Writes `text` to a temporary file next to `path`; returns its name.
@@ -152,8 +159,15 @@ Status Convert(const ConvertArgs& args) {
   AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(args.output, "model"));
   if (!args.report.empty()) AMP_RETURN_IF_ERROR(ir::CheckReplaceableOutput(args.report, "report"));
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO2));
+  if (args.opset != 0) {
+    Status writable = importer::CheckWritableOpset(args.opset);
+    if (!writable.ok()) return writable.WithContext("--opset");
+  }
   const Clock::time_point start = Clock::now();
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
+  // The capability asks the written opset's type constraints, and the export
+  // writes it (the IR is in canonical form: any opset from 11 up).
+  if (args.opset != 0) graph->info().opset = args.opset;
   const double import_ms = MsSince(start);
   amp::ConvertOptions options;
   options.verify_each_pass = spdlog::should_log(spdlog::level::debug);
@@ -221,6 +235,9 @@ void AddConvertCommand(CLI::App& app, Status& result) {
   cmd->add_option("MODEL", args->model, "The .onnx file")->required();
   cmd->add_option("-o,--output", args->output, "The .onnx file to write")->required();
   AddAmpFlags(cmd, args->amp, "default O2");
+  cmd->add_option("--opset", args->opset,
+                  "Opset of the written model (default: the model's); its ONNX types decide what may be low "
+                  "(bf16 Conv, pooling and most unary math only from opset 22)");
   cmd->add_option("--report", args->report, "Also write the conversion report as JSON");
   cmd->add_flag("--timings", args->timings, "Print the milliseconds of import, AMP passes and export to stderr");
   CLI::Option* max_error =

@@ -107,7 +107,7 @@ TEST_F(AmpCliTest, HelpListsFlags) {
   ASSERT_EQ(h.code, 0);
   for (const char* flag : {"--amp", "--dtype", "--fp16-ops", "--fp32-ops", "--fp16-nodes", "--fp32-nodes",
                            "--policy", "--keep-io-types", "--no-keep-io-types", "--report", "--timings", "--max-error",
-                           "--validate-input", "O2"})
+                           "--validate-input", "--opset", "O2"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << "convert --help lacks " << flag;
   CliResult i = Cli("inspect --help");
   for (const char* flag : {"--amp", "--policy", "--dtype"})
@@ -228,6 +228,49 @@ TEST_F(AmpCliTest, MaxErrorKeepsNodesFp32AndReportsEveryTrial) {
   EXPECT_EQ(NodeEntry(json::parse(ReadFile(report)), "mm")["dtype"], "float32");
 }
 
+// bf16 Conv and pooling are ONNX-legal only from opset 22: converting an
+// opset-17 model keeps them fp32, and the summary and the report say so and
+// name the opset that lifts it; --opset 22 then converts them and writes
+// that opset (a valid model the importer reads back).
+TEST_F(AmpCliTest, OpsetLimitIsNamedAndOpsetFlagLiftsIt) {
+  ir::Graph g;
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(DType::kFloat32, ir::Shape::FromStatic({1, 3, 8, 8})));
+  std::vector<float> w(4 * 3 * 3 * 3);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.01f * static_cast<float>(i % 7) - 0.03f;
+  ir::Value c = g.AddNode(ir::OpKind::kConv, {x, g.AddInitializer("w", ir::Tensor::Floats(w, {4, 3, 3, 3}))}, 1,
+                          "conv", {"c"})->output(0);
+  ir::Value r = g.AddNode(ir::OpKind::kRelu, {c}, 1, "act", {"r"})->output(0);
+  g.AddOutput(g.AddNode(ir::OpKind::kGlobalAveragePool, {r}, 1, "gap", {"y"})->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  const std::string model = (dir_ / "conv17.onnx").string(), report = (dir_ / "r.json").string();
+  importer::ExportOptions at17;
+  at17.opset = 17;
+  ASSERT_TRUE(importer::ExportModelFile(g, model, at17).ok());
+
+  CliResult r17 = Cli("convert " + model + " -o " + out_ + " --dtype bf16 --report " + report);
+  ASSERT_EQ(r17.code, 0) << r17.err;
+  EXPECT_NE(r17.out.find("fp32 for opset 17: 1 Conv, 1 GlobalAveragePool (bfloat16 from opset 22: convert --opset 22)"),
+            std::string::npos) << r17.out;
+  json d = json::parse(ReadFile(report));
+  EXPECT_EQ(d["opset"], 17);
+  EXPECT_EQ(NodeEntry(d, "conv")["dtype"], "float32");
+  EXPECT_EQ(NodeEntry(d, "conv")["reason"], amp::ReasonName(amp::Reason::kUnsupportedLow));
+  EXPECT_EQ(NodeEntry(d, "conv")["low_from_opset"], 22);
+  EXPECT_FALSE(NodeEntry(d, "act").contains("low_from_opset"));
+
+  CliResult r22 = Cli("convert " + model + " -o " + out_ + " --dtype bf16 --opset 22 --report " + report);
+  ASSERT_EQ(r22.code, 0) << r22.err;
+  EXPECT_EQ(r22.out.find("fp32 for opset"), std::string::npos) << r22.out;
+  d = json::parse(ReadFile(report));
+  EXPECT_EQ(d["opset"], 22);
+  EXPECT_EQ(NodeEntry(d, "conv")["dtype"], "bfloat16");
+  auto written = importer::ImportModelFile(out_);
+  ASSERT_TRUE(written.ok()) << written.status().message();
+  EXPECT_EQ((*written)->info().opset, 22);
+  for (const ir::Node* n : (*written)->nodes())
+    if (n->op() == ir::OpKind::kConv) EXPECT_EQ((*written)->type(n->output(0)).dtype, DType::kBFloat16);
+}
+
 TEST_F(AmpCliTest, BadInputIsOneClearError) {
   ExpectConvertError("--max-error -1", "--max-error");
   ExpectConvertError("--max-error nan", "--max-error");
@@ -243,6 +286,8 @@ TEST_F(AmpCliTest, BadInputIsOneClearError) {
   ExpectConvertError("--policy " + WritePolicy("l.yaml", "level: O7\n"), "O7");
   ExpectConvertError("--policy " + (dir_ / "absent.yaml").string(), "absent.yaml");
   ExpectConvertError("--keep-io-types --no-keep-io-types", "keep-io-types");
+  ExpectConvertError("--opset 10", "--opset: cannot write opset 10 (supported: 11..28)");
+  ExpectConvertError("--opset 29", "--opset: cannot write opset 29");
   CliResult r = Cli("inspect --amp O5 " + model_);
   EXPECT_NE(r.code, 0);
   EXPECT_NE(r.err.find("O5"), std::string::npos) << r.err;
