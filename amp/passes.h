@@ -76,7 +76,10 @@ struct Capability {
   // once; tests/tools/ort_fp32_inside.py measures it in the e2e tests).
   static bool OnnxRuntimeComputesFp32Inside(ir::OpKind op);
   // amptrain's kernels and gradients: ReduceMean and ReduceSum (accumulated
-  // in double; gradient: the output gradient spread over the reduced axes).
+  // in double; gradient: the output gradient spread over the reduced axes),
+  // and BatchNormalization (fp32 statistics and parameters; its low kernels
+  // and gradient widen X and dY exactly and round Y and dX once: ResNet-18's
+  // O1 gradients are bitwise those of the Cast pair around an fp32 BN).
   static bool TrainingComputesFp32Inside(ir::OpKind op);
 };
 

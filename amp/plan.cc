@@ -43,7 +43,8 @@
 //      and MindSpore's O1 (ReLU on its allowlist) run these ops low too.
 //   8. O1/O2, with rule 7 and before rule 6: a denylist op (kLevelDeny) that the capability
 //      computes in fp32 inside its low kernel (Capability::
-//      computes_fp32_inside: ReduceMean, ReduceSum) runs low (kFp32Inside)
+//      computes_fp32_inside: ReduceMean, ReduceSum; in training also
+//      BatchNormalization, whose statistics and parameters stay fp32) runs low (kFp32Inside)
 //      when all its non-constant float inputs are planned low and every
 //      reader computes low: the Cast pair around it would widen its inputs
 //      exactly and round its result for the readers anyway. A
@@ -257,11 +258,18 @@ class Assigner {
       for (size_t k = 0; k < n->num_outputs(); ++k) {
         DType orig = g.type(n->output(k)).dtype;
         bool keeps = !IsAmpFloat(orig) || d.reason == Reason::kNotFloat || n->op() == ir::OpKind::kCast ||
-                     (n->op() == ir::OpKind::kLayerNormalization && k > 0);
+                     !OutputFollowsDecision(*n, k);
         if (!keeps) planned_[n->output(k)] = d.dtype;
       }
     }
     return Status::Ok();
+  }
+
+  // Outputs whose dtype follows the node's decision: not the statistics of
+  // LayerNormalization (mean, inverse std) and BatchNormalization (running
+  // mean and variance), which stay fp32.
+  static bool OutputFollowsDecision(const Node& n, size_t k) {
+    return k == 0 || (n.op() != ir::OpKind::kLayerNormalization && n.op() != ir::OpKind::kBatchNormalization);
   }
 
   // Tied float input slots whose dtype follows the node's decision.
@@ -400,7 +408,7 @@ class Assigner {
       bool all_low = true, any_reader = false;
       for (size_t k = 0; k < n.num_outputs() && all_low; ++k) {
         Value v = n.output(k);
-        if (!IsAmpFloat(g.type(v).dtype)) continue;
+        if (!IsAmpFloat(g.type(v).dtype) || !OutputFollowsDecision(n, k)) continue;
         if (g.is_graph_output(v)) all_low = false;
         for (const ir::Use& u : g.uses(v)) {
           const Node* c = g.node(u.node);
@@ -532,7 +540,7 @@ bool Capability::OnnxRuntimeComputesFp32Inside(ir::OpKind op) {
 }
 
 bool Capability::TrainingComputesFp32Inside(ir::OpKind op) {
-  return op == ir::OpKind::kReduceMean || op == ir::OpKind::kReduceSum;
+  return op == ir::OpKind::kReduceMean || op == ir::OpKind::kReduceSum || op == ir::OpKind::kBatchNormalization;
 }
 
 const char* SlotRuleName(SlotRule rule) {

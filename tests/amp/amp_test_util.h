@@ -29,13 +29,13 @@ inline ir::Value Weight(ir::Graph& g, const std::string& name, const std::vector
 }
 
 // BatchNormalization of `x` (4 channels) with unit scale and variance, zero bias and mean.
-inline ir::Node* UnitBatchNorm(ir::Graph& g, ir::Value x, const std::string& name) {
+inline ir::Node* UnitBatchNorm(ir::Graph& g, ir::Value x, const std::string& name, size_t num_outputs = 1) {
   return g.AddNode(ir::OpKind::kBatchNormalization,
                    {x, g.AddInitializer("s", ir::Tensor::Floats({1, 1, 1, 1}, {4})),
                     g.AddInitializer("b", ir::Tensor::Floats({0, 0, 0, 0}, {4})),
                     g.AddInitializer("m", ir::Tensor::Floats({0, 0, 0, 0}, {4})),
                     g.AddInitializer("v", ir::Tensor::Floats({1, 1, 1, 1}, {4}))},
-                   1, name);
+                   num_outputs, name);
 }
 
 inline Policy AtLevel(Level level, ir::DType low) {

@@ -21,6 +21,7 @@ Policy O1(DType low = F16) { return testing::AtLevel(Level::kO1, low); }
 struct Block {
   std::vector<int64_t> pool_kernel = {2, 2}, pool_strides = {2, 2};
   bool relu_to_softmax = false;  // a second, fp32 (denylist) reader of the Relu
+  bool bn_training = false;      // training mode: the running mean and variance are graph outputs too
   int64_t opset = 17;
 };
 
@@ -31,7 +32,12 @@ std::unique_ptr<ir::Graph> ConvBlock(const Block& b) {
   ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 3, 8, 8}));
   ir::Node* conv = g->AddNode(OpKind::kConv, {x, testing::Weight(*g, "W", {4, 3, 3, 3}, 1)}, 1, "conv");
   conv->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
-  ir::Node* bn = testing::UnitBatchNorm(*g, conv->output(0), "bn");
+  ir::Node* bn = testing::UnitBatchNorm(*g, conv->output(0), "bn", b.bn_training ? 3 : 1);
+  if (b.bn_training) {
+    bn->attrs().Set("training_mode", int64_t{1});
+    g->AddOutput(bn->output(1));
+    g->AddOutput(bn->output(2));
+  }
   ir::Node* relu = g->AddNode(OpKind::kRelu, {bn->output(0)}, 1, "relu");
   ir::Node* pool = g->AddNode(OpKind::kMaxPool, {relu->output(0)}, 1, "pool");
   pool->attrs().Set("kernel_shape", b.pool_kernel);
@@ -125,6 +131,39 @@ TEST(AmpO1Rules, UserListsAndCapabilityWin) {
   auto dk = DecisionsByName(*g, O1(BF16), Capability::Training(nullptr));
   EXPECT_EQ(dk["relu"].dtype, BF16);
   EXPECT_EQ(dk["pool"].dtype, BF16);
+}
+
+// Rule 8 for training: a training-mode BatchNormalization between a low
+// Conv and a Relu that runs low (rule 7) takes and gives the low type with
+// its statistics fp32, as the Cast pair around an fp32 BN would (its kernels
+// widen X and dY exactly, compute in fp32 and round Y and dX once: the
+// gradients of ResNet-18 at O1 were bitwise those of the Cast pair, fp16 and
+// bf16). An export to ONNX Runtime keeps it fp32 with its Casts.
+TEST(AmpO1Rules, TrainingBatchNormBetweenLowOpsRunsLowWithFp32Statistics) {
+  for (DType low : {F16, BF16}) {
+    Block b;
+    b.bn_training = true;
+    auto g = ConvBlock(b);
+    ir::Node* bn = nullptr;
+    for (ir::Node* n : g->nodes())
+      if (n->op() == OpKind::kBatchNormalization) bn = n;
+    ASSERT_NE(bn, nullptr);
+    const Capability training = Capability::Training(nullptr);
+    auto d = DecisionsByName(*g, O1(low), training);
+    EXPECT_EQ(d["bn"].dtype, low);
+    EXPECT_EQ(d["bn"].reason, Reason::kFp32Inside);
+    EXPECT_EQ(d["relu"].dtype, low);
+    EXPECT_EQ(DecisionsByName(*g, O1(low))["bn"].dtype, F32) << "export: ONNX Runtime's BN is not fp32 inside";
+    ConvertOptions options;
+    options.capability = training;
+    options.convert_initializers = false;
+    ASSERT_TRUE(Convert(*g, O1(low), options).ok());
+    EXPECT_EQ(g->type(bn->input(0)).dtype, low) << "conv -> bn without a Cast";
+    EXPECT_EQ(g->type(bn->output(0)).dtype, low);
+    for (size_t k = 1; k < 5; ++k) EXPECT_EQ(g->type(bn->input(k)).dtype, F32) << "parameter " << k;
+    for (size_t k = 1; k < 3; ++k) EXPECT_EQ(g->type(bn->output(k)).dtype, F32) << "statistic " << k;
+    ExpectWellFormed(*g);
+  }
 }
 
 TEST(AmpO1Rules, NothingMovesAtO0OrO2) {
