@@ -183,6 +183,7 @@ StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const
   AMP_RETURN_IF_ERROR(UpgradeToCanonical(*graph, graph->info().opset));
   AMP_RETURN_IF_ERROR(graph->InferShapes());
   AMP_RETURN_IF_ERROR(LowerCastLike(*graph).status());
+  AMP_RETURN_IF_ERROR(PinRandomDTypes(*graph));
   AMP_RETURN_IF_ERROR(LowerComposites(*graph).status());
   AMP_RETURN_IF_ERROR(CheckInferredRanks(*graph));
   MergeDeclaredSymbols(*graph, builder.declared());

@@ -261,7 +261,8 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kGroupNormalization: return 18;
     case OpKind::kAffineGrid: return 20;
     case OpKind::kEinsum: return 12;
-    case OpKind::kCastLike: return 15;
+    case OpKind::kCastLike:
+    case OpKind::kBernoulli: return 15;
     case OpKind::kLayerNormalization: return 17;
     case OpKind::kGelu: return 20;
     case OpKind::kRMSNormalization:
@@ -306,6 +307,18 @@ StatusOr<bool> LowerCastLike(ir::Graph& g) {
     AMP_RETURN_IF_ERROR(RemoveIfUnused(g, like));
   }
   return !ids.empty();
+}
+
+Status PinRandomDTypes(ir::Graph& g) {
+  for (ir::Node* n : g.nodes()) {
+    const OpKind op = n->op();
+    if (op != OpKind::kRandomUniformLike && op != OpKind::kRandomNormalLike && op != OpKind::kBernoulli) continue;
+    if (n->attrs().Has("dtype")) continue;
+    const ir::DType t = g.type(n->output(0)).dtype;
+    if (t == ir::DType::kUndefined) return InvalidArgument(n->Describe(), ": the output has no dtype");
+    n->attrs().Set("dtype", static_cast<int64_t>(ir::OnnxFromDType(t)));
+  }
+  return Status::Ok();
 }
 
 namespace {

@@ -60,6 +60,12 @@ Status UpgradeToCanonical(ir::Graph& graph, int64_t opset);
 // when it changed the graph.
 StatusOr<bool> LowerCastLike(ir::Graph& graph);
 
+// Sets the `dtype` attribute of RandomUniformLike, RandomNormalLike and
+// Bernoulli where the model left it to the input's dtype (needs inferred
+// dtypes): the output type is then the model's whatever precision AMP gives
+// the input.
+Status PinRandomDTypes(ir::Graph& graph);
+
 // Replaces the ops of ir/ops.def's "lowered" family (InstanceNormalization,
 // GroupNormalization, RMSNormalization, Swish, DepthToSpace, SpaceToDepth,
 // Einsum, Attention) by the ops they are made of (importer/lowerings.cc,

@@ -58,4 +58,20 @@ inline StatusOr<ir::Tensor> ConstantValue(const KernelInit& init, bool fill) {
   return value;
 }
 
+// The parameters of a random op (RandomUniformLike, RandomNormalLike,
+// RandomUniform, RandomNormal, Bernoulli; kernels/cpu/random.cc has the
+// definition): the draw, its affine map a + b * (draw) (uniform: low and
+// high - low; normal: mean and scale; Bernoulli: unused) and the node seed,
+// the bits of the ONNX `seed` attribute where the model sets one (mixed, so
+// that seed 0 is not KernelInit::seed 0), else KernelInit::seed. Also checks
+// the arity (one input for the *Like ops and Bernoulli, none for the others)
+// and that Bernoulli's P has the output's dims.
+enum class RandomKind { kUniform, kNormal, kBernoulli };
+struct RandomParams {
+  RandomKind kind = RandomKind::kUniform;
+  double a = 0.0, b = 1.0;
+  uint64_t node_seed = 0;
+};
+StatusOr<RandomParams> ParseRandomParams(const KernelInit& init);
+
 }  // namespace amptrain::kernels

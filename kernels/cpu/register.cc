@@ -12,6 +12,7 @@ void RegisterCpuReferenceKernels(Registry& r) {
   cpu::RegisterReferenceNN(r);
   cpu::RegisterReferenceRnn(r);
   cpu::RegisterReferenceScatterND(r);
+  cpu::RegisterReferenceRandom(r);
   cpu::RegisterReferenceTraining(r);
   cpu::RegisterStepKernels(r);
 }

@@ -109,7 +109,7 @@ void RegisterShape(Registry& r);        // shape_kernels.cc: Reshape, Flatten, S
                                         // Shape, ConstantOfShape, Constant, Range
 void RegisterMovement(Registry& r);     // movement_kernels.cc: Transpose, Slice, Concat, Split, Gather(+Grad), Where
 void RegisterNorm(Registry& r);         // norm_kernels.cc: Softmax, LogSoftmax, LayerNormalization and their grads
-void RegisterDropout(Registry& r);      // dropout_kernels.cc: Dropout, DropoutGrad
+void RegisterDropout(Registry& r);      // dropout_kernels.cc: Dropout, DropoutGrad, random ops
 void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceMax, ReduceL2, ReduceSumTo
 void RegisterSteps(Registry& r);        // step_kernels.cc: GradCheck, SgdStep, AdamStep
 void RegisterLoss(Registry& r);         // loss_kernels.cc: SoftmaxCrossEntropyLoss, MeanSquaredError, their grads

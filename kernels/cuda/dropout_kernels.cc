@@ -15,8 +15,14 @@
 // one), since reading it from device memory each run would cost a host
 // round trip. A ratio outside [0, 1) is an error at creation (the CPU: at
 // the run).
+// The random ops (RandomUniformLike, RandomNormalLike, RandomUniform,
+// RandomNormal, Bernoulli) draw from the same stream with the CPU's
+// parameters (kernels/kernel_params.h, ParseRandomParams) into fp32, fp16 or
+// bf16 (Bernoulli also into int8, uint8, int32, int64 and bool) from an
+// fp32, fp16 or bf16 P; float64 stays on the CPU.
 #include "kernels/cuda/common.h"
 #include "kernels/dropout_stream.h"
+#include "kernels/kernel_params.h"
 
 namespace amptrain::kernels::cuda {
 
@@ -104,6 +110,50 @@ StatusOr<std::unique_ptr<Kernel>> MakeDropoutGrad(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<DropoutGradKernel>(*ElemOf(t), scale));
 }
 
+class RandomKernel final : public Kernel {
+ public:
+  RandomKernel(const RandomParams& p, Num t, Elem p_t) : p_(p), t_(t), p_t_(p_t) {}
+  Status Run(KernelContext& ctx) override {
+    const RandomDraw draw = p_.kind == RandomKind::kUniform  ? RandomDraw::kUniform
+                            : p_.kind == RandomKind::kNormal ? RandomDraw::kNormal
+                                                             : RandomDraw::kBernoulli;
+    const void* prob = draw == RandomDraw::kBernoulli ? ctx.inputs[0].data : nullptr;
+    CUDA_CHECK(LaunchRandom(draw, t_, ctx.outputs[0].data, ctx.outputs[0].num_elements(),
+                            DropoutSeed(p_.node_seed, ctx.seed), p_.a, p_.b, p_t_, prob, StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  RandomParams p_;
+  Num t_;
+  Elem p_t_;
+};
+
+// The launcher's output type and P's type (fp32 when there is no P), or an
+// error naming the dtype the CUDA kernel does not take.
+StatusOr<std::pair<Num, Elem>> RandomTypes(const KernelInit& init) {
+  if (init.outputs.size() != 1) return init.Error("expects one output");
+  const DType out = init.outputs[0].dtype;
+  if (init.op != OpKind::kBernoulli) {
+    if (!ElemOf(out)) return init.Error("output of ", ir::DTypeName(out), " is not supported");
+    return std::pair{*NumOf(out), Elem::kF32};
+  }
+  if (init.inputs.size() != 1) return init.Error("expects one input");
+  const std::optional<Elem> p = ElemOf(init.inputs[0].dtype);
+  if (!p) return init.Error("P of ", ir::DTypeName(init.inputs[0].dtype), " is not supported");
+  std::optional<Num> t = NumOf(out);
+  if (out == DType::kBool || out == DType::kUInt8) t = Num::kU8;  // bool: one byte, 0 or 1
+  if (out == DType::kInt8) t = Num::kI8;
+  if (!t) return init.Error("output of ", ir::DTypeName(out), " is not supported");
+  return std::pair{*t, *p};
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeRandom(const KernelInit& init) {
+  AMP_ASSIGN_OR_RETURN(const RandomParams p, ParseRandomParams(init));
+  AMP_ASSIGN_OR_RETURN(const auto types, RandomTypes(init));
+  return std::unique_ptr<Kernel>(std::make_unique<RandomKernel>(p, types.first, types.second));
+}
+
 }  // namespace
 
 void RegisterDropout(Registry& r) {
@@ -113,6 +163,13 @@ void RegisterDropout(Registry& r) {
   KernelEntry grad = CudaEntry(OpKind::kDropoutGrad, "cuda", MakeDropoutGrad);
   grad.accepts = [](const KernelInit& init) { return RatioKnown(init, 2); };
   r.Add(std::move(grad));
+  // Keyed on the output dtype (the *Like ops read only X's shape).
+  for (OpKind op : {OpKind::kRandomUniformLike, OpKind::kRandomNormalLike, OpKind::kRandomUniform,
+                    OpKind::kRandomNormal, OpKind::kBernoulli}) {
+    KernelEntry e = CudaEntry(op, "cuda", MakeRandom, 10, {});
+    e.accepts = [](const KernelInit& init) { return RandomTypes(init).ok(); };
+    r.Add(std::move(e));
+  }
 }
 
 }  // namespace amptrain::kernels::cuda

@@ -344,4 +344,16 @@ cudaError_t LaunchBnRunningUpdate(int64_t c, const float* in_mean, const float* 
                                   const float* batch_var_unbiased, float* out_mean, float* out_var, float momentum,
                                   float unbias, cudaStream_t stream);
 
+// ---- random ops (kernels/cpu/random.cc has the definition) ----
+
+enum class RandomDraw : int { kUniform, kNormal, kBernoulli };
+// Element i of y (type t) from the stream of kernels/dropout_stream.h, in
+// double, rounded to float and then to t (integers: converted exactly, as
+// the CPU's static_cast; bool as kU8):
+//   kUniform:   a + b * u(seed, i)
+//   kNormal:    a + b * sqrt(-2 log1p(-u(seed, 2i))) * cos(2 pi u(seed, 2i + 1))
+//   kBernoulli: u(seed, i) < p[i] ? 1 : 0, p of type p_t (null otherwise)
+cudaError_t LaunchRandom(RandomDraw draw, Num t, void* y, int64_t n, uint64_t seed, double a, double b, Elem p_t,
+                         const void* p, cudaStream_t stream);
+
 }  // namespace amptrain::kernels::cuda

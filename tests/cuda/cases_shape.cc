@@ -1,4 +1,4 @@
-// CUDA-against-CPU cases: shape ops and Dropout (see op_cases.h).
+// CUDA-against-CPU cases: shape ops, Dropout and the random ops (see op_cases.h).
 #include "tests/cuda/op_cases.h"
 
 namespace amptrain::kernels::devtest {
@@ -91,6 +91,55 @@ void AddShapeAndDropoutCases(std::vector<Case>& c) {
                          [](DType t, std::mt19937& rng) {
                            return std::vector<Tensor>{Random(t, {4, 1000}, rng), Mask({4, 1000}, rng)};
                          }}));
+
+  // The random ops, from the same stream: uniform draws and Bernoulli's
+  // byte for byte; normal draws within the tolerance (CUDA's double log1p
+  // and cos are not glibc's, so a rounding may differ in the last bit).
+  auto code = [](DType t) { return int64_t{ir::OnnxFromDType(t)}; };
+  Case uniform_like{"RandomUniformLike", OpKind::kRandomUniformLike,
+                    [](DType) {
+                      ir::Attributes a = Attr("low", -2.0f);
+                      a.Set("high", 3.0f);
+                      return a;
+                    },
+                    Shapes({{8, 33, 17}})};
+  uniform_like.seeds = {17, 99};
+  c.push_back(exact(uniform_like));
+  Case uniform{"RandomUniformSeedAttr", OpKind::kRandomUniform,
+               [code](DType t) {
+                 ir::Attributes a = Attr("shape", Ints{4, 1000});
+                 a.Set("dtype", code(t));
+                 a.Set("seed", 42.0f);
+                 return a;
+               },
+               [](DType, std::mt19937&) { return std::vector<Tensor>{}; }};
+  uniform.seeds = {5, 6};
+  c.push_back(exact(uniform));
+  Case normal_like{"RandomNormalLike", OpKind::kRandomNormalLike,
+                   [](DType) {
+                     ir::Attributes a = Attr("mean", 1.0f);
+                     a.Set("scale", 2.0f);
+                     return a;
+                   },
+                   Shapes({{8, 33, 17}})};
+  normal_like.seeds = {17, 99};
+  c.push_back(normal_like);
+  Case normal{"RandomNormal", OpKind::kRandomNormal,
+              [code](DType t) {
+                ir::Attributes a = Attr("shape", Ints{3, 777});
+                a.Set("dtype", code(t));
+                return a;
+              },
+              [](DType, std::mt19937&) { return std::vector<Tensor>{}; }};
+  normal.seeds = {12345, 0};
+  c.push_back(normal);
+  Case bernoulli{"Bernoulli", OpKind::kBernoulli, NoAttrs, Shapes({{8, 33, 17}}, 0.0, 1.0)};
+  bernoulli.seeds = {17, 99};
+  c.push_back(exact(bernoulli));
+  Case bernoulli_bool{"BernoulliBool", OpKind::kBernoulli, [code](DType) { return Attr("dtype", code(DType::kBool)); },
+                      Shapes({{4, 1000}}, 0.0, 1.0)};
+  bernoulli_bool.seeds = {3, 4};
+  c.push_back(exact(bernoulli_bool));
 }
 
 }  // namespace amptrain::kernels::devtest

@@ -267,8 +267,11 @@ TEST_F(AmpCliTest, OpsetLimitIsNamedAndOpsetFlagLiftsIt) {
   auto written = importer::ImportModelFile(out_);
   ASSERT_TRUE(written.ok()) << written.status().message();
   EXPECT_EQ((*written)->info().opset, 22);
-  for (const ir::Node* n : (*written)->nodes())
-    if (n->op() == ir::OpKind::kConv) EXPECT_EQ((*written)->type(n->output(0)).dtype, DType::kBFloat16);
+  for (const ir::Node* n : (*written)->nodes()) {
+    if (n->op() == ir::OpKind::kConv) {
+      EXPECT_EQ((*written)->type(n->output(0)).dtype, DType::kBFloat16);
+    }
+  }
 }
 
 TEST_F(AmpCliTest, BadInputIsOneClearError) {

@@ -43,21 +43,15 @@ onnx::ModelProto CastLikeModel() {
   return m;
 }
 
-const ir::Node* NodeNamed(const ir::Graph& g, const std::string& name) {
-  for (const ir::Node* n : g.nodes())
-    if (n->name() == name) return n;
-  return nullptr;
-}
-
 TEST(CastLike, ImportLowersToCastWithTheLikeDType) {
   auto g = importer::ImportModelBytes(mb::Bytes(CastLikeModel()), "");
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   for (const ir::Node* n : (*g)->nodes()) EXPECT_NE(n->op(), OpKind::kCastLike) << n->name();
-  EXPECT_EQ(NodeNamed(**g, "neg"), nullptr) << "the Neg that only fed `like` stays";
+  EXPECT_EQ(testing::NodeNamed(**g, "neg"), nullptr) << "the Neg that only fed `like` stays";
   const std::pair<const char*, DType> want[] = {
       {"to_half", DType::kFloat16}, {"ids_to_float", DType::kFloat32}, {"to_int", DType::kInt64}};
   for (const auto& [name, dtype] : want) {
-    const ir::Node* n = NodeNamed(**g, name);
+    const ir::Node* n = testing::NodeNamed(**g, name);
     ASSERT_NE(n, nullptr) << name;
     EXPECT_EQ(n->op(), OpKind::kCast) << name;
     EXPECT_EQ(n->num_inputs(), 1u) << name;

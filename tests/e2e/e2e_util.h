@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 
+#include "ir/graph.h"
 #include "ir/tensor.h"
 #include "tests/common/python_env.h"
 
@@ -26,6 +27,13 @@ inline int Sh(const std::string& cmd) { return std::system(cmd.c_str()); }
 inline bool HaveTorch() { return PyHas("torch, torchvision"); }
 // The venv with onnx and onnxruntime: the checker and ONNX Runtime.
 inline bool HaveOrt() { return PyHas("onnxruntime, onnx"); }
+
+// The node of `g` named `name`, null when none is.
+inline const ir::Node* NodeNamed(const ir::Graph& g, const std::string& name) {
+  for (const ir::Node* n : g.nodes())
+    if (n->name() == name) return n;
+  return nullptr;
+}
 
 inline std::string ReadFile(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);

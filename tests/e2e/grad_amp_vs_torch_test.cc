@@ -74,9 +74,10 @@ TEST_P(GradAmpVsTorch, ErrorsWithinTheAutocastYardstick) {
   ASSERT_FALSE(meta["params"].empty());
   // No fp32 near-tie in a max-pool window: there the fp32 winner, and with it the fp32 gradients, would
   // depend on this CPU's convolution summation order (docs/torchvision_coverage.md, root cause 4).
-  if (meta.contains("maxpool_min_gap") && !meta["maxpool_min_gap"].is_null())
+  if (meta.contains("maxpool_min_gap") && !meta["maxpool_min_gap"].is_null()) {
     ASSERT_GE(meta["maxpool_min_gap"].get<double>(), 1e-5)
         << "a max-pool near-tie in the test data: pick another --seed";
+  }
   auto load = [&](const std::string& folder, const std::string& param) {
     auto t = executor::ReadNpy((dir / folder / FileOf(param)).string());
     EXPECT_TRUE(t.ok()) << folder << "/" << param << ": " << t.status().ToString();

@@ -19,7 +19,8 @@ struct NnRunOptions {
   std::string impl = "reference";
   size_t num_outputs = 1;
   bool training = false;
-  uint64_t seed = 0;
+  uint64_t seed = 0;      // KernelInit::seed
+  uint64_t run_seed = 0;  // KernelContext::seed (the trainer's per-step seed)
   int threads = 2;
   bool winograd = true;        // KernelInit::winograd
   std::vector<bool> constant;  // inputs passed as plan-time constants (TensorSpec::value)
@@ -47,6 +48,7 @@ inline StatusOr<std::vector<ir::Tensor>> RunOp(OpKind op, const ir::Attributes& 
   init.threads = opt.threads;
   init.winograd = opt.winograd;
   KernelContext ctx;
+  ctx.seed = opt.run_seed;
   for (size_t i = 0; i < inputs.size(); ++i) {
     TensorSpec spec;
     if (!inputs[i].empty()) spec = TensorSpec{inputs[i].dtype(), inputs[i].dims(), nullptr};

@@ -58,6 +58,10 @@ cases = {
  "maxpool_ceil_dil": (lambda x,m: F.max_pool2d(x, 3, 2, 1, dilation=2, ceil_mode=True), (2,3,9,9)),
  "avgpool_ceil_nopad": (lambda x,m: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), (2,3,8,8)),
  "einsum_bilinear": (lambda x,m: m[0](x, x), (3,4)),
+ # Random ops (RandomUniformLike, RandomNormalLike, Bernoulli) in forms whose result is known.
+ "rand_like_mask": (lambda x,m: x * (torch.rand_like(x) < 1.0).float(), (2,5)),
+ "randn_like_times_zero": (lambda x,m: x + 0.0 * torch.randn_like(x).clamp(-1e3, 1e3), (2,5)),
+ "bernoulli_ones": (lambda x,m: x * torch.bernoulli((x.abs() + 2).clamp(max=1.0)), (2,5)),
  "prelu_channel": (lambda x,m: m[0](x), (2,3,4,4)),
  "upsample_nearest_scale": (lambda x,m: F.interpolate(x, scale_factor=(1.5,2), mode="nearest"), (2,3,4,4)),
  "bilinear_aligned": (lambda x,m: F.interpolate(x, size=(7,9), mode="bilinear", align_corners=True), (2,3,4,5)),
