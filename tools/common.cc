@@ -205,4 +205,22 @@ StatusOr<std::map<std::string, ir::Tensor>> ReadInputs(const ir::Graph& g, const
   return inputs;
 }
 
+void WarnIfModelDraws(const ir::Graph& model, const char* what) {
+  int64_t count = 0;
+  const ir::Node* first = nullptr;
+  for (const ir::Node* n : model.nodes()) {
+    const ir::OpKind op = n->op();
+    if (op != ir::OpKind::kRandomUniformLike && op != ir::OpKind::kRandomNormalLike &&
+        op != ir::OpKind::kRandomUniform && op != ir::OpKind::kRandomNormal && op != ir::OpKind::kBernoulli)
+      continue;
+    if (!first) first = n;
+    ++count;
+  }
+  if (count == 0) return;
+  spdlog::warn("the model has {} random op(s), the first {}: they draw in inference too, and its {} depend on the "
+               "draws. In a training-mode export they are StochasticDepth or dropout, active here: export in eval mode "
+               "for inference (docs/BRING_YOUR_OWN_MODEL.md)",
+               count, first->Describe(), what);
+}
+
 }  // namespace amptrain::tools

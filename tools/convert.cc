@@ -165,6 +165,7 @@ Status Convert(const ConvertArgs& args) {
   }
   const Clock::time_point start = Clock::now();
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
+  WarnIfModelDraws(*graph, "outputs (and --max-error's measurements)");
   // The capability asks the written opset's type constraints, and the export
   // writes it (the IR is in canonical form: any opset from 11 up).
   if (args.opset != 0) graph->info().opset = args.opset;

@@ -35,6 +35,7 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  WarnIfModelDraws(*model, "loss and accuracy");
   train::TrainGraphOptions opts;
   opts.num_classes = test_set.num_classes;
   opts.classes_at_least = test_set.classes_from_labels;

@@ -66,6 +66,7 @@ Status Run(const RunArgs& args) {
   AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
   spdlog::info("imported {} ({} nodes) in {:.1f} ms", args.model, graph->num_nodes(), MsSince(start));
+  WarnIfModelDraws(*graph, "outputs");
   AMP_ASSIGN_OR_RETURN(auto inputs, ReadInputs(*graph, args.inputs, "--input"));
 
   executor::SessionOptions options;

@@ -2,7 +2,8 @@
 // RandomUniform, RandomNormal, Bernoulli: PyTorch's exports of randn_like,
 // rand_like, bernoulli and training-mode stochastic depth) import with their
 // output dtype pinned, run, train under AMP with a fresh draw each step
-// (reproducibly for one --seed), and export what other tools load.
+// (reproducibly for one --seed), export what other tools load, and the
+// commands that run inference warn that the model draws.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -150,6 +151,12 @@ TEST_F(RandomOpsCli, TrainsUnderAmpFreshEachStepReproduciblyAndExports) {
       random_nodes += n.op_type() == "RandomUniformLike" || n.op_type() == "RandomNormalLike";
     EXPECT_EQ(random_nodes, 2) << "the export keeps the model's random ops";
   }
+  // eval (and run, convert) say that the model draws in inference too.
+  testing::CliResult e = Cli("eval " + Path("a.onnx") + " --data " + testing::kSmallData + " --threads 1");
+  ASSERT_EQ(e.code, 0) << e.err;
+  EXPECT_NE((e.out + e.err).find("the model has 2 random op(s), the first RandomUniformLike node 'uniform'"),
+            std::string::npos)
+      << e.out << e.err;
   if (!testing::HaveOrt()) GTEST_SKIP() << testing::PySkip("onnxruntime, onnx");
   const std::string log = Path("ort.log");
   EXPECT_EQ(testing::Sh(testing::Py() +
