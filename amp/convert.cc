@@ -92,11 +92,11 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const Precision
   r.activation_bytes_fp32 = ActivationBytes(graph);
 
   r.unmatched_patterns = plan.unmatched;
-  struct Original { ir::NodeId id; std::string name, op; ir::OpKind kind; };
+  struct Original { ir::NodeId id; std::string name; ir::OpKind op; };
   std::vector<Original> original;  // the compute nodes of the input graph, in topological order
   AMP_ASSIGN_OR_RETURN(auto order, graph.TopologicalOrder());
   for (const ir::Node* n : order)
-    if (n->op() != ir::OpKind::kConstant) original.push_back({n->id(), n->name(), std::string(n->op_name()), n->op()});
+    if (n->op() != ir::OpKind::kConstant) original.push_back({n->id(), n->name(), n->op()});
 
   auto apply = MakeApplyPlanPass(&plan);
   AMP_RETURN_IF_ERROR(RunPass(*apply, graph, options.verify_each_pass));
@@ -118,10 +118,10 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const Precision
     if (!np) return Internal("node '", o.name, "' is not in the precision plan");
     const Decision& d = np->decision;
     const ir::Node* n = graph.node(o.id);  // nullptr: an original Cast that was folded away
-    NodeReport nr{o.name, o.op, d.dtype, d.reason};
+    NodeReport nr{o.name, std::string(ir::Schema(o.op).name), d.dtype, d.reason};
     if (n) nr.dtype = ComputedDType(graph, *n, d);
-    if (d.reason == Reason::kUnsupportedLow && cap.opset_limits && (!cap.kernels || cap.kernels(o.kind, policy.low)))
-      nr.low_from_opset = FirstOpsetWithLow(o.kind, policy.low);
+    if (d.reason == Reason::kUnsupportedLow && cap.opset_limits && (!cap.kernels || cap.kernels(o.op, policy.low)))
+      nr.low_from_opset = FirstOpsetWithLow(o.op, policy.low);
     r.nodes.push_back(std::move(nr));
   }
   return r;

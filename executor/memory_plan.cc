@@ -57,7 +57,6 @@ std::string LiveBreakdown(const Plan& plan, int step) {
     const Buffer& b = plan.buffers[slot.buffer];
     if (b.first > step || b.last < step) continue;
     counted[slot.buffer] = true;
-    if (getenv("AMP_DUMP_LIVE")) fmt::print(stderr, "LIVE {:>10} [{},{}] {} {}\n", b.bytes, b.first, b.last, slot.name, ir::DTypeName(slot.dtype));
     std::string kind(ir::DTypeName(slot.dtype));
     if (slot.holds != ir::DType::kUndefined) kind = fmt::format("{} holding {}", kind, ir::DTypeName(slot.holds));
     bytes[kind] += b.bytes;

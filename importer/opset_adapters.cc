@@ -311,9 +311,7 @@ StatusOr<bool> LowerCastLike(ir::Graph& g) {
 
 Status PinRandomDTypes(ir::Graph& g) {
   for (ir::Node* n : g.nodes()) {
-    const OpKind op = n->op();
-    if (op != OpKind::kRandomUniformLike && op != OpKind::kRandomNormalLike && op != OpKind::kBernoulli) continue;
-    if (n->attrs().Has("dtype")) continue;
+    if (ir::Schema(n->op()).family != "random" || n->attrs().Has("dtype")) continue;
     const ir::DType t = g.type(n->output(0)).dtype;
     if (t == ir::DType::kUndefined) return InvalidArgument(n->Describe(), ": the output has no dtype");
     n->attrs().Set("dtype", static_cast<int64_t>(ir::OnnxFromDType(t)));

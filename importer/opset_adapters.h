@@ -60,8 +60,9 @@ Status UpgradeToCanonical(ir::Graph& graph, int64_t opset);
 // when it changed the graph.
 StatusOr<bool> LowerCastLike(ir::Graph& graph);
 
-// Sets the `dtype` attribute of RandomUniformLike, RandomNormalLike and
-// Bernoulli where the model left it to the input's dtype (needs inferred
+// Sets the `dtype` attribute of the random ops (ir/ops.def's "random"
+// family) where the model left it out (the *Like ops and Bernoulli then take
+// the input's dtype, RandomUniform and RandomNormal float32; needs inferred
 // dtypes): the output type is then the model's whatever precision AMP gives
 // the input.
 Status PinRandomDTypes(ir::Graph& graph);

@@ -71,8 +71,9 @@ StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool g
 // Warns that a fixed batch leaves the last samples of `what` out.
 void WarnLeftOut(int64_t batch, size_t samples, const char* what);
 
-// Warns when `model` has random ops (RandomUniformLike, RandomNormalLike,
-// RandomUniform, RandomNormal, Bernoulli), naming their count and the first
+// Warns when `model` has random ops (ir/ops.def's "random" family:
+// RandomUniformLike, RandomNormalLike, RandomUniform, RandomNormal,
+// Bernoulli), naming their count and the first
 // node: they draw in inference too (a training-mode export's
 // StochasticDepth drops blocks in `run` and `eval`), so `what` (the outputs,
 // the accuracy) depends on the draws.

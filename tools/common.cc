@@ -209,10 +209,7 @@ void WarnIfModelDraws(const ir::Graph& model, const char* what) {
   int64_t count = 0;
   const ir::Node* first = nullptr;
   for (const ir::Node* n : model.nodes()) {
-    const ir::OpKind op = n->op();
-    if (op != ir::OpKind::kRandomUniformLike && op != ir::OpKind::kRandomNormalLike &&
-        op != ir::OpKind::kRandomUniform && op != ir::OpKind::kRandomNormal && op != ir::OpKind::kBernoulli)
-      continue;
+    if (ir::Schema(n->op()).family != "random") continue;
     if (!first) first = n;
     ++count;
   }

@@ -30,7 +30,6 @@ namespace amptrain::kernels::cpu::direct {
 
 namespace {
 
-
 // erf(x)/x = R(x^2) on [0, 1]; erfc(x) e^(x^2) = Q(1/x) on [1, 3.93]
 // (least squares on 4000 Chebyshev nodes, relative weights).
 constexpr double kR[] = {1.1283791656893232,    -0.3761262556739935,    0.11283582247994337,  -0.02685369109978189,

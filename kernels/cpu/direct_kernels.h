@@ -61,7 +61,7 @@ void ForFloatChunks(DType t, int threads, void* scratch, int64_t n, const void* 
   auto* py = static_cast<std::byte*>(y);
 #pragma omp parallel num_threads(threads) if (threads > 1 && n >= (int64_t{1} << 15))
   {
-    float* rows = static_cast<float*>(scratch) + omp_get_thread_num() * (b ? 3 : 2) * kFloatChunk;
+    float* rows = static_cast<float*>(scratch) + omp_get_thread_num() * (pb ? 3 : 2) * kFloatChunk;
 #pragma omp for schedule(static)
     for (int64_t c = 0; c < chunks; ++c) {
       const int64_t i = c * kFloatChunk, len = std::min(kFloatChunk, n - i);
