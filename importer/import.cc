@@ -1,5 +1,8 @@
 // ONNX ModelProto -> ir::Graph: parsing and graph construction.
 #include <climits>
+#include <memory>
+#include <optional>
+#include <vector>
 #include <unordered_map>
 
 #include <google/protobuf/io/coded_stream.h>
@@ -194,6 +197,19 @@ StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const
   return graph;
 }
 
+// The values that are `probe`'s outputs, imported and folded as the model
+// itself would be: a tensor where folding left a constant.
+StatusOr<std::vector<std::optional<ir::Tensor>>> DecideConstants(const onnx::ModelProto& probe,
+                                                                 const std::string& model_dir) {
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> g, Import(probe, model_dir, ImportOptions{}));
+  std::vector<std::optional<ir::Tensor>> out;
+  for (ir::Value v : g->outputs()) {
+    const ir::Tensor* t = g->ConstantValue(v);
+    out.push_back(t ? std::optional<ir::Tensor>(*t) : std::nullopt);
+  }
+  return out;
+}
+
 }  // namespace
 
 StatusOr<bool> RemoveIdentityNodes(ir::Graph& g) {
@@ -224,6 +240,9 @@ StatusOr<std::unique_ptr<ir::Graph>> ImportModelBytes(const std::string& bytes, 
   onnx::ModelProto model;
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     return InvalidArgument("not a valid ONNX ModelProto (truncated or corrupt protobuf)");
+  AMP_RETURN_IF_ERROR(detail::InlineStaticControlFlow(model, [&](const onnx::ModelProto& probe) {
+    return DecideConstants(probe, model_dir);
+  }));
   if (model.has_graph()) AMP_RETURN_IF_ERROR(detail::LowerSequenceSplits(*model.mutable_graph(), model_dir));
   return Import(model, model_dir, opts);
 }

@@ -4,6 +4,8 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <functional>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -52,6 +54,18 @@ StatusOr<GraphPlan> ValidateGraph(const onnx::GraphProto& graph, const ir::Model
 // chunk/split) becomes Slices, in place; other sequences are left as they
 // are (importer/sequence_split.cc).
 Status LowerSequenceSplits(onnx::GraphProto& graph, const std::string& model_dir);
+
+// Decides values that control flow needs at import: imports a model whose
+// outputs they are and gives each one's value where folding made it a
+// constant (nullopt elsewhere).
+using ConstantEvaluator =
+    std::function<StatusOr<std::vector<std::optional<ir::Tensor>>>(const onnx::ModelProto&)>;
+
+// Each If whose condition, and each Loop whose trip count, shapes and
+// constants decide is replaced, in place, by the nodes of the branch it
+// takes / of its unrolled iterations; one that depends on the data is an
+// error naming it (importer/control_flow.cc).
+Status InlineStaticControlFlow(onnx::ModelProto& model, const ConstantEvaluator& evaluate);
 
 // A tensor TypeProto; `what` names the value in errors.
 StatusOr<ir::TensorType> TypeFromProto(const onnx::TypeProto& type, const std::string& what);

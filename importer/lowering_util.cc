@@ -24,10 +24,14 @@ StatusOr<Value> FilledConstant(ir::Graph& g, const std::string& hint, ir::DType 
                                double fill) {
   AMP_ASSIGN_OR_RETURN(ir::Tensor t, ir::Tensor::Zeros(dtype, dims));
   for (int64_t i = 0; i < t.num_elements(); ++i) ir::SetElementFromDouble(t, i, fill);
+  return TensorConstant(g, hint, std::move(t));
+}
+
+Value TensorConstant(ir::Graph& g, const std::string& hint, ir::Tensor value) {
   std::string name = g.UniqueName(hint);
   ir::Node* c = g.AddNode(OpKind::kConstant, {}, 1, name, {name});
-  c->mutable_output_info(0).type = ir::TensorType::Of(dtype, dims);
-  c->attrs().Set("value", std::move(t));
+  c->mutable_output_info(0).type = ir::TensorType::Of(value.dtype(), value.dims());
+  c->attrs().Set("value", std::move(value));
   return c->output(0);
 }
 

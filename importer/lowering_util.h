@@ -19,6 +19,8 @@ ir::Value IntScalar(ir::Graph& g, const std::string& hint, int64_t v);
 // A float constant of `dtype` and `dims` ({} = a scalar), every element `fill`.
 StatusOr<ir::Value> FilledConstant(ir::Graph& g, const std::string& hint, ir::DType dtype,
                                    const std::vector<int64_t>& dims, double fill);
+// A Constant holding `value`.
+ir::Value TensorConstant(ir::Graph& g, const std::string& hint, ir::Tensor value);
 // True when v is a Constant node (not an initializer: that is a parameter,
 // which training moves off its initial ones / zeros) whose every element
 // equals `x`.

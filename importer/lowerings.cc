@@ -21,6 +21,7 @@
 //     LowerGroupNorm, LowerRMSNorm, LowerSwish below.
 //   Einsum (one or two inputs): see EinsumLowering below.
 //   Attention (opsets 23-25): importer/lower_attention.cc.
+//   Col2Im: see LowerCol2Im below.
 //   GlobalMaxPool, Softsign, Shrink, ThresholdedRelu, ReduceL1,
 //   ReduceSumSquare, ReduceLogSum, Sum, Mean, OneHot,
 //   NegativeLogLikelihoodLoss: each a few
@@ -34,6 +35,7 @@
 #include "importer/lowering_util.h"
 #include "importer/opset_adapters.h"
 #include "ir/einsum_equation.h"
+#include "ir/infer/conv_geometry.h"
 #include "ir/infer/value_util.h"
 #include "ir/onnx_dtype.h"
 
@@ -354,6 +356,71 @@ Status LowerBlockRearrange(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, v);
 }
 
+// Col2Im (ir/ops.def). The patches x [N, C K, L] (K = prod(block), L =
+// prod(counts)) are either
+//   tiles (strides = block, dilations 1, no pads, counts x block = image):
+//     Reshape [N, C, block..., counts...] -> Transpose to [N, C, counts_0,
+//     block_0, counts_1, block_1, ...] -> Reshape [N, C, image...], which
+//     moves values and adds nothing; or
+//   overlapping or padded: Reshape [N C, K, counts...] -> ConvTranspose with
+//     one-hot weights W [K, 1, block...] (input channel k writes block
+//     position k; the strides, dilations and pads of the attributes, and
+//     output_padding for the rows and columns after the last block) ->
+//     Reshape [N, C, image...]. Each output pixel is the sum of the patch
+//     values that cover it; ConvTranspose multiplies by the zero weights
+//     too, so an inf in a patch spreads NaN across its block.
+// N may be symbolic (taken from Shape(x)); C follows from -1.
+Status LowerCol2Im(ir::Graph& g, ir::Node* n) {
+  Value x = n->input(0);
+  const std::string base = n->name();
+  auto geometry = ir::DecodeCol2Im(n->attrs(), g.ConstantValue(n->input(1)), g.ConstantValue(n->input(2)));
+  if (!geometry.ok()) return InvalidArgument(n->Describe(), ": ", geometry.status().message());
+  const ir::Col2ImGeometry& geo = *geometry;
+  const ir::WindowGeometry& w = geo.window;
+  const size_t rank = geo.image.size();
+  ShapeBuilder sb(g, x, base);
+  auto reshape = [&](Value v, Value shape, const char* what) {
+    return g.AddNode(OpKind::kReshape, {v, shape}, 1, g.UniqueName(base + "_" + what))->output(0);
+  };
+  Value image_shape = sb.Concat({sb.Dims({0}), sb.Const({-1}), sb.Const(geo.image)});
+  bool tiles = true;
+  for (size_t d = 0; d < rank; ++d)
+    tiles = tiles && w.strides[d] == w.kernel[d] && w.dilations[d] == 1 && w.pads_begin[d] == 0 && w.pads_end[d] == 0 &&
+            geo.counts[d] * w.kernel[d] == geo.image[d];
+  if (tiles) {
+    std::vector<int64_t> split = w.kernel, perm{0, 1};
+    split.insert(split.end(), geo.counts.begin(), geo.counts.end());
+    for (size_t d = 0; d < rank; ++d) {
+      perm.push_back(static_cast<int64_t>(2 + rank + d));
+      perm.push_back(static_cast<int64_t>(2 + d));
+    }
+    Value v = reshape(x, sb.Concat({sb.Dims({0}), sb.Const({-1}), sb.Const(split)}), "blocks");
+    ir::Node* t = g.AddNode(OpKind::kTranspose, {v}, 1, g.UniqueName(base + "_transpose"));
+    t->attrs().Set("perm", perm);
+    return Replace(g, n, reshape(t->output(0), image_shape, "image"));
+  }
+  std::vector<int64_t> patches{-1, geo.block_elements};
+  patches.insert(patches.end(), geo.counts.begin(), geo.counts.end());
+  std::vector<int64_t> wdims{geo.block_elements, 1};
+  wdims.insert(wdims.end(), w.kernel.begin(), w.kernel.end());
+  AMP_ASSIGN_OR_RETURN(ir::Tensor weights, ir::Tensor::Zeros(g.type(x).dtype, wdims));
+  for (int64_t k = 0; k < geo.block_elements; ++k) ir::SetElementFromDouble(weights, k * geo.block_elements + k, 1.0);
+  Value one_hot = TensorConstant(g, base + "_one_hot", std::move(weights));
+  std::vector<int64_t> pads = w.pads_begin, output_padding(rank);
+  pads.insert(pads.end(), w.pads_end.begin(), w.pads_end.end());
+  for (size_t d = 0; d < rank; ++d)
+    output_padding[d] = geo.image[d] + w.pads_begin[d] + w.pads_end[d] - ((geo.counts[d] - 1) * w.strides[d] + w.extent(d));
+  ir::Node* ct = g.AddNode(OpKind::kConvTranspose, {reshape(x, IntsConstant(g, base + "_patches", patches), "patches"), one_hot},
+                           1, g.UniqueName(base + "_sum"));
+  ct->attrs().Set("kernel_shape", w.kernel);
+  ct->attrs().Set("strides", w.strides);
+  ct->attrs().Set("dilations", w.dilations);
+  ct->attrs().Set("pads", pads);
+  ct->attrs().Set("output_padding", output_padding);
+  ct->set_doc(n->doc());
+  return Replace(g, n, reshape(ct->output(0), image_shape, "image"));
+}
+
 // Einsum, one or two inputs, no label repeated within an input (no
 // diagonals). Labels of one input that the output lacks are summed first;
 // then with two inputs:
@@ -509,6 +576,7 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kNegativeLogLikelihoodLoss: AMP_RETURN_IF_ERROR(LowerNllLoss(g, n)); break;
       case OpKind::kDepthToSpace:
       case OpKind::kSpaceToDepth: AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n)); break;
+      case OpKind::kCol2Im: AMP_RETURN_IF_ERROR(LowerCol2Im(g, n)); break;
       default: return Internal(n->Describe(), ": the op is marked lowered but has no lowering");
     }
   }

@@ -258,6 +258,7 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kTrilu: return 14;
     case OpKind::kGridSample: return 16;
     case OpKind::kMish:
+    case OpKind::kCol2Im:
     case OpKind::kGroupNormalization: return 18;
     case OpKind::kAffineGrid: return 20;
     case OpKind::kEinsum: return 12;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ir/tensor.h"
+
 namespace amptrain::ir {
 
 namespace {
@@ -112,6 +114,32 @@ StatusOr<std::vector<int64_t>> WindowGeometry::ResolveTransposed(const std::vect
     if (out[d] < 1) return InvalidArgument("ConvTranspose output spatial dim ", d, " would be ", out[d]);
   }
   return out;
+}
+
+StatusOr<Col2ImGeometry> DecodeCol2Im(const Attributes& attrs, const Tensor* image_shape, const Tensor* block_shape) {
+  if (!image_shape || !block_shape)
+    return InvalidArgument("image_shape and block_shape must be constants (their values decide the output shape)");
+  if (image_shape->dims().size() != 1 || block_shape->dims().size() != 1 ||
+      image_shape->num_elements() != block_shape->num_elements() || image_shape->num_elements() < 1)
+    return InvalidArgument("image_shape (", image_shape->num_elements(), " values) and block_shape (",
+                           block_shape->num_elements(), ") must be 1-D of one length, the spatial rank");
+  Col2ImGeometry g;
+  g.image = image_shape->ToInt64Vector();
+  std::vector<int64_t> block = block_shape->ToInt64Vector();
+  for (int64_t v : g.image)
+    if (v < 1) return InvalidArgument("image_shape has a size ", v, ", expected >= 1");
+  for (int64_t v : block) {
+    if (v < 1) return InvalidArgument("block_shape has a size ", v, ", expected >= 1");
+    if (__builtin_mul_overflow(g.block_elements, v, &g.block_elements))
+      return InvalidArgument("block_shape's product overflows");
+  }
+  if (attrs.Has("auto_pad") || attrs.Has("kernel_shape") || attrs.Has("ceil_mode"))
+    return InvalidArgument("Col2Im takes only dilations, pads and strides as attributes");
+  AMP_ASSIGN_OR_RETURN(g.window, DecodeWindow(attrs, block.size(), block));
+  AMP_ASSIGN_OR_RETURN(g.counts, g.window.Resolve(g.image));
+  for (int64_t c : g.counts)
+    if (__builtin_mul_overflow(g.positions, c, &g.positions)) return InvalidArgument("the block count overflows");
+  return g;
 }
 
 }  // namespace amptrain::ir

@@ -26,6 +26,8 @@
 
 namespace amptrain::ir {
 
+class Tensor;
+
 enum class AutoPad { kNotSet, kSameUpper, kSameLower, kValid };
 
 struct WindowGeometry {
@@ -58,5 +60,18 @@ struct WindowGeometry {
 // callers prefix them.
 StatusOr<WindowGeometry> DecodeWindow(const Attributes& attrs, size_t spatial_rank, const std::vector<int64_t>& kernel,
                                       bool transposed = false);
+
+// Col2Im(x [N, C prod(block), L], image_shape, block_shape): the blocks'
+// window (kernel = block_shape; strides, dilations, pads from the
+// attributes), the image sizes and the number of block positions per dim,
+// whose product L must be. image_shape and block_shape must be known (1-D
+// int64 of one length).
+struct Col2ImGeometry {
+  WindowGeometry window;
+  std::vector<int64_t> image, counts;
+  int64_t block_elements = 1, positions = 1;  // prod(block_shape), prod(counts) = L
+};
+StatusOr<Col2ImGeometry> DecodeCol2Im(const Attributes& attrs, const Tensor* image_shape,
+                                      const Tensor* block_shape);
 
 }  // namespace amptrain::ir

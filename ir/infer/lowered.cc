@@ -4,6 +4,7 @@
 //   DepthToSpace(x [N, C, H, W]), attrs blocksize b, mode DCR|CRD: [N, C / b^2, H b, W b].
 //   SpaceToDepth(x [N, C, H, W]), attrs blocksize b, mode DCR|CRD (opset 24): [N, C b^2, H / b, W / b].
 #include "ir/einsum_equation.h"
+#include "ir/infer/conv_geometry.h"
 #include "ir/infer/infer_util.h"
 
 namespace amptrain::ir {
@@ -302,6 +303,30 @@ Status InferNegativeLogLikelihoodLoss(InferContext& ctx) {
     return ctx.Error("input ", x.ToString(), " and target ", t.ToString(), ": expected [N, C, d...] and [N, d...]");
   ctx.outputs[0] = reduction == "none" ? TensorType::Of(ctx.inputs[0].dtype, t)
                                        : TensorType::Of(ctx.inputs[0].dtype, std::vector<int64_t>{});
+  return Status::Ok();
+}
+
+// Col2Im(x [N, C prod(block), L], image_shape, block_shape): [N, C, image...]
+// (ir/infer/conv_geometry.h: DecodeCol2Im).
+Status InferCol2Im(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  const Shape& x = ctx.inputs[0].shape;
+  if (x.rank() != 3) return ctx.Error("input has shape ", x.ToString(), ", expected [N, C x prod(block_shape), L]");
+  auto geometry = DecodeCol2Im(*ctx.attrs, ctx.value(1), ctx.value(2));
+  if (!geometry.ok()) return ctx.Error(geometry.status().message());
+  Dim channels = UnknownDim();
+  if (x[1].is_static()) {
+    if (x[1].value % geometry->block_elements != 0)
+      return ctx.Error("input has ", x[1].value, " channels, not a multiple of the block size ",
+                       geometry->block_elements);
+    channels = Dim::Static(x[1].value / geometry->block_elements);
+  }
+  if (x[2].is_static() && x[2].value != geometry->positions)
+    return ctx.Error("input has ", x[2].value, " blocks (L), the image and block shapes give ", geometry->positions);
+  std::vector<Dim> dims{x[0], channels};
+  for (int64_t v : geometry->image) dims.push_back(Dim::Static(v));
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
   return Status::Ok();
 }
 

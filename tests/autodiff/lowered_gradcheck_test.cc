@@ -273,5 +273,30 @@ TEST(LoweredGradCheck, NegativeLogLikelihoodLoss) {
   }
 }
 
+// Col2Im in both of its lowerings: tiles (Reshape/Transpose) and
+// overlapping, dilated, padded blocks with a remainder row (one-hot
+// ConvTranspose with output_padding).
+TEST(LoweredGradCheck, Col2Im) {
+  struct Case {
+    const char* what;
+    std::vector<int64_t> x, image, block, strides, dilations, pads;
+  };
+  const std::vector<Case> cases = {
+      {"tiles", {2, 8, 6}, {4, 6}, {2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}},
+      {"overlap", {1, 18, 9}, {3, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}},
+      {"dilated, padded, remainder", {2, 12, 15}, {6, 7}, {2, 3}, {2, 1}, {2, 1}, {1, 0, 1, 0}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    GRADCHECK((std::vector<GradInput>{{"x", c.x}}), [&](Graph& g, const V& x) {
+      Attributes a;
+      a.Set("strides", c.strides);
+      a.Set("dilations", c.dilations);
+      a.Set("pads", c.pads);
+      return Lowered(g, OpKind::kCol2Im, {x[0], IntsConst(g, c.image), IntsConst(g, c.block)}, a);
+    });
+  }
+}
+
 }  // namespace
 }  // namespace amptrain::autodiff::testing

@@ -151,7 +151,7 @@ TEST(Malformed, SubgraphAttribute) {
   ExpectError(m, {"Relu node 'relu'", "'body'", "subgraph"});
   onnx::ModelProto i = Small();
   AddNode(i, "If", {"y"}, {"z"}, "if_1");
-  ExpectError(i, {"unsupported op 'If'", "node 'if_1'"});
+  ExpectError(i, {"If node 'if_1' has no then_branch graph"});
 }
 
 TEST(Malformed, OpsetAndIrVersionBounds) {

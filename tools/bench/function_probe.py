@@ -37,6 +37,8 @@ cases = {
  "adaptive_max_2": (lambda x,m: F.adaptive_max_pool2d(x,2), (2,3,8,8)),
  "unfold": (lambda x,m: F.unfold(x, 3, padding=1), (2,3,6,6)),
  "fold": (lambda x,m: F.fold(x, (4,4), 2, stride=2), (2,12,4)),
+ "fold_overlap": (lambda x,m: F.fold(x, (5,5), 3, padding=1), (2,18,25)),
+ "fold_dilated": (lambda x,m: F.fold(x, (6,7), (2,3), dilation=(2,1), padding=(1,0), stride=(2,1)), (2,12,15)),
  "lppool": (lambda x,m: F.lp_pool2d(x, 2, 2), (2,3,8,8)),
  "lrn": (lambda x,m: F.local_response_norm(x, 3), (2,6,5,5)),
  "pad_reflect": (lambda x,m: F.pad(x,(1,2,2,1),mode="reflect"), (2,3,6,6)),

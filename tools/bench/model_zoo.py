@@ -565,12 +565,51 @@ def graph_scatter(gen):
     return M(), torch.randn(BATCH, 8, 16, generator=gen)
 
 
+def fold_patch_mixer(gen):
+    """Patch-space layers between F.unfold and F.fold (Col2Im): overlapping 3x3 patches mixed by a
+    Linear and folded back (each pixel sums the patches covering it), then non-overlapping 2x2 patches
+    re-tiled into an image as MAE's unpatchify does; BatchNorm and ReLU between."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, c=8):
+            super().__init__()
+            self.stem = nn.Conv2d(3, c, 3, padding=1)
+            self.mix = nn.Linear(c * 9, c * 9)
+            self.bn = nn.BatchNorm2d(c)
+            self.tile = nn.Linear(c * 4, c * 4)
+            self.head = nn.Linear(c, NUM_CLASSES)
+
+        def forward(self, x):
+            h = torch.relu(self.stem(x))                              # [B, c, 16, 16]
+            p = F.unfold(h, 3, padding=1)                             # [B, 9c, 256]
+            h = F.fold(self.mix(p.transpose(1, 2)).transpose(1, 2), (16, 16), 3, padding=1)
+            h = torch.relu(self.bn(h))
+            p = F.unfold(h, 2, stride=2)                              # [B, 4c, 64]
+            h = F.fold(self.tile(p.transpose(1, 2)).transpose(1, 2), (16, 16), 2, stride=2)
+            return self.head(h.mean(dim=(2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
+def lrn_alexnet(gen):
+    """AlexNet as first published, shrunk: local response normalization after the first two convolutions
+    (the TorchScript export writes F.local_response_norm with a shape-checked squeeze, an If) and
+    overlapping 3x3 / stride 2 max pooling."""
+    torch, nn, F = _nn()
+    model = nn.Sequential(nn.Conv2d(3, 16, 5, stride=2, padding=2), nn.ReLU(), nn.LocalResponseNorm(5, k=2.0),
+                          nn.MaxPool2d(3, 2), nn.Conv2d(16, 24, 3, padding=1), nn.ReLU(),
+                          nn.LocalResponseNorm(5, k=2.0), nn.MaxPool2d(3, 2), nn.Flatten(),
+                          nn.Linear(24 * 3 * 3, 32), nn.ReLU(), nn.Linear(32, NUM_CLASSES))
+    return model, torch.randn(BATCH, 3, 32, 32, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
                                clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
-                               trig_features, graph_scatter)}
+                               trig_features, graph_scatter, fold_patch_mixer, lrn_alexnet)}
 
 
 def build(name, seed=0):

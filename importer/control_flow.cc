@@ -1,0 +1,485 @@
+// Control flow that shapes and constants decide, replaced by plain nodes on
+// the proto before validation (detail::InlineStaticControlFlow). The IR has
+// no control flow; exporters write some where the traced code did not need
+// any:
+// - If. PyTorch's TorchScript exporter writes one where a Python-level
+//   decision depended on a size it did not keep: `x.squeeze(1)` becomes
+//     c = Equal(Gather(Shape(x), 1), 1); y = If(c) {Squeeze(x, 1)} else {Identity(x)}
+//   (F.local_response_norm, any squeeze of a dim whose size it lost). The If
+//   becomes the nodes of the branch its condition takes.
+// - Loop with a trip count M (nn.EmbeddingBag's per-bag loop, a loop over a
+//   static dim). It is unrolled M times: iteration i's body reads i as a
+//   constant, the loop-carried values of iteration i - 1 and the outer
+//   scope; the carried outputs are the last iteration's, each scan output
+//   the Concat of the iterations' values along a new first axis. The body's
+//   condition output must be true after every iteration but the last (the
+//   loop runs its M iterations); that is checked like a condition.
+// Conditions and trip counts are decided by importing the nodes they depend
+// on (the same rules and folding as the model itself); each round decides
+// every construct not behind another one, so nested ones are decided one
+// level at a time. A branch or body is copied with its names made unique
+// (prefix "<node>/then/", "<node>/iter<i>/") and one Identity per output
+// carries the node's output names. What the data decides is refused, naming
+// the node and the reason.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "importer/import_internal.h"
+#include "ir/status.h"
+
+namespace amptrain::importer::detail {
+
+namespace {
+
+bool IsDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+bool IsIf(const onnx::NodeProto& n) { return n.op_type() == "If" && IsDefaultDomain(n); }
+bool IsLoop(const onnx::NodeProto& n) { return n.op_type() == "Loop" && IsDefaultDomain(n); }
+
+bool HasSubgraph(const onnx::NodeProto& n) {
+  for (const auto& a : n.attribute())
+    if (a.has_g() || a.graphs_size() > 0) return true;
+  return false;
+}
+
+const onnx::GraphProto* GraphAttr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name && a.has_g()) return &a.g();
+  return nullptr;
+}
+
+// Float initializers above this many elements enter a probe as typed graph
+// inputs instead of copies: their shapes decide conditions, their values
+// never do (the import keeps float initializers unfolded).
+constexpr int64_t kProbeCopyLimit = 4096;
+// The most iterations a Loop is unrolled to.
+constexpr int64_t kMaxUnroll = 4096;
+
+int64_t Elements(const onnx::TensorProto& t) {  // saturating; validation checks the dims later
+  int64_t n = 1;
+  for (int64_t d : t.dims()) {
+    if (d <= 0) return 0;
+    if (__builtin_mul_overflow(n, d, &n)) return INT64_MAX;
+  }
+  return n;
+}
+
+// Replaces references to renamed values inside `g`, a subgraph nested in a
+// copied branch or body; its own definitions shadow outer names.
+void RenameNested(onnx::GraphProto& g, std::unordered_map<std::string, std::string> renamed) {
+  for (const auto& v : g.input()) renamed.erase(v.name());
+  for (const auto& t : g.initializer()) renamed.erase(t.name());
+  for (const auto& n : g.node())
+    for (const auto& o : n.output()) renamed.erase(o);
+  if (renamed.empty()) return;
+  for (auto& n : *g.mutable_node()) {
+    for (auto& in : *n.mutable_input())
+      if (auto it = renamed.find(in); it != renamed.end()) in = it->second;
+    for (auto& a : *n.mutable_attribute()) {
+      if (a.has_g()) RenameNested(*a.mutable_g(), renamed);
+      for (auto& sub : *a.mutable_graphs()) RenameNested(sub, renamed);
+    }
+  }
+  for (auto& out : *g.mutable_output())
+    if (auto it = renamed.find(out.name()); it != renamed.end()) out.set_name(it->second);
+}
+
+// A value that must be known at import: an If's condition, a Loop's trip
+// count or initial condition, or a body's condition after an iteration.
+struct Question {
+  std::string value;
+  std::string what;        // "the condition of If node 'x'"
+  bool must_hold = false;  // a body's condition: true, or the loop ends early
+};
+
+class Inliner {
+ public:
+  Inliner(onnx::ModelProto& model, const ConstantEvaluator& evaluate) : model_(model), evaluate_(evaluate) {}
+
+  Status Run() {
+    CollectNames(model_.graph());
+    for (;;) {
+      onnx::GraphProto& g = *model_.mutable_graph();
+      std::unordered_map<std::string, int> producer;
+      for (int i = 0; i < g.node_size(); ++i)
+        for (const auto& o : g.node(i).output())
+          if (!o.empty()) producer[o] = i;
+      // The constructs whose questions no other construct stands behind.
+      std::vector<int> ready;
+      std::vector<Question> asked;
+      std::vector<bool> ancestor(static_cast<size_t>(g.node_size()), false);
+      bool any = false;
+      auto askable = [&](const std::vector<Question>& qs) {
+        std::vector<bool> mine(static_cast<size_t>(g.node_size()), false);
+        for (const Question& q : qs)
+          if (Ancestors(g, producer, q.value, mine)) return false;
+        for (size_t k = 0; k < mine.size(); ++k) ancestor[k] = ancestor[k] || mine[k];
+        asked.insert(asked.end(), qs.begin(), qs.end());
+        return true;
+      };
+      for (int i = 0; i < g.node_size(); ++i) {
+        const onnx::NodeProto& n = g.node(i);
+        if (!IsIf(n) && !IsLoop(n)) continue;
+        any = true;
+        AMP_ASSIGN_OR_RETURN(std::vector<Question> qs, IsIf(n) ? CheckIf(n, i) : CheckLoop(n, i));
+        if (askable(qs)) ready.push_back(i);
+      }
+      std::vector<Question> waiting;
+      for (Question& q : assertions_) {
+        any = true;
+        if (!askable({q})) waiting.push_back(std::move(q));
+      }
+      assertions_ = std::move(waiting);
+      if (!any) return Status::Ok();
+      if (ready.empty() && asked.empty())
+        return Unimplemented("every If and Loop depends on a Scan or another construct amptrain does not import");
+      AMP_ASSIGN_OR_RETURN(std::vector<std::optional<ir::Tensor>> values, Decide(g, asked, ancestor));
+      std::unordered_map<std::string, const ir::Tensor*> known;
+      for (size_t k = 0; k < asked.size(); ++k)
+        if (values[k]) known[asked[k].value] = &*values[k];
+      for (const Question& q : asked) {
+        if (!q.must_hold) continue;
+        AMP_ASSIGN_OR_RETURN(bool v, Bool(known, q));
+        if (!v) return Unimplemented(q.what, " is false: the loop ends before its trip count, which amptrain cannot unroll");
+      }
+      // Back to front, so that earlier indices stay valid.
+      for (size_t k = ready.size(); k-- > 0;) {
+        const int i = ready[k];
+        if (IsIf(g.node(i))) {
+          AMP_ASSIGN_OR_RETURN(bool taken, Bool(known, IfQuestion(g.node(i), i)));
+          AMP_RETURN_IF_ERROR(InlineIf(i, taken));
+        } else {
+          AMP_RETURN_IF_ERROR(UnrollLoop(i, known));
+        }
+      }
+    }
+  }
+
+ private:
+  void CollectNames(const onnx::GraphProto& g) {
+    for (const auto& v : g.input()) names_.insert(v.name());
+    for (const auto& t : g.initializer()) names_.insert(t.name());
+    for (const auto& n : g.node()) {
+      names_.insert(n.name());
+      for (const auto& o : n.output()) names_.insert(o);
+      for (const auto& a : n.attribute()) {
+        if (a.has_g()) CollectNames(a.g());
+        for (const auto& sub : a.graphs()) CollectNames(sub);
+      }
+    }
+  }
+
+  static std::string Label(const onnx::NodeProto& n, int index) {
+    return StrCat(n.op_type(), " ", NodeLabel(n, index));
+  }
+
+  static Question IfQuestion(const onnx::NodeProto& n, int index) {
+    return {n.input(0), StrCat("the condition of ", Label(n, index))};
+  }
+
+  // The If's own shape: one condition, two branch graphs with one output per
+  // node output. Its question: the condition.
+  static StatusOr<std::vector<Question>> CheckIf(const onnx::NodeProto& n, int index) {
+    const std::string label = Label(n, index);
+    if (n.input_size() != 1 || n.input(0).empty())
+      return InvalidArgument(label, " has ", n.input_size(), " inputs, expected 1 (the condition)");
+    for (const char* name : {"then_branch", "else_branch"}) {
+      const onnx::GraphProto* branch = GraphAttr(n, name);
+      if (!branch) return InvalidArgument(label, " has no ", name, " graph");
+      if (branch->output_size() != n.output_size())
+        return InvalidArgument(label, ": its ", name, " has ", branch->output_size(), " outputs, the node ",
+                               n.output_size());
+      if (branch->sparse_initializer_size() > 0) return Unimplemented(label, ": its ", name, " has sparse initializers");
+    }
+    return std::vector<Question>{IfQuestion(n, index)};
+  }
+
+  // Loop(M, cond, v...) with body (i, cond_in, v_in...) -> (cond_out, v_out...,
+  // scans...): N carried values, K scan outputs. Its questions: M and, when
+  // given, the initial condition.
+  static StatusOr<std::vector<Question>> CheckLoop(const onnx::NodeProto& n, int index) {
+    const std::string label = Label(n, index);
+    const onnx::GraphProto* body = GraphAttr(n, "body");
+    if (!body) return InvalidArgument(label, " has no body graph");
+    if (n.input_size() < 2) return InvalidArgument(label, " has ", n.input_size(), " inputs, expected M, cond, v...");
+    const int carried = n.input_size() - 2;
+    if (body->input_size() != 2 + carried)
+      return InvalidArgument(label, ": its body has ", body->input_size(), " inputs, expected ", 2 + carried,
+                             " (iteration, condition and the ", carried, " loop-carried values)");
+    if (body->output_size() != 1 + n.output_size() || n.output_size() < carried)
+      return InvalidArgument(label, ": its body has ", body->output_size(), " outputs and the node ", n.output_size(),
+                             ", expected the condition, ", carried, " loop-carried values and the scan outputs");
+    if (body->sparse_initializer_size() > 0) return Unimplemented(label, ": its body has sparse initializers");
+    if (n.input(0).empty())
+      return Unimplemented(label, " has no trip count M: it runs until its condition turns false, which the data "
+                           "decides, and amptrain has no control flow");
+    std::vector<Question> qs{{n.input(0), StrCat("the trip count M of ", label)}};
+    if (!n.input(1).empty()) qs.push_back({n.input(1), StrCat("the initial condition of ", label)});
+    return qs;
+  }
+
+  static StatusOr<bool> Bool(const std::unordered_map<std::string, const ir::Tensor*>& known, const Question& q) {
+    auto it = known.find(q.value);
+    if (it == known.end())
+      return Unimplemented(q.what, " ('", q.value, "') depends on the input data, and amptrain has no control flow; "
+                           "it imports If and Loop only where shapes and constants decide them (export with static "
+                           "shapes, or without the data-dependent branch)");
+    if (it->second->dtype() != ir::DType::kBool || it->second->num_elements() != 1)
+      return InvalidArgument(q.what, " is not one bool");
+    return it->second->GetAsInt64(0) != 0;
+  }
+
+  // Marks the nodes `value` depends on; true when one of them has a subgraph
+  // (a construct decided in a later round, or a Scan).
+  static bool Ancestors(const onnx::GraphProto& g, const std::unordered_map<std::string, int>& producer,
+                        const std::string& value, std::vector<bool>& mark) {
+    std::vector<std::string> stack{value};
+    bool blocked = false;
+    while (!stack.empty()) {
+      std::string v = std::move(stack.back());
+      stack.pop_back();
+      auto it = producer.find(v);
+      if (it == producer.end() || mark[static_cast<size_t>(it->second)]) continue;
+      mark[static_cast<size_t>(it->second)] = true;
+      const onnx::NodeProto& n = g.node(it->second);
+      if (HasSubgraph(n)) blocked = true;
+      for (const auto& in : n.input())
+        if (!in.empty()) stack.push_back(in);
+    }
+    return blocked;
+  }
+
+  // The values `asked`, from a model of the nodes marked in `ancestor`;
+  // nullopt where the import cannot fold one to a constant.
+  StatusOr<std::vector<std::optional<ir::Tensor>>> Decide(const onnx::GraphProto& g, const std::vector<Question>& asked,
+                                                          const std::vector<bool>& ancestor) {
+    onnx::ModelProto probe;
+    probe.set_ir_version(model_.ir_version());
+    *probe.mutable_opset_import() = model_.opset_import();
+    onnx::GraphProto& pg = *probe.mutable_graph();
+    pg.set_name(g.name());
+    std::unordered_set<std::string> used;
+    for (int i = 0; i < g.node_size(); ++i)
+      if (ancestor[static_cast<size_t>(i)]) {
+        *pg.add_node() = g.node(i);
+        for (const auto& in : g.node(i).input()) used.insert(in);
+      }
+    for (const Question& q : asked) used.insert(q.value);
+    for (const auto& v : g.input())
+      if (used.count(v.name())) *pg.add_input() = v;
+    for (const auto& t : g.initializer()) {
+      if (!used.count(t.name())) continue;
+      const bool is_float = t.data_type() == onnx::TensorProto::FLOAT || t.data_type() == onnx::TensorProto::FLOAT16 ||
+                            t.data_type() == onnx::TensorProto::BFLOAT16 || t.data_type() == onnx::TensorProto::DOUBLE;
+      if (!is_float || Elements(t) <= kProbeCopyLimit) {
+        *pg.add_initializer() = t;
+        continue;
+      }
+      onnx::ValueInfoProto* in = pg.add_input();
+      in->set_name(t.name());
+      auto* tensor = in->mutable_type()->mutable_tensor_type();
+      tensor->set_elem_type(t.data_type());
+      for (int64_t d : t.dims()) tensor->mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    std::unordered_set<std::string> outputs;
+    for (const Question& q : asked)
+      if (outputs.insert(q.value).second) pg.add_output()->set_name(q.value);
+    auto decided = evaluate_(probe);
+    if (!decided.ok()) return decided.status().WithContext(StrCat("deciding ", asked.front().what));
+    if (decided->size() != outputs.size())
+      return Internal("the control-flow probe gave ", decided->size(), " values for ", outputs.size());
+    std::unordered_map<std::string, size_t> at;
+    for (int k = 0; k < pg.output_size(); ++k) at[pg.output(k).name()] = static_cast<size_t>(k);
+    std::vector<std::optional<ir::Tensor>> out;
+    for (const Question& q : asked) out.push_back((*decided)[at.at(q.value)]);
+    return out;
+  }
+
+  // Copies `sub`'s nodes and initializers into the graph with names under
+  // `prefix`; `bound` names its graph inputs' values (the iteration, the
+  // carried values). Returns the new names of its outputs.
+  StatusOr<std::vector<std::string>> CopySubgraph(const onnx::GraphProto& sub, const std::string& prefix,
+                                                  const std::unordered_map<std::string, std::string>& bound,
+                                                  std::vector<onnx::NodeProto>& added) {
+    onnx::GraphProto& g = *model_.mutable_graph();
+    std::unordered_map<std::string, std::string> renamed = bound;
+    for (const auto& t : sub.initializer()) renamed[t.name()] = Fresh(prefix + t.name());
+    for (const auto& n : sub.node())
+      for (const auto& o : n.output())
+        if (!o.empty()) renamed[o] = Fresh(prefix + o);
+    auto rename = [&](const std::string& v) {
+      auto it = renamed.find(v);
+      return it == renamed.end() ? v : it->second;
+    };
+    for (const auto& t : sub.initializer()) {
+      onnx::TensorProto* copy = g.add_initializer();
+      *copy = t;
+      copy->set_name(renamed.at(t.name()));
+    }
+    for (const auto& sn : sub.node()) {
+      onnx::NodeProto n = sn;
+      n.set_name(Fresh(prefix + (sn.name().empty() ? sn.op_type() : sn.name())));
+      for (auto& in : *n.mutable_input())
+        if (!in.empty()) in = rename(in);
+      for (auto& out : *n.mutable_output())
+        if (!out.empty()) out = renamed.at(out);
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_g()) RenameNested(*a.mutable_g(), renamed);
+        for (auto& s : *a.mutable_graphs()) RenameNested(s, renamed);
+      }
+      added.push_back(std::move(n));
+    }
+    std::vector<std::string> outputs;
+    for (const auto& o : sub.output()) outputs.push_back(rename(o.name()));
+    return outputs;
+  }
+
+  onnx::NodeProto Node(const std::string& op, std::vector<std::string> inputs, const std::string& output,
+                       const std::string& name) {
+    onnx::NodeProto n;
+    n.set_op_type(op);
+    n.set_name(Fresh(name));
+    for (auto& in : inputs) n.add_input(std::move(in));
+    n.add_output(output);
+    return n;
+  }
+
+  std::string IntsInitializer(const std::string& stem, const std::vector<int64_t>& v, bool scalar) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(Fresh(stem));
+    t->set_data_type(onnx::TensorProto::INT64);
+    if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
+    for (int64_t x : v) t->add_int64_data(x);
+    return t->name();
+  }
+
+  std::string TrueInitializer(const std::string& stem) {
+    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
+    t->set_name(Fresh(stem));
+    t->set_data_type(onnx::TensorProto::BOOL);
+    t->add_int32_data(1);
+    return t->name();
+  }
+
+  // Node `index` gives way to `added`, in its place.
+  Status Splice(int index, std::vector<onnx::NodeProto>& added, const std::string& label) {
+    onnx::GraphProto& g = *model_.mutable_graph();
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    nodes.Reserve(g.node_size() - 1 + static_cast<int>(added.size()));
+    for (int i = 0; i < g.node_size(); ++i) {
+      if (i != index) {
+        *nodes.Add() = std::move(*g.mutable_node(i));
+        continue;
+      }
+      for (auto& n : added) *nodes.Add() = std::move(n);
+    }
+    g.mutable_node()->Swap(&nodes);
+    if (g.node_size() > kMaxNodes) return InvalidArgument("the graph has more than ", kMaxNodes, " nodes after inlining ", label);
+    return Status::Ok();
+  }
+
+  // If node `index` gives way to the branch `taken` selects.
+  Status InlineIf(int index, bool taken) {
+    const onnx::NodeProto node = model_.graph().node(index);
+    const std::string label = Label(node, index);
+    const onnx::GraphProto* branch = GraphAttr(node, taken ? "then_branch" : "else_branch");
+    const std::string prefix = StrCat(node.name().empty() ? StrCat("If_", index) : node.name(), "/",
+                                      taken ? "then" : "else", "/");
+    std::vector<onnx::NodeProto> added;
+    AMP_ASSIGN_OR_RETURN(std::vector<std::string> outs, CopySubgraph(*branch, prefix, {}, added));
+    for (int k = 0; k < node.output_size(); ++k)
+      if (!node.output(k).empty())
+        added.push_back(Node("Identity", {outs[static_cast<size_t>(k)]}, node.output(k), StrCat(prefix, "output_", k)));
+    return Splice(index, added, label);
+  }
+
+  // Loop node `index` gives way to its body, M times.
+  Status UnrollLoop(int index, const std::unordered_map<std::string, const ir::Tensor*>& known) {
+    const onnx::NodeProto node = model_.graph().node(index);
+    const std::string label = Label(node, index);
+    auto trip = known.find(node.input(0));
+    if (trip == known.end()) return Bool(known, {node.input(0), StrCat("the trip count M of ", label)}).status();
+    if (!ir::IsInteger(trip->second->dtype()) || trip->second->num_elements() != 1)
+      return InvalidArgument("the trip count M of ", label, " is not one integer");
+    int64_t m = trip->second->GetAsInt64(0);
+    if (!node.input(1).empty()) {
+      AMP_ASSIGN_OR_RETURN(bool run, Bool(known, {node.input(1), StrCat("the initial condition of ", label)}));
+      if (!run) m = 0;
+    }
+    m = std::max<int64_t>(m, 0);
+    const onnx::GraphProto& body = *GraphAttr(node, "body");
+    const int carried = node.input_size() - 2, scans = node.output_size() - carried;
+    if (m > kMaxUnroll) return Unimplemented(label, " runs ", m, " iterations; amptrain unrolls at most ", kMaxUnroll);
+    if (m == 0 && scans > 0) return Unimplemented(label, " runs no iteration, and amptrain has no empty scan outputs");
+    const std::string stem = node.name().empty() ? StrCat("Loop_", index) : node.name();
+    std::vector<onnx::NodeProto> added;
+    std::vector<std::string> state(node.input().begin() + 2, node.input().end());
+    std::vector<std::vector<std::string>> scanned(static_cast<size_t>(scans));
+    const std::string yes = TrueInitializer(stem + "/true");
+    for (int64_t i = 0; i < m; ++i) {
+      if (static_cast<int64_t>(added.size()) + model_.graph().node_size() > kMaxNodes)
+        return InvalidArgument(label, ": unrolling its ", m, " iterations makes more than ", kMaxNodes, " nodes");
+      const std::string prefix = StrCat(stem, "/iter", i, "/");
+      std::unordered_map<std::string, std::string> bound;
+      bound[body.input(0).name()] = IntsInitializer(prefix + "iteration", {i}, true);
+      bound[body.input(1).name()] = yes;
+      for (int k = 0; k < carried; ++k) bound[body.input(2 + k).name()] = state[static_cast<size_t>(k)];
+      AMP_ASSIGN_OR_RETURN(std::vector<std::string> outs, CopySubgraph(body, prefix, bound, added));
+      if (i + 1 < m)
+        assertions_.push_back({outs[0], StrCat("the condition after iteration ", i, " of ", label), true});
+      for (int k = 0; k < carried; ++k) state[static_cast<size_t>(k)] = outs[static_cast<size_t>(1 + k)];
+      for (int k = 0; k < scans; ++k) scanned[static_cast<size_t>(k)].push_back(outs[static_cast<size_t>(1 + carried + k)]);
+    }
+    for (int k = 0; k < carried; ++k)
+      if (!node.output(k).empty())
+        added.push_back(Node("Identity", {state[static_cast<size_t>(k)]}, node.output(k), StrCat(stem, "/final_", k)));
+    if (scans > 0) {
+      const std::string axis = IntsInitializer(stem + "/scan_axis", {0}, false);
+      for (int k = 0; k < scans; ++k) {
+        const std::string& out = node.output(carried + k);
+        if (out.empty()) continue;
+        std::vector<std::string> rows;
+        for (size_t i = 0; i < scanned[static_cast<size_t>(k)].size(); ++i) {
+          rows.push_back(Fresh(StrCat(stem, "/scan_", k, "_row", i)));
+          added.push_back(Node("Unsqueeze", {scanned[static_cast<size_t>(k)][i], axis}, rows.back(), rows.back()));
+        }
+        onnx::NodeProto concat = Node("Concat", rows, out, StrCat(stem, "/scan_", k));
+        onnx::AttributeProto* a = concat.add_attribute();
+        a->set_name("axis");
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(0);
+        added.push_back(std::move(concat));
+      }
+    }
+    return Splice(index, added, label);
+  }
+
+  std::string Fresh(const std::string& stem) {
+    std::string name = stem;
+    for (int k = 1; names_.count(name); ++k) name = StrCat(stem, "_", k);
+    names_.insert(name);
+    return name;
+  }
+
+  onnx::ModelProto& model_;
+  const ConstantEvaluator& evaluate_;
+  std::unordered_set<std::string> names_;
+  std::vector<Question> assertions_;  // unrolled bodies' conditions, checked in the next round
+};
+
+}  // namespace
+
+Status InlineStaticControlFlow(onnx::ModelProto& model, const ConstantEvaluator& evaluate) {
+  if (!model.has_graph()) return Status::Ok();
+  bool any = false;
+  for (const auto& n : model.graph().node()) any = any || IsIf(n) || IsLoop(n);
+  if (!any) return Status::Ok();
+  return Inliner(model, evaluate).Run();
+}
+
+}  // namespace amptrain::importer::detail

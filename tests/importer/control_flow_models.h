@@ -1,0 +1,120 @@
+// ONNX models with control flow (If, Loop) built in C++, for the importer's
+// control-flow tests and the end-to-end runs of them.
+#pragma once
+
+#include <onnx/onnx_pb.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/importer/model_builder.h"
+
+namespace amptrain::importer::testing {
+
+inline void AddInts(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& v) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(v.size()));
+  for (int64_t x : v) t->add_int64_data(x);
+}
+
+inline onnx::NodeProto* AddGraphNode(onnx::GraphProto* g, const std::string& op, const std::vector<std::string>& inputs,
+                              const std::vector<std::string>& outputs, const std::string& name = "") {
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const auto& i : inputs) n->add_input(i);
+  for (const auto& o : outputs) n->add_output(o);
+  return n;
+}
+
+inline onnx::GraphProto* AddBranch(onnx::NodeProto* node, const std::string& attr) {
+  onnx::AttributeProto* a = node->add_attribute();
+  a->set_name(attr);
+  a->set_type(onnx::AttributeProto::GRAPH);
+  a->mutable_g()->set_name(attr);
+  return a->mutable_g();
+}
+
+// The exporter's `h.squeeze(1)`: If(Shape(h)[1] == 1) {Squeeze(h, 1)} else {Identity(h)}.
+// The then branch reads an outer value (h) and has a local initializer.
+inline onnx::NodeProto* AddSqueezeIf(onnx::ModelProto& m, const std::string& h, const std::string& out,
+                              const std::string& name) {
+  onnx::GraphProto* g = m.mutable_graph();
+  AddGraphNode(g, "Shape", {h}, {name + "_shape"});
+  AddGraphNode(g, "Gather", {name + "_shape", "one"}, {name + "_dim"});
+  AddGraphNode(g, "Equal", {name + "_dim", "one"}, {name + "_cond"});
+  onnx::NodeProto* node = AddGraphNode(g, "If", {name + "_cond"}, {out}, name);
+  onnx::GraphProto* then_g = AddBranch(node, "then_branch");
+  AddInts(then_g, "axes", {1});
+  AddGraphNode(then_g, "Squeeze", {h, "axes"}, {"squeezed"});
+  then_g->add_output()->set_name("squeezed");
+  onnx::GraphProto* else_g = AddBranch(node, "else_branch");
+  AddGraphNode(else_g, "Identity", {h}, {"same"});
+  else_g->add_output()->set_name("same");
+  return node;
+}
+
+// y = squeeze(x W, 1) with x [2, 1, 3] (the If takes then), k = squeeze(z, 1)
+// with z [2, 4, 3] (it takes else); W is 0, 0.5, 1, ... (AddInitializer).
+inline onnx::ModelProto TwoSqueezeIfs() {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {2, 1, 3});
+  AddInput(m, "z", {2, 4, 3});
+  AddInts(m.mutable_graph(), "one", {1});
+  AddInitializer(m, "W", {3, 3});
+  AddNode(m, "MatMul", {"x", "W"}, {"h"});
+  AddSqueezeIf(m, "h", "y", "squeeze_h");
+  AddSqueezeIf(m, "z", "k", "squeeze_z");
+  AddOutput(m, "y");
+  AddOutput(m, "k");
+  return m;
+}
+
+inline onnx::TensorProto* AddBool(onnx::GraphProto* g, const std::string& name, bool v) {
+  onnx::TensorProto* t = g->add_initializer();
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::BOOL);
+  t->add_int32_data(v ? 1 : 0);
+  return t;
+}
+
+enum class Trip { kShape, kNone, kData };
+
+// Loop(M, true, acc0) with body (i, c, acc) -> (c, acc + x[i], 2 x[i]); M is
+// Shape(x)[0] (nn.EmbeddingBag's per-bag loop has this shape), absent, or
+// computed from x's values. `cond_out` names the body's condition output:
+// "still" passes c on, "early" is i < 1.
+inline onnx::ModelProto LoopModel(const std::string& cond_out, Trip trip = Trip::kShape) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {4, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  AddInts(g, "zero", {0});
+  AddInts(g, "one", {1});
+  AddBool(g, "yes", true);
+  AddInitializer(m, "acc0", {3});
+  if (trip == Trip::kShape) {
+    AddGraphNode(g, "Shape", {"x"}, {"shape"});
+    AddGraphNode(g, "Gather", {"shape", "zero"}, {"rows"});
+    AddGraphNode(g, "Squeeze", {"rows"}, {"m"});
+  } else if (trip == Trip::kData) {
+    SetInt(AddGraphNode(g, "ReduceMax", {"x"}, {"largest"}), "keepdims", 0);
+    SetInt(AddGraphNode(g, "Cast", {"largest"}, {"m"}), "to", onnx::TensorProto::INT64);
+  }
+  onnx::NodeProto* loop =
+      AddGraphNode(g, "Loop", {trip == Trip::kNone ? "" : "m", "yes", "acc0"}, {"acc", "doubled"}, "rows_loop");
+  onnx::GraphProto* body = AddBranch(loop, "body");
+  for (const char* in : {"i", "c", "acc_in"}) body->add_input()->set_name(in);
+  AddGraphNode(body, "Gather", {"x", "i"}, {"row"});
+  AddGraphNode(body, "Add", {"acc_in", "row"}, {"acc_out"});
+  AddGraphNode(body, "Add", {"row", "row"}, {"row2"});
+  AddGraphNode(body, "Less", {"i", "one"}, {"early"});
+  AddGraphNode(body, "Identity", {"c"}, {"still"});
+  for (const std::string& out : {cond_out, std::string("acc_out"), std::string("row2")}) body->add_output()->set_name(out);
+  AddOutput(m, "acc");
+  AddOutput(m, "doubled");
+  return m;
+}
+
+}  // namespace amptrain::importer::testing
