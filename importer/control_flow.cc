@@ -57,8 +57,10 @@ const onnx::GraphProto* GraphAttr(const onnx::NodeProto& n, const std::string& n
 // inputs instead of copies: their shapes decide conditions, their values
 // never do (the import keeps float initializers unfolded).
 constexpr int64_t kProbeCopyLimit = 4096;
-// The most iterations a Loop is unrolled to.
-constexpr int64_t kMaxUnroll = 4096;
+// The most iterations a Loop is unrolled to, and the most nodes that
+// unrolling adds to a model (an input of a few KB must not make a graph of
+// millions of nodes).
+constexpr int64_t kMaxUnroll = 4096, kMaxUnrolledNodes = int64_t{1} << 17;
 
 int64_t Elements(const onnx::TensorProto& t) {  // saturating; validation checks the dims later
   int64_t n = 1;
@@ -147,16 +149,17 @@ class Inliner {
         AMP_ASSIGN_OR_RETURN(bool v, Bool(known, q));
         if (!v) return Unimplemented(q.what, " is false: the loop ends before its trip count, which amptrain cannot unroll");
       }
-      // Back to front, so that earlier indices stay valid.
-      for (size_t k = ready.size(); k-- > 0;) {
-        const int i = ready[k];
+      std::unordered_map<int, std::vector<onnx::NodeProto>> replaced;
+      for (int i : ready) {
+        std::vector<onnx::NodeProto>& added = replaced[i];
         if (IsIf(g.node(i))) {
           AMP_ASSIGN_OR_RETURN(bool taken, Bool(known, IfQuestion(g.node(i), i)));
-          AMP_RETURN_IF_ERROR(InlineIf(i, taken));
+          AMP_RETURN_IF_ERROR(InlineIf(i, taken, added));
         } else {
-          AMP_RETURN_IF_ERROR(UnrollLoop(i, known));
+          AMP_RETURN_IF_ERROR(UnrollLoop(i, known, added));
         }
       }
+      Splice(replaced);
     }
   }
 
@@ -366,41 +369,38 @@ class Inliner {
     return t->name();
   }
 
-  // Node `index` gives way to `added`, in its place.
-  Status Splice(int index, std::vector<onnx::NodeProto>& added, const std::string& label) {
+  // Each node of `replaced` gives way to its nodes, in its place.
+  void Splice(std::unordered_map<int, std::vector<onnx::NodeProto>>& replaced) {
     onnx::GraphProto& g = *model_.mutable_graph();
     google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
-    nodes.Reserve(g.node_size() - 1 + static_cast<int>(added.size()));
     for (int i = 0; i < g.node_size(); ++i) {
-      if (i != index) {
+      auto it = replaced.find(i);
+      if (it == replaced.end()) {
         *nodes.Add() = std::move(*g.mutable_node(i));
         continue;
       }
-      for (auto& n : added) *nodes.Add() = std::move(n);
+      for (auto& n : it->second) *nodes.Add() = std::move(n);
     }
     g.mutable_node()->Swap(&nodes);
-    if (g.node_size() > kMaxNodes) return InvalidArgument("the graph has more than ", kMaxNodes, " nodes after inlining ", label);
-    return Status::Ok();
   }
 
   // If node `index` gives way to the branch `taken` selects.
-  Status InlineIf(int index, bool taken) {
-    const onnx::NodeProto node = model_.graph().node(index);
-    const std::string label = Label(node, index);
+  Status InlineIf(int index, bool taken, std::vector<onnx::NodeProto>& added) {
+    const onnx::NodeProto& node = model_.graph().node(index);
     const onnx::GraphProto* branch = GraphAttr(node, taken ? "then_branch" : "else_branch");
     const std::string prefix = StrCat(node.name().empty() ? StrCat("If_", index) : node.name(), "/",
                                       taken ? "then" : "else", "/");
-    std::vector<onnx::NodeProto> added;
     AMP_ASSIGN_OR_RETURN(std::vector<std::string> outs, CopySubgraph(*branch, prefix, {}, added));
     for (int k = 0; k < node.output_size(); ++k)
       if (!node.output(k).empty())
         added.push_back(Node("Identity", {outs[static_cast<size_t>(k)]}, node.output(k), StrCat(prefix, "output_", k)));
-    return Splice(index, added, label);
+    return Status::Ok();
   }
 
   // Loop node `index` gives way to its body, M times.
-  Status UnrollLoop(int index, const std::unordered_map<std::string, const ir::Tensor*>& known) {
-    const onnx::NodeProto node = model_.graph().node(index);
+  Status UnrollLoop(int index, const std::unordered_map<std::string, const ir::Tensor*>& known,
+                    std::vector<onnx::NodeProto>& added) {
+    const onnx::NodeProto& node = model_.graph().node(index);
     const std::string label = Label(node, index);
     auto trip = known.find(node.input(0));
     if (trip == known.end()) return Bool(known, {node.input(0), StrCat("the trip count M of ", label)}).status();
@@ -416,14 +416,15 @@ class Inliner {
     const int carried = node.input_size() - 2, scans = node.output_size() - carried;
     if (m > kMaxUnroll) return Unimplemented(label, " runs ", m, " iterations; amptrain unrolls at most ", kMaxUnroll);
     if (m == 0 && scans > 0) return Unimplemented(label, " runs no iteration, and amptrain has no empty scan outputs");
+    if (m * body.node_size() > kMaxUnrolledNodes - unrolled_)
+      return Unimplemented(label, ": unrolling its ", m, " iterations of ", body.node_size(), " nodes would make more than ",
+                           kMaxUnrolledNodes, " nodes");
+    unrolled_ += m * body.node_size();
     const std::string stem = node.name().empty() ? StrCat("Loop_", index) : node.name();
-    std::vector<onnx::NodeProto> added;
     std::vector<std::string> state(node.input().begin() + 2, node.input().end());
     std::vector<std::vector<std::string>> scanned(static_cast<size_t>(scans));
     const std::string yes = TrueInitializer(stem + "/true");
     for (int64_t i = 0; i < m; ++i) {
-      if (static_cast<int64_t>(added.size()) + model_.graph().node_size() > kMaxNodes)
-        return InvalidArgument(label, ": unrolling its ", m, " iterations makes more than ", kMaxNodes, " nodes");
       const std::string prefix = StrCat(stem, "/iter", i, "/");
       std::unordered_map<std::string, std::string> bound;
       bound[body.input(0).name()] = IntsInitializer(prefix + "iteration", {i}, true);
@@ -456,7 +457,7 @@ class Inliner {
         added.push_back(std::move(concat));
       }
     }
-    return Splice(index, added, label);
+    return Status::Ok();
   }
 
   std::string Fresh(const std::string& stem) {
@@ -470,6 +471,7 @@ class Inliner {
   const ConstantEvaluator& evaluate_;
   std::unordered_set<std::string> names_;
   std::vector<Question> assertions_;  // unrolled bodies' conditions, checked in the next round
+  int64_t unrolled_ = 0;               // nodes added by unrolling so far
 };
 
 }  // namespace

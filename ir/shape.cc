@@ -31,7 +31,7 @@ int64_t Shape::num_elements() const {
   int64_t n = 1;
   for (const Dim& d : dims_) {
     if (!d.is_static()) return -1;
-    n *= d.value;
+    if (__builtin_mul_overflow(n, d.value, &n)) return kTooManyElements;
   }
   return n;
 }

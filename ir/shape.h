@@ -40,8 +40,10 @@ class Shape {
   bool is_static() const;
   // Static sizes; only meaningful when is_static().
   std::vector<int64_t> static_dims() const;
-  // Product of static sizes, or -1 if any dim is symbolic.
+  // Product of static sizes, or -1 if any dim is symbolic; kTooManyElements
+  // when the product does not fit int64 (a shape no tensor can have).
   int64_t num_elements() const;
+  static constexpr int64_t kTooManyElements = INT64_MAX;
   // "[batch,3,224,224]"
   std::string ToString() const;
   bool operator==(const Shape& o) const { return dims_ == o.dims_; }

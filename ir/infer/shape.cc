@@ -91,6 +91,8 @@ Status InferReshape(InferContext& ctx) {
     out[static_cast<size_t>(infer_at)] = q ? *q : UnknownDim();
   }
   Shape os(std::move(out));
+  if (os.is_static() && os.num_elements() == Shape::kTooManyElements)
+    return ctx.Error("cannot reshape to ", os.ToString(), ": more elements than int64 counts");
   if (in.is_static() && os.is_static() && in.num_elements() != os.num_elements())
     return ctx.Error("cannot reshape ", in.ToString(), " to ", os.ToString());
   ctx.outputs[0] = TensorType::Of(dt, std::move(os));
