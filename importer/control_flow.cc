@@ -7,13 +7,18 @@
 //     c = Equal(Gather(Shape(x), 1), 1); y = If(c) {Squeeze(x, 1)} else {Identity(x)}
 //   (F.local_response_norm, any squeeze of a dim whose size it lost). The If
 //   becomes the nodes of the branch its condition takes.
-// - Loop with a trip count M (nn.EmbeddingBag's per-bag loop, a loop over a
+// - Loop with a trip count M (TorchScript's nn.EmbeddingBag, a loop over a
 //   static dim). It is unrolled M times: iteration i's body reads i as a
 //   constant, the loop-carried values of iteration i - 1 and the outer
 //   scope; the carried outputs are the last iteration's, each scan output
 //   the Concat of the iterations' values along a new first axis. The body's
 //   condition output must be true after every iteration but the last (the
 //   loop runs its M iterations); that is checked like a condition.
+// - Loop with a condition and no M (the dynamo exporter's nn.EmbeddingBag:
+//   `while i < num_bags`, appending to a sequence): one iteration per round,
+//   followed by a Loop of the same body that goes on from the iteration's
+//   outputs; the next round decides its condition. A sequence built this way
+//   becomes tensors afterwards (LowerStaticSequences).
 // Conditions and trip counts are decided by importing the nodes they depend
 // on (the same rules and folding as the model itself); each round decides
 // every construct not behind another one, so nested ones are decided one
@@ -61,6 +66,9 @@ constexpr int64_t kProbeCopyLimit = 4096;
 // unrolling adds to a model (an input of a few KB must not make a graph of
 // millions of nodes).
 constexpr int64_t kMaxUnroll = 4096, kMaxUnrolledNodes = int64_t{1} << 17;
+// A Loop without a trip count is unrolled an iteration per round (each
+// decides the next condition), so it gets fewer.
+constexpr int64_t kMaxWhileIterations = 256;
 
 int64_t Elements(const onnx::TensorProto& t) {  // saturating; validation checks the dims later
   int64_t n = 1;
@@ -101,10 +109,10 @@ struct Question {
 
 class Inliner {
  public:
-  Inliner(onnx::ModelProto& model, const ConstantEvaluator& evaluate) : model_(model), evaluate_(evaluate) {}
+  Inliner(onnx::ModelProto& model, const ConstantEvaluator& evaluate)
+      : model_(model), evaluate_(evaluate), edit_(*model.mutable_graph()) {}
 
   Status Run() {
-    CollectNames(model_.graph());
     for (;;) {
       onnx::GraphProto& g = *model_.mutable_graph();
       std::unordered_map<std::string, int> producer;
@@ -164,19 +172,6 @@ class Inliner {
   }
 
  private:
-  void CollectNames(const onnx::GraphProto& g) {
-    for (const auto& v : g.input()) names_.insert(v.name());
-    for (const auto& t : g.initializer()) names_.insert(t.name());
-    for (const auto& n : g.node()) {
-      names_.insert(n.name());
-      for (const auto& o : n.output()) names_.insert(o);
-      for (const auto& a : n.attribute()) {
-        if (a.has_g()) CollectNames(a.g());
-        for (const auto& sub : a.graphs()) CollectNames(sub);
-      }
-    }
-  }
-
   static std::string Label(const onnx::NodeProto& n, int index) {
     return StrCat(n.op_type(), " ", NodeLabel(n, index));
   }
@@ -218,11 +213,11 @@ class Inliner {
       return InvalidArgument(label, ": its body has ", body->output_size(), " outputs and the node ", n.output_size(),
                              ", expected the condition, ", carried, " loop-carried values and the scan outputs");
     if (body->sparse_initializer_size() > 0) return Unimplemented(label, ": its body has sparse initializers");
-    if (n.input(0).empty())
-      return Unimplemented(label, " has no trip count M: it runs until its condition turns false, which the data "
-                           "decides, and amptrain has no control flow");
-    std::vector<Question> qs{{n.input(0), StrCat("the trip count M of ", label)}};
-    if (!n.input(1).empty()) qs.push_back({n.input(1), StrCat("the initial condition of ", label)});
+    if (n.input(0).empty() && n.input(1).empty())
+      return Unimplemented(label, " has neither a trip count M nor a condition: it never ends");
+    std::vector<Question> qs;
+    if (!n.input(0).empty()) qs.push_back({n.input(0), StrCat("the trip count M of ", label)});
+    if (!n.input(1).empty()) qs.push_back({n.input(1), StrCat("the condition of ", label)});
     return qs;
   }
 
@@ -353,21 +348,10 @@ class Inliner {
   }
 
   std::string IntsInitializer(const std::string& stem, const std::vector<int64_t>& v, bool scalar) {
-    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
-    t->set_name(Fresh(stem));
-    t->set_data_type(onnx::TensorProto::INT64);
-    if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
-    for (int64_t x : v) t->add_int64_data(x);
-    return t->name();
+    return edit_.Ints(stem, v, scalar);
   }
-
-  std::string TrueInitializer(const std::string& stem) {
-    onnx::TensorProto* t = model_.mutable_graph()->add_initializer();
-    t->set_name(Fresh(stem));
-    t->set_data_type(onnx::TensorProto::BOOL);
-    t->add_int32_data(1);
-    return t->name();
-  }
+  std::string TrueInitializer(const std::string& stem) { return edit_.True(stem); }
+  std::string Fresh(const std::string& stem) { return edit_.Fresh(stem); }
 
   // Each node of `replaced` gives way to its nodes, in its place.
   void Splice(std::unordered_map<int, std::vector<onnx::NodeProto>>& replaced) {
@@ -397,79 +381,104 @@ class Inliner {
     return Status::Ok();
   }
 
-  // Loop node `index` gives way to its body, M times.
+  // Loop node `index` gives way to its body: M times with a trip count M;
+  // without one, once per round while its condition holds, followed by a
+  // Loop of the same body that carries on from there (progress_ keeps the
+  // count and the scan rows). The last round writes the carried values and
+  // the scans (rows Unsqueezed, then Concatenated) under the node's outputs.
   Status UnrollLoop(int index, const std::unordered_map<std::string, const ir::Tensor*>& known,
                     std::vector<onnx::NodeProto>& added) {
     const onnx::NodeProto& node = model_.graph().node(index);
     const std::string label = Label(node, index);
-    auto trip = known.find(node.input(0));
-    if (trip == known.end()) return Bool(known, {node.input(0), StrCat("the trip count M of ", label)}).status();
-    if (!ir::IsInteger(trip->second->dtype()) || trip->second->num_elements() != 1)
-      return InvalidArgument("the trip count M of ", label, " is not one integer");
-    int64_t m = trip->second->GetAsInt64(0);
-    if (!node.input(1).empty()) {
-      AMP_ASSIGN_OR_RETURN(bool run, Bool(known, {node.input(1), StrCat("the initial condition of ", label)}));
-      if (!run) m = 0;
-    }
-    m = std::max<int64_t>(m, 0);
     const onnx::GraphProto& body = *GraphAttr(node, "body");
     const int carried = node.input_size() - 2, scans = node.output_size() - carried;
-    if (m > kMaxUnroll) return Unimplemented(label, " runs ", m, " iterations; amptrain unrolls at most ", kMaxUnroll);
-    if (m == 0 && scans > 0) return Unimplemented(label, " runs no iteration, and amptrain has no empty scan outputs");
-    if (m * body.node_size() > kMaxUnrolledNodes - unrolled_)
-      return Unimplemented(label, ": unrolling its ", m, " iterations of ", body.node_size(), " nodes would make more than ",
-                           kMaxUnrolledNodes, " nodes");
-    unrolled_ += m * body.node_size();
-    const std::string stem = node.name().empty() ? StrCat("Loop_", index) : node.name();
+    Progress p;
+    if (auto it = progress_.find(node.name()); it != progress_.end()) {
+      p = std::move(it->second);
+      progress_.erase(it);
+    } else {
+      p.stem = node.name().empty() ? StrCat("Loop_", index) : node.name();
+      p.label = label;
+      p.rows.resize(static_cast<size_t>(scans));
+    }
+    bool go_on = true;
+    if (!node.input(1).empty()) {
+      AMP_ASSIGN_OR_RETURN(go_on, Bool(known, {node.input(1), StrCat("the condition of ", p.label)}));
+    }
+    const bool bounded = !node.input(0).empty();
+    int64_t run = go_on ? 1 : 0;  // iterations this round
+    if (bounded) {
+      auto trip = known.find(node.input(0));
+      if (trip == known.end()) return Bool(known, {node.input(0), StrCat("the trip count M of ", label)}).status();
+      if (!ir::IsInteger(trip->second->dtype()) || trip->second->num_elements() != 1)
+        return InvalidArgument("the trip count M of ", label, " is not one integer");
+      run = go_on ? std::max<int64_t>(trip->second->GetAsInt64(0), 0) : 0;
+    }
+    if (p.done + run > (bounded ? kMaxUnroll : kMaxWhileIterations))
+      return Unimplemented(p.label, " runs more than ", bounded ? kMaxUnroll : kMaxWhileIterations,
+                           " iterations, the most amptrain unrolls", bounded ? "" : " without a trip count");
+    if (run * body.node_size() > kMaxUnrolledNodes - unrolled_)
+      return Unimplemented(p.label, ": unrolling it makes more than ", kMaxUnrolledNodes, " nodes");
+    unrolled_ += run * body.node_size();
     std::vector<std::string> state(node.input().begin() + 2, node.input().end());
-    std::vector<std::vector<std::string>> scanned(static_cast<size_t>(scans));
-    const std::string yes = TrueInitializer(stem + "/true");
-    for (int64_t i = 0; i < m; ++i) {
-      const std::string prefix = StrCat(stem, "/iter", i, "/");
+    std::string yes, axis, cond_out;
+    if (run > 0) yes = TrueInitializer(p.stem + "/true");
+    if (run > 0 && scans > 0) axis = IntsInitializer(p.stem + "/scan_axis", {0}, false);
+    for (int64_t i = p.done; i < p.done + run; ++i) {
+      const std::string prefix = StrCat(p.stem, "/iter", i, "/");
       std::unordered_map<std::string, std::string> bound;
       bound[body.input(0).name()] = IntsInitializer(prefix + "iteration", {i}, true);
       bound[body.input(1).name()] = yes;
       for (int k = 0; k < carried; ++k) bound[body.input(2 + k).name()] = state[static_cast<size_t>(k)];
       AMP_ASSIGN_OR_RETURN(std::vector<std::string> outs, CopySubgraph(body, prefix, bound, added));
-      if (i + 1 < m)
-        assertions_.push_back({outs[0], StrCat("the condition after iteration ", i, " of ", label), true});
+      cond_out = outs[0];
+      if (bounded && i + 1 < p.done + run)
+        assertions_.push_back({outs[0], StrCat("the condition after iteration ", i, " of ", p.label), true});
       for (int k = 0; k < carried; ++k) state[static_cast<size_t>(k)] = outs[static_cast<size_t>(1 + k)];
-      for (int k = 0; k < scans; ++k) scanned[static_cast<size_t>(k)].push_back(outs[static_cast<size_t>(1 + carried + k)]);
+      for (int k = 0; k < scans; ++k) {
+        std::string row = Fresh(StrCat(p.stem, "/scan_", k, "_row", i));
+        added.push_back(Node("Unsqueeze", {outs[static_cast<size_t>(1 + carried + k)], axis}, row, row));
+        p.rows[static_cast<size_t>(k)].push_back(std::move(row));
+      }
+    }
+    p.done += run;
+    if (!bounded && run > 0) {  // the rest of the while-loop, decided next round
+      onnx::NodeProto rest = node;
+      rest.set_name(Fresh(p.stem + "/rest"));
+      rest.set_input(1, cond_out);
+      for (int k = 0; k < carried; ++k) rest.set_input(2 + k, state[static_cast<size_t>(k)]);
+      progress_[rest.name()] = std::move(p);
+      added.push_back(std::move(rest));
+      return Status::Ok();
     }
     for (int k = 0; k < carried; ++k)
       if (!node.output(k).empty())
-        added.push_back(Node("Identity", {state[static_cast<size_t>(k)]}, node.output(k), StrCat(stem, "/final_", k)));
-    if (scans > 0) {
-      const std::string axis = IntsInitializer(stem + "/scan_axis", {0}, false);
-      for (int k = 0; k < scans; ++k) {
-        const std::string& out = node.output(carried + k);
-        if (out.empty()) continue;
-        std::vector<std::string> rows;
-        for (size_t i = 0; i < scanned[static_cast<size_t>(k)].size(); ++i) {
-          rows.push_back(Fresh(StrCat(stem, "/scan_", k, "_row", i)));
-          added.push_back(Node("Unsqueeze", {scanned[static_cast<size_t>(k)][i], axis}, rows.back(), rows.back()));
-        }
-        onnx::NodeProto concat = Node("Concat", rows, out, StrCat(stem, "/scan_", k));
-        onnx::AttributeProto* a = concat.add_attribute();
-        a->set_name("axis");
-        a->set_type(onnx::AttributeProto::INT);
-        a->set_i(0);
-        added.push_back(std::move(concat));
-      }
+        added.push_back(Node("Identity", {state[static_cast<size_t>(k)]}, node.output(k), StrCat(p.stem, "/final_", k)));
+    for (int k = 0; k < scans; ++k) {
+      const std::string& out = node.output(carried + k);
+      if (out.empty()) continue;
+      if (p.rows[static_cast<size_t>(k)].empty())
+        return Unimplemented(p.label, " runs no iteration, and amptrain has no empty scan outputs");
+      onnx::NodeProto concat = Node("Concat", p.rows[static_cast<size_t>(k)], out, StrCat(p.stem, "/scan_", k));
+      onnx::AttributeProto* a = concat.add_attribute();
+      a->set_name("axis");
+      a->set_type(onnx::AttributeProto::INT);
+      a->set_i(0);
+      added.push_back(std::move(concat));
     }
     return Status::Ok();
   }
 
-  std::string Fresh(const std::string& stem) {
-    std::string name = stem;
-    for (int k = 1; names_.count(name); ++k) name = StrCat(stem, "_", k);
-    names_.insert(name);
-    return name;
-  }
-
   onnx::ModelProto& model_;
   const ConstantEvaluator& evaluate_;
-  std::unordered_set<std::string> names_;
+  ProtoEditor edit_;
+  // A Loop without a trip count, part unrolled: where its copies go on.
+  struct Progress {
+    std::string stem, label;                    // of the original node
+    int64_t done = 0;                           // iterations unrolled
+    std::vector<std::vector<std::string>> rows; // per scan output, Unsqueezed rows
+  };
+  std::unordered_map<std::string, Progress> progress_;  // by the continuing Loop's name
   std::vector<Question> assertions_;  // unrolled bodies' conditions, checked in the next round
   int64_t unrolled_ = 0;               // nodes added by unrolling so far
 };

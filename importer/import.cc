@@ -243,7 +243,10 @@ StatusOr<std::unique_ptr<ir::Graph>> ImportModelBytes(const std::string& bytes, 
   AMP_RETURN_IF_ERROR(detail::InlineStaticControlFlow(model, [&](const onnx::ModelProto& probe) {
     return DecideConstants(probe, model_dir);
   }));
-  if (model.has_graph()) AMP_RETURN_IF_ERROR(detail::LowerSequenceSplits(*model.mutable_graph(), model_dir));
+  if (model.has_graph()) {
+    AMP_RETURN_IF_ERROR(detail::LowerStaticSequences(*model.mutable_graph(), model_dir));
+    AMP_RETURN_IF_ERROR(detail::LowerSequenceSplits(*model.mutable_graph(), model_dir));
+  }
   return Import(model, model_dir, opts);
 }
 

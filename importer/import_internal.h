@@ -67,6 +67,28 @@ using ConstantEvaluator =
 // error naming it (importer/control_flow.cc).
 Status InlineStaticControlFlow(onnx::ModelProto& model, const ConstantEvaluator& evaluate);
 
+// Fresh names (unique across the graph and its subgraphs) and small
+// initializers, for the rewrites of the proto before validation
+// (importer/proto_edit.cc).
+class ProtoEditor {
+ public:
+  explicit ProtoEditor(onnx::GraphProto& g);
+  std::string Fresh(const std::string& stem);  // stem, or stem_1, stem_2, ...
+  // An int64 initializer: [values.size()], or a scalar of values[0].
+  std::string Ints(const std::string& stem, const std::vector<int64_t>& values, bool scalar = false);
+  std::string True(const std::string& stem);  // a bool scalar initializer, true
+
+ private:
+  void Collect(const onnx::GraphProto& g);
+  onnx::GraphProto& g_;
+  std::unordered_set<std::string> names_;
+};
+
+// Sequences built element by element from SequenceEmpty / SequenceConstruct
+// become their elements, and their readers (SequenceAt, SequenceLength,
+// ConcatFromSequence) tensor ops, in place (importer/sequence_split.cc).
+Status LowerStaticSequences(onnx::GraphProto& graph, const std::string& model_dir);
+
 // A tensor TypeProto; `what` names the value in errors.
 StatusOr<ir::TensorType> TypeFromProto(const onnx::TypeProto& type, const std::string& what);
 

@@ -21,7 +21,7 @@
 //     LowerGroupNorm, LowerRMSNorm, LowerSwish below.
 //   Einsum (one or two inputs): see EinsumLowering below.
 //   Attention (opsets 23-25): importer/lower_attention.cc.
-//   Col2Im: see LowerCol2Im below.
+//   Col2Im: see LowerCol2Im below. Size -> ReduceProd(Shape(x)).
 //   GlobalMaxPool, Softsign, Shrink, ThresholdedRelu, ReduceL1,
 //   ReduceSumSquare, ReduceLogSum, Sum, Mean, OneHot,
 //   NegativeLogLikelihoodLoss: each a few
@@ -356,6 +356,15 @@ Status LowerBlockRearrange(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, v);
 }
 
+// Size(x) -> ReduceProd(Shape(x), keepdims 0): the element count as an
+// int64 scalar.
+Status LowerSize(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  ir::Node* prod = b.Node(OpKind::kReduceProd, {b.Op(OpKind::kShape, {n->input(0)}, "shape")}, "count");
+  prod->attrs().Set("keepdims", int64_t{0});
+  return Replace(g, n, prod->output(0));
+}
+
 // Col2Im (ir/ops.def). The patches x [N, C K, L] (K = prod(block), L =
 // prod(counts)) are either
 //   tiles (strides = block, dilations 1, no pads, counts x block = image):
@@ -577,6 +586,7 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kDepthToSpace:
       case OpKind::kSpaceToDepth: AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n)); break;
       case OpKind::kCol2Im: AMP_RETURN_IF_ERROR(LowerCol2Im(g, n)); break;
+      case OpKind::kSize: AMP_RETURN_IF_ERROR(LowerSize(g, n)); break;
       default: return Internal(n->Describe(), ": the op is marked lowered but has no lowering");
     }
   }

@@ -9,12 +9,23 @@
 // a 1-D `split` of sizes, the running sums; with no `split`, pieces of 1,
 // squeezed where keepdims = 0. A sequence used any other way is left as it
 // is, and validation names SplitToSequence as an unsupported op.
+//
+// Sequences built element by element (detail::LowerStaticSequences): from
+// SequenceEmpty / SequenceConstruct through SequenceInsert (at the end, or
+// at a constant position) and Identity, every sequence is a known list of
+// tensor names, as after a Loop that appends a row per iteration has been
+// unrolled (the dynamo export of nn.EmbeddingBag). Its readers become tensor
+// ops: SequenceAt at a constant position an Identity of that element,
+// SequenceLength a constant, ConcatFromSequence a Concat (of Unsqueezed
+// elements with new_axis = 1); the builders go. A sequence read any other
+// way, or a graph output, leaves the whole graph as it was.
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "importer/import_internal.h"
@@ -61,11 +72,8 @@ class Constants {
 
 class Lowering {
  public:
-  Lowering(onnx::GraphProto& g, const std::string& model_dir) : g_(g), model_dir_(model_dir), constants_(g) {
-    for (const auto& v : g.input()) names_.insert(v.name());
-    for (const auto& t : g.initializer()) names_.insert(t.name());
-    for (const auto& n : g.node())
-      for (const auto& o : n.output()) names_.insert(o);
+  Lowering(onnx::GraphProto& g, const std::string& model_dir)
+      : g_(g), model_dir_(model_dir), constants_(g), edit_(g) {
     for (const auto& v : g.output()) graph_outputs_.insert(v.name());
   }
 
@@ -163,30 +171,160 @@ class Lowering {
     return true;
   }
 
-  // A new int64 1-D initializer; its name.
-  std::string Ints(const std::string& stem, const std::vector<int64_t>& values) {
-    onnx::TensorProto* t = g_.add_initializer();
-    t->set_name(Fresh(stem));
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_dims(static_cast<int64_t>(values.size()));
-    for (int64_t v : values) t->add_int64_data(v);
-    return t->name();
-  }
-
-  std::string Fresh(const std::string& stem) {
-    std::string name = stem;
-    for (int k = 1; names_.count(name); ++k) name = stem + "_" + std::to_string(k);
-    names_.insert(name);
-    return name;
-  }
+  std::string Ints(const std::string& stem, const std::vector<int64_t>& values) { return edit_.Ints(stem, values); }
+  std::string Fresh(const std::string& stem) { return edit_.Fresh(stem); }
 
   onnx::GraphProto& g_;
   const std::string& model_dir_;
   Constants constants_;
-  std::unordered_set<std::string> names_, graph_outputs_;
+  ProtoEditor edit_;
+  std::unordered_set<std::string> graph_outputs_;
 };
 
 }  // namespace
+
+namespace {
+
+// Sequences whose elements are known names (see LowerStaticSequences).
+class StaticSequences {
+ public:
+  StaticSequences(onnx::GraphProto& g, const std::string& model_dir)
+      : g_(g), model_dir_(model_dir), constants_(g), edit_(g) {}
+
+  Status Run() {
+    // Pass 1: the elements of every sequence built from nothing; a sequence
+    // read any other way, or a graph output, leaves the graph as it was.
+    std::unordered_set<std::string> outputs;
+    for (const auto& v : g_.output()) outputs.insert(v.name());
+    std::vector<int> handled;
+    for (int i = 0; i < g_.node_size(); ++i) {
+      const onnx::NodeProto& n = g_.node(i);
+      const std::string& op = n.op_type();
+      auto seq = [&](int k) { return k < n.input_size() ? elements_.find(n.input(k)) : elements_.end(); };
+      bool reads_sequence = false;
+      for (const auto& in : n.input()) reads_sequence = reads_sequence || elements_.count(in);
+      if (!IsDefault(n.domain())) {
+        if (reads_sequence) return Status::Ok();
+        continue;
+      }
+      if (op == "SequenceEmpty" && n.output_size() == 1) {
+        elements_[n.output(0)] = {};
+      } else if (op == "SequenceConstruct" && n.output_size() == 1) {
+        elements_[n.output(0)] = {n.input().begin(), n.input().end()};
+      } else if (op == "SequenceInsert" && seq(0) != elements_.end() && n.input_size() >= 2 && n.output_size() == 1) {
+        std::vector<std::string> e = seq(0)->second;
+        int64_t at = static_cast<int64_t>(e.size());
+        if (n.input_size() > 2 && !n.input(2).empty()) {
+          auto pos = constants_.Ints(n.input(2), model_dir_);
+          if (!pos || pos->first.size() != 1) return Status::Ok();
+          at = pos->first[0] < 0 ? pos->first[0] + static_cast<int64_t>(e.size()) : pos->first[0];
+          if (at < 0 || at > static_cast<int64_t>(e.size())) return Status::Ok();
+        }
+        e.insert(e.begin() + at, n.input(1));
+        elements_[n.output(0)] = std::move(e);
+      } else if (op == "Identity" && seq(0) != elements_.end() && n.output_size() == 1) {
+        elements_[n.output(0)] = seq(0)->second;
+      } else if ((op == "SequenceAt" || op == "SequenceLength" || op == "ConcatFromSequence") &&
+                 seq(0) != elements_.end()) {
+        // read below
+      } else {
+        if (reads_sequence) return Status::Ok();
+        continue;
+      }
+      handled.push_back(i);
+    }
+    for (const auto& [name, e] : elements_)
+      if (outputs.count(name)) return Status::Ok();
+    // Pass 2: readers become tensor ops; builders go.
+    std::vector<bool> drop(static_cast<size_t>(g_.node_size()), false);
+    std::vector<std::pair<int, std::vector<onnx::NodeProto>>> before;  // Unsqueezes, placed before their Concat
+    for (int i : handled) {
+      onnx::NodeProto& n = *g_.mutable_node(i);
+      const std::string& op = n.op_type();
+      if (op != "SequenceAt" && op != "SequenceLength" && op != "ConcatFromSequence") {
+        drop[static_cast<size_t>(i)] = true;
+        continue;
+      }
+      const std::vector<std::string> e = elements_.at(n.input(0));
+      const auto count = static_cast<int64_t>(e.size());
+      if (op == "SequenceAt") {
+        auto pos = n.input_size() > 1 ? constants_.Ints(n.input(1), model_dir_) : std::nullopt;
+        if (!pos || pos->first.size() != 1) return InvalidArgument("SequenceAt ", NodeLabel(n, i), ": the position must be a constant");
+        int64_t at = pos->first[0] < 0 ? pos->first[0] + count : pos->first[0];
+        if (at < 0 || at >= count)
+          return InvalidArgument("SequenceAt ", NodeLabel(n, i), ": position ", pos->first[0], " of a sequence of ", count);
+        Rewrite(n, "Identity", {e[static_cast<size_t>(at)]});
+      } else if (op == "SequenceLength") {
+        Rewrite(n, "Identity", {Ints(n.output(0) + "_length", {count}, true)});
+      } else {
+        if (e.empty()) return InvalidArgument("ConcatFromSequence ", NodeLabel(n, i), " of an empty sequence");
+        int64_t axis = 0, new_axis = 0;
+        for (const auto& a : n.attribute()) {
+          if (a.name() == "axis") axis = a.i();
+          if (a.name() == "new_axis") new_axis = a.i();
+        }
+        std::vector<std::string> parts = e;
+        std::vector<onnx::NodeProto> unsqueezes;
+        if (new_axis) {
+          const std::string axes = Ints(n.output(0) + "_axis", {axis}, false);
+          for (std::string& part : parts) {
+            onnx::NodeProto u;
+            u.set_op_type("Unsqueeze");
+            u.set_name(Fresh(part + "_unsqueeze"));
+            u.add_input(part);
+            u.add_input(axes);
+            part = Fresh(part + "_unsqueezed");
+            u.add_output(part);
+            unsqueezes.push_back(std::move(u));
+          }
+        }
+        Rewrite(n, "Concat", parts);
+        onnx::AttributeProto* a = n.add_attribute();
+        a->set_name("axis");
+        a->set_type(onnx::AttributeProto::INT);
+        a->set_i(axis);
+        if (!unsqueezes.empty()) before.emplace_back(i, std::move(unsqueezes));
+      }
+    }
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    size_t next = 0;
+    for (int i = 0; i < g_.node_size(); ++i) {
+      if (next < before.size() && before[next].first == i)
+        for (auto& u : before[next++].second) *nodes.Add() = std::move(u);
+      if (!drop[static_cast<size_t>(i)]) *nodes.Add() = std::move(*g_.mutable_node(i));
+    }
+    g_.mutable_node()->Swap(&nodes);
+    return Status::Ok();
+  }
+
+ private:
+  static void Rewrite(onnx::NodeProto& n, const char* op, const std::vector<std::string>& inputs) {
+    n.set_op_type(op);
+    n.clear_attribute();
+    n.clear_input();
+    for (const auto& in : inputs) n.add_input(in);
+  }
+
+  std::string Ints(const std::string& stem, const std::vector<int64_t>& values, bool scalar) {
+    return edit_.Ints(stem, values, scalar);
+  }
+  std::string Fresh(const std::string& stem) { return edit_.Fresh(stem); }
+
+  onnx::GraphProto& g_;
+  const std::string& model_dir_;
+  Constants constants_;
+  ProtoEditor edit_;
+  std::unordered_map<std::string, std::vector<std::string>> elements_;
+};
+
+}  // namespace
+
+Status LowerStaticSequences(onnx::GraphProto& graph, const std::string& model_dir) {
+  bool any = false;
+  for (const auto& n : graph.node()) any = any || n.op_type() == "SequenceEmpty" || n.op_type() == "SequenceConstruct";
+  if (!any) return Status::Ok();
+  return StaticSequences(graph, model_dir).Run();
+}
 
 Status LowerSequenceSplits(onnx::GraphProto& graph, const std::string& model_dir) {
   bool any = false;

@@ -6,6 +6,7 @@
 #include "ir/einsum_equation.h"
 #include "ir/infer/conv_geometry.h"
 #include "ir/infer/infer_util.h"
+#include "ir/infer/value_util.h"
 
 namespace amptrain::ir {
 
@@ -327,6 +328,16 @@ Status InferCol2Im(InferContext& ctx) {
   std::vector<Dim> dims{x[0], channels};
   for (int64_t v : geometry->image) dims.push_back(Dim::Static(v));
   ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
+
+// Size(x): an int64 scalar, known where x's shape is static.
+Status InferSize(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  ctx.outputs[0] = TensorType::Of(DType::kInt64, std::vector<int64_t>{});
+  const Shape& x = ctx.inputs[0].shape;
+  if (x.is_static() && x.num_elements() != Shape::kTooManyElements)
+    SetValue(ctx, 0, Tensor::Int64s({x.num_elements()}, {}));
   return Status::Ok();
 }
 

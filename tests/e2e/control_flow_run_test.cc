@@ -1,6 +1,6 @@
 // Control flow decided at import (importer/control_flow.cc), run: an
-// unrolled Loop's carried and scan outputs, and the branch an If takes,
-// against values computed here.
+// unrolled Loop's carried and scan outputs, a while-loop's sequence stacked,
+// and the branch an If takes, against values computed here.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -60,6 +60,18 @@ TEST(ControlFlowRun, IfRunsTheBranchItsShapeTakes) {
     }
   ASSERT_EQ(out[1].dims(), (std::vector<int64_t>{2, 4, 3}));
   for (int64_t i = 0; i < 24; ++i) EXPECT_EQ(out[1].data<float>()[i], z.data<float>()[i]);
+}
+
+// y = 2 x[0:3] stacked from the unrolled while-loop's sequence, count = 3.
+TEST(ControlFlowRun, WhileLoopSequenceStacks) {
+  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {4, 3});
+  for (int64_t i = 0; i < 12; ++i) x.data<float>()[i] = 1.5f - 0.25f * static_cast<float>(i);
+  std::vector<ir::Tensor> out = RunModel(mb::WhileSequenceModel(), {{"x", x}});
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{3, 3}));
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(out[0].data<float>()[i], 2.0f * x.data<float>()[i]) << i;
+  ASSERT_EQ(out[1].num_elements(), 1);
+  EXPECT_EQ(out[1].GetAsInt64(0), 3);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tests/importer/model_builder.h"
@@ -114,6 +115,41 @@ inline onnx::ModelProto LoopModel(const std::string& cond_out, Trip trip = Trip:
   for (const std::string& out : {cond_out, std::string("acc_out"), std::string("row2")}) body->add_output()->set_name(out);
   AddOutput(m, "acc");
   AddOutput(m, "doubled");
+  return m;
+}
+
+// The dynamo exporter's nn.EmbeddingBag in miniature: a Loop with no trip
+// count, condition i + 1 < 3, appending 2 x[i] to a sequence; then
+// ConcatFromSequence(new_axis = 1) -> y [3, 3] = 2 x[0:3], and its
+// SequenceLength -> count = 3. `limit` replaces the 3 (a large one runs into
+// the unrolling limit).
+inline onnx::ModelProto WhileSequenceModel(int64_t limit = 3) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {4, 3});
+  onnx::GraphProto* g = m.mutable_graph();
+  AddBool(g, "yes", true);
+  for (auto [name, v] : {std::pair<const char*, int64_t>{"one_s", 1}, {"limit", limit}}) {
+    onnx::TensorProto* t = g->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_int64_data(v);
+  }
+  AddGraphNode(g, "SequenceEmpty", {}, {"seq0"});
+  onnx::NodeProto* loop = AddGraphNode(g, "Loop", {"", "yes", "seq0"}, {"rows_seq"}, "while_rows");
+  onnx::GraphProto* body = AddBranch(loop, "body");
+  for (const char* in : {"i", "c", "seq_in"}) body->add_input()->set_name(in);
+  AddGraphNode(body, "Gather", {"x", "i"}, {"row"});
+  AddGraphNode(body, "Add", {"row", "row"}, {"row2"});
+  AddGraphNode(body, "SequenceInsert", {"seq_in", "row2"}, {"seq_out"});
+  AddGraphNode(body, "Add", {"i", "one_s"}, {"next"});
+  AddGraphNode(body, "Less", {"next", "limit"}, {"go_on"});
+  for (const char* out : {"go_on", "seq_out"}) body->add_output()->set_name(out);
+  onnx::NodeProto* concat = AddGraphNode(g, "ConcatFromSequence", {"rows_seq"}, {"y"}, "stack");
+  SetInt(concat, "axis", 0);
+  SetInt(concat, "new_axis", 1);
+  AddGraphNode(g, "SequenceLength", {"rows_seq"}, {"count"});
+  AddOutput(m, "y");
+  AddOutput(m, "count");
   return m;
 }
 

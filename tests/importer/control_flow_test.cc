@@ -142,9 +142,23 @@ TEST(LoopUnroll, WhatTheDataDecidesIsRefused) {
     ASSERT_FALSE(g.ok());
     EXPECT_NE(g.status().message().find(want), std::string::npos) << g.status().message();
   };
-  expect_error(Trip::kNone, "still", "Loop node 'rows_loop' has no trip count M");
+  expect_error(Trip::kNone, "still", "Loop node 'rows_loop' runs more than 256 iterations");
   expect_error(Trip::kData, "still", "the trip count M of Loop node 'rows_loop' ('m') depends on the input data");
   expect_error(Trip::kShape, "early", "the condition after iteration 1 of Loop node 'rows_loop' is false");
+}
+
+// A Loop without a trip count is unrolled while its condition holds, and
+// the sequence it builds becomes a Concat; past the unrolling limit it is
+// refused by name.
+TEST(LoopUnroll, WhileLoopBuildingASequence) {
+  auto g = ImportModelBytes(Bytes(WhileSequenceModel()), "");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(TypeOf(**g, "y"), "float32[3,3]");
+  EXPECT_EQ(TypeOf(**g, "count"), "int64[]");
+  auto endless = ImportModelBytes(Bytes(WhileSequenceModel(100000)), "");
+  ASSERT_FALSE(endless.ok());
+  EXPECT_NE(endless.status().message().find("Loop node 'while_rows' runs more than 256 iterations"), std::string::npos)
+      << endless.status().message();
 }
 
 }  // namespace

@@ -604,12 +604,33 @@ def lrn_alexnet(gen):
     return model, torch.randn(BATCH, 3, 32, 32, generator=gen)
 
 
+def embedding_bag_text(gen):
+    """A fastText-style classifier: nn.EmbeddingBag (mean of each row's token embeddings, and a sum bag
+    of bigram hashes) -> Linear. TorchScript writes each bag as a Loop over the bags, the dynamo exporter
+    as a while-loop that builds a sequence; amptrain unrolls both at import."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.words = nn.EmbeddingBag(VOCAB, 24, mode="mean")
+            self.bigrams = nn.EmbeddingBag(64, 24, mode="sum")
+            self.head = nn.Linear(24, NUM_CLASSES)
+
+        def forward(self, tokens):                                 # [B, SEQ] int64
+            pairs = (tokens[:, 1:] * 31 + tokens[:, :-1]) % 64
+            return self.head(torch.tanh(self.words(tokens) + 0.1 * self.bigrams(pairs)))
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
                                clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
-                               trig_features, graph_scatter, fold_patch_mixer, lrn_alexnet)}
+                               trig_features, graph_scatter, fold_patch_mixer, lrn_alexnet,
+                               embedding_bag_text)}
 
 
 def build(name, seed=0):
