@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "importer/import_internal.h"
+#include "ir/onnx_dtype.h"
 #include "ir/status.h"
 
 namespace amptrain::importer::detail {
@@ -272,9 +273,7 @@ class Inliner {
       if (used.count(v.name())) *pg.add_input() = v;
     for (const auto& t : g.initializer()) {
       if (!used.count(t.name())) continue;
-      const bool is_float = t.data_type() == onnx::TensorProto::FLOAT || t.data_type() == onnx::TensorProto::FLOAT16 ||
-                            t.data_type() == onnx::TensorProto::BFLOAT16 || t.data_type() == onnx::TensorProto::DOUBLE;
-      if (!is_float || Elements(t) <= kProbeCopyLimit) {
+      if (!ir::IsFloat(ir::DTypeFromOnnx(t.data_type())) || Elements(t) <= kProbeCopyLimit) {
         *pg.add_initializer() = t;
         continue;
       }
@@ -306,10 +305,10 @@ class Inliner {
                                                   std::vector<onnx::NodeProto>& added) {
     onnx::GraphProto& g = *model_.mutable_graph();
     std::unordered_map<std::string, std::string> renamed = bound;
-    for (const auto& t : sub.initializer()) renamed[t.name()] = Fresh(prefix + t.name());
+    for (const auto& t : sub.initializer()) renamed[t.name()] = edit_.Fresh(prefix + t.name());
     for (const auto& n : sub.node())
       for (const auto& o : n.output())
-        if (!o.empty()) renamed[o] = Fresh(prefix + o);
+        if (!o.empty()) renamed[o] = edit_.Fresh(prefix + o);
     auto rename = [&](const std::string& v) {
       auto it = renamed.find(v);
       return it == renamed.end() ? v : it->second;
@@ -321,7 +320,7 @@ class Inliner {
     }
     for (const auto& sn : sub.node()) {
       onnx::NodeProto n = sn;
-      n.set_name(Fresh(prefix + (sn.name().empty() ? sn.op_type() : sn.name())));
+      n.set_name(edit_.Fresh(prefix + (sn.name().empty() ? sn.op_type() : sn.name())));
       for (auto& in : *n.mutable_input())
         if (!in.empty()) in = rename(in);
       for (auto& out : *n.mutable_output())
@@ -341,17 +340,11 @@ class Inliner {
                        const std::string& name) {
     onnx::NodeProto n;
     n.set_op_type(op);
-    n.set_name(Fresh(name));
+    n.set_name(edit_.Fresh(name));
     for (auto& in : inputs) n.add_input(std::move(in));
     n.add_output(output);
     return n;
   }
-
-  std::string IntsInitializer(const std::string& stem, const std::vector<int64_t>& v, bool scalar) {
-    return edit_.Ints(stem, v, scalar);
-  }
-  std::string TrueInitializer(const std::string& stem) { return edit_.True(stem); }
-  std::string Fresh(const std::string& stem) { return edit_.Fresh(stem); }
 
   // Each node of `replaced` gives way to its nodes, in its place.
   void Splice(std::unordered_map<int, std::vector<onnx::NodeProto>>& replaced) {
@@ -422,12 +415,12 @@ class Inliner {
     unrolled_ += run * body.node_size();
     std::vector<std::string> state(node.input().begin() + 2, node.input().end());
     std::string yes, axis, cond_out;
-    if (run > 0) yes = TrueInitializer(p.stem + "/true");
-    if (run > 0 && scans > 0) axis = IntsInitializer(p.stem + "/scan_axis", {0}, false);
+    if (run > 0) yes = edit_.True(p.stem + "/true");
+    if (run > 0 && scans > 0) axis = edit_.Ints(p.stem + "/scan_axis", {0}, false);
     for (int64_t i = p.done; i < p.done + run; ++i) {
       const std::string prefix = StrCat(p.stem, "/iter", i, "/");
       std::unordered_map<std::string, std::string> bound;
-      bound[body.input(0).name()] = IntsInitializer(prefix + "iteration", {i}, true);
+      bound[body.input(0).name()] = edit_.Ints(prefix + "iteration", {i}, true);
       bound[body.input(1).name()] = yes;
       for (int k = 0; k < carried; ++k) bound[body.input(2 + k).name()] = state[static_cast<size_t>(k)];
       AMP_ASSIGN_OR_RETURN(std::vector<std::string> outs, CopySubgraph(body, prefix, bound, added));
@@ -436,7 +429,7 @@ class Inliner {
         assertions_.push_back({outs[0], StrCat("the condition after iteration ", i, " of ", p.label), true});
       for (int k = 0; k < carried; ++k) state[static_cast<size_t>(k)] = outs[static_cast<size_t>(1 + k)];
       for (int k = 0; k < scans; ++k) {
-        std::string row = Fresh(StrCat(p.stem, "/scan_", k, "_row", i));
+        std::string row = edit_.Fresh(StrCat(p.stem, "/scan_", k, "_row", i));
         added.push_back(Node("Unsqueeze", {outs[static_cast<size_t>(1 + carried + k)], axis}, row, row));
         p.rows[static_cast<size_t>(k)].push_back(std::move(row));
       }
@@ -444,7 +437,7 @@ class Inliner {
     p.done += run;
     if (!bounded && run > 0) {  // the rest of the while-loop, decided next round
       onnx::NodeProto rest = node;
-      rest.set_name(Fresh(p.stem + "/rest"));
+      rest.set_name(edit_.Fresh(p.stem + "/rest"));
       rest.set_input(1, cond_out);
       for (int k = 0; k < carried; ++k) rest.set_input(2 + k, state[static_cast<size_t>(k)]);
       progress_[rest.name()] = std::move(p);

@@ -2,8 +2,8 @@
 #include <climits>
 #include <memory>
 #include <optional>
-#include <vector>
 #include <unordered_map>
+#include <vector>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>

@@ -388,9 +388,7 @@ Status LowerCol2Im(ir::Graph& g, ir::Node* n) {
   const ir::WindowGeometry& w = geo.window;
   const size_t rank = geo.image.size();
   ShapeBuilder sb(g, x, base);
-  auto reshape = [&](Value v, Value shape, const char* what) {
-    return g.AddNode(OpKind::kReshape, {v, shape}, 1, g.UniqueName(base + "_" + what))->output(0);
-  };
+  Builder b(g, base);
   Value image_shape = sb.Concat({sb.Dims({0}), sb.Const({-1}), sb.Const(geo.image)});
   bool tiles = true;
   for (size_t d = 0; d < rank; ++d)
@@ -403,10 +401,10 @@ Status LowerCol2Im(ir::Graph& g, ir::Node* n) {
       perm.push_back(static_cast<int64_t>(2 + rank + d));
       perm.push_back(static_cast<int64_t>(2 + d));
     }
-    Value v = reshape(x, sb.Concat({sb.Dims({0}), sb.Const({-1}), sb.Const(split)}), "blocks");
-    ir::Node* t = g.AddNode(OpKind::kTranspose, {v}, 1, g.UniqueName(base + "_transpose"));
+    Value v = b.Op(OpKind::kReshape, {x, sb.Concat({sb.Dims({0}), sb.Const({-1}), sb.Const(split)})}, "blocks");
+    ir::Node* t = b.Node(OpKind::kTranspose, {v}, "transpose");
     t->attrs().Set("perm", perm);
-    return Replace(g, n, reshape(t->output(0), image_shape, "image"));
+    return Replace(g, n, b.Op(OpKind::kReshape, {t->output(0), image_shape}, "image"));
   }
   std::vector<int64_t> patches{-1, geo.block_elements};
   patches.insert(patches.end(), geo.counts.begin(), geo.counts.end());
@@ -419,15 +417,14 @@ Status LowerCol2Im(ir::Graph& g, ir::Node* n) {
   pads.insert(pads.end(), w.pads_end.begin(), w.pads_end.end());
   for (size_t d = 0; d < rank; ++d)
     output_padding[d] = geo.image[d] + w.pads_begin[d] + w.pads_end[d] - ((geo.counts[d] - 1) * w.strides[d] + w.extent(d));
-  ir::Node* ct = g.AddNode(OpKind::kConvTranspose, {reshape(x, IntsConstant(g, base + "_patches", patches), "patches"), one_hot},
-                           1, g.UniqueName(base + "_sum"));
+  ir::Node* ct = b.Node(OpKind::kConvTranspose, {b.Op(OpKind::kReshape, {x, b.Ints(patches)}, "patches"), one_hot}, "sum");
   ct->attrs().Set("kernel_shape", w.kernel);
   ct->attrs().Set("strides", w.strides);
   ct->attrs().Set("dilations", w.dilations);
   ct->attrs().Set("pads", pads);
   ct->attrs().Set("output_padding", output_padding);
   ct->set_doc(n->doc());
-  return Replace(g, n, reshape(ct->output(0), image_shape, "image"));
+  return Replace(g, n, b.Op(OpKind::kReshape, {ct->output(0), image_shape}, "image"));
 }
 
 // Einsum, one or two inputs, no label repeated within an input (no

@@ -146,14 +146,14 @@ class Lowering {
       }
     }
     const std::string x = split.input(0), base = split.name().empty() ? split.output(0) : split.name();
-    const std::string axes = Ints(base + "_axes", {axis});
+    const std::string axes = edit_.Ints(base + "_axes", {axis});
     for (size_t k = 0; k < readers.size(); ++k) {
       onnx::NodeProto* at = g_.mutable_node(readers[k]);
       const std::string out = at->output(0);
       const bool squeeze = !has_split && keepdims == 0;
-      const std::string sliced = squeeze ? Fresh(out + "_piece") : out;
-      const std::string starts = Ints(base + "_start", {ranges[k].first});
-      const std::string ends = Ints(base + "_end", {ranges[k].second});
+      const std::string sliced = squeeze ? edit_.Fresh(out + "_piece") : out;
+      const std::string starts = edit_.Ints(base + "_start", {ranges[k].first});
+      const std::string ends = edit_.Ints(base + "_end", {ranges[k].second});
       at->set_op_type("Slice");
       at->clear_input();
       for (const std::string& in : {x, starts, ends, axes}) at->add_input(in);
@@ -162,7 +162,7 @@ class Lowering {
       if (squeeze) {
         onnx::NodeProto* sq = g_.add_node();
         sq->set_op_type("Squeeze");
-        sq->set_name(Fresh(at->name() + "_squeeze"));
+        sq->set_name(edit_.Fresh(at->name() + "_squeeze"));
         sq->add_input(sliced);
         sq->add_input(axes);
         sq->add_output(out);
@@ -170,9 +170,6 @@ class Lowering {
     }
     return true;
   }
-
-  std::string Ints(const std::string& stem, const std::vector<int64_t>& values) { return edit_.Ints(stem, values); }
-  std::string Fresh(const std::string& stem) { return edit_.Fresh(stem); }
 
   onnx::GraphProto& g_;
   const std::string& model_dir_;
@@ -255,7 +252,7 @@ class StaticSequences {
           return InvalidArgument("SequenceAt ", NodeLabel(n, i), ": position ", pos->first[0], " of a sequence of ", count);
         Rewrite(n, "Identity", {e[static_cast<size_t>(at)]});
       } else if (op == "SequenceLength") {
-        Rewrite(n, "Identity", {Ints(n.output(0) + "_length", {count}, true)});
+        Rewrite(n, "Identity", {edit_.Ints(n.output(0) + "_length", {count}, true)});
       } else {
         if (e.empty()) return InvalidArgument("ConcatFromSequence ", NodeLabel(n, i), " of an empty sequence");
         int64_t axis = 0, new_axis = 0;
@@ -266,14 +263,14 @@ class StaticSequences {
         std::vector<std::string> parts = e;
         std::vector<onnx::NodeProto> unsqueezes;
         if (new_axis) {
-          const std::string axes = Ints(n.output(0) + "_axis", {axis}, false);
+          const std::string axes = edit_.Ints(n.output(0) + "_axis", {axis}, false);
           for (std::string& part : parts) {
             onnx::NodeProto u;
             u.set_op_type("Unsqueeze");
-            u.set_name(Fresh(part + "_unsqueeze"));
+            u.set_name(edit_.Fresh(part + "_unsqueeze"));
             u.add_input(part);
             u.add_input(axes);
-            part = Fresh(part + "_unsqueezed");
+            part = edit_.Fresh(part + "_unsqueezed");
             u.add_output(part);
             unsqueezes.push_back(std::move(u));
           }
@@ -304,11 +301,6 @@ class StaticSequences {
     n.clear_input();
     for (const auto& in : inputs) n.add_input(in);
   }
-
-  std::string Ints(const std::string& stem, const std::vector<int64_t>& values, bool scalar) {
-    return edit_.Ints(stem, values, scalar);
-  }
-  std::string Fresh(const std::string& stem) { return edit_.Fresh(stem); }
 
   onnx::GraphProto& g_;
   const std::string& model_dir_;

@@ -5,18 +5,18 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "tests/importer/model_builder.h"
 
 namespace amptrain::importer::testing {
 
-inline void AddInts(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& v) {
+// An int64 initializer [v.size()], or with `scalar` a 0-D one of v[0].
+inline void AddInts(onnx::GraphProto* g, const std::string& name, const std::vector<int64_t>& v, bool scalar = false) {
   onnx::TensorProto* t = g->add_initializer();
   t->set_name(name);
   t->set_data_type(onnx::TensorProto::INT64);
-  t->add_dims(static_cast<int64_t>(v.size()));
+  if (!scalar) t->add_dims(static_cast<int64_t>(v.size()));
   for (int64_t x : v) t->add_int64_data(x);
 }
 
@@ -128,12 +128,8 @@ inline onnx::ModelProto WhileSequenceModel(int64_t limit = 3) {
   AddInput(m, "x", {4, 3});
   onnx::GraphProto* g = m.mutable_graph();
   AddBool(g, "yes", true);
-  for (auto [name, v] : {std::pair<const char*, int64_t>{"one_s", 1}, {"limit", limit}}) {
-    onnx::TensorProto* t = g->add_initializer();
-    t->set_name(name);
-    t->set_data_type(onnx::TensorProto::INT64);
-    t->add_int64_data(v);
-  }
+  AddInts(g, "one_s", {1}, true);
+  AddInts(g, "limit", {limit}, true);
   AddGraphNode(g, "SequenceEmpty", {}, {"seq0"});
   onnx::NodeProto* loop = AddGraphNode(g, "Loop", {"", "yes", "seq0"}, {"rows_seq"}, "while_rows");
   onnx::GraphProto* body = AddBranch(loop, "body");
