@@ -15,10 +15,15 @@
 //   condition output must be true after every iteration but the last (the
 //   loop runs its M iterations); that is checked like a condition.
 // - Loop with a condition and no M (the dynamo exporter's nn.EmbeddingBag:
-//   `while i < num_bags`, appending to a sequence): one iteration per round,
-//   followed by a Loop of the same body that goes on from the iteration's
-//   outputs; the next round decides its condition. A sequence built this way
-//   becomes tensors afterwards (LowerStaticSequences).
+//   `while i < num_bags`, appending to a sequence). Its trip count is found
+//   first by running the slice of the body that the condition depends on
+//   (the condition and the loop-carried values it reads, such as the
+//   counter i) iteration after iteration on constants, a few nodes at a
+//   time; then it is unrolled like a Loop with that M. Where that slice needs
+//   what does not fold, one iteration per round, followed by a Loop of the
+//   same body that goes on from the iteration's outputs; the next round
+//   decides its condition. A sequence built this way becomes tensors
+//   afterwards (LowerStaticSequences).
 // Conditions and trip counts are decided by importing the nodes they depend
 // on (the same rules and folding as the model itself); each round decides
 // every construct not behind another one, so nested ones are decided one
@@ -36,6 +41,7 @@
 #include <vector>
 
 #include "importer/import_internal.h"
+#include "importer/tensor_proto.h"
 #include "ir/onnx_dtype.h"
 #include "ir/status.h"
 
@@ -67,9 +73,15 @@ constexpr int64_t kProbeCopyLimit = 4096;
 // unrolling adds to a model (an input of a few KB must not make a graph of
 // millions of nodes).
 constexpr int64_t kMaxUnroll = 4096, kMaxUnrolledNodes = int64_t{1} << 17;
-// A Loop without a trip count is unrolled an iteration per round (each
-// decides the next condition), so it gets fewer.
+// A Loop without a trip count whose condition slice cannot be run on
+// constants (ConditionSlice) is unrolled an iteration per round (each decides
+// the next condition), so it gets fewer.
 constexpr int64_t kMaxWhileIterations = 256;
+// The work of running a condition slice (Inliner::TripCount), in nodes plus
+// probe bytes / 256 per iteration summed over the iterations, before it
+// gives up and leaves the loop to the round-by-round unrolling: a few
+// hundred ms, so that a crafted body cannot stall the import.
+constexpr int64_t kMaxSliceWork = int64_t{1} << 20;
 
 int64_t Elements(const onnx::TensorProto& t) {  // saturating; validation checks the dims later
   int64_t n = 1;
@@ -108,6 +120,123 @@ struct Question {
   bool must_hold = false;  // a body's condition: true, or the loop ends early
 };
 
+// The part of a while-loop's body that its condition depends on: the body
+// nodes, the loop-carried values they read (each of which brings in the
+// body's next value of it) and the enclosing graph's values. Run on
+// constants iteration after iteration, it gives the trip count without
+// unrolling the rest of the body (Inliner::TripCount).
+struct ConditionSlice {
+  std::vector<int> nodes;          // body node indices, in body order
+  std::vector<int> carried;        // k of each loop-carried value read (body input 2 + k), ascending
+  std::vector<std::string> outer;  // values of the enclosing graph, sorted
+};
+
+// The condition slice of `body`, a Loop body with `carried` loop-carried
+// values (CheckLoop checked its inputs and outputs); nullopt where a node of
+// the slice has a subgraph of its own.
+std::optional<ConditionSlice> SliceOfCondition(const onnx::GraphProto& body, int carried) {
+  std::unordered_map<std::string, int> producer, carried_at;
+  for (int i = 0; i < body.node_size(); ++i)
+    for (const auto& o : body.node(i).output())
+      if (!o.empty()) producer[o] = i;
+  for (int k = 0; k < carried; ++k) carried_at[body.input(2 + k).name()] = k;
+  std::unordered_set<std::string> locals{body.input(0).name(), body.input(1).name()};
+  for (const auto& t : body.initializer()) locals.insert(t.name());
+  std::vector<bool> in_slice(static_cast<size_t>(body.node_size()), false);
+  std::vector<bool> read(static_cast<size_t>(carried), false);
+  std::unordered_set<std::string> seen, outer;
+  std::vector<std::string> stack{body.output(0).name()};
+  while (!stack.empty()) {
+    std::string v = std::move(stack.back());
+    stack.pop_back();
+    if (v.empty() || !seen.insert(v).second) continue;
+    if (auto it = producer.find(v); it != producer.end()) {
+      const onnx::NodeProto& n = body.node(it->second);
+      if (HasSubgraph(n)) return std::nullopt;
+      in_slice[static_cast<size_t>(it->second)] = true;
+      for (const auto& in : n.input()) stack.push_back(in);
+    } else if (auto c = carried_at.find(v); c != carried_at.end()) {
+      read[static_cast<size_t>(c->second)] = true;
+      stack.push_back(body.output(1 + c->second).name());
+    } else if (!locals.count(v)) {
+      outer.insert(v);
+    }
+  }
+  ConditionSlice slice;
+  for (int i = 0; i < body.node_size(); ++i)
+    if (in_slice[static_cast<size_t>(i)]) slice.nodes.push_back(i);
+  for (int k = 0; k < carried; ++k)
+    if (read[static_cast<size_t>(k)]) slice.carried.push_back(k);
+  slice.outer.assign(outer.begin(), outer.end());
+  std::sort(slice.outer.begin(), slice.outer.end());
+  return slice;
+}
+
+// What the nodes of one round's graph depend on.
+class Ancestry {
+ public:
+  explicit Ancestry(const onnx::GraphProto& g) : g_(g), state_(static_cast<size_t>(g.node_size()), kUnseen) {
+    for (int i = 0; i < g.node_size(); ++i)
+      for (const auto& o : g.node(i).output())
+        if (!o.empty()) producer_[o] = i;
+  }
+
+  // Whether `value` depends on a node with a subgraph (a construct decided
+  // in a later round, or a Scan). Each node is looked at once per round, so
+  // asking for every construct of an unrolled loop costs one pass.
+  bool Blocked(const std::string& value) {
+    auto root = producer_.find(value);
+    if (root == producer_.end()) return false;
+    std::vector<std::pair<int, int>> stack{{root->second, 0}};  // node, its next input
+    while (!stack.empty()) {
+      const int i = stack.back().first;
+      const int next = stack.back().second++;
+      const onnx::NodeProto& n = g_.node(i);
+      State& state = state_[static_cast<size_t>(i)];
+      if (next == 0) {
+        if (state != kUnseen) {
+          stack.pop_back();
+          continue;
+        }
+        state = kOpen;  // a cycle (refused by validation later) reads as clear
+      }
+      if (next < n.input_size()) {
+        auto p = producer_.find(n.input(next));
+        if (p != producer_.end() && state_[static_cast<size_t>(p->second)] == kUnseen) stack.push_back({p->second, 0});
+        continue;
+      }
+      bool blocked = HasSubgraph(n);
+      for (const auto& in : n.input()) {
+        auto p = producer_.find(in);
+        blocked = blocked || (p != producer_.end() && state_[static_cast<size_t>(p->second)] == kBlocked);
+      }
+      state = blocked ? kBlocked : kClear;
+      stack.pop_back();
+    }
+    return state_[static_cast<size_t>(root->second)] == kBlocked;
+  }
+
+  // Marks the nodes `value` depends on, stopping at those already marked.
+  void Mark(const std::string& value, std::vector<bool>& mark) const {
+    std::vector<std::string> stack{value};
+    while (!stack.empty()) {
+      std::string v = std::move(stack.back());
+      stack.pop_back();
+      auto it = producer_.find(v);
+      if (it == producer_.end() || mark[static_cast<size_t>(it->second)]) continue;
+      mark[static_cast<size_t>(it->second)] = true;
+      for (const auto& in : g_.node(it->second).input())
+        if (!in.empty()) stack.push_back(in);
+    }
+  }
+
+ private:
+  enum State : int8_t { kUnseen, kOpen, kClear, kBlocked };
+  const onnx::GraphProto& g_;
+  std::unordered_map<std::string, int> producer_;
+  std::vector<State> state_;
+};
+
 class Inliner {
  public:
   Inliner(onnx::ModelProto& model, const ConstantEvaluator& evaluate)
@@ -116,20 +245,35 @@ class Inliner {
   Status Run() {
     for (;;) {
       onnx::GraphProto& g = *model_.mutable_graph();
-      std::unordered_map<std::string, int> producer;
-      for (int i = 0; i < g.node_size(); ++i)
-        for (const auto& o : g.node(i).output())
-          if (!o.empty()) producer[o] = i;
+      Ancestry ancestry(g);
       // The constructs whose questions no other construct stands behind.
       std::vector<int> ready;
       std::vector<Question> asked;
       std::vector<bool> ancestor(static_cast<size_t>(g.node_size()), false);
       bool any = false;
-      auto askable = [&](const std::vector<Question>& qs) {
-        std::vector<bool> mine(static_cast<size_t>(g.node_size()), false);
+      // A while-loop's condition slice and the values it starts from, asked
+      // on the side: where they do not fold (or their probe fails), the loop
+      // goes on an iteration per round.
+      std::unordered_map<int, ConditionSlice> slices;
+      std::vector<Question> hints;
+      std::vector<bool> hinted(static_cast<size_t>(g.node_size()), false);
+      auto ask_slice = [&](const onnx::NodeProto& n, int i) {
+        std::optional<ConditionSlice> slice = SliceOfCondition(*GraphAttr(n, "body"), n.input_size() - 2);
+        if (!slice) return;
+        const std::string what = StrCat("a value the condition of ", Label(n, i), " reads");
+        std::vector<Question> qs;
+        for (const std::string& v : slice->outer) qs.push_back({v, what});
+        for (int k : slice->carried) qs.push_back({n.input(2 + k), what});
         for (const Question& q : qs)
-          if (Ancestors(g, producer, q.value, mine)) return false;
-        for (size_t k = 0; k < mine.size(); ++k) ancestor[k] = ancestor[k] || mine[k];
+          if (q.value.empty() || ancestry.Blocked(q.value)) return;
+        for (const Question& q : qs) ancestry.Mark(q.value, hinted);
+        hints.insert(hints.end(), qs.begin(), qs.end());
+        slices.emplace(i, std::move(*slice));
+      };
+      auto askable = [&](const std::vector<Question>& qs) {
+        for (const Question& q : qs)
+          if (ancestry.Blocked(q.value)) return false;
+        for (const Question& q : qs) ancestry.Mark(q.value, ancestor);
         asked.insert(asked.end(), qs.begin(), qs.end());
         return true;
       };
@@ -138,7 +282,9 @@ class Inliner {
         if (!IsIf(n) && !IsLoop(n)) continue;
         any = true;
         AMP_ASSIGN_OR_RETURN(std::vector<Question> qs, IsIf(n) ? CheckIf(n, i) : CheckLoop(n, i));
-        if (askable(qs)) ready.push_back(i);
+        if (!askable(qs)) continue;
+        ready.push_back(i);
+        if (IsLoop(n) && n.input(0).empty()) ask_slice(n, i);
       }
       std::vector<Question> waiting;
       for (Question& q : assertions_) {
@@ -153,6 +299,13 @@ class Inliner {
       std::unordered_map<std::string, const ir::Tensor*> known;
       for (size_t k = 0; k < asked.size(); ++k)
         if (values[k]) known[asked[k].value] = &*values[k];
+      std::vector<std::optional<ir::Tensor>> hint_values;
+      if (!hints.empty()) {
+        auto decided = Decide(g, hints, hinted);
+        if (decided.ok()) hint_values = std::move(*decided);
+      }
+      for (size_t k = 0; k < hint_values.size(); ++k)
+        if (hint_values[k]) known.emplace(hints[k].value, &*hint_values[k]);
       for (const Question& q : asked) {
         if (!q.must_hold) continue;
         AMP_ASSIGN_OR_RETURN(bool v, Bool(known, q));
@@ -165,7 +318,8 @@ class Inliner {
           AMP_ASSIGN_OR_RETURN(bool taken, Bool(known, IfQuestion(g.node(i), i)));
           AMP_RETURN_IF_ERROR(InlineIf(i, taken, added));
         } else {
-          AMP_RETURN_IF_ERROR(UnrollLoop(i, known, added));
+          auto slice = slices.find(i);
+          AMP_RETURN_IF_ERROR(UnrollLoop(i, known, slice == slices.end() ? nullptr : &slice->second, added));
         }
       }
       Splice(replaced);
@@ -231,26 +385,6 @@ class Inliner {
     if (it->second->dtype() != ir::DType::kBool || it->second->num_elements() != 1)
       return InvalidArgument(q.what, " is not one bool");
     return it->second->GetAsInt64(0) != 0;
-  }
-
-  // Marks the nodes `value` depends on; true when one of them has a subgraph
-  // (a construct decided in a later round, or a Scan).
-  static bool Ancestors(const onnx::GraphProto& g, const std::unordered_map<std::string, int>& producer,
-                        const std::string& value, std::vector<bool>& mark) {
-    std::vector<std::string> stack{value};
-    bool blocked = false;
-    while (!stack.empty()) {
-      std::string v = std::move(stack.back());
-      stack.pop_back();
-      auto it = producer.find(v);
-      if (it == producer.end() || mark[static_cast<size_t>(it->second)]) continue;
-      mark[static_cast<size_t>(it->second)] = true;
-      const onnx::NodeProto& n = g.node(it->second);
-      if (HasSubgraph(n)) blocked = true;
-      for (const auto& in : n.input())
-        if (!in.empty()) stack.push_back(in);
-    }
-    return blocked;
   }
 
   // The values `asked`, from a model of the nodes marked in `ancestor`;
@@ -374,13 +508,86 @@ class Inliner {
     return Status::Ok();
   }
 
+  // The iterations while-loop `node` runs from iteration `done` on, found
+  // by running its condition slice on constants: the carried values it
+  // reads start from `known` (the node's inputs), the outer values it reads
+  // come from `known`. nullopt where one of them is not known, or an
+  // iteration's values do not fold; an error when the condition still holds
+  // after kMaxUnroll iterations.
+  StatusOr<std::optional<int64_t>> TripCount(const onnx::NodeProto& node, const ConditionSlice& slice,
+                                             const std::unordered_map<std::string, const ir::Tensor*>& known,
+                                             int64_t done, const std::string& label) {
+    const onnx::GraphProto& body = *GraphAttr(node, "body");
+    onnx::ModelProto probe;
+    probe.set_ir_version(model_.ir_version());
+    *probe.mutable_opset_import() = model_.opset_import();
+    onnx::GraphProto& pg = *probe.mutable_graph();
+    pg.set_name("trip_count");
+    for (const std::string& v : slice.outer) {
+      auto it = known.find(v);
+      if (it == known.end()) return std::optional<int64_t>();
+      TensorToProto(*it->second, v, pg.add_initializer());
+    }
+    std::vector<ir::Tensor> state;  // per slice.carried
+    for (int k : slice.carried) {
+      auto it = known.find(node.input(2 + k));
+      if (it == known.end()) return std::optional<int64_t>();
+      state.push_back(*it->second);
+    }
+    std::unordered_set<std::string> produced;
+    for (int i : slice.nodes) {
+      *pg.add_node() = body.node(i);
+      for (const auto& o : body.node(i).output()) produced.insert(o);
+    }
+    for (const auto& t : body.initializer()) *pg.add_initializer() = t;
+    // Outputs: the condition, then the next value of each carried value read
+    // (an Identity where the body passes on a value it did not compute).
+    std::vector<std::string> outs{body.output(0).name()};
+    for (int k : slice.carried) outs.push_back(body.output(1 + k).name());
+    for (size_t j = 0; j < outs.size(); ++j) {
+      std::string name = outs[j];
+      if (!produced.count(name)) {
+        name = StrCat("trip_count/output_", j);
+        onnx::NodeProto* id = pg.add_node();
+        id->set_op_type("Identity");
+        id->add_input(outs[j]);
+        id->add_output(name);
+      }
+      pg.add_output()->set_name(name);
+    }
+    const int fixed = pg.initializer_size();
+    ir::Tensor yes = *ir::Tensor::Zeros(ir::DType::kBool, {});
+    *yes.data<bool>() = true;
+    int64_t work = 0;
+    for (int64_t i = done;; ++i) {
+      if (i >= kMaxUnroll)
+        return Unimplemented(label, " runs more than ", kMaxUnroll, " iterations, the most amptrain unrolls");
+      pg.mutable_initializer()->DeleteSubrange(fixed, pg.initializer_size() - fixed);
+      TensorToProto(ir::Tensor::Int64s({i}, {}), body.input(0).name(), pg.add_initializer());
+      TensorToProto(yes, body.input(1).name(), pg.add_initializer());
+      for (size_t j = 0; j < slice.carried.size(); ++j)
+        TensorToProto(state[j], body.input(2 + slice.carried[j]).name(), pg.add_initializer());
+      work += pg.node_size() + static_cast<int64_t>(probe.ByteSizeLong() / 256);
+      if (work > kMaxSliceWork) return std::optional<int64_t>();
+      auto values = evaluate_(probe);
+      if (!values.ok() || values->size() != outs.size()) return std::optional<int64_t>();
+      for (const auto& v : *values)
+        if (!v) return std::optional<int64_t>();
+      const ir::Tensor& cond = *(*values)[0];
+      if (cond.dtype() != ir::DType::kBool || cond.num_elements() != 1) return std::optional<int64_t>();
+      if (cond.GetAsInt64(0) == 0) return std::optional<int64_t>(i + 1 - done);
+      for (size_t j = 0; j < state.size(); ++j) state[j] = std::move(*(*values)[1 + j]);
+    }
+  }
+
   // Loop node `index` gives way to its body: M times with a trip count M;
-  // without one, once per round while its condition holds, followed by a
-  // Loop of the same body that carries on from there (progress_ keeps the
-  // count and the scan rows). The last round writes the carried values and
-  // the scans (rows Unsqueezed, then Concatenated) under the node's outputs.
+  // without one, as many times as its condition slice says (TripCount), or
+  // else once per round while its condition holds, followed by a Loop of the
+  // same body that carries on from there (progress_ keeps the count and the
+  // scan rows). The last round writes the carried values and the scans (rows
+  // Unsqueezed, then Concatenated) under the node's outputs.
   Status UnrollLoop(int index, const std::unordered_map<std::string, const ir::Tensor*>& known,
-                    std::vector<onnx::NodeProto>& added) {
+                    const ConditionSlice* slice, std::vector<onnx::NodeProto>& added) {
     const onnx::NodeProto& node = model_.graph().node(index);
     const std::string label = Label(node, index);
     const onnx::GraphProto& body = *GraphAttr(node, "body");
@@ -407,9 +614,18 @@ class Inliner {
         return InvalidArgument("the trip count M of ", label, " is not one integer");
       run = go_on ? std::max<int64_t>(trip->second->GetAsInt64(0), 0) : 0;
     }
-    if (p.done + run > (bounded ? kMaxUnroll : kMaxWhileIterations))
-      return Unimplemented(p.label, " runs more than ", bounded ? kMaxUnroll : kMaxWhileIterations,
-                           " iterations, the most amptrain unrolls", bounded ? "" : " without a trip count");
+    bool counted = false;  // a while-loop whose trip count TripCount found
+    if (!bounded && go_on && slice) {
+      AMP_ASSIGN_OR_RETURN(std::optional<int64_t> trips, TripCount(node, *slice, known, p.done, p.label));
+      if (trips) {
+        run = *trips;
+        counted = true;
+      }
+    }
+    const int64_t most = bounded || counted ? kMaxUnroll : kMaxWhileIterations;
+    if (p.done + run > most)
+      return Unimplemented(p.label, " runs more than ", most, " iterations, the most amptrain unrolls",
+                           bounded || counted ? "" : " without a trip count");
     if (run * body.node_size() > kMaxUnrolledNodes - unrolled_)
       return Unimplemented(p.label, ": unrolling it makes more than ", kMaxUnrolledNodes, " nodes");
     unrolled_ += run * body.node_size();
@@ -435,7 +651,7 @@ class Inliner {
       }
     }
     p.done += run;
-    if (!bounded && run > 0) {  // the rest of the while-loop, decided next round
+    if (!bounded && !counted && run > 0) {  // the rest of the while-loop, decided next round
       onnx::NodeProto rest = node;
       rest.set_name(edit_.Fresh(p.stem + "/rest"));
       rest.set_input(1, cond_out);

@@ -119,13 +119,21 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     epoch_step = 0;
     epoch.Reset();
     AMP_RETURN_IF_ERROR(save());  // before evaluating: a failing evaluation never costs the trained epoch
-    if (config.evaluate && test->size() > 0) {
+    // A fixed batch larger than the test split leaves nothing to evaluate.
+    const bool evaluable = config.evaluate && test->size() > 0 &&
+                           (!config.drop_last || static_cast<int64_t>(test->size()) >= config.batch_size);
+    if (evaluable) {
       data::BatchIterator test_batches(*test, config.batch_size, /*shuffle=*/false, 0, config.normalization, {},
                                        config.drop_last);
       AMP_ASSIGN_OR_RETURN(s.test, trainer.Evaluate(test_batches));
       s.evaluated = true;
     } else if (config.evaluate && !warned_empty_test) {
-      spdlog::warn("the test split is empty: epochs are not evaluated");
+      if (test->size() == 0)
+        spdlog::warn("the test split is empty: epochs are not evaluated");
+      else
+        spdlog::warn("the test split's {} samples are fewer than the model's fixed batch of {}: epochs are not "
+                     "evaluated",
+                     test->size(), config.batch_size);
       warned_empty_test = true;
     }
     s.elapsed_s = Seconds(run_start, Clock::now());

@@ -74,5 +74,29 @@ TEST(ControlFlowRun, WhileLoopSequenceStacks) {
   EXPECT_EQ(out[1].GetAsInt64(0), 3);
 }
 
+// 300 iterations, past what the round-by-round unrolling allows: the trip
+// count comes from running the condition's slice.
+TEST(ControlFlowRun, LongWhileLoopStacksEveryRow) {
+  constexpr int64_t kRows = 300;
+  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {kRows, 3});
+  for (int64_t i = 0; i < kRows * 3; ++i) x.data<float>()[i] = 0.125f * static_cast<float>(i % 97) - 3.0f;
+  std::vector<ir::Tensor> out = RunModel(mb::WhileSequenceModel(kRows, kRows), {{"x", x}});
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{kRows, 3}));
+  for (int64_t i = 0; i < kRows * 3; ++i) EXPECT_EQ(out[0].data<float>()[i], 2.0f * x.data<float>()[i]) << i;
+  EXPECT_EQ(out[1].GetAsInt64(0), kRows);
+}
+
+// The same loop with its condition inside an If, unrolled round by round.
+TEST(ControlFlowRun, WhileLoopWithConditionInAnIf) {
+  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {4, 3});
+  for (int64_t i = 0; i < 12; ++i) x.data<float>()[i] = 0.5f * static_cast<float>(i) - 2.0f;
+  std::vector<ir::Tensor> out = RunModel(mb::WhileSequenceModel(3, 4, true), {{"x", x}});
+  ASSERT_EQ(out.size(), 2u);
+  ASSERT_EQ(out[0].dims(), (std::vector<int64_t>{3, 3}));
+  for (int64_t i = 0; i < 9; ++i) EXPECT_EQ(out[0].data<float>()[i], 2.0f * x.data<float>()[i]) << i;
+  EXPECT_EQ(out[1].GetAsInt64(0), 3);
+}
+
 }  // namespace
 }  // namespace amptrain

@@ -159,6 +159,31 @@ TEST(Trainer, ResumeIsBitwiseEqualToAStraightRun) {
   fs::remove_all(resumed_dir);
 }
 
+// A model of fixed batch larger than the test split (drop_last) trains, and
+// its epochs go unevaluated with a warning instead of failing the run.
+TEST(Trainer, FixedBatchLargerThanTheTestSplitSkipsEvaluation) {
+  auto model = SmallCnn(4);
+  auto t = Trainer::Create(*model, Config(4));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  data::Dataset train = Synthetic("train"), test = Synthetic("test");
+  LoopConfig l = Loop(8);
+  l.batch_size = 64;
+  l.drop_last = true;
+  l.evaluate = true;
+  ASSERT_LT(static_cast<int64_t>(test.size()), l.batch_size);
+  int evaluated = 0, epochs = 0;
+  LoopCallbacks callbacks;
+  callbacks.on_epoch_end = [&](const EpochSummary& s) {
+    ++epochs;
+    evaluated += s.evaluated;
+  };
+  auto r = RunTraining(**t, train, &test, l, callbacks);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->steps, 8);
+  EXPECT_GE(epochs, 1);
+  EXPECT_EQ(evaluated, 0);
+}
+
 TEST(Trainer, MismatchedCheckpointIsAnErrorAndChangesNothing) {
   auto four = SmallCnn(4), five = SmallCnn(5);
   fs::path dir = TempDir("mismatch");

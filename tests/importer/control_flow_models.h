@@ -122,10 +122,11 @@ inline onnx::ModelProto LoopModel(const std::string& cond_out, Trip trip = Trip:
 // count, condition i + 1 < 3, appending 2 x[i] to a sequence; then
 // ConcatFromSequence(new_axis = 1) -> y [3, 3] = 2 x[0:3], and its
 // SequenceLength -> count = 3. `limit` replaces the 3 (a large one runs into
-// the unrolling limit).
-inline onnx::ModelProto WhileSequenceModel(int64_t limit = 3) {
+// the unrolling limit), `rows` the 4 rows of x; `condition_in_if` computes
+// the condition inside an If.
+inline onnx::ModelProto WhileSequenceModel(int64_t limit = 3, int64_t rows = 4, bool condition_in_if = false) {
   onnx::ModelProto m = NewModel(17);
-  AddInput(m, "x", {4, 3});
+  AddInput(m, "x", {rows, 3});
   onnx::GraphProto* g = m.mutable_graph();
   AddBool(g, "yes", true);
   AddInts(g, "one_s", {1}, true);
@@ -138,7 +139,17 @@ inline onnx::ModelProto WhileSequenceModel(int64_t limit = 3) {
   AddGraphNode(body, "Add", {"row", "row"}, {"row2"});
   AddGraphNode(body, "SequenceInsert", {"seq_in", "row2"}, {"seq_out"});
   AddGraphNode(body, "Add", {"i", "one_s"}, {"next"});
-  AddGraphNode(body, "Less", {"next", "limit"}, {"go_on"});
+  if (condition_in_if) {
+    // go_on = If(yes) {Less(next, limit)} else {yes}: a condition slice
+    // with a subgraph, which only the round-by-round unrolling decides.
+    onnx::NodeProto* guard = AddGraphNode(body, "If", {"yes"}, {"go_on"}, "guard");
+    onnx::GraphProto* then_g = AddBranch(guard, "then_branch");
+    AddGraphNode(then_g, "Less", {"next", "limit"}, {"less"});
+    then_g->add_output()->set_name("less");
+    AddBranch(guard, "else_branch")->add_output()->set_name("yes");
+  } else {
+    AddGraphNode(body, "Less", {"next", "limit"}, {"go_on"});
+  }
   for (const char* out : {"go_on", "seq_out"}) body->add_output()->set_name(out);
   onnx::NodeProto* concat = AddGraphNode(g, "ConcatFromSequence", {"rows_seq"}, {"y"}, "stack");
   SetInt(concat, "axis", 0);

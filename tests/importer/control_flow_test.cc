@@ -142,22 +142,44 @@ TEST(LoopUnroll, WhatTheDataDecidesIsRefused) {
     ASSERT_FALSE(g.ok());
     EXPECT_NE(g.status().message().find(want), std::string::npos) << g.status().message();
   };
-  expect_error(Trip::kNone, "still", "Loop node 'rows_loop' runs more than 256 iterations");
+  expect_error(Trip::kNone, "still", "Loop node 'rows_loop' runs more than 4096 iterations");
   expect_error(Trip::kData, "still", "the trip count M of Loop node 'rows_loop' ('m') depends on the input data");
   expect_error(Trip::kShape, "early", "the condition after iteration 1 of Loop node 'rows_loop' is false");
 }
 
-// A Loop without a trip count is unrolled while its condition holds, and
-// the sequence it builds becomes a Concat; past the unrolling limit it is
-// refused by name.
+// A Loop without a trip count is unrolled as many times as running its
+// condition's slice on constants says, and the sequence it builds becomes a
+// Concat; past the unrolling limit it is refused by name.
 TEST(LoopUnroll, WhileLoopBuildingASequence) {
   auto g = ImportModelBytes(Bytes(WhileSequenceModel()), "");
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   EXPECT_EQ(TypeOf(**g, "y"), "float32[3,3]");
   EXPECT_EQ(TypeOf(**g, "count"), "int64[]");
+  // 1000 iterations (the dynamo export of an EmbeddingBag over 1000 bags).
+  auto long_loop = ImportModelBytes(Bytes(WhileSequenceModel(1000, 1000)), "");
+  ASSERT_TRUE(long_loop.ok()) << long_loop.status().ToString();
+  EXPECT_EQ(TypeOf(**long_loop, "y"), "float32[1000,3]");
+  int gathers = 0;
+  for (const ir::Node* n : (*long_loop)->nodes()) gathers += n->op() == OpKind::kGather;
+  EXPECT_EQ(gathers, 1000);
   auto endless = ImportModelBytes(Bytes(WhileSequenceModel(100000)), "");
   ASSERT_FALSE(endless.ok());
-  EXPECT_NE(endless.status().message().find("Loop node 'while_rows' runs more than 256 iterations"), std::string::npos)
+  EXPECT_NE(endless.status().message().find("Loop node 'while_rows' runs more than 4096 iterations"),
+            std::string::npos)
+      << endless.status().message();
+}
+
+// A condition whose slice has a subgraph (an If in the body) is decided an
+// iteration per round instead, up to 256 iterations.
+TEST(LoopUnroll, WhileLoopDecidedRoundByRound) {
+  auto g = ImportModelBytes(Bytes(WhileSequenceModel(3, 4, true)), "");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(TypeOf(**g, "y"), "float32[3,3]");
+  auto endless = ImportModelBytes(Bytes(WhileSequenceModel(100000, 4, true)), "");
+  ASSERT_FALSE(endless.ok());
+  EXPECT_NE(endless.status().message().find("Loop node 'while_rows' runs more than 256 iterations, the most amptrain "
+                                            "unrolls without a trip count"),
+            std::string::npos)
       << endless.status().message();
 }
 
