@@ -169,8 +169,9 @@ Status SyncDir(const std::string& dir) {
 }  // namespace
 
 Status CheckWritableOpset(int64_t opset) {
-  if (opset < detail::kMinOpset || opset > detail::kMaxOpset)
-    return Unimplemented("cannot write opset ", opset, " (supported: ", detail::kMinOpset, "..", detail::kMaxOpset, ")");
+  if (opset < detail::kMinExportOpset || opset > detail::kMaxOpset)
+    return Unimplemented("cannot write opset ", opset, " (supported: ", detail::kMinExportOpset, "..", detail::kMaxOpset,
+                         ")");
   return Status::Ok();
 }
 

@@ -1,4 +1,5 @@
 // ONNX ModelProto -> ir::Graph: parsing and graph construction.
+#include <algorithm>
 #include <climits>
 #include <memory>
 #include <optional>
@@ -184,6 +185,9 @@ StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const
   Builder builder(model.graph(), std::move(plan), model_dir, *graph);
   AMP_RETURN_IF_ERROR(builder.Build());
   AMP_RETURN_IF_ERROR(UpgradeToCanonical(*graph, graph->info().opset));
+  // A model of opset 7-10 is now the opset-11 model it equals, and is
+  // exported and converted as one.
+  graph->info().opset = std::max(graph->info().opset, detail::kMinExportOpset);
   AMP_RETURN_IF_ERROR(graph->InferShapes());
   AMP_RETURN_IF_ERROR(LowerCastLike(*graph).status());
   AMP_RETURN_IF_ERROR(PinRandomDTypes(*graph));
@@ -240,6 +244,7 @@ StatusOr<std::unique_ptr<ir::Graph>> ImportModelBytes(const std::string& bytes, 
   onnx::ModelProto model;
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     return InvalidArgument("not a valid ONNX ModelProto (truncated or corrupt protobuf)");
+  AMP_RETURN_IF_ERROR(detail::UpgradeLegacyOps(model));
   AMP_RETURN_IF_ERROR(detail::InlineStaticControlFlow(model, [&](const onnx::ModelProto& probe) {
     return DecideConstants(probe, model_dir);
   }));

@@ -18,7 +18,10 @@ namespace amptrain::importer::detail {
 // 11-14 add element types only, which the importer names when it refuses
 // them, and multi-device hints, which a single-device runtime ignores).
 inline constexpr int64_t kMinIrVersion = 3, kMaxIrVersion = 14;
-inline constexpr int64_t kMinOpset = 11, kMaxOpset = 28;
+// Import reads opsets 7-28 (7-10 through UpgradeLegacyOps and the opset
+// adapters); export writes 11-28.
+inline constexpr int64_t kMinOpset = 7, kMaxOpset = 28;
+inline constexpr int64_t kMinExportOpset = 11;
 inline constexpr int kMaxListLength = 1 << 20;      // elements of an ints/floats/strings attribute
 inline constexpr size_t kMaxNameLength = 4096;      // value, node, attribute names, dim_params
 inline constexpr size_t kMaxStringLength = 1 << 16; // string attribute values
@@ -54,6 +57,13 @@ StatusOr<GraphPlan> ValidateGraph(const onnx::GraphProto& graph, const ir::Model
 // chunk/split) becomes Slices, in place; other sequences are left as they
 // are (importer/sequence_split.cc).
 Status LowerSequenceSplits(onnx::GraphProto& graph, const std::string& model_dir);
+
+// Upsample, Resize at opset 10 and Scatter become the Resize / ScatterElements
+// of opset 11, in place, in the graph and its subgraphs (importer/legacy_ops.cc).
+Status UpgradeLegacyOps(onnx::ModelProto& model);
+// Whether `op_type` is a default-domain op that UpgradeLegacyOps renames
+// (Upsample, Scatter): imported, although ir/ops.def does not name it.
+bool IsLegacyOpName(const std::string& op_type);
 
 // Decides values that control flow needs at import: imports a model whose
 // outputs they are and gives each one's value where folding made it a

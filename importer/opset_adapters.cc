@@ -17,18 +17,17 @@ struct AttrInput {
   int64_t last_attr_opset;
   const char* attr;
   size_t slot;
-  bool is_float;  // a float32 scalar (Dropout ratio) rather than an int64 list
+  bool is_float = false;  // a float32 scalar (Dropout ratio) rather than an int64 list
 };
 
 constexpr AttrInput kAttrInputs[] = {
-    {OpKind::kReduceMean, 17, "axes", 1, false}, {OpKind::kReduceMax, 17, "axes", 1, false},
-    {OpKind::kReduceL2, 17, "axes", 1, false},   {OpKind::kReduceMin, 17, "axes", 1, false},
-    {OpKind::kReduceProd, 17, "axes", 1, false}, {OpKind::kReduceLogSumExp, 17, "axes", 1, false},
-    {OpKind::kReduceL1, 17, "axes", 1, false},   {OpKind::kReduceSumSquare, 17, "axes", 1, false},
-    {OpKind::kReduceLogSum, 17, "axes", 1, false},
-    {OpKind::kReduceSum, 12, "axes", 1, false},  {OpKind::kSqueeze, 12, "axes", 1, false},
-    {OpKind::kUnsqueeze, 12, "axes", 1, false},  {OpKind::kSplit, 12, "split", 1, false},
-    {OpKind::kDropout, 11, "ratio", 1, true},
+    {OpKind::kReduceMean, 17, "axes", 1},      {OpKind::kReduceMax, 17, "axes", 1},
+    {OpKind::kReduceL2, 17, "axes", 1},        {OpKind::kReduceMin, 17, "axes", 1},
+    {OpKind::kReduceProd, 17, "axes", 1},      {OpKind::kReduceLogSumExp, 17, "axes", 1},
+    {OpKind::kReduceL1, 17, "axes", 1},        {OpKind::kReduceSumSquare, 17, "axes", 1},
+    {OpKind::kReduceLogSum, 17, "axes", 1},    {OpKind::kReduceSum, 12, "axes", 1},
+    {OpKind::kSqueeze, 12, "axes", 1},         {OpKind::kUnsqueeze, 12, "axes", 1},
+    {OpKind::kSplit, 12, "split", 1},          {OpKind::kDropout, 11, "ratio", 1, true},
 };
 
 const AttrInput* FindAttrInput(OpKind op, int64_t opset) {
@@ -132,6 +131,26 @@ Status UpgradeBatchNorm(ir::Graph& g, ir::Node* n) {
                            "running var are supported");
   n->attrs().Set("training_mode", int64_t{1});
   return n->num_outputs() == 3 ? Status::Ok() : RecreateWithOutputs(g, n, 3);
+}
+
+// Clip before opset 11 (attributes min, max) and Pad before 11 (attribute
+// value): scalar inputs of the data's dtype (float32 where it is unknown).
+Status ScalarsToInputs(ir::Graph& g, ir::Node* n) {
+  ir::DType dtype = g.type(n->input(0)).dtype;
+  if (dtype == ir::DType::kUndefined) dtype = ir::DType::kFloat32;
+  auto scalar = [&](const char* attr, size_t slot) -> Status {
+    if (!n->attrs().Has(attr)) return Status::Ok();
+    if (n->has_input(slot)) return InvalidArgument(n->Describe(), ": has both attribute and input '", attr, "'");
+    AMP_ASSIGN_OR_RETURN(float v, n->attrs().GetFloat(attr, 0.0f));
+    AMP_ASSIGN_OR_RETURN(ir::Tensor t, ir::Tensor::Zeros(dtype, {}));
+    ir::SetElementFromDouble(t, 0, v);
+    g.SetInput(n, slot, AddConstant(g, StrCat(n->name(), "_", attr), std::move(t)));
+    n->attrs().Erase(attr);
+    return Status::Ok();
+  };
+  if (n->op() == OpKind::kPad) return scalar("value", 2);
+  AMP_RETURN_IF_ERROR(scalar("min", 1));
+  return scalar("max", 2);
 }
 
 bool IsSoftmaxLike(OpKind op) { return op == OpKind::kSoftmax || op == OpKind::kLogSoftmax; }
@@ -250,8 +269,7 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kAtanh: return 9;
     case OpKind::kCumSum:
     case OpKind::kGatherElements:
-    case OpKind::kRound:
-    case OpKind::kTopK: return 11;
+    case OpKind::kRound: return 11;
     case OpKind::kCelu:
     case OpKind::kLessOrEqual:
     case OpKind::kGreaterOrEqual: return 12;
@@ -274,16 +292,24 @@ int64_t OpSinceVersion(ir::OpKind op) {
 }
 
 Status UpgradeToCanonical(ir::Graph& g, int64_t opset) {
-  bool need_ranks = false;
+  bool need_ranks = false, need_dtypes = false;
   for (ir::Node* n : g.nodes()) {
     if (const AttrInput* r = FindAttrInput(n->op(), opset)) AMP_RETURN_IF_ERROR(AttrToInput(g, n, *r));
     if (IsSoftmaxLike(n->op()) && opset < 13) need_ranks = true;
+    if ((n->op() == OpKind::kClip || n->op() == OpKind::kPad) && opset < 11) need_dtypes = true;
+    if (n->op() == OpKind::kBatchNormalization && opset < 9 && n->attrs().Has("spatial")) {
+      if (n->attrs().Int("spatial", 1) != 1)
+        return Unimplemented(n->Describe(), ": spatial=0 (statistics per activation, not per channel) is not supported");
+      n->attrs().Erase("spatial");
+    }
     if (n->op() == OpKind::kBatchNormalization && opset < 14) AMP_RETURN_IF_ERROR(UpgradeBatchNorm(g, n));  // may free n
   }
-  if (!need_ranks) return Status::Ok();
+  if (!need_ranks && !need_dtypes) return Status::Ok();
   AMP_RETURN_IF_ERROR(g.InferShapes());
-  for (ir::Node* n : g.nodes())
-    if (IsSoftmaxLike(n->op())) AMP_RETURN_IF_ERROR(UpgradeSoftmax(g, n));
+  for (ir::Node* n : g.nodes()) {
+    if (need_dtypes && (n->op() == OpKind::kClip || n->op() == OpKind::kPad)) AMP_RETURN_IF_ERROR(ScalarsToInputs(g, n));
+    if (need_ranks && IsSoftmaxLike(n->op())) AMP_RETURN_IF_ERROR(UpgradeSoftmax(g, n));
+  }
   return Status::Ok();
 }
 

@@ -38,8 +38,12 @@
 // writes it as ReduceMean / Sub / Mul / Add / Sqrt / Div, as PyTorch's
 // exporter does there, and fails when its Mean / InvStdDev outputs are used.
 //
-// Clip, Pad and Resize need nothing: opset 11 (our minimum) already has the
-// canonical form.
+// Opsets 7-10 (import only): Upsample, Resize-10, Scatter, and Slice / TopK /
+// Pad's integer attributes are rewritten on the proto first
+// (importer/legacy_ops.cc); here Clip's min / max attributes and Pad's value
+// become scalar inputs of the data's dtype, and BatchNormalization's spatial=1
+// (before 9) goes. The graph is then the opset-11 model it equals, and its
+// ModelInfo says opset 11 (export writes 11 and up).
 #pragma once
 
 #include <cstdint>

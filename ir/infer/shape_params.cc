@@ -148,6 +148,17 @@ StatusOr<ResizeAttrs> ParseResizeAttrs(const Attributes& attrs) {
   return a;
 }
 
+namespace {
+
+// An output dim computed in double (already floored or rounded): an error
+// where it does not fit an int64 (a scale of 1e38, inf).
+StatusOr<int64_t> ResizedDim(double v) {
+  if (!(v >= 0.0 && v < 4.6e18)) return InvalidArgument("Resize gives an output dim of ", v, ", out of range");
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
 StatusOr<ResizeGeometry> ResolveResize(const ResizeAttrs& a, const std::vector<int64_t>& in_dims,
                                        const std::vector<double>& roi, const std::vector<double>& scales,
                                        const std::vector<int64_t>& sizes) {
@@ -173,7 +184,11 @@ StatusOr<ResizeGeometry> ResolveResize(const ResizeAttrs& a, const std::vector<i
       for (int64_t d : axes) {
         size_t u = static_cast<size_t>(d);
         g.scales[u] = s;
-        g.out_dims[u] = in_dims[u] < 0 ? -1 : static_cast<int64_t>(s * static_cast<double>(in_dims[u]) + 0.5);
+        if (in_dims[u] < 0) {
+          g.out_dims[u] = -1;
+        } else {
+          AMP_ASSIGN_OR_RETURN(g.out_dims[u], ResizedDim(s * static_cast<double>(in_dims[u]) + 0.5));
+        }
       }
     }
   } else if (!scales.empty()) {
@@ -182,7 +197,11 @@ StatusOr<ResizeGeometry> ResolveResize(const ResizeAttrs& a, const std::vector<i
       size_t d = static_cast<size_t>(axes[i]);
       if (!(scales[i] > 0)) return InvalidArgument("scales has a non-positive value ", scales[i]);
       g.scales[d] = scales[i];
-      g.out_dims[d] = in_dims[d] < 0 ? -1 : static_cast<int64_t>(std::floor(static_cast<double>(in_dims[d]) * scales[i]));
+      if (in_dims[d] < 0) {
+        g.out_dims[d] = -1;
+      } else {
+        AMP_ASSIGN_OR_RETURN(g.out_dims[d], ResizedDim(std::floor(static_cast<double>(in_dims[d]) * scales[i])));
+      }
     }
   } else {
     return InvalidArgument("Resize needs a scales or a sizes input");

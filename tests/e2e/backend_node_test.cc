@@ -230,7 +230,9 @@ void RunSuite(const Suite& suite) {
     std::vector<std::string> ops;
     bool versions_supported = true;
     if (!ModelOps((dir / "model.onnx").string(), &ops, &versions_supported) || ops.empty()) continue;
-    bool all_supported = std::all_of(ops.begin(), ops.end(), [](const std::string& t) { return ir::FindOnnxOp(t).has_value(); });
+    bool all_supported = std::all_of(ops.begin(), ops.end(), [](const std::string& t) {
+      return ir::FindOnnxOp(t).has_value() || importer::detail::IsLegacyOpName(t);
+    });
     if (!all_supported) { ++unsupported; continue; }
     if (!versions_supported) { ++newer; continue; }
     // The op a test is about: a single-node model's op, else the op named by the test.

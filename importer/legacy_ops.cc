@@ -1,0 +1,162 @@
+// Ops of opsets 7-10 that later opsets renamed or re-signed, rewritten on the
+// proto before validation (detail::UpgradeLegacyOps), so that the rest of the
+// importer sees their opset-11 form:
+//   Upsample (7-9, deprecated at 10): attribute `scales` (7, 8) or input
+//     scales (9, 10), mode nearest|linear
+//       -> Resize(X, "", scales) with coordinate_transformation_mode
+//          "asymmetric" and, for nearest, nearest_mode "floor": the output
+//          index i reads input floor(i / scale), as Upsample defines it
+//   Resize at opset 10: Resize(X, scales), the same semantics as Upsample
+//       -> the same Resize-11 form
+//   Scatter (9, 10; deprecated at 11): the same op as ScatterElements
+//       -> ScatterElements
+//   Slice before 10 (attributes starts, ends, axes), TopK before 10
+//   (attribute k), Pad before 11 (attribute pads)
+//       -> the same op with those as int64 inputs
+// Clip's min and max and Pad's value become inputs of the data's dtype on
+// the IR, once it is known (UpgradeToCanonical, importer/opset_adapters.cc).
+#include <string>
+#include <vector>
+
+#include "importer/import_internal.h"
+#include "ir/status.h"
+
+namespace amptrain::importer::detail {
+
+namespace {
+
+bool IsDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
+
+onnx::AttributeProto* FindAttr(onnx::NodeProto& n, const std::string& name) {
+  for (auto& a : *n.mutable_attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+void SetString(onnx::NodeProto& n, const std::string& name, const std::string& value) {
+  onnx::AttributeProto* a = FindAttr(n, name);
+  if (!a) {
+    a = n.add_attribute();
+    a->set_name(name);
+  }
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(value);
+}
+
+void EraseAttr(onnx::NodeProto& n, const std::string& name) {
+  auto* attrs = n.mutable_attribute();
+  for (int i = 0; i < attrs->size(); ++i)
+    if (attrs->Get(i).name() == name) {
+      attrs->DeleteSubrange(i, 1);
+      return;
+    }
+}
+
+class LegacyOps {
+ public:
+  LegacyOps(onnx::GraphProto& main, int64_t opset) : edit_(main), main_(main), opset_(opset) {}
+
+  Status Run(onnx::GraphProto& g) {
+    for (int i = 0; i < g.node_size(); ++i) {
+      onnx::NodeProto& n = *g.mutable_node(i);
+      for (auto& a : *n.mutable_attribute()) {
+        if (a.has_g()) AMP_RETURN_IF_ERROR(Run(*a.mutable_g()));
+        for (auto& sub : *a.mutable_graphs()) AMP_RETURN_IF_ERROR(Run(sub));
+      }
+      if (!IsDefaultDomain(n)) continue;
+      const std::string label = StrCat(n.op_type(), " ", NodeLabel(n, i));
+      if (n.op_type() == "Upsample" && opset_ <= 10) {
+        AMP_RETURN_IF_ERROR(Upsample(n, label));
+      } else if (n.op_type() == "Resize" && opset_ == 10) {
+        AMP_RETURN_IF_ERROR(ToResize11(n, label));
+      } else if (n.op_type() == "Scatter") {
+        n.set_op_type("ScatterElements");
+      } else if (n.op_type() == "Slice" && opset_ < 10) {
+        AMP_RETURN_IF_ERROR(IntsToInputs(n, label, {"starts", "ends", "axes"}));
+      } else if (n.op_type() == "TopK" && opset_ < 10) {
+        AMP_RETURN_IF_ERROR(IntsToInputs(n, label, {"k"}));
+      } else if (n.op_type() == "Pad" && opset_ < 11) {
+        AMP_RETURN_IF_ERROR(IntsToInputs(n, label, {"pads"}));
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // Integer attributes that became inputs 1, 2, ... in this order (an int
+  // becomes an int64 [1]); the first one is required, a later one that is
+  // missing ends the list.
+  Status IntsToInputs(onnx::NodeProto& n, const std::string& label, const std::vector<std::string>& attrs) {
+    if (n.input_size() != 1)
+      return InvalidArgument(label, " has ", n.input_size(), " inputs, expected 1 at opset ", opset_, " (",
+                             attrs[0], " is an attribute there)");
+    for (const std::string& name : attrs) {
+      const onnx::AttributeProto* a = FindAttr(n, name);
+      if (!a) {
+        if (&name == &attrs[0]) return InvalidArgument(label, " has no '", name, "' attribute");
+        break;
+      }
+      std::vector<int64_t> values(a->ints().begin(), a->ints().end());
+      const bool scalar = a->type() == onnx::AttributeProto::INT;
+      if (scalar) values = {a->i()};
+      n.add_input(edit_.Ints(StrCat(n.name().empty() ? n.op_type() : n.name(), "_", name), values));
+      EraseAttr(n, name);
+    }
+    return Status::Ok();
+  }
+
+  // Upsample-7/8 keeps its scales in an attribute, Upsample-9/10 in input 1.
+  Status Upsample(onnx::NodeProto& n, const std::string& label) {
+    if (opset_ <= 8) {
+      const onnx::AttributeProto* scales = FindAttr(n, "scales");
+      if (!scales || scales->floats_size() == 0) return InvalidArgument(label, " has no 'scales' attribute");
+      if (n.input_size() != 1) return InvalidArgument(label, " has ", n.input_size(), " inputs, expected 1 at opset ", opset_);
+      onnx::TensorProto* t = main_.add_initializer();
+      t->set_name(edit_.Fresh(StrCat(n.name().empty() ? std::string("upsample") : n.name(), "_scales")));
+      t->set_data_type(onnx::TensorProto::FLOAT);
+      t->add_dims(scales->floats_size());
+      for (float s : scales->floats()) t->add_float_data(s);
+      n.add_input(t->name());
+      EraseAttr(n, "scales");
+    }
+    n.set_op_type("Resize");
+    return ToResize11(n, label);
+  }
+
+  // Resize(X, scales) with Upsample's semantics -> Resize(X, "", scales).
+  static Status ToResize11(onnx::NodeProto& n, const std::string& label) {
+    if (n.input_size() != 2 || n.input(1).empty())
+      return InvalidArgument(label, " has ", n.input_size(), " inputs, expected X and scales");
+    std::string mode = "nearest";
+    if (const onnx::AttributeProto* a = FindAttr(n, "mode")) mode = a->s();
+    if (mode != "nearest" && mode != "linear")
+      return InvalidArgument(label, ": mode '", mode, "' is neither 'nearest' nor 'linear'");
+    const std::string scales = n.input(1);
+    n.set_input(1, "");
+    n.add_input(scales);
+    SetString(n, "mode", mode);
+    SetString(n, "coordinate_transformation_mode", "asymmetric");
+    if (mode == "nearest") SetString(n, "nearest_mode", "floor");
+    return Status::Ok();
+  }
+
+  ProtoEditor edit_;
+  onnx::GraphProto& main_;
+  int64_t opset_;
+};
+
+}  // namespace
+
+bool IsLegacyOpName(const std::string& op_type) { return op_type == "Upsample" || op_type == "Scatter"; }
+
+Status UpgradeLegacyOps(onnx::ModelProto& model) {
+  if (!model.has_graph()) return Status::Ok();
+  int64_t opset = 0;
+  for (const auto& o : model.opset_import())
+    if (o.domain().empty() || o.domain() == "ai.onnx") opset = o.version();
+  if (opset == 0) return Status::Ok();  // ReadModelInfo names the missing opset
+  onnx::GraphProto& g = *model.mutable_graph();
+  return LegacyOps(g, opset).Run(g);
+}
+
+}  // namespace amptrain::importer::detail
