@@ -59,10 +59,13 @@ StatusOr<GraphPlan> ValidateGraph(const onnx::GraphProto& graph, const ir::Model
 Status LowerSequenceSplits(onnx::GraphProto& graph, const std::string& model_dir);
 
 // Upsample, Resize at opset 10 and Scatter become the Resize / ScatterElements
-// of opset 11, in place, in the graph and its subgraphs (importer/legacy_ops.cc).
+// of opset 11 (ImageScaler a Mul and an Add; Slice, TopK and Pad take their
+// integer attributes as inputs), in place, in the graph and its subgraphs
+// (importer/legacy_ops.cc).
 Status UpgradeLegacyOps(onnx::ModelProto& model);
 // Whether `op_type` is a default-domain op that UpgradeLegacyOps renames
-// (Upsample, Scatter): imported, although ir/ops.def does not name it.
+// (Upsample, Scatter, ImageScaler): imported, although ir/ops.def does not
+// name it.
 bool IsLegacyOpName(const std::string& op_type);
 
 // Decides values that control flow needs at import: imports a model whose

@@ -10,6 +10,8 @@
 //       -> the same Resize-11 form
 //   Scatter (9, 10; deprecated at 11): the same op as ScatterElements
 //       -> ScatterElements
+//   ImageScaler (experimental, until 9): y = scale * x + bias[c] on NCHW
+//       -> Mul(x, scale) and Add(., bias as [1, C, 1, 1])
 //   Slice before 10 (attributes starts, ends, axes), TopK before 10
 //   (attribute k), Pad before 11 (attribute pads)
 //       -> the same op with those as int64 inputs
@@ -71,6 +73,8 @@ class LegacyOps {
         AMP_RETURN_IF_ERROR(ToResize11(n, label));
       } else if (n.op_type() == "Scatter") {
         n.set_op_type("ScatterElements");
+      } else if (n.op_type() == "ImageScaler" && opset_ <= 9) {
+        AMP_RETURN_IF_ERROR(ImageScaler(g, i, label));
       } else if (n.op_type() == "Slice" && opset_ < 10) {
         AMP_RETURN_IF_ERROR(IntsToInputs(n, label, {"starts", "ends", "axes"}));
       } else if (n.op_type() == "TopK" && opset_ < 10) {
@@ -105,18 +109,51 @@ class LegacyOps {
     return Status::Ok();
   }
 
+  std::string Floats(const std::string& stem, const std::vector<int64_t>& dims, const std::vector<float>& values) {
+    onnx::TensorProto* t = main_.add_initializer();
+    t->set_name(edit_.Fresh(stem));
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t d : dims) t->add_dims(d);
+    for (float v : values) t->add_float_data(v);
+    return t->name();
+  }
+
+  // Node `index` of `g`, an ImageScaler, becomes the Mul by its scale; the
+  // Add of the per-channel bias goes at the end of the node list (validation
+  // orders the nodes).
+  Status ImageScaler(onnx::GraphProto& g, int index, const std::string& label) {
+    onnx::NodeProto& n = *g.mutable_node(index);
+    if (n.input_size() != 1 || n.output_size() != 1)
+      return InvalidArgument(label, " has ", n.input_size(), " inputs and ", n.output_size(), " outputs, expected 1 and 1");
+    const std::string stem = n.name().empty() ? std::string("image_scaler") : n.name();
+    float scale = 1.0f;
+    if (const onnx::AttributeProto* a = FindAttr(n, "scale")) scale = a->f();
+    std::vector<float> bias;
+    if (const onnx::AttributeProto* a = FindAttr(n, "bias")) bias.assign(a->floats().begin(), a->floats().end());
+    const std::string y = n.output(0);
+    n.set_op_type("Mul");
+    n.clear_attribute();
+    n.add_input(Floats(stem + "_scale", {}, {scale}));
+    if (bias.empty()) return Status::Ok();
+    const std::string scaled = edit_.Fresh(stem + "_scaled");
+    n.set_output(0, scaled);
+    onnx::NodeProto* add = g.add_node();  // invalidates n
+    add->set_op_type("Add");
+    add->set_name(edit_.Fresh(stem + "_bias"));
+    add->add_input(scaled);
+    add->add_input(Floats(stem + "_bias", {1, static_cast<int64_t>(bias.size()), 1, 1}, bias));
+    add->add_output(y);
+    return Status::Ok();
+  }
+
   // Upsample-7/8 keeps its scales in an attribute, Upsample-9/10 in input 1.
   Status Upsample(onnx::NodeProto& n, const std::string& label) {
     if (opset_ <= 8) {
       const onnx::AttributeProto* scales = FindAttr(n, "scales");
       if (!scales || scales->floats_size() == 0) return InvalidArgument(label, " has no 'scales' attribute");
       if (n.input_size() != 1) return InvalidArgument(label, " has ", n.input_size(), " inputs, expected 1 at opset ", opset_);
-      onnx::TensorProto* t = main_.add_initializer();
-      t->set_name(edit_.Fresh(StrCat(n.name().empty() ? std::string("upsample") : n.name(), "_scales")));
-      t->set_data_type(onnx::TensorProto::FLOAT);
-      t->add_dims(scales->floats_size());
-      for (float s : scales->floats()) t->add_float_data(s);
-      n.add_input(t->name());
+      n.add_input(Floats(StrCat(n.name().empty() ? std::string("upsample") : n.name(), "_scales"),
+                         {scales->floats_size()}, {scales->floats().begin(), scales->floats().end()}));
       EraseAttr(n, "scales");
     }
     n.set_op_type("Resize");
@@ -147,7 +184,9 @@ class LegacyOps {
 
 }  // namespace
 
-bool IsLegacyOpName(const std::string& op_type) { return op_type == "Upsample" || op_type == "Scatter"; }
+bool IsLegacyOpName(const std::string& op_type) {
+  return op_type == "Upsample" || op_type == "Scatter" || op_type == "ImageScaler";
+}
 
 Status UpgradeLegacyOps(onnx::ModelProto& model) {
   if (!model.has_graph()) return Status::Ok();

@@ -97,6 +97,18 @@ TEST(LegacyOpsets, SliceTopKPadAndClipAttributes) {
   for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*c)[0].data<float>()[i], std::min(static_cast<float>(i), 4.5f)) << i;
 }
 
+TEST(LegacyOpsets, ImageScalerScalesAndAddsTheChannelBias) {
+  onnx::ModelProto m = OneNode(8, "ImageScaler");
+  mb::SetFloat(Node(m), "scale", 0.5f);
+  onnx::AttributeProto* bias = Node(m)->add_attribute();
+  bias->set_name("bias");
+  bias->set_type(onnx::AttributeProto::FLOATS);
+  bias->add_floats(0.25f);
+  auto out = RunLegacy(m, Iota());
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ((*out)[0].data<float>()[i], 0.5f * static_cast<float>(i) + 0.25f) << i;
+}
+
 TEST(LegacyOpsets, PerActivationBatchNormIsRefusedByName) {
   onnx::ModelProto m = mb::NewModel(7, 3);
   mb::AddInput(m, "x", {1, 1, 3, 4});

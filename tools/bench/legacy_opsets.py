@@ -81,6 +81,8 @@ def cases():
                                                            pads=[1, 1, 1, 1], count_include_pad=1)], x4, [("y", F)])
     yield "Softmax-1 axis 2 (3-D)", model(7, [helper.make_node("Softmax", ["x"], ["y"], axis=2)], [("x", [2, 3, 4])],
                                           [("y", F)])
+    yield "ImageScaler-1 (opset 8)", model(8, [helper.make_node("ImageScaler", ["x"], ["y"], scale=0.5,
+                                                                bias=[0.1, -0.2, 0.3])], x4, [("y", F)])
     yield "Gemm-7", model(7, [helper.make_node("Gemm", ["x", "w", "bias"], ["y"], transB=1, alpha=0.5, beta=2.0)],
                           [("x", [2, 4])], [("y", F)],
                           [helper.make_tensor("w", F, [3, 4], rng.standard_normal(12).tolist()),
