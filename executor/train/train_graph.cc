@@ -141,8 +141,21 @@ std::vector<std::string> ParameterReport::Lines() const {
   return lines;
 }
 
+std::set<std::string> PowExponentConstants(const Graph& g) {
+  std::set<std::string> exponents;
+  for (Value v : g.initializers()) {
+    const ir::TensorType& t = g.type(v);
+    if (!ir::IsFloat(t.dtype) || !t.has_shape || t.shape.rank() != 0 || g.uses(v).empty()) continue;
+    bool only_exponent = !g.is_graph_output(v);
+    for (const ir::Use& u : g.uses(v)) only_exponent = only_exponent && g.node(u.node)->op() == OpKind::kPow && u.slot == 1;
+    if (only_exponent) exponents.insert(g.name(v));
+  }
+  return exponents;
+}
+
 ParameterReport ReportParameters(const Graph& g, const autodiff::BackwardResult& backward,
-                                 const std::set<std::string>& frozen, const std::set<std::string>& statistics) {
+                                 const std::set<std::string>& frozen, const std::set<std::string>& statistics,
+                                 const std::set<std::string>& exponents) {
   ParameterReport r;
   for (const std::string& name : backward.names) {
     Value v = g.FindValue(name);
@@ -155,6 +168,10 @@ ParameterReport ReportParameters(const Graph& g, const autodiff::BackwardResult&
     } else if (frozen.count(name)) {
       e.reason = "frozen by --freeze";
       r.frozen.push_back(std::move(e));
+    } else if (exponents.count(name)) {
+      e.reason = "a 0-d Pow exponent is taken for a constant (its gradient is NaN where the base is negative); "
+                 "--train-exponents trains it";
+      r.untrained.push_back(std::move(e));
     } else {
       e.reason = why == autodiff::NoGradient::kNotFloat ? "integer or bool initializers are not parameters"
                                                         : autodiff::NoGradientReason(why);
@@ -348,11 +365,12 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
       return true;
     }));
   };
-  std::set<std::string> frozen, stats;
+  std::set<std::string> frozen, stats, exponents;
   step("training-mode", [&](Graph& graph) -> Status {
     AMP_ASSIGN_OR_RETURN(mode, autodiff::ToTrainingMode(graph));
     for (const auto& [stat, update] : mode.bn_updates) stats.insert(stat);
     AMP_ASSIGN_OR_RETURN(frozen, ResolveFreeze(graph, opts.freeze, stats));
+    if (!opts.train_exponents) exponents = PowExponentConstants(graph);
     return Status::Ok();
   });
   if (opts.relu_after_max_pool) step("relu-after-max-pool", ReluAfterMaxPool);
@@ -379,16 +397,18 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   step("backward", [&](Graph& graph) -> Status {
     autodiff::BackwardOptions options;
     options.frozen = frozen;
+    options.frozen.insert(exponents.begin(), exponents.end());
     for (const auto& [stat, update] : mode.bn_updates) {
       options.frozen.insert(stat);
       t.running_stats.push_back(stat);
       t.stat_updates[stat] = update;
     }
     AMP_ASSIGN_OR_RETURN(backward, autodiff::BuildBackward(graph, head.loss, seed, options));
-    t.parameters = ReportParameters(graph, backward, frozen, stats);
+    t.parameters = ReportParameters(graph, backward, frozen, stats, exponents);
     if (backward.names.empty())
       return InvalidArgument("the model has no trainable (float) initializer that reaches the loss",
-                             frozen.empty() ? "" : StrCat(" besides the ", frozen.size(), " frozen ones"));
+                             frozen.empty() ? "" : StrCat(" besides the ", frozen.size(), " frozen ones"),
+                             exponents.empty() ? "" : StrCat(" and ", exponents.size(), " Pow exponents (--train-exponents)"));
     return Status::Ok();
   });
   step("state-inputs", [&](Graph& graph) -> Status {

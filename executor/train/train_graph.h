@@ -98,6 +98,9 @@ struct TrainGraphOptions {
   bool low_weights = false;
   // Initializers that get no gradient and no update: names or "re:REGEX" (ResolveFreeze).
   std::vector<std::string> freeze;
+  // 0-d float initializers read only as Pow's exponent are taken for
+  // constants and not trained (PowExponentConstants) unless this is set.
+  bool train_exponents = false;
   // Relu -> MaxPool runs as MaxPool -> Relu (the same values and gradients,
   // the ReLU on the pooled tensor; train_graph.cc, ReluAfterMaxPool). Off only
   // to compare against.
@@ -124,9 +127,21 @@ struct ParameterReport {
 
 // The report of a backward built over `g` (before its initializers became
 // inputs): `frozen` are the user's (ResolveFreeze), `statistics` the BN
-// running statistics; both were BackwardOptions::frozen.
+// running statistics, `exponents` the constants of PowExponentConstants;
+// all were BackwardOptions::frozen.
 ParameterReport ReportParameters(const ir::Graph& g, const autodiff::BackwardResult& backward,
-                                 const std::set<std::string>& frozen, const std::set<std::string>& statistics);
+                                 const std::set<std::string>& frozen, const std::set<std::string>& statistics,
+                                 const std::set<std::string>& exponents = {});
+
+// The 0-d float initializers of `g` that every reader takes as Pow's
+// exponent. The dynamo exporter's default (optimize=True) export writes
+// `x.pow(2)` (RMSNorm) with such a scalar; trained, its gradient x^2 ln x is
+// NaN wherever x < 0, and every step would be skipped. A learnable exponent
+// is rare, and a 0-d one rarer (GeM pooling's p is [1]); `train
+// --train-exponents` (TrainGraphOptions::train_exponents) trains them too.
+// Other 0-d initializers stay parameters (a learnable scalar gain or
+// temperature is 0-d).
+std::set<std::string> PowExponentConstants(const ir::Graph& g);
 
 // The initializers that `patterns` freeze. A pattern is an initializer name
 // or "re:REGEX" (RE2, matching the whole name: amp/name_pattern.h), matched

@@ -68,6 +68,38 @@ TEST(TrainGraph, AnInferenceFoldedImportHasLostTheTransposedWeight) {
   EXPECT_EQ(t->params, (std::vector<std::string>{"b"}));
 }
 
+// logits = MatMul(Pow(x, p), w) with p a 0-d float initializer (2.0), as the
+// dynamo exporter's default export writes x.pow(2) (its RMSNorm).
+std::unique_ptr<ir::Graph> PowOfAScalar() {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, std::vector<int64_t>{2, 3}));
+  ir::Value p = g->AddInitializer("p", ir::Tensor::Scalar(2.0f));
+  ir::Value w = g->AddInitializer("w", amptrain::testing::RouteTensor(ir::DType::kFloat32, {3, 4}, 7));
+  ir::Node* pow = g->AddNode(ir::OpKind::kPow, {x, p}, 1, "pow");
+  ir::Node* mm = g->AddNode(ir::OpKind::kMatMul, {pow->output(0), w}, 1, "logits", {"logits"});
+  g->AddOutput(mm->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return Imported(*g);
+}
+
+// A 0-d Pow exponent is a constant unless asked for: its gradient is NaN
+// wherever x < 0, which would skip every step.
+TEST(TrainGraph, ZeroDimPowExponentsAreConstantsUnlessAskedFor) {
+  std::unique_ptr<ir::Graph> model = PowOfAScalar();
+  ASSERT_TRUE(model);
+  auto t = BuildTrainGraph(*model, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->params, (std::vector<std::string>{"w"}));
+  ASSERT_EQ(t->parameters.untrained.size(), 1u);
+  EXPECT_EQ(t->parameters.untrained[0].name, "p");
+  EXPECT_NE(t->parameters.untrained[0].reason.find("--train-exponents"), std::string::npos);
+  TrainGraphOptions opts;
+  opts.train_exponents = true;
+  auto all = BuildTrainGraph(*model, opts);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(std::set<std::string>(all->params.begin(), all->params.end()), (std::set<std::string>{"p", "w"}));
+}
+
 std::set<std::string> Statistics(const ir::Graph& g) {
   std::set<std::string> stats;
   for (ir::Value v : g.initializers())

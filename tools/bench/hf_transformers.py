@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Hugging Face transformers models (random init, tiny configs) through amptrain: inference and gradients.
+
+    P=.cache/torch-pypi/bin/python   # PyPI torch; `$P -m pip install transformers` once (not a project dependency)
+    $P tools/bench/hf_transformers.py [--models bert,gpt2,...] [--amptrain build/tools/amptrain] [--out build/hf]
+
+For each model (BERT, DistilBERT, RoBERTa, GPT-2, Llama with grouped-query attention, ViT, ConvNeXt,
+MobileViT as their *ForSequenceClassification / *ForImageClassification heads; all-zero
+parameters, such as zero-initialized heads, get N(0, 0.1) values so that nothing is trivially 0):
+  - inference: the TorchScript (opset 17) and dynamo exports of the eval model run by `amptrain run`,
+    against the model's float64 output (relative L2; ok below 1e-4);
+  - gradients (text models and ViT): the dynamo `optimize=False` training export, `amptrain grad`
+    (mean cross-entropy on fixed labels) against a float64 PyTorch reference; each parameter's error
+    must be within 10x PyTorch float32's own error against the same reference, or 1e-4 relative.
+    Gradients for initializers that are not PyTorch parameters (buffers such as Llama's
+    rotary inv_freq) are listed as "extra".
+Prints a markdown table; exits non-zero on a failure.
+"""
+import argparse
+import copy
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import transformers as T
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TEXT = {"bert", "distilbert", "roberta", "gpt2", "llama"}
+
+
+TEXT_SIZES = dict(vocab_size=1000, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
+# name -> (model class, config class, config arguments)
+MODELS = {
+    "bert": ("BertForSequenceClassification", "BertConfig",
+             dict(TEXT_SIZES, hidden_size=64, max_position_embeddings=64)),
+    "distilbert": ("DistilBertForSequenceClassification", "DistilBertConfig",
+                   dict(vocab_size=1000, dim=64, n_layers=2, n_heads=4, hidden_dim=128, max_position_embeddings=64)),
+    "roberta": ("RobertaForSequenceClassification", "RobertaConfig",
+                dict(TEXT_SIZES, hidden_size=64, max_position_embeddings=80)),
+    "gpt2": ("GPT2ForSequenceClassification", "GPT2Config",
+             dict(vocab_size=1000, n_embd=64, n_layer=2, n_head=4, n_positions=64, pad_token_id=0)),
+    "llama": ("LlamaForSequenceClassification", "LlamaConfig",
+              dict(TEXT_SIZES, hidden_size=64, num_key_value_heads=2, max_position_embeddings=64, pad_token_id=0)),
+    "vit": ("ViTForImageClassification", "ViTConfig",
+            dict(image_size=32, patch_size=8, num_channels=3, hidden_size=64, num_hidden_layers=2,
+                 num_attention_heads=4, intermediate_size=128)),
+    "convnext": ("ConvNextForImageClassification", "ConvNextConfig",
+                 dict(num_channels=3, hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1], image_size=64)),
+    "mobilevit": ("MobileViTForImageClassification", "MobileViTConfig",
+                  dict(image_size=64, hidden_sizes=[32, 48, 64], neck_hidden_sizes=[8, 16, 24, 24, 32, 40, 64])),
+}
+
+
+def build(name):
+    model_cls, config_cls, kwargs = MODELS[name]
+    return getattr(T, model_cls)(getattr(T, config_cls)(num_labels=3, **kwargs))
+
+
+class Logits(torch.nn.Module):
+    def __init__(self, m, text):
+        super().__init__()
+        self.m, self.text = m, text
+
+    def forward(self, *a):
+        return self.m(input_ids=a[0], attention_mask=a[1]).logits if self.text else self.m(pixel_values=a[0]).logits
+
+
+def inputs(name):
+    if name in TEXT:
+        ids = torch.randint(1, 1000, (2, 16))
+        mask = torch.ones(2, 16, dtype=torch.int64)
+        mask[1, 12:] = 0
+        return (ids, mask), ["ids", "mask"]
+    size = 32 if name == "vit" else 64
+    return (torch.randn(2, 3, size, size),), ["x"]
+
+
+def run_cmd(amptrain, verb, path, names, args, d, extra=()):
+    cmd = [amptrain, verb, path, *extra]
+    for n, a in zip(names, args):
+        np.save(f"{d}/{n}.npy", a.numpy())
+        cmd += ["--input", f"{n}={d}/{n}.npy"]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default="bert,distilbert,roberta,gpt2,llama,vit,convnext,mobilevit")
+    ap.add_argument("--amptrain", default=os.path.join(ROOT, "build/tools/amptrain"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build/hf"))
+    a = ap.parse_args()
+    rows, failed = [], 0
+    for name in a.models.split(","):
+        torch.manual_seed(0)
+        m = build(name).eval()
+        with torch.no_grad():
+            for p in m.parameters():
+                if p.abs().max() == 0:
+                    p.normal_(0, 0.1)
+        text = name in TEXT
+        args, names = inputs(name)
+        with torch.no_grad():
+            want = Logits(copy.deepcopy(m).double(), text)(
+                *[x.double() if x.is_floating_point() else x for x in args]).numpy()
+        cells = []
+        for exporter in ("ts", "dynamo"):
+            d = os.path.join(a.out, f"{name}.{exporter}")
+            os.makedirs(d, exist_ok=True)
+            try:
+                torch.onnx.export(Logits(m, text).eval(), args, f"{d}/m.onnx", dynamo=exporter == "dynamo",
+                                  input_names=names,
+                                  **({"opset_version": 17} if exporter == "ts" else {}))
+            except Exception as e:  # noqa: BLE001 - the exporter's failure is a result
+                cells.append(f"export fails: {str(e).splitlines()[0][:80]}")
+                continue
+            p = run_cmd(a.amptrain, "run", f"{d}/m.onnx", names, args, d, ["--output-dir", f"{d}/out"])
+            if p.returncode:
+                cells.append("**fail** " + p.stderr.strip().splitlines()[-1][:150])
+                failed += 1
+                continue
+            got = np.load(sorted(glob.glob(f"{d}/out/*.npy"))[0]).astype(np.float64)
+            err = np.linalg.norm(got - want) / np.linalg.norm(want)
+            ok = err < 1e-4
+            failed += not ok
+            cells.append(f"{'ok' if ok else '**fail**'} {err:.1e}")
+        grad_cell = "-"
+        if text or name == "vit":
+            d = os.path.join(a.out, f"{name}.train")
+            os.makedirs(d, exist_ok=True)
+            mt = copy.deepcopy(m).train()
+            for mod in mt.modules():
+                if isinstance(mod, torch.nn.Dropout):
+                    mod.p = 0.0
+            for attr in ("attention_dropout", "attention_probs_dropout_prob", "attn_pdrop"):
+                if hasattr(mt.config, attr):
+                    setattr(mt.config, attr, 0.0)
+            y = torch.tensor([0, 2])
+            torch.onnx.export(Logits(mt, text), args, f"{d}/m.onnx", dynamo=True, optimize=False, input_names=names)
+
+            def grads(dtype):
+                mm = copy.deepcopy(mt).to(dtype)
+                loss = torch.nn.functional.cross_entropy(
+                    Logits(mm, text)(*[x.to(dtype) if x.is_floating_point() else x for x in args]), y)
+                loss.backward()
+                return {k: p.grad.double().numpy() for k, p in mm.named_parameters() if p.grad is not None}
+
+            g64, g32 = grads(torch.float64), grads(torch.float32)
+            np.save(f"{d}/y.npy", y.numpy())
+            p = run_cmd(a.amptrain, "grad", f"{d}/m.onnx", names, args, d,
+                        ["--labels", f"{d}/y.npy", "--output-dir", f"{d}/out"])
+            if p.returncode:
+                grad_cell = "**fail** " + p.stderr.strip().splitlines()[-1][:150]
+                failed += 1
+            else:
+                bad, worst, missing = 0, 0.0, []
+                for k, ref in g64.items():
+                    f = f"{d}/out/grads/m.{k}.npy"
+                    if not os.path.exists(f):
+                        missing.append(k)
+                        continue
+                    den = max(np.linalg.norm(ref), 1e-12)
+                    e = np.linalg.norm(np.load(f).astype(np.float64) - ref) / den
+                    bound = max(10 * np.linalg.norm(g32[k] - ref) / den, 1e-4)
+                    worst = max(worst, e / bound)
+                    bad += e > bound
+                extra = sorted(os.path.basename(f)[2:-4] for f in glob.glob(f"{d}/out/grads/*.npy")
+                               if os.path.basename(f)[2:-4] not in g64)
+                ok = bad == 0 and not missing
+                failed += not ok
+                grad_cell = (f"{'ok' if ok else '**fail**'} {len(g64)} params, {len(missing)} missing, {bad} over, "
+                             f"worst {worst:.3f} of the bound" + (f"; extra: {', '.join(extra)}" if extra else ""))
+        rows.append((name, *cells, grad_cell))
+    print("| model | run, TorchScript (rel. L2 vs float64) | run, dynamo | grad, dynamo optimize=False |")
+    print("|---|---|---|---|")
+    for r in rows:
+        print("| " + " | ".join(r) + " |")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
