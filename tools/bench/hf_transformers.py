@@ -14,6 +14,9 @@ parameters, such as zero-initialized heads, get N(0, 0.1) values so that nothing
     must be within 10x PyTorch float32's own error against the same reference, or 1e-4 relative.
     Gradients for initializers that are not PyTorch parameters (buffers such as Llama's
     rotary inv_freq) are listed as "extra".
+  - conversion: `amptrain convert --amp O2` (fp16) of each export, run by ONNX Runtime (through
+    --ort-python, a Python with onnxruntime: the project's .venv) against the fp32 export in ONNX
+    Runtime (relative L2; ok below 1e-2), with the number of Casts in the converted model.
 Prints a markdown table; exits non-zero on a failure.
 """
 import argparse
@@ -59,6 +62,23 @@ def build(name):
     return getattr(T, model_cls)(getattr(T, config_cls)(num_labels=3, **kwargs))
 
 
+# Runs in --ort-python: the fp16 conversion against the fp32 export, both in ONNX Runtime.
+ORT_CHECK = """
+import sys, numpy as np, onnx, onnxruntime as ort
+d, names = sys.argv[1], sys.argv[2:]
+def run(path):
+    s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    feeds = {}
+    for i, n in zip(s.get_inputs(), names):
+        x = np.load(f"{d}/{n}.npy")
+        feeds[i.name] = x.astype(np.float16) if i.type == "tensor(float16)" else x
+    return s.run(None, feeds)[0].astype(np.float64)
+a, b = run(f"{d}/m.onnx"), run(f"{d}/fp16.onnx")
+casts = sum(n.op_type == "Cast" for n in onnx.load(f"{d}/fp16.onnx", load_external_data=False).graph.node)
+print(np.linalg.norm(a - b) / np.linalg.norm(a), casts)
+"""
+
+
 class Logits(torch.nn.Module):
     def __init__(self, m, text):
         super().__init__()
@@ -91,6 +111,7 @@ def main():
     ap.add_argument("--models", default="bert,distilbert,roberta,gpt2,llama,vit,convnext,mobilevit")
     ap.add_argument("--amptrain", default=os.path.join(ROOT, "build/tools/amptrain"))
     ap.add_argument("--out", default=os.path.join(ROOT, "build/hf"))
+    ap.add_argument("--ort-python", default=os.path.join(ROOT, ".venv/bin/python"))
     a = ap.parse_args()
     rows, failed = [], 0
     for name in a.models.split(","):
@@ -126,6 +147,21 @@ def main():
             ok = err < 1e-4
             failed += not ok
             cells.append(f"{'ok' if ok else '**fail**'} {err:.1e}")
+            p = subprocess.run([a.amptrain, "convert", f"{d}/m.onnx", "-o", f"{d}/fp16.onnx", "--amp", "O2"],
+                               capture_output=True, text=True)
+            if p.returncode:
+                cells[-1] += "; convert **fail** " + p.stderr.strip().splitlines()[-1][:100]
+                failed += 1
+                continue
+            p = subprocess.run([a.ort_python, "-c", ORT_CHECK, d, *names], capture_output=True, text=True)
+            if p.returncode:
+                cells[-1] += "; O2 fp16 in ORT **fail** " + (p.stderr.strip().splitlines() or ["?"])[-1][:100]
+                failed += 1
+                continue
+            conv_err, casts = p.stdout.split()
+            ok = float(conv_err) < 1e-2
+            failed += not ok
+            cells[-1] += f"; O2 fp16 in ORT {'ok' if ok else '**fail**'} {float(conv_err):.1e}, {casts} Casts"
         grad_cell = "-"
         if text or name == "vit":
             d = os.path.join(a.out, f"{name}.train")
@@ -173,7 +209,7 @@ def main():
                 grad_cell = (f"{'ok' if ok else '**fail**'} {len(g64)} params, {len(missing)} missing, {bad} over, "
                              f"worst {worst:.3f} of the bound" + (f"; extra: {', '.join(extra)}" if extra else ""))
         rows.append((name, *cells, grad_cell))
-    print("| model | run, TorchScript (rel. L2 vs float64) | run, dynamo | grad, dynamo optimize=False |")
+    print("| model | TorchScript: run (rel. L2 vs float64); O2 fp16 | dynamo: run; O2 fp16 | grad, dynamo optimize=False |")
     print("|---|---|---|---|")
     for r in rows:
         print("| " + " | ".join(r) + " |")
