@@ -534,12 +534,16 @@ class Inliner {
       if (it == known.end()) return std::optional<int64_t>();
       state.push_back(*it->second);
     }
-    std::unordered_set<std::string> produced;
+    std::unordered_set<std::string> produced, read;
     for (int i : slice.nodes) {
       *pg.add_node() = body.node(i);
       for (const auto& o : body.node(i).output()) produced.insert(o);
+      for (const auto& in : body.node(i).input()) read.insert(in);
     }
-    for (const auto& t : body.initializer()) *pg.add_initializer() = t;
+    read.insert(body.output(0).name());
+    for (int k : slice.carried) read.insert(body.output(1 + k).name());
+    for (const auto& t : body.initializer())
+      if (read.count(t.name())) *pg.add_initializer() = t;
     // Outputs: the condition, then the next value of each carried value read
     // (an Identity where the body passes on a value it did not compute).
     std::vector<std::string> outs{body.output(0).name()};
