@@ -1,5 +1,5 @@
 // amptrain grad MODEL --input NAME=X.npy --labels Y.npy --output-dir DIR [--threads N] [--reference] [--freeze P,...]
-//   [--train-exponents]
+//   [--train-all]
 //
 // One forward + backward step of a classifier, for checking gradients
 // against another framework: imports the model, puts it in training mode
@@ -11,10 +11,10 @@
 // With --amp O1|O2 [--dtype ...] the step runs in mixed precision as `train`
 // would (executor/train/train_graph.h, ApplyTrainingPrecision), seeded by a
 // static --loss-scale that is divided out of the written gradients.
-// Every float initializer gets a gradient except BN running statistics, 0-d
-// Pow exponents (constants, unless --train-exponents) and those --freeze
-// names (as `train`); the log names every initializer left without one, with
-// the reason.
+// Every float initializer gets a gradient except BN running statistics, those
+// taken for constants (ConstantLikeInitializers, unless --train-all) and
+// those --freeze names (as `train`); the log names every initializer left
+// without one, with the reason.
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -51,7 +51,7 @@ struct GradArgs {
   AmpFlags amp;
   std::string loss_scale = "auto";
   std::vector<std::string> freeze;
-  bool train_exponents = false;
+  bool train_all = false;
 };
 
 StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const ir::Graph& g, const GradArgs& args,
@@ -84,8 +84,8 @@ Status Grad(const GradArgs& args) {
   std::set<std::string> stats;
   for (const auto& [stat, update] : mode.bn_updates) stats.insert(stat);
   AMP_ASSIGN_OR_RETURN(std::set<std::string> frozen, executor::train::ResolveFreeze(g, args.freeze, stats));
-  const std::set<std::string> exponents =
-      args.train_exponents ? std::set<std::string>{} : executor::train::PowExponentConstants(g);
+  const std::map<std::string, std::string> constant_like =
+      args.train_all ? std::map<std::string, std::string>{} : executor::train::ConstantLikeInitializers(g);
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) {
     AMP_ASSIGN_OR_RETURN(amp::Report report, executor::train::ApplyTrainingPrecision(g, policy, false));
@@ -114,10 +114,10 @@ Status Grad(const GradArgs& args) {
   autodiff::BackwardOptions backward;
   backward.frozen = frozen;
   backward.frozen.insert(stats.begin(), stats.end());
-  backward.frozen.insert(exponents.begin(), exponents.end());
+  for (const auto& [name, why] : constant_like) backward.frozen.insert(name);
   AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult grads, autodiff::BuildBackward(g, head.loss, seed->output(0), backward));
   spdlog::info("backward over {} initializers, {} nodes in all", grads.names.size(), g.num_nodes());
-  for (const std::string& line : executor::train::ReportParameters(g, grads, frozen, stats, exponents).Lines())
+  for (const std::string& line : executor::train::ReportParameters(g, grads, frozen, stats, constant_like).Lines())
     spdlog::info("{}", line);
   AMP_ASSIGN_OR_RETURN(auto feeds, ReadFeeds(g, args, head.target_input));
 
@@ -182,8 +182,8 @@ void AddGradCommand(CLI::App& app, Status& result) {
                   "Parameters that get no gradient: NAME or re:REGEX, ... (a pattern that matches no parameter is "
                   "an error)")
       ->delimiter(',');
-  cmd->add_flag("--train-exponents", args->train_exponents,
-                "Give 0-d initializers read only as Pow's exponent gradients too (by default they are constants)");
+  cmd->add_flag("--train-all", args->train_all,
+                "Give gradients also to the initializers taken for constants (Pow exponents, sinusoid frequencies)");
   cmd->callback([args, &result] { result = Grad(*args); });
 }
 

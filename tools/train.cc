@@ -4,7 +4,7 @@
 //   [--resume auto|PATH] [--export OUT.onnx] [--metrics FILE.jsonl] [--label-smoothing X] [--augment crop,flip]
 //   [--amp O0|O1|O2 [--dtype fp16|bf16] [--policy FILE] [--fp16-ops/--fp32-ops/--fp16-nodes/--fp32-nodes ...]]
 //   [--loss-scale auto|dynamic|none|N] [--debug-overflow] [--force] [--export-amp OUT.onnx] [--tensorboard DIR]
-//   [--profile] [--freeze NAME|re:REGEX,...] [--train-exponents] [--output NAME]
+//   [--profile] [--freeze NAME|re:REGEX,...] [--train-all] [--output NAME]
 //
 // fp32 or mixed-precision training of an ONNX classifier on a data set (executor/train/trainer.h,
 // train_loop.h). The model may have several data inputs of any dtype (token
@@ -27,8 +27,8 @@
 // counted. --force resumes a checkpoint written under another precision plan.
 //
 // Parameters: every float initializer of the model except BN running
-// statistics, 0-d ones read only as Pow's exponent (constants unless
-// --train-exponents: TrainGraphOptions::train_exponents) and those --freeze
+// statistics, those taken for constants (Pow exponents, sinusoid frequencies:
+// ConstantLikeInitializers; --train-all trains them) and those --freeze
 // names (exact names or re:REGEX, repeatable or comma-separated; a pattern
 // that matches no parameter is an error). The log
 // gives the counts and names every initializer left untrained with the reason
@@ -87,7 +87,7 @@ struct TrainArgs {
   std::string tensorboard;
   std::string export_amp;
   std::vector<std::string> freeze;
-  bool train_exponents = false;
+  bool train_all = false;
   std::string output;
 };
 
@@ -121,7 +121,7 @@ nlohmann::json ConfigJson(const TrainArgs& a) {
           {"warmup", a.warmup}, {"clip_grad_norm", a.clip_grad_norm}, {"seed", a.seed},
           {"label_smoothing", a.label_smoothing}, {"augment", a.augment}, {"amp", a.amp.level},
           {"dtype", a.amp.dtype}, {"policy", a.amp.policy_file}, {"loss_scale", a.loss_scale},
-          {"freeze", a.freeze}, {"train_exponents", a.train_exponents}};
+          {"freeze", a.freeze}, {"train_all", a.train_all}};
 }
 
 // Progress output: lines, or a bar redrawn in place on a terminal; metrics as JSON lines.
@@ -325,7 +325,7 @@ Status Train(TrainArgs args) {
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;
   config.graph.amp_for_export = !args.export_amp.empty();
   config.graph.freeze = args.freeze;
-  config.graph.train_exponents = args.train_exponents;
+  config.graph.train_all = args.train_all;
   config.graph.output = args.output;
   if (!args.export_amp.empty() && policy.level == amp::Level::kO0)
     return InvalidArgument("--export-amp needs --amp O1, O2 or O3 (the mixed-precision level to export)");
@@ -482,8 +482,8 @@ void AddTrainCommand(CLI::App& app, Status& result) {
                   "Parameters to leave untrained (no gradient, no update): NAME or re:REGEX, ... (a pattern that "
                   "matches no parameter is an error)")
       ->delimiter(',');
-  cmd->add_flag("--train-exponents", a->train_exponents,
-                "Train 0-d initializers read only as Pow's exponent too (by default they are constants)");
+  cmd->add_flag("--train-all", a->train_all,
+                "Train also the initializers taken for constants (Pow exponents, sinusoid frequencies)");
   cmd->callback([a, batch_size, &result] {
     a->batch_size_given = batch_size->count() > 0;
     result = Train(*a);

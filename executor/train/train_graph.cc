@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <set>
+#include <unordered_set>
 
 #include "amp/name_pattern.h"
 #include "autodiff/autodiff.h"
@@ -141,21 +143,76 @@ std::vector<std::string> ParameterReport::Lines() const {
   return lines;
 }
 
-std::set<std::string> PowExponentConstants(const Graph& g) {
-  std::set<std::string> exponents;
+namespace {
+
+// Whether every reader of `v` takes it as Pow's exponent.
+bool OnlyPowExponent(const Graph& g, Value v) {
+  if (g.uses(v).empty() || g.is_graph_output(v)) return false;
+  for (const ir::Use& u : g.uses(v))
+    if (g.node(u.node)->op() != OpKind::kPow || u.slot != 1) return false;
+  return true;
+}
+
+// Whether every path from `init` to a value that depends on the input data
+// (`data`) passes through Sin or Cos first, and one does.
+bool OnlyThroughSinusoids(const Graph& g, Value init, const std::unordered_set<Value, ir::ValueHash>& data) {
+  bool sinusoid = false;
+  std::vector<Value> stack{init};
+  std::unordered_set<Value, ir::ValueHash> seen{init};
+  while (!stack.empty()) {
+    const Value v = stack.back();
+    stack.pop_back();
+    if (g.is_graph_output(v)) return false;
+    for (const ir::Use& u : g.uses(v)) {
+      const ir::Node* n = g.node(u.node);
+      bool mixes = false;
+      for (size_t o = 0; o < n->num_outputs(); ++o) mixes = mixes || data.count(n->output(o)) > 0;
+      if (mixes) return false;
+      if (n->op() == OpKind::kSin || n->op() == OpKind::kCos) {
+        sinusoid = true;
+        continue;
+      }
+      for (size_t o = 0; o < n->num_outputs(); ++o)
+        if (seen.insert(n->output(o)).second) stack.push_back(n->output(o));
+    }
+  }
+  return sinusoid;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ConstantLikeInitializers(const Graph& g) {
+  std::map<std::string, std::string> found;
+  // The values that depend on the input data (a shape does not).
+  std::unordered_set<Value, ir::ValueHash> data;
+  auto order = g.TopologicalOrder();
+  if (order.ok()) {
+    for (Value v : g.inputs()) data.insert(v);
+    for (const ir::Node* n : *order) {
+      if (n->op() == OpKind::kShape || n->op() == OpKind::kSize) continue;
+      bool dependent = false;
+      for (Value in : n->inputs()) dependent = dependent || (in.valid() && data.count(in) > 0);
+      if (dependent)
+        for (size_t o = 0; o < n->num_outputs(); ++o) data.insert(n->output(o));
+    }
+  }
   for (Value v : g.initializers()) {
     const ir::TensorType& t = g.type(v);
-    if (!ir::IsFloat(t.dtype) || !t.has_shape || t.shape.rank() != 0 || g.uses(v).empty()) continue;
-    bool only_exponent = !g.is_graph_output(v);
-    for (const ir::Use& u : g.uses(v)) only_exponent = only_exponent && g.node(u.node)->op() == OpKind::kPow && u.slot == 1;
-    if (only_exponent) exponents.insert(g.name(v));
+    if (!ir::IsFloat(t.dtype)) continue;
+    if (t.has_shape && t.shape.rank() == 0 && OnlyPowExponent(g, v)) {
+      found[g.name(v)] = "a 0-d Pow exponent is taken for a constant (its gradient is NaN where the base is "
+                         "negative); --train-all trains it";
+    } else if (order.ok() && OnlyThroughSinusoids(g, v, data)) {
+      found[g.name(v)] = "the frequencies of a sinusoid of constants (a rotary or sinusoidal position table, a "
+                         "buffer in PyTorch) are taken for constants; --train-all trains them";
+    }
   }
-  return exponents;
+  return found;
 }
 
 ParameterReport ReportParameters(const Graph& g, const autodiff::BackwardResult& backward,
                                  const std::set<std::string>& frozen, const std::set<std::string>& statistics,
-                                 const std::set<std::string>& exponents) {
+                                 const std::map<std::string, std::string>& constant_like) {
   ParameterReport r;
   for (const std::string& name : backward.names) {
     Value v = g.FindValue(name);
@@ -168,9 +225,8 @@ ParameterReport ReportParameters(const Graph& g, const autodiff::BackwardResult&
     } else if (frozen.count(name)) {
       e.reason = "frozen by --freeze";
       r.frozen.push_back(std::move(e));
-    } else if (exponents.count(name)) {
-      e.reason = "a 0-d Pow exponent is taken for a constant (its gradient is NaN where the base is negative); "
-                 "--train-exponents trains it";
+    } else if (auto it = constant_like.find(name); it != constant_like.end()) {
+      e.reason = it->second;
       r.untrained.push_back(std::move(e));
     } else {
       e.reason = why == autodiff::NoGradient::kNotFloat ? "integer or bool initializers are not parameters"
@@ -365,12 +421,13 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
       return true;
     }));
   };
-  std::set<std::string> frozen, stats, exponents;
+  std::set<std::string> frozen, stats;
+  std::map<std::string, std::string> constant_like;
   step("training-mode", [&](Graph& graph) -> Status {
     AMP_ASSIGN_OR_RETURN(mode, autodiff::ToTrainingMode(graph));
     for (const auto& [stat, update] : mode.bn_updates) stats.insert(stat);
     AMP_ASSIGN_OR_RETURN(frozen, ResolveFreeze(graph, opts.freeze, stats));
-    if (!opts.train_exponents) exponents = PowExponentConstants(graph);
+    if (!opts.train_all) constant_like = ConstantLikeInitializers(graph);
     return Status::Ok();
   });
   if (opts.relu_after_max_pool) step("relu-after-max-pool", ReluAfterMaxPool);
@@ -397,18 +454,18 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   step("backward", [&](Graph& graph) -> Status {
     autodiff::BackwardOptions options;
     options.frozen = frozen;
-    options.frozen.insert(exponents.begin(), exponents.end());
+    for (const auto& [name, why] : constant_like) options.frozen.insert(name);
     for (const auto& [stat, update] : mode.bn_updates) {
       options.frozen.insert(stat);
       t.running_stats.push_back(stat);
       t.stat_updates[stat] = update;
     }
     AMP_ASSIGN_OR_RETURN(backward, autodiff::BuildBackward(graph, head.loss, seed, options));
-    t.parameters = ReportParameters(graph, backward, frozen, stats, exponents);
+    t.parameters = ReportParameters(graph, backward, frozen, stats, constant_like);
     if (backward.names.empty())
       return InvalidArgument("the model has no trainable (float) initializer that reaches the loss",
                              frozen.empty() ? "" : StrCat(" besides the ", frozen.size(), " frozen ones"),
-                             exponents.empty() ? "" : StrCat(" and ", exponents.size(), " Pow exponents (--train-exponents)"));
+                             constant_like.empty() ? "" : StrCat(" and ", constant_like.size(), " taken for constants (--train-all)"));
     return Status::Ok();
   });
   step("state-inputs", [&](Graph& graph) -> Status {

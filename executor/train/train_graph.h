@@ -98,9 +98,10 @@ struct TrainGraphOptions {
   bool low_weights = false;
   // Initializers that get no gradient and no update: names or "re:REGEX" (ResolveFreeze).
   std::vector<std::string> freeze;
-  // 0-d float initializers read only as Pow's exponent are taken for
-  // constants and not trained (PowExponentConstants) unless this is set.
-  bool train_exponents = false;
+  // Float initializers that amptrain takes for constants
+  // (ConstantLikeInitializers: Pow exponents, sinusoid frequencies) are not
+  // trained unless this is set.
+  bool train_all = false;
   // Relu -> MaxPool runs as MaxPool -> Relu (the same values and gradients,
   // the ReLU on the pooled tensor; train_graph.cc, ReluAfterMaxPool). Off only
   // to compare against.
@@ -127,21 +128,29 @@ struct ParameterReport {
 
 // The report of a backward built over `g` (before its initializers became
 // inputs): `frozen` are the user's (ResolveFreeze), `statistics` the BN
-// running statistics, `exponents` the constants of PowExponentConstants;
-// all were BackwardOptions::frozen.
+// running statistics, `constant_like` those of ConstantLikeInitializers (with
+// the reason); all were BackwardOptions::frozen.
 ParameterReport ReportParameters(const ir::Graph& g, const autodiff::BackwardResult& backward,
                                  const std::set<std::string>& frozen, const std::set<std::string>& statistics,
-                                 const std::set<std::string>& exponents = {});
+                                 const std::map<std::string, std::string>& constant_like = {});
 
-// The 0-d float initializers of `g` that every reader takes as Pow's
-// exponent. The dynamo exporter's default (optimize=True) export writes
-// `x.pow(2)` (RMSNorm) with such a scalar; trained, its gradient x^2 ln x is
-// NaN wherever x < 0, and every step would be skipped. A learnable exponent
-// is rare, and a 0-d one rarer (GeM pooling's p is [1]); `train
-// --train-exponents` (TrainGraphOptions::train_exponents) trains them too.
-// Other 0-d initializers stay parameters (a learnable scalar gain or
-// temperature is 0-d).
-std::set<std::string> PowExponentConstants(const ir::Graph& g);
+// The float initializers of `g` (a model before its initializers became
+// inputs) that are constants in the PyTorch model they came from, though
+// ONNX cannot say so, by name with the reason:
+// - a 0-d initializer that every reader takes as Pow's exponent. The dynamo
+//   exporter's default (optimize=True) export writes `x.pow(2)` (RMSNorm)
+//   with such a scalar; trained, its gradient x^2 ln x is NaN wherever x < 0,
+//   and every step would be skipped. A learnable exponent is rare, and a 0-d
+//   one rarer (GeM pooling's p is [1]);
+// - an initializer whose every path to the data goes through Sin or Cos of
+//   values that depend on no input data (shapes count as constants): the
+//   frequencies of a rotary or sinusoidal position table, a buffer in
+//   PyTorch (Llama's rotary_emb.inv_freq). Trained with Adam, frequencies of
+//   1e-4 would move by the learning rate each step. Learned Fourier features,
+//   Sin(W x), read data before the Sin and stay parameters, and so does a
+//   learned position table (no Sin).
+// `train --train-all` (TrainGraphOptions::train_all) trains them too.
+std::map<std::string, std::string> ConstantLikeInitializers(const ir::Graph& g);
 
 // The initializers that `patterns` freeze. A pattern is an initializer name
 // or "re:REGEX" (RE2, matching the whole name: amp/name_pattern.h), matched

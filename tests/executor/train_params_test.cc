@@ -82,22 +82,69 @@ std::unique_ptr<ir::Graph> PowOfAScalar() {
   return Imported(*g);
 }
 
+// `model` trains `trained` by default and leaves `constant` untrained with a
+// reason that says `why` and names --train-all; with train_all it trains
+// both.
+void ExpectConstantLike(const ir::Graph& model, const std::set<std::string>& trained, const std::string& constant,
+                        const std::string& why) {
+  auto t = BuildTrainGraph(model, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(std::set<std::string>(t->params.begin(), t->params.end()), trained);
+  ASSERT_EQ(t->parameters.untrained.size(), 1u);
+  EXPECT_EQ(t->parameters.untrained[0].name, constant);
+  EXPECT_NE(t->parameters.untrained[0].reason.find(why), std::string::npos) << t->parameters.untrained[0].reason;
+  EXPECT_NE(t->parameters.untrained[0].reason.find("--train-all"), std::string::npos);
+  TrainGraphOptions opts;
+  opts.train_all = true;
+  auto all = BuildTrainGraph(model, opts);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  std::set<std::string> every = trained;
+  every.insert(constant);
+  EXPECT_EQ(std::set<std::string>(all->params.begin(), all->params.end()), every);
+}
+
 // A 0-d Pow exponent is a constant unless asked for: its gradient is NaN
 // wherever x < 0, which would skip every step.
 TEST(TrainGraph, ZeroDimPowExponentsAreConstantsUnlessAskedFor) {
   std::unique_ptr<ir::Graph> model = PowOfAScalar();
   ASSERT_TRUE(model);
-  auto t = BuildTrainGraph(*model, {});
-  ASSERT_TRUE(t.ok()) << t.status().ToString();
-  EXPECT_EQ(t->params, (std::vector<std::string>{"w"}));
-  ASSERT_EQ(t->parameters.untrained.size(), 1u);
-  EXPECT_EQ(t->parameters.untrained[0].name, "p");
-  EXPECT_NE(t->parameters.untrained[0].reason.find("--train-exponents"), std::string::npos);
-  TrainGraphOptions opts;
-  opts.train_exponents = true;
-  auto all = BuildTrainGraph(*model, opts);
-  ASSERT_TRUE(all.ok()) << all.status().ToString();
-  EXPECT_EQ(std::set<std::string>(all->params.begin(), all->params.end()), (std::set<std::string>{"p", "w"}));
+  ExpectConstantLike(*model, {"w"}, "p", "Pow exponent");
+}
+
+// h = MatMul(x, Concat(Cos(f), Sin(f))) + Sin(MatMul(x, wf)) with f = pos * inv_freq
+// (pos a Constant [4, 1]: a rotary-style table of constants), logits = MatMul(h, w).
+std::unique_ptr<ir::Graph> SinusoidTable() {
+  auto g = std::make_unique<ir::Graph>();
+  auto f32 = [](std::vector<int64_t> dims) { return ir::TensorType::Of(ir::DType::kFloat32, std::move(dims)); };
+  ir::Value x = g->AddInput("x", f32({2, 4}));
+  ir::Value inv_freq = g->AddInitializer("inv_freq", ir::Tensor::Floats({1.0f, 0.01f}, {2}));
+  ir::Value wf = g->AddInitializer("wf", amptrain::testing::RouteTensor(ir::DType::kFloat32, {4, 4}, 3));
+  ir::Value w = g->AddInitializer("w", amptrain::testing::RouteTensor(ir::DType::kFloat32, {4, 3}, 5));
+  ir::Node* pos = g->AddNode(ir::OpKind::kConstant, {}, 1, "pos");
+  pos->attrs().Set("value", ir::Tensor::Floats({0, 1, 2, 3}, {4, 1}));
+  auto op = [&](ir::OpKind k, std::vector<ir::Value> in, const char* name) {
+    return g->AddNode(k, std::move(in), 1, name)->output(0);
+  };
+  ir::Value f = op(ir::OpKind::kMul, {pos->output(0), inv_freq}, "freqs");
+  ir::Node* table = g->AddNode(ir::OpKind::kConcat, {op(ir::OpKind::kCos, {f}, "cos"), op(ir::OpKind::kSin, {f}, "sin")},
+                               1, "table");
+  table->attrs().Set("axis", int64_t{1});
+  ir::Value h = op(ir::OpKind::kAdd,
+                   {op(ir::OpKind::kMatMul, {x, table->output(0)}, "rotate"),
+                    op(ir::OpKind::kSin, {op(ir::OpKind::kMatMul, {x, wf}, "fourier")}, "fourier_sin")},
+                   "h");
+  ir::Node* logits = g->AddNode(ir::OpKind::kMatMul, {h, w}, 1, "logits", {"logits"});
+  g->AddOutput(logits->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return Imported(*g);
+}
+
+// The frequencies of a sinusoid of constants (Llama's rotary inv_freq, a
+// PyTorch buffer) are constants; learned Fourier features, Sin(x W), are not.
+TEST(TrainGraph, SinusoidFrequenciesOfConstantsAreConstantsUnlessAskedFor) {
+  std::unique_ptr<ir::Graph> model = SinusoidTable();
+  ASSERT_TRUE(model);
+  ExpectConstantLike(*model, {"w", "wf"}, "inv_freq", "sinusoid");
 }
 
 std::set<std::string> Statistics(const ir::Graph& g) {

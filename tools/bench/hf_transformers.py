@@ -23,6 +23,7 @@ import argparse
 import copy
 import glob
 import os
+import shutil
 import subprocess
 import sys
 
@@ -99,6 +100,7 @@ def inputs(name):
 
 
 def run_cmd(amptrain, verb, path, names, args, d, extra=()):
+    shutil.rmtree(f"{d}/out", ignore_errors=True)  # no file of an earlier run counts
     cmd = [amptrain, verb, path, *extra]
     for n, a in zip(names, args):
         np.save(f"{d}/{n}.npy", a.numpy())
