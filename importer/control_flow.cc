@@ -517,6 +517,7 @@ class Inliner {
   StatusOr<std::optional<int64_t>> TripCount(const onnx::NodeProto& node, const ConditionSlice& slice,
                                              const std::unordered_map<std::string, const ir::Tensor*>& known,
                                              int64_t done, const std::string& label) {
+    const std::optional<int64_t> unknown;  // what does not fold: the round-by-round unrolling decides
     const onnx::GraphProto& body = *GraphAttr(node, "body");
     onnx::ModelProto probe;
     probe.set_ir_version(model_.ir_version());
@@ -525,13 +526,13 @@ class Inliner {
     pg.set_name("trip_count");
     for (const std::string& v : slice.outer) {
       auto it = known.find(v);
-      if (it == known.end()) return std::optional<int64_t>();
+      if (it == known.end()) return unknown;
       TensorToProto(*it->second, v, pg.add_initializer());
     }
     std::vector<ir::Tensor> state;  // per slice.carried
     for (int k : slice.carried) {
       auto it = known.find(node.input(2 + k));
-      if (it == known.end()) return std::optional<int64_t>();
+      if (it == known.end()) return unknown;
       state.push_back(*it->second);
     }
     std::unordered_set<std::string> produced, read;
@@ -572,13 +573,13 @@ class Inliner {
       for (size_t j = 0; j < slice.carried.size(); ++j)
         TensorToProto(state[j], body.input(2 + slice.carried[j]).name(), pg.add_initializer());
       work += pg.node_size() + static_cast<int64_t>(probe.ByteSizeLong() / 256);
-      if (work > kMaxSliceWork) return std::optional<int64_t>();
+      if (work > kMaxSliceWork) return unknown;
       auto values = evaluate_(probe);
-      if (!values.ok() || values->size() != outs.size()) return std::optional<int64_t>();
+      if (!values.ok() || values->size() != outs.size()) return unknown;
       for (const auto& v : *values)
-        if (!v) return std::optional<int64_t>();
+        if (!v) return unknown;
       const ir::Tensor& cond = *(*values)[0];
-      if (cond.dtype() != ir::DType::kBool || cond.num_elements() != 1) return std::optional<int64_t>();
+      if (cond.dtype() != ir::DType::kBool || cond.num_elements() != 1) return unknown;
       if (cond.GetAsInt64(0) == 0) return std::optional<int64_t>(i + 1 - done);
       for (size_t j = 0; j < state.size(); ++j) state[j] = std::move(*(*values)[1 + j]);
     }

@@ -17,6 +17,7 @@
 //       -> the same op with those as int64 inputs
 // Clip's min and max and Pad's value become inputs of the data's dtype on
 // the IR, once it is known (UpgradeToCanonical, importer/opset_adapters.cc).
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,7 +57,7 @@ void EraseAttr(onnx::NodeProto& n, const std::string& name) {
 
 class LegacyOps {
  public:
-  LegacyOps(onnx::GraphProto& main, int64_t opset) : edit_(main), main_(main), opset_(opset) {}
+  LegacyOps(onnx::GraphProto& main, int64_t opset) : main_(main), opset_(opset) {}
 
   Status Run(onnx::GraphProto& g) {
     for (int i = 0; i < g.node_size(); ++i) {
@@ -103,7 +104,7 @@ class LegacyOps {
       std::vector<int64_t> values(a->ints().begin(), a->ints().end());
       const bool scalar = a->type() == onnx::AttributeProto::INT;
       if (scalar) values = {a->i()};
-      n.add_input(edit_.Ints(StrCat(n.name().empty() ? n.op_type() : n.name(), "_", name), values));
+      n.add_input(Edit().Ints(StrCat(n.name().empty() ? n.op_type() : n.name(), "_", name), values));
       EraseAttr(n, name);
     }
     return Status::Ok();
@@ -111,7 +112,7 @@ class LegacyOps {
 
   std::string Floats(const std::string& stem, const std::vector<int64_t>& dims, const std::vector<float>& values) {
     onnx::TensorProto* t = main_.add_initializer();
-    t->set_name(edit_.Fresh(stem));
+    t->set_name(Edit().Fresh(stem));
     t->set_data_type(onnx::TensorProto::FLOAT);
     for (int64_t d : dims) t->add_dims(d);
     for (float v : values) t->add_float_data(v);
@@ -124,7 +125,8 @@ class LegacyOps {
   Status ImageScaler(onnx::GraphProto& g, int index, const std::string& label) {
     onnx::NodeProto& n = *g.mutable_node(index);
     if (n.input_size() != 1 || n.output_size() != 1)
-      return InvalidArgument(label, " has ", n.input_size(), " inputs and ", n.output_size(), " outputs, expected 1 and 1");
+      return InvalidArgument(label, " has ", n.input_size(), " inputs and ", n.output_size(),
+                             " outputs, expected 1 and 1");
     const std::string stem = n.name().empty() ? std::string("image_scaler") : n.name();
     float scale = 1.0f;
     if (const onnx::AttributeProto* a = FindAttr(n, "scale")) scale = a->f();
@@ -135,11 +137,11 @@ class LegacyOps {
     n.clear_attribute();
     n.add_input(Floats(stem + "_scale", {}, {scale}));
     if (bias.empty()) return Status::Ok();
-    const std::string scaled = edit_.Fresh(stem + "_scaled");
+    const std::string scaled = Edit().Fresh(stem + "_scaled");
     n.set_output(0, scaled);
     onnx::NodeProto* add = g.add_node();  // invalidates n
     add->set_op_type("Add");
-    add->set_name(edit_.Fresh(stem + "_bias"));
+    add->set_name(Edit().Fresh(stem + "_bias"));
     add->add_input(scaled);
     add->add_input(Floats(stem + "_bias", {1, static_cast<int64_t>(bias.size()), 1, 1}, bias));
     add->add_output(y);
@@ -151,7 +153,8 @@ class LegacyOps {
     if (opset_ <= 8) {
       const onnx::AttributeProto* scales = FindAttr(n, "scales");
       if (!scales || scales->floats_size() == 0) return InvalidArgument(label, " has no 'scales' attribute");
-      if (n.input_size() != 1) return InvalidArgument(label, " has ", n.input_size(), " inputs, expected 1 at opset ", opset_);
+      if (n.input_size() != 1)
+        return InvalidArgument(label, " has ", n.input_size(), " inputs, expected 1 at opset ", opset_);
       n.add_input(Floats(StrCat(n.name().empty() ? std::string("upsample") : n.name(), "_scales"),
                          {scales->floats_size()}, {scales->floats().begin(), scales->floats().end()}));
       EraseAttr(n, "scales");
@@ -177,7 +180,14 @@ class LegacyOps {
     return Status::Ok();
   }
 
-  ProtoEditor edit_;
+  // Made on the first rewrite: collecting the names costs a pass over the
+  // model, which most imports (nothing to rewrite) need not pay.
+  ProtoEditor& Edit() {
+    if (!edit_) edit_.emplace(main_);
+    return *edit_;
+  }
+
+  std::optional<ProtoEditor> edit_;
   onnx::GraphProto& main_;
   int64_t opset_;
 };

@@ -299,7 +299,8 @@ Status UpgradeToCanonical(ir::Graph& g, int64_t opset) {
     if ((n->op() == OpKind::kClip || n->op() == OpKind::kPad) && opset < 11) need_dtypes = true;
     if (n->op() == OpKind::kBatchNormalization && opset < 9 && n->attrs().Has("spatial")) {
       if (n->attrs().Int("spatial", 1) != 1)
-        return Unimplemented(n->Describe(), ": spatial=0 (statistics per activation, not per channel) is not supported");
+        return Unimplemented(n->Describe(),
+                             ": spatial=0 (statistics per activation, not per channel) is not supported");
       n->attrs().Erase("spatial");
     }
     if (n->op() == OpKind::kBatchNormalization && opset < 14) AMP_RETURN_IF_ERROR(UpgradeBatchNorm(g, n));  // may free n
@@ -307,7 +308,8 @@ Status UpgradeToCanonical(ir::Graph& g, int64_t opset) {
   if (!need_ranks && !need_dtypes) return Status::Ok();
   AMP_RETURN_IF_ERROR(g.InferShapes());
   for (ir::Node* n : g.nodes()) {
-    if (need_dtypes && (n->op() == OpKind::kClip || n->op() == OpKind::kPad)) AMP_RETURN_IF_ERROR(ScalarsToInputs(g, n));
+    if (need_dtypes && (n->op() == OpKind::kClip || n->op() == OpKind::kPad))
+      AMP_RETURN_IF_ERROR(ScalarsToInputs(g, n));
     if (need_ranks && IsSoftmaxLike(n->op())) AMP_RETURN_IF_ERROR(UpgradeSoftmax(g, n));
   }
   return Status::Ok();

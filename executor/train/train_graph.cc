@@ -463,9 +463,10 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     AMP_ASSIGN_OR_RETURN(backward, autodiff::BuildBackward(graph, head.loss, seed, options));
     t.parameters = ReportParameters(graph, backward, frozen, stats, constant_like);
     if (backward.names.empty())
-      return InvalidArgument("the model has no trainable (float) initializer that reaches the loss",
-                             frozen.empty() ? "" : StrCat(" besides the ", frozen.size(), " frozen ones"),
-                             constant_like.empty() ? "" : StrCat(" and ", constant_like.size(), " taken for constants (--train-all)"));
+      return InvalidArgument(
+          "the model has no trainable (float) initializer that reaches the loss",
+          frozen.empty() ? "" : StrCat(" besides the ", frozen.size(), " frozen ones"),
+          constant_like.empty() ? "" : StrCat(" and ", constant_like.size(), " taken for constants (--train-all)"));
     return Status::Ok();
   });
   step("state-inputs", [&](Graph& graph) -> Status {

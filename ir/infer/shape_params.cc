@@ -28,6 +28,13 @@ std::vector<int64_t> AllAxes(int64_t rank) {
   return a;
 }
 
+// An output dim computed in double (already floored or rounded): an error
+// where it does not fit an int64 (a scale of 1e38, inf).
+StatusOr<int64_t> ResizedDim(double v) {
+  if (!(v >= 0.0 && v < 4.6e18)) return InvalidArgument("Resize gives an output dim of ", v, ", out of range");
+  return static_cast<int64_t>(v);
+}
+
 }  // namespace
 
 StatusOr<std::vector<SliceAxis>> ResolveSlice(const std::vector<int64_t>& dims, const std::vector<int64_t>& starts,
@@ -147,17 +154,6 @@ StatusOr<ResizeAttrs> ParseResizeAttrs(const Attributes& attrs) {
   a.extrapolation_value = ev;
   return a;
 }
-
-namespace {
-
-// An output dim computed in double (already floored or rounded): an error
-// where it does not fit an int64 (a scale of 1e38, inf).
-StatusOr<int64_t> ResizedDim(double v) {
-  if (!(v >= 0.0 && v < 4.6e18)) return InvalidArgument("Resize gives an output dim of ", v, ", out of range");
-  return static_cast<int64_t>(v);
-}
-
-}  // namespace
 
 StatusOr<ResizeGeometry> ResolveResize(const ResizeAttrs& a, const std::vector<int64_t>& in_dims,
                                        const std::vector<double>& roi, const std::vector<double>& scales,
