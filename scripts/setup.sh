@@ -2,9 +2,10 @@
 # Installs what amptrain needs on Debian bookworm (idempotent; skips what is there).
 #   apt: the build (compiler, CMake, ccache; ONNX protobuf classes, oneDNN and
 #        the OpenCL headers its CMake config requires, spdlog, fmt, CLI11,
-#        nlohmann-json, yaml-cpp, RE2, zlib, GoogleTest; clang, its runtime
+#        nlohmann-json, yaml-cpp, RE2, zlib, libjpeg-turbo and libpng (image
+#        folders), GoogleTest; clang, its runtime
 #        libraries and llvm-symbolizer for the fuzz targets), Fashion-MNIST, and the
-#        oracles Debian packages (CPU PyTorch 1.13, torchvision, numpy) plus
+#        oracles Debian packages (CPU PyTorch 1.13, torchvision, PIL, numpy) plus
 #        python3-venv.
 #   .venv: the project's Python, made from Debian's /usr/bin/python3 with
 #        --system-site-packages (so it sees Debian's torch and numpy), with
@@ -19,9 +20,9 @@ cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(build-essential cmake ccache pkg-config git ca-certificates
   libonnx-dev libprotobuf-dev protobuf-compiler libspdlog-dev libfmt-dev libcli11-dev
-  nlohmann-json3-dev zlib1g-dev libyaml-cpp-dev libre2-dev libdnnl-dev ocl-icd-opencl-dev
+  nlohmann-json3-dev zlib1g-dev libjpeg62-turbo-dev libpng-dev libyaml-cpp-dev libre2-dev libdnnl-dev ocl-icd-opencl-dev
   libgtest-dev libbenchmark-dev clang libclang-rt-14-dev llvm-14 dataset-fashion-mnist
-  python3 python3-venv python3-torch python3-torchvision python3-numpy)
+  python3 python3-venv python3-torch python3-torchvision python3-pil python3-numpy)
 # numpy stays Debian's 1.24 (Debian's torch is built against numpy 1.x).
 PIP_PACKAGES=(onnx onnxruntime onnxconverter-common safetensors tensorboard "numpy<2")
 PIP_IMPORTS="onnx, onnxruntime, onnxconverter_common, safetensors.numpy, tensorboard, numpy, torch, torchvision"

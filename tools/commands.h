@@ -68,6 +68,14 @@ Status EnsureWritableFolder(const std::string& dir, const std::string& flag);
 // given is an error that says how to fix it; *fixed is then true, and the
 // caller leaves partial batches out. Otherwise `requested`, *fixed false.
 StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool given, bool* fixed);
+// For an `images:` data set: the decode size ("height", "width", "channels"
+// in spec_params) from the model's image input [N, C, H, W] (static C, H, W),
+// or from `image_size` ("S" or "HxW", the --image-size flag), which wins;
+// channels from the model (3 where its C is not fixed). An error names what
+// is missing: a model without one rank-4 input, a dynamic size and no flag.
+// Other kinds: an error if `image_size` is given, else nothing.
+Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
+                    std::map<std::string, std::string>* spec_params);
 // Warns that a fixed batch leaves the last samples of `what` out.
 void WarnLeftOut(int64_t batch, size_t samples, const char* what);
 

@@ -168,6 +168,53 @@ StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool g
   return batch;
 }
 
+Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
+                    std::map<std::string, std::string>* spec_params) {
+  if (kind != "images") {
+    if (!image_size.empty()) return InvalidArgument("--image-size applies to images: data sets only (--data is ", kind, ")");
+    return Status::Ok();
+  }
+  int64_t h = 0, w = 0, c = 3;
+  if (!image_size.empty()) {
+    const size_t x = image_size.find('x');
+    const std::string hs = image_size.substr(0, x), ws = x == std::string::npos ? hs : image_size.substr(x + 1);
+    auto parse = [](const std::string& s) -> int64_t {
+      if (s.empty() || s.size() > 5 || s.find_first_not_of("0123456789") != std::string::npos) return 0;
+      return std::stoll(s);
+    };
+    h = parse(hs);
+    w = parse(ws);
+    if (h < 1 || w < 1)
+      return InvalidArgument("--image-size '", image_size, "': expected SIZE or HEIGHTxWIDTH in pixels, such as 224 or 160x320");
+  }
+  std::vector<ir::Value> images;
+  for (ir::Value v : model.inputs()) {
+    const ir::TensorType& t = model.type(v);
+    if (t.has_shape && t.shape.rank() == 4 && ir::IsFloat(t.dtype)) images.push_back(v);
+  }
+  if (images.size() == 1) {
+    const ir::TensorType& t = model.type(images[0]);
+    if (t.shape[1].is_static()) c = t.shape[1].value;
+    if (h == 0 && t.shape[2].is_static() && t.shape[3].is_static()) {
+      h = t.shape[2].value;
+      w = t.shape[3].value;
+    }
+  }
+  if (h == 0) {
+    if (images.size() != 1)
+      return InvalidArgument("images: the model has ", images.size(), " float inputs of rank 4 (", InputNames(model),
+                             "), not one image input [N, C, H, W] to take the image size from; give --image-size");
+    return InvalidArgument("images: the model's input '", model.name(images[0]), "' is ",
+                           model.type(images[0]).ToString(), ", with no fixed height and width; give --image-size");
+  }
+  if (c != 1 && c != 3)
+    return InvalidArgument("images: the model's input takes ", c, " channels; image folders give 1 (gray) or 3 (RGB)");
+  (*spec_params)["height"] = std::to_string(h);
+  (*spec_params)["width"] = std::to_string(w);
+  (*spec_params)["channels"] = std::to_string(c);
+  return Status::Ok();
+}
+
 void WarnLeftOut(int64_t batch, size_t samples, const char* what) {
   const int64_t left = static_cast<int64_t>(samples) % batch;
   if (left != 0)

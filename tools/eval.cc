@@ -24,6 +24,7 @@ struct EvalArgs {
   bool reference = false;
   std::string device = "cpu";
   std::string output;
+  std::string image_size;  // --image-size, images: data only
 };
 
 Status Eval(const EvalArgs& args) {
@@ -32,9 +33,10 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device_spec, kernels::ParseDeviceSpec(args.device));
   AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice(device_spec));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, &spec.params));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   WarnIfModelDraws(*model, "loss and accuracy");
   train::TrainGraphOptions opts;
   opts.num_classes = test_set.num_classes;
@@ -60,6 +62,7 @@ void AddEvalCommand(CLI::App& app, Status& result) {
   cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] output)")->required();
   cmd->add_option("--output", a->output, "The logits output (default: the only output, or the only logits-shaped one)");
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
+  cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");
   auto* batch_size = cmd->add_option("-b,--batch-size", a->batch_size,
                                      "Batch size (a model exported with a fixed batch: that one)")
                          ->capture_default_str()->check(IntAtLeast(1));

@@ -75,6 +75,7 @@ struct TrainArgs {
   int threads = 0;
   std::string device = "cpu";
   std::string checkpoint_dir, resume, export_path, metrics, augment;
+  std::string image_size;  // --image-size, images: data only
   int64_t checkpoint_every = 0, log_every = 50;
   int keep_last = 3;
   bool reference = false;
@@ -269,9 +270,10 @@ Status Train(TrainArgs args) {
   AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice(device_spec));
   AMP_RETURN_IF_ERROR(CheckOutputs(args));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, &spec.params));
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   WarnIfBatchNormMayBeFolded(*model);
 
   train::LoopConfig loop;
@@ -425,7 +427,9 @@ void AddTrainCommand(CLI::App& app, Status& result) {
       ->required();
   cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, npy:X,Y[,Xt,Yt], "
                                      "npy:INPUT=X,...,labels=Y[,test.INPUT=Xt,...,test.labels=Yt] (named model inputs), "
+                                     "images:DIR (DIR/CLASS/*.jpg|png, or DIR/train/ and DIR/val/), "
                                      "synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..]")->capture_default_str();
+  cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");
   cmd->add_option("--output", a->output, "The model output to train (default: the only output, or the only logits-shaped one)");
   auto* epochs = cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--steps", a->steps, "Training steps in all (instead of --epochs)")

@@ -17,7 +17,7 @@ namespace {
 
 constexpr char kFashionMnistRoot[] = "/usr/share/datasets/fashion-mnist";
 constexpr uint64_t kSplitSeed = 0x5eed90d10ull;
-const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "npy", "synthetic"};
+const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "npy", "images", "synthetic"};
 const std::set<std::string> kSyntheticKeys = {"N", "C", "H", "W", "classes", "seed"};
 
 std::vector<std::string> SplitOn(const std::string& s, char sep) {
@@ -57,7 +57,7 @@ StatusOr<DataSpec> ParseDataSpec(const std::string& spec) {
   out.kind = spec.substr(0, colon);
   if (!kKinds.count(out.kind))
     return InvalidArgument("data spec '", spec, "': unknown dataset '", out.kind,
-                           "' (expected fashion-mnist, mnist, cifar10, npy or synthetic)");
+                           "' (expected fashion-mnist, mnist, cifar10, npy, images or synthetic)");
   const bool has_rest = colon != std::string::npos;
   std::string rest = has_rest ? spec.substr(colon + 1) : std::string();
   if (out.kind == "synthetic") {
@@ -81,6 +81,7 @@ StatusOr<Dataset> LoadDataset(const DataSpec& spec, const std::string& split) {
   if (spec.kind == "fashion-mnist" || spec.kind == "mnist") return LoadIdxDir(spec.kind, spec.path, split);
   if (spec.kind == "cifar10") return LoadCifar10(spec.path, split);
   if (spec.kind == "synthetic") return MakeSynthetic(spec.params, split);
+  if (spec.kind == "images") return LoadImageFolder(spec.path, split, spec.params);
   if (spec.kind == "npy") {
     std::vector<std::string> files = SplitOn(spec.path, ',');
     for (const std::string& f : files)
@@ -95,20 +96,35 @@ Normalization DefaultNormalization(const DataSpec& spec) {
   if (spec.kind == "mnist") return {{0.1307f}, {0.3081f}};
   if (spec.kind == "cifar10") return {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
   if (spec.kind == "synthetic") return {{0.5f}, {0.2f}};
+  // ImageNet's statistics, which pretrained torchvision models expect; their
+  // channel mean for gray images.
+  if (spec.kind == "images") {
+    if (spec.params.count("channels") && spec.params.at("channels") == "1") return {{0.449f}, {0.226f}};
+    return {{0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}};
+  }
   return {};
 }
 
-StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split) {
-  const int64_t n = all.size();
-  std::vector<int64_t> perm(n);
+std::vector<int64_t> SplitIndices(int64_t n, const std::string& split) {
+  std::vector<int64_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), 0);
   Rng rng{kSplitSeed, static_cast<uint64_t>(n)};
   for (int64_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[rng.Below(static_cast<uint64_t>(i) + 1)]);
   const int64_t n_test = n / 10;
-  std::vector<char> is_test(n, 0);
+  std::vector<char> is_test(static_cast<size_t>(n), 0);
   for (int64_t i = 0; i < n_test; ++i) is_test[perm[i]] = 1;
   const char want = split == "test" ? 1 : 0;
-  const int64_t rows = want ? n_test : n - n_test;
+  std::vector<int64_t> rows;
+  rows.reserve(static_cast<size_t>(want ? n_test : n - n_test));
+  for (int64_t i = 0; i < n; ++i)
+    if (is_test[i] == want) rows.push_back(i);
+  return rows;
+}
+
+StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split) {
+  const int64_t n = all.size();
+  const std::vector<int64_t> kept = SplitIndices(n, split);
+  const auto rows = static_cast<int64_t>(kept.size());
 
   auto take = [&](const Tensor& src, Tensor* dst) -> Status {
     std::vector<int64_t> dims = src.dims();
@@ -117,11 +133,10 @@ StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split) {
     const size_t row_bytes = n ? src.nbytes() / static_cast<size_t>(n) : 0;
     const auto* from = static_cast<const std::byte*>(src.raw());
     auto* to = static_cast<std::byte*>(dst->raw());
-    for (int64_t i = 0; i < n; ++i)
-      if (is_test[i] == want) {
-        std::memcpy(to, from + i * row_bytes, row_bytes);
-        to += row_bytes;
-      }
+    for (int64_t i : kept) {
+      std::memcpy(to, from + i * row_bytes, row_bytes);
+      to += row_bytes;
+    }
     return Status::Ok();
   };
   Dataset out;

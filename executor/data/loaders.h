@@ -27,6 +27,16 @@ StatusOr<Dataset> LoadCifar10(const std::string& dir, const std::string& split);
 // `files`: {X, Y} (split 90/10) or {X, Y, X_test, Y_test}.
 StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split);
 
+// An image folder (torchvision's ImageFolder layout): `dir`/<class>/...
+// or `dir`/train/<class>/... with `dir`/val/ (or test/) beside it; JPEG and
+// PNG files at any depth below a class folder, classes indexed in name order.
+// `params` holds "height", "width" and "channels" (1 or 3), which the caller
+// takes from the model's input. Each image is decoded, converted to the
+// channels and resized as torchvision's Resize + CenterCrop would
+// (image.h), into uint8 [N, C, H, W].
+StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& split,
+                                  const std::map<std::string, std::string>& params);
+
 // Synthetic images with a class-dependent pattern plus noise.
 StatusOr<Dataset> MakeSynthetic(const std::map<std::string, std::string>& params, const std::string& split);
 
@@ -34,6 +44,8 @@ StatusOr<Dataset> MakeSynthetic(const std::map<std::string, std::string>& params
 // permutation with a fixed seed, the train part the rest; both keep the
 // original order. Copies the selected rows.
 StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split);
+// The rows of that split among n, in order.
+std::vector<int64_t> SplitIndices(int64_t n, const std::string& split);
 
 // Labels must be int64 in [0, num_classes); `file` names them in the error.
 Status CheckLabels(const ir::Tensor& labels, int64_t num_classes, const std::string& file);

@@ -7,6 +7,7 @@
 // file written or overwritten. The hostile inputs of issue 9 (F13-F15 among
 // them) are tests/e2e/hostile_input_test.cc.
 #include <gtest/gtest.h>
+#include <png.h>
 
 #include <filesystem>
 #include <fstream>
@@ -65,6 +66,56 @@ TEST_F(TrainCliTest, TrainsEvaluatesExportsAndResumesBitwise) {
   r = Cli("eval " + Path("trained.onnx") + " --data " + kSmallData + " --threads 1");
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("(32 samples): loss"), std::string::npos) << r.out;
+}
+
+// An image folder of PNGs (gray and RGB, sizes other than the model's): the
+// class is in the picture (a bright quarter), so training learns it.
+TEST_F(TrainCliTest, TrainsAndEvaluatesOnAnImageFolder) {
+  const std::string root = Path("pictures");
+  auto write = [&](const std::string& split, int cls, int i) {
+    const std::string folder = root + "/" + split + "/class" + std::to_string(cls);
+    fs::create_directories(folder);
+    const int h = 12 + i % 5, w = 10 + i % 7, channels = i % 2 ? 3 : 1;
+    std::vector<uint8_t> p(static_cast<size_t>(h * w * channels));
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x)
+        for (int c = 0; c < channels; ++c)
+          p[(y * w + x) * channels + c] = static_cast<uint8_t>(
+              ((y < h / 2) == (cls / 2 == 0) && (x < w / 2) == (cls % 2 == 0) ? 200 : 30) + (x * 7 + y * 13 + i) % 20);
+    png_image png{};
+    png.version = PNG_IMAGE_VERSION;
+    png.width = static_cast<png_uint_32>(w);
+    png.height = static_cast<png_uint_32>(h);
+    png.format = channels == 3 ? PNG_FORMAT_RGB : PNG_FORMAT_GRAY;
+    const std::string file = folder + "/" + std::to_string(i) + ".png";
+    ASSERT_TRUE(png_image_write_to_file(&png, file.c_str(), 0, p.data(), 0, nullptr)) << png.message;
+  };
+  for (int cls = 0; cls < 4; ++cls) {
+    for (int i = 0; i < 16; ++i) write("train", cls, i);
+    for (int i = 0; i < 4; ++i) write("val", cls, 100 + i);
+  }
+  CliResult r = Cli("train " + model_ + " --data images:" + root +
+                    " --batch-size 16 --threads 1 --epochs 6 --lr 0.01 --export " + Path("trained.onnx"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string all = r.out + r.err;
+  EXPECT_NE(all.find("images: 64 train images of 4 classes"), std::string::npos) << all;
+  EXPECT_NE(all.find("decoded to 1x8x8"), std::string::npos) << all;
+  EXPECT_NE(all.find("test loss"), std::string::npos) << all;
+  r = Cli("eval " + Path("trained.onnx") + " --data images:" + root + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(16 samples): loss"), std::string::npos) << r.out;
+  const size_t at = r.out.find("accuracy ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GE(std::stod(r.out.substr(at + 9)), 75.0) << r.out;  // four easy classes
+
+  // --image-size resizes to what the model does not take: the model's own error, by name.
+  ExpectOneLineError("train " + model_ + " --data images:" + root + " --image-size 9 --steps 1",
+                     "the model expects [batch,1,8,8]");
+  ExpectOneLineError("train " + model_ + " --data " + testing::kSmallData + " --image-size 8",
+                     "--image-size applies to images: data sets only");
+  ExpectOneLineError("train " + model_ + " --data images:" + root + " --image-size 0x8", "--image-size '0x8'");
+  ExpectOneLineError("train " + model_ + " --data images:" + Path("nowhere"), "does not exist");
+  ExpectOneLineError("eval " + model_ + " --data images:", "images needs a path");
 }
 
 TEST_F(TrainCliTest, MissingOrCorruptDataSet) {
