@@ -211,9 +211,11 @@ std::vector<Taps> AxisTaps(int64_t in_size, int64_t out_size, int64_t begin, int
   return taps;
 }
 
-uint8_t Clip8(int64_t acc) {
-  const int64_t v = acc >> kPrecisionBits;
-  return static_cast<uint8_t>(std::clamp<int64_t>(v, 0, 255));
+// Sums of 8-bit values times weights that add up to about 2^22 stay below
+// 2^31 (255 * 2^22 ~ 1.07e9), as in PIL's own 32-bit accumulators.
+uint8_t Clip8(int32_t acc) {
+  const int32_t v = acc >> kPrecisionBits;
+  return static_cast<uint8_t>(std::clamp<int32_t>(v, 0, 255));
 }
 
 // Python's round(d / 2) for a non-negative integer d: halves go to the even neighbour.
@@ -289,36 +291,38 @@ void ResizeAndCenterCrop(const Image& image, int64_t out_height, int64_t out_wid
     }
     for (int64_t x = 0; x < out_width; ++x) {
       const Taps& t = cols[static_cast<size_t>(x)];
-      for (int64_t ch = 0; ch < c; ++ch) {
-        int64_t acc = int64_t{1} << (kPrecisionBits - 1);
-        for (size_t k = 0; k < t.weights.size(); ++k)
-          acc += static_cast<int64_t>(src[(t.first + static_cast<int64_t>(k)) * c + ch]) * t.weights[k];
-        dst[x * c + ch] = Clip8(acc);
-      }
+      int32_t sum[3] = {1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1), 1 << (kPrecisionBits - 1)};
+      const uint8_t* tap = src + t.first * c;
+      for (size_t k = 0; k < t.weights.size(); ++k, tap += c)
+        for (int64_t ch = 0; ch < c; ++ch) sum[ch] += tap[ch] * t.weights[k];
+      for (int64_t ch = 0; ch < c; ++ch) dst[x * c + ch] = Clip8(sum[ch]);
     }
   }
-  // Vertical pass, written CHW; the window's left edge is already applied
-  // unless the horizontal pass was skipped.
+  // Vertical pass, a whole output row at a time (the taps outside, the
+  // contiguous row inside), written CHW; the window's left edge is already
+  // applied unless the horizontal pass was skipped.
   const int64_t x0 = horizontal ? 0 : left;
   const bool vertical = rh != h;
+  const int64_t row_values = out_width * c;
+  std::vector<int32_t> acc(static_cast<size_t>(row_values));
+  std::vector<uint8_t> rounded(static_cast<size_t>(row_values));
   for (int64_t y = 0; y < out_height; ++y) {
-    for (int64_t x = 0; x < out_width; ++x) {
-      for (int64_t ch = 0; ch < c; ++ch) {
-        uint8_t v;
-        if (!vertical) {
-          v = mid[static_cast<size_t>(((y + top - row_lo) * mid_w + x0 + x) * c + ch)];
-        } else {
-          const Taps& t = rows[static_cast<size_t>(y)];
-          int64_t acc = int64_t{1} << (kPrecisionBits - 1);
-          for (size_t k = 0; k < t.weights.size(); ++k)
-            acc += static_cast<int64_t>(
-                       mid[static_cast<size_t>(((t.first + static_cast<int64_t>(k) - row_lo) * mid_w + x0 + x) * c + ch)]) *
-                   t.weights[k];
-          v = Clip8(acc);
-        }
-        out[(ch * out_height + y) * out_width + x] = v;
+    const uint8_t* row;
+    if (!vertical) {
+      row = mid.data() + ((y + top - row_lo) * mid_w + x0) * c;
+    } else {
+      const Taps& t = rows[static_cast<size_t>(y)];
+      std::fill(acc.begin(), acc.end(), int32_t{1} << (kPrecisionBits - 1));
+      for (size_t k = 0; k < t.weights.size(); ++k) {
+        const uint8_t* in = mid.data() + ((t.first + static_cast<int64_t>(k) - row_lo) * mid_w + x0) * c;
+        const int32_t wk = t.weights[k];
+        for (int64_t i = 0; i < row_values; ++i) acc[static_cast<size_t>(i)] += in[i] * wk;
       }
+      for (int64_t i = 0; i < row_values; ++i) rounded[static_cast<size_t>(i)] = Clip8(acc[static_cast<size_t>(i)]);
+      row = rounded.data();
     }
+    for (int64_t x = 0; x < out_width; ++x)
+      for (int64_t ch = 0; ch < c; ++ch) out[(ch * out_height + y) * out_width + x] = row[x * c + ch];
   }
 }
 
