@@ -17,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SECS=${1:-60}
 shift || true
-ALL=(fuzz_onnx_model fuzz_policy fuzz_npy fuzz_safetensors fuzz_checkpoint fuzz_external_data fuzz_data fuzz_image)
+ALL=(fuzz_onnx_model fuzz_policy fuzz_npy fuzz_safetensors fuzz_checkpoint fuzz_external_data fuzz_data fuzz_image fuzz_csv)
 TARGETS=("${ALL[@]}")
 (($#)) && TARGETS=("$@")
 BUILD_DIR=${BUILD_DIR:-build-fuzz}

@@ -427,7 +427,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
       ->required();
   cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, npy:X,Y[,Xt,Yt], "
                                      "npy:INPUT=X,...,labels=Y[,test.INPUT=Xt,...,test.labels=Yt] (named model inputs), "
-                                     "images:DIR (DIR/CLASS/*.jpg|png, or DIR/train/ and DIR/val/), "
+                                     "csv:FILE[,TEST_FILE][,label=COLUMN], images:DIR (DIR/CLASS/*.jpg|png, or DIR/train/ and DIR/val/), "
                                      "synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..]")->capture_default_str();
   cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");
   cmd->add_option("--output", a->output, "The model output to train (default: the only output, or the only logits-shaped one)");

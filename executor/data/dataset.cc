@@ -17,7 +17,7 @@ namespace {
 
 constexpr char kFashionMnistRoot[] = "/usr/share/datasets/fashion-mnist";
 constexpr uint64_t kSplitSeed = 0x5eed90d10ull;
-const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "npy", "images", "synthetic"};
+const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "npy", "csv", "images", "synthetic"};
 const std::set<std::string> kSyntheticKeys = {"N", "C", "H", "W", "classes", "seed"};
 
 std::vector<std::string> SplitOn(const std::string& s, char sep) {
@@ -57,7 +57,7 @@ StatusOr<DataSpec> ParseDataSpec(const std::string& spec) {
   out.kind = spec.substr(0, colon);
   if (!kKinds.count(out.kind))
     return InvalidArgument("data spec '", spec, "': unknown dataset '", out.kind,
-                           "' (expected fashion-mnist, mnist, cifar10, npy, images or synthetic)");
+                           "' (expected fashion-mnist, mnist, cifar10, npy, csv, images or synthetic)");
   const bool has_rest = colon != std::string::npos;
   std::string rest = has_rest ? spec.substr(colon + 1) : std::string();
   if (out.kind == "synthetic") {
@@ -70,7 +70,7 @@ StatusOr<DataSpec> ParseDataSpec(const std::string& spec) {
     out.path = kFashionMnistRoot;
   } else {
     return InvalidArgument("data spec '", spec, "': ", out.kind, " needs a path, e.g. '", out.kind,
-                           out.kind == "npy" ? ":X.npy,Y.npy'" : ":/dir'");
+                           out.kind == "npy" ? ":X.npy,Y.npy'" : out.kind == "csv" ? ":data.csv'" : ":/dir'");
   }
   return out;
 }
@@ -82,6 +82,22 @@ StatusOr<Dataset> LoadDataset(const DataSpec& spec, const std::string& split) {
   if (spec.kind == "cifar10") return LoadCifar10(spec.path, split);
   if (spec.kind == "synthetic") return MakeSynthetic(spec.params, split);
   if (spec.kind == "images") return LoadImageFolder(spec.path, split, spec.params);
+  if (spec.kind == "csv") {
+    std::vector<std::string> files;
+    std::string label;
+    for (const std::string& item : SplitOn(spec.path, ',')) {
+      if (item.rfind("label=", 0) == 0) {
+        if (!label.empty()) return InvalidArgument("csv: label= is given twice in '", spec.path, "'");
+        label = item.substr(6);
+        if (label.empty()) return InvalidArgument("csv: label= names no column in '", spec.path, "'");
+      } else if (item.empty()) {
+        return InvalidArgument("csv: empty file name in '", spec.path, "'");
+      } else {
+        files.push_back(item);
+      }
+    }
+    return LoadCsvFiles(files, label, split);
+  }
   if (spec.kind == "npy") {
     std::vector<std::string> files = SplitOn(spec.path, ',');
     for (const std::string& f : files)

@@ -60,6 +60,9 @@ struct Dataset {
 //       named model inputs (any number, any dtype: float -> float32, integers
 //       -> int64, bool), the labels, and optionally the test files of each
 //       (else the 90/10 split); the first input is the samples
+//   "csv:data.csv[,test.csv][,label=COLUMN]"  numeric feature columns and a label
+//                                column (the last by default; a header name or an
+//                                index); .tsv files split on tabs (loaders.h)
 //   "images:/dir"                an image folder: /dir/<class>/**.{jpg,jpeg,png}, or
 //                                /dir/train/<class>/... with /dir/val/ (or test/);
 //                                decoded at the size in `params` ("height", "width",
@@ -87,7 +90,7 @@ struct Normalization {
 // Fashion-MNIST 0.2860/0.3530, MNIST 0.1307/0.3081, CIFAR-10
 // (0.4914, 0.4822, 0.4465)/(0.2470, 0.2435, 0.2616), synthetic 0.5/0.2 per
 // channel, images ImageNet's (0.485, 0.456, 0.406)/(0.229, 0.224, 0.225)
-// (gray: 0.449/0.226), npy none.
+// (gray: 0.449/0.226), npy and csv none.
 Normalization DefaultNormalization(const DataSpec& spec);
 
 // Image augmentation (samples of rank 3, C x H x W, only): a random crop of

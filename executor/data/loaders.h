@@ -37,6 +37,17 @@ StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std:
 StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& split,
                                   const std::map<std::string, std::string>& params);
 
+// CSV (TSV for a .tsv name) files: `files` is {FILE} (split 90/10) or
+// {TRAIN, TEST}. A header row is recognised (a first row of text); the
+// label column is `label` (a header name or a 0-based index), by default
+// the last one; every other column is a float32 feature ([N, D] samples).
+// Labels that are all integers >= 0 are class ids (the count bounded by
+// the largest, as for npy), text labels are class names indexed in sorted
+// order (the training file's), other numbers are regression targets
+// (float32 [N, 1]). Quoted fields (RFC 4180) may hold commas and newlines.
+StatusOr<Dataset> LoadCsvFiles(const std::vector<std::string>& files, const std::string& label,
+                               const std::string& split);
+
 // Synthetic images with a class-dependent pattern plus noise.
 StatusOr<Dataset> MakeSynthetic(const std::map<std::string, std::string>& params, const std::string& split);
 

@@ -118,6 +118,57 @@ TEST_F(TrainCliTest, TrainsAndEvaluatesOnAnImageFolder) {
   ExpectOneLineError("eval " + model_ + " --data images:", "images needs a path");
 }
 
+// A CSV of three separable classes named by text: an MLP trains on it from
+// the CLI, evaluates, and the export evaluates on the test file.
+TEST_F(TrainCliTest, TrainsAnMlpOnACsvFile) {
+  ir::Graph g;
+  ir::Value x = g.AddInput("features", ir::TensorType::Of(ir::DType::kFloat32,
+                                                           ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(4)})));
+  std::vector<float> w1(16 * 4), w2(3 * 16);
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = 0.3f * static_cast<float>(static_cast<int>(i * 7 % 11) - 5) / 5;
+  for (size_t i = 0; i < w2.size(); ++i) w2[i] = 0.3f * static_cast<float>(static_cast<int>(i * 5 % 13) - 6) / 6;
+  ir::Node* fc1 = g.AddNode(ir::OpKind::kGemm,
+                            {x, g.AddInitializer("fc1.w", ir::Tensor::Floats(w1, {16, 4})),
+                             g.AddInitializer("fc1.b", ir::Tensor::Floats(std::vector<float>(16, 0.f), {16}))},
+                            1, "fc1");
+  fc1->attrs().Set("transB", int64_t{1});
+  ir::Value h = g.AddNode(ir::OpKind::kRelu, {fc1->output(0)}, 1, "relu")->output(0);
+  ir::Node* fc2 = g.AddNode(ir::OpKind::kGemm,
+                            {h, g.AddInitializer("fc2.w", ir::Tensor::Floats(w2, {3, 16})),
+                             g.AddInitializer("fc2.b", ir::Tensor::Floats({0, 0, 0}, {3}))},
+                            1, "fc2");
+  fc2->attrs().Set("transB", int64_t{1});
+  g.AddOutput(fc2->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  const std::string mlp = Path("mlp.onnx");
+  ASSERT_TRUE(importer::ExportModelFile(g, mlp).ok());
+  auto table = [](int rows, int seed) {
+    std::string t = "id_a,id_b,\"size, cm\",weight,kind\n";
+    const char* kinds[] = {"apple", "pear", "plum"};
+    for (int i = 0; i < rows; ++i) {
+      const int k = (i * 7 + seed) % 3;
+      const float j = static_cast<float>((i * 13 + seed) % 10) / 20;
+      t += std::to_string(k * 2 + j) + "," + std::to_string(1 - k + j) + "," + std::to_string(j) + "," +
+           std::to_string(k == 1 ? 2 - j : j) + "," + kinds[k] + "\n";
+    }
+    return t;
+  };
+  std::ofstream(Path("train.csv")) << table(300, 0);
+  std::ofstream(Path("test.csv")) << table(60, 1);
+  const std::string data = "csv:" + Path("train.csv") + "," + Path("test.csv");
+  CliResult r = Cli("train " + mlp + " --data " + data + " --batch-size 30 --threads 1 --epochs 8 --lr 0.02 --export " +
+                    Path("trained.onnx"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("test loss"), std::string::npos) << r.out;
+  r = Cli("eval " + Path("trained.onnx") + " --data " + data + " --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(60 samples): loss"), std::string::npos) << r.out;
+  const size_t at = r.out.find("accuracy ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_GE(std::stod(r.out.substr(at + 9)), 90.0) << r.out;
+  ExpectOneLineError("train " + mlp + " --data csv:" + Path("train.csv") + ",label=colour", "has no column 'colour'");
+}
+
 TEST_F(TrainCliTest, MissingOrCorruptDataSet) {
   ExpectOneLineError("train " + model_ + " --data fashion-mnist:" + Path("nowhere"), "nowhere");
   fs::create_directories(Path("bad"));

@@ -18,6 +18,7 @@
 #include "executor/data/image.h"
 #include "executor/npy.h"
 #include "tests/common/python_env.h"
+#include "tests/common/scratch_dir.h"
 
 namespace amptrain::executor::data {
 namespace {
@@ -75,24 +76,14 @@ std::string JpegBytes(int h, int w, int seed) {
   return bytes;
 }
 
-class ImageFolderTest : public ::testing::Test {
+class ImageFolderTest : public ::amptrain::testing::ScratchDirTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() / ("amptrain_images_" + std::to_string(getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& rel) const { return (dir_ / rel).string(); }
+  ImageFolderTest() : ScratchDirTest("images") {}
   void Png(const std::string& rel, int h = 12, int w = 10, int channels = 3, int seed = 0) {
     fs::create_directories(fs::path(Path(rel)).parent_path());
     WritePng(Path(rel), h, w, channels, seed);
   }
-  void Raw(const std::string& rel, const std::string& bytes) {
-    fs::create_directories(fs::path(Path(rel)).parent_path());
-    std::ofstream(Path(rel), std::ios::binary) << bytes;
-  }
+  void Raw(const std::string& rel, const std::string& bytes) { WriteFile(rel, bytes); }
   StatusOr<Dataset> Load(const std::string& split, int size = 8, int channels = 3, const std::string& sub = "") {
     DataSpec spec;
     spec.kind = "images";
@@ -101,7 +92,6 @@ class ImageFolderTest : public ::testing::Test {
                    {"channels", std::to_string(channels)}};
     return LoadDataset(spec, split);
   }
-  fs::path dir_;
 };
 
 void ExpectError(const StatusOr<Dataset>& r, const std::string& needle) {
