@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <set>
@@ -143,7 +144,9 @@ class RecordScanner {
   const std::string& file_;
   size_t pos_ = 0;
   int64_t line_ = 1, record_line_ = 1;
-  std::vector<std::string> unquoted_;  // per field index: the unescaped text of a quoted field
+  // Per field index: the unescaped text of a quoted field. A deque, so that
+  // growing it never moves the strings that earlier fields' views point into.
+  std::deque<std::string> unquoted_;
   bool stop_[256] = {};                // the bytes that end an unquoted field
 };
 
