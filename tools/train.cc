@@ -122,7 +122,7 @@ nlohmann::json ConfigJson(const TrainArgs& a) {
           {"warmup", a.warmup}, {"clip_grad_norm", a.clip_grad_norm}, {"seed", a.seed},
           {"label_smoothing", a.label_smoothing}, {"augment", a.augment}, {"amp", a.amp.level},
           {"dtype", a.amp.dtype}, {"policy", a.amp.policy_file}, {"loss_scale", a.loss_scale},
-          {"freeze", a.freeze}, {"train_all", a.train_all}};
+          {"freeze", a.freeze}, {"train_all", a.train_all}, {"image_size", a.image_size}};
 }
 
 // Progress output: lines, or a bar redrawn in place on a terminal; metrics as JSON lines.

@@ -13,6 +13,8 @@
 #include <set>
 #include <string_view>
 
+#include <spdlog/spdlog.h>
+
 #include "executor/data/byte_source.h"
 #include "executor/data/loaders.h"
 #include "ir/file_io.h"
@@ -381,6 +383,8 @@ StatusOr<Dataset> LoadCsvFiles(const std::vector<std::string>& files, const std:
                            files.size(), " files");
   AMP_ASSIGN_OR_RETURN(Survey train, SurveyFile(files[0], label));
   const size_t column = train.label_column;
+  if (train.labels.kind == LabelKind::kClassNames && split == "train")
+    spdlog::info("csv: classes (label: name) {}", ClassList(train.labels.names));
   if (files.size() == 1) {
     AMP_ASSIGN_OR_RETURN(Dataset all, ToDataset(train, column, train.labels, files[0]));
     return TakeSplit(all, split);  // the class count of the whole file, in both parts

@@ -204,6 +204,15 @@ Status Decode(const std::vector<std::pair<std::string, int64_t>>& files, int64_t
 
 }  // namespace
 
+std::string ClassList(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 12;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i)
+    out += (i ? ", " : "") + std::to_string(i) + ": " + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
 StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& split,
                                   const std::map<std::string, std::string>& params) {
   AMP_ASSIGN_OR_RETURN(int64_t h, PositiveParam(params, "height"));
@@ -257,6 +266,7 @@ StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& spl
     return InvalidArgument("images: ", listing.files.size(), " images at ", c, "x", h, "x", w, " take ",
                            static_cast<int64_t>(bytes / (1 << 20)), " MiB, more than 3/4 of this machine's ",
                            static_cast<int64_t>(memory / (1 << 20)), " MiB; use fewer images or a smaller --image-size");
+  if (split == "train") spdlog::info("images: classes (label: folder) {}", ClassList(classes));
   Dataset ds;
   ds.num_classes = static_cast<int64_t>(classes.size());
   ds.sample_dims = {c, h, w};

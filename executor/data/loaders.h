@@ -48,6 +48,9 @@ StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& spl
 StatusOr<Dataset> LoadCsvFiles(const std::vector<std::string>& files, const std::string& label,
                                const std::string& split);
 
+// "0: ant, 1: bee, ..." for a log line: the first 12 class names with their labels.
+std::string ClassList(const std::vector<std::string>& names);
+
 // Synthetic images with a class-dependent pattern plus noise.
 StatusOr<Dataset> MakeSynthetic(const std::map<std::string, std::string>& params, const std::string& split);
 
