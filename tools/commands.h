@@ -73,9 +73,11 @@ StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool g
 // or from `image_size` ("S" or "HxW", the --image-size flag), which wins;
 // channels from the model (3 where its C is not fixed). An error names what
 // is missing: a model without one rank-4 input, a dynamic size and no flag.
-// Other kinds: an error if `image_size` is given, else nothing.
+// `image_resize` > 0 (--image-resize): resize the shorter side to that first
+// ("resize"), as torchvision's Resize(256) before CenterCrop(224).
+// Other kinds: an error if `image_size` or `image_resize` is given, else nothing.
 Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
-                    std::map<std::string, std::string>* spec_params);
+                    int64_t image_resize, std::map<std::string, std::string>* spec_params);
 // Warns that a fixed batch leaves the last samples of `what` out.
 void WarnLeftOut(int64_t batch, size_t samples, const char* what);
 

@@ -169,11 +169,13 @@ StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool g
 }
 
 Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
-                    std::map<std::string, std::string>* spec_params) {
+                    int64_t image_resize, std::map<std::string, std::string>* spec_params) {
   if (kind != "images") {
     if (!image_size.empty()) return InvalidArgument("--image-size applies to images: data sets only (--data is ", kind, ")");
+    if (image_resize > 0) return InvalidArgument("--image-resize applies to images: data sets only (--data is ", kind, ")");
     return Status::Ok();
   }
+  if (image_resize > 0) (*spec_params)["resize"] = std::to_string(image_resize);
   int64_t h = 0, w = 0, c = 3;
   if (!image_size.empty()) {
     const size_t x = image_size.find('x');

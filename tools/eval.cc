@@ -24,7 +24,8 @@ struct EvalArgs {
   bool reference = false;
   std::string device = "cpu";
   std::string output;
-  std::string image_size;  // --image-size, images: data only
+  std::string image_size;    // --image-size, images: data only
+  int64_t image_resize = 0;  // --image-resize, images: data only
 };
 
 Status Eval(const EvalArgs& args) {
@@ -34,7 +35,7 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice(device_spec));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
-  AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, &spec.params));
+  AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, args.image_resize, &spec.params));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
   WarnIfModelDraws(*model, "loss and accuracy");
@@ -63,6 +64,10 @@ void AddEvalCommand(CLI::App& app, Status& result) {
   cmd->add_option("--output", a->output, "The logits output (default: the only output, or the only logits-shaped one)");
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
   cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");
+  cmd->add_option("--image-resize", a->image_resize,
+                  "images: data: resize the shorter side to N before the centre crop (torchvision's Resize(256) "
+                  "before CenterCrop(224)); default: straight to the crop size")
+      ->check(IntAtLeast(1));
   auto* batch_size = cmd->add_option("-b,--batch-size", a->batch_size,
                                      "Batch size (a model exported with a fixed batch: that one)")
                          ->capture_default_str()->check(IntAtLeast(1));

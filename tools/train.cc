@@ -75,7 +75,8 @@ struct TrainArgs {
   int threads = 0;
   std::string device = "cpu";
   std::string checkpoint_dir, resume, export_path, metrics, augment;
-  std::string image_size;  // --image-size, images: data only
+  std::string image_size;    // --image-size, images: data only
+  int64_t image_resize = 0;  // --image-resize, images: data only
   int64_t checkpoint_every = 0, log_every = 50;
   int keep_last = 3;
   bool reference = false;
@@ -122,7 +123,7 @@ nlohmann::json ConfigJson(const TrainArgs& a) {
           {"warmup", a.warmup}, {"clip_grad_norm", a.clip_grad_norm}, {"seed", a.seed},
           {"label_smoothing", a.label_smoothing}, {"augment", a.augment}, {"amp", a.amp.level},
           {"dtype", a.amp.dtype}, {"policy", a.amp.policy_file}, {"loss_scale", a.loss_scale},
-          {"freeze", a.freeze}, {"train_all", a.train_all}, {"image_size", a.image_size}};
+          {"freeze", a.freeze}, {"train_all", a.train_all}, {"image_size", a.image_size}, {"image_resize", a.image_resize}};
 }
 
 // Progress output: lines, or a bar redrawn in place on a terminal; metrics as JSON lines.
@@ -271,7 +272,7 @@ Status Train(TrainArgs args) {
   AMP_RETURN_IF_ERROR(CheckOutputs(args));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
-  AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, &spec.params));
+  AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, args.image_resize, &spec.params));
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   WarnIfBatchNormMayBeFolded(*model);
@@ -430,6 +431,10 @@ void AddTrainCommand(CLI::App& app, Status& result) {
                                      "csv:FILE[,TEST_FILE][,label=COLUMN], images:DIR (DIR/CLASS/*.jpg|png, or DIR/train/ and DIR/val/), "
                                      "synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..]")->capture_default_str();
   cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");
+  cmd->add_option("--image-resize", a->image_resize,
+                  "images: data: resize the shorter side to N before the centre crop (torchvision's Resize(256) "
+                  "before CenterCrop(224)); default: straight to the crop size")
+      ->check(IntAtLeast(1));
   cmd->add_option("--output", a->output, "The model output to train (default: the only output, or the only logits-shaped one)");
   auto* epochs = cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--steps", a->steps, "Training steps in all (instead of --epochs)")

@@ -255,12 +255,22 @@ Image ToChannels(const Image& image, int64_t channels) {
   return out;
 }
 
-void ResizeAndCenterCrop(const Image& image, int64_t out_height, int64_t out_width, uint8_t* out) {
+void ResizeAndCenterCrop(const Image& image, int64_t out_height, int64_t out_width, uint8_t* out, int64_t resize) {
   const int64_t h = image.height, w = image.width, c = image.channels;
-  // The resized size: the binding axis becomes the target, the other keeps the
-  // aspect ratio (truncated, as torchvision's int()) and covers its target.
   int64_t rh, rw;
-  if (static_cast<double>(out_height) / h >= static_cast<double>(out_width) / w) {
+  if (resize > 0) {
+    // torchvision's Resize(resize): the shorter side becomes `resize`, the
+    // longer one int(resize * long / short); the caller keeps resize >= the crop.
+    if (w <= h) {
+      rw = resize;
+      rh = static_cast<int64_t>(static_cast<double>(resize) * h / w);
+    } else {
+      rh = resize;
+      rw = static_cast<int64_t>(static_cast<double>(resize) * w / h);
+    }
+  } else if (static_cast<double>(out_height) / h >= static_cast<double>(out_width) / w) {
+    // The binding axis becomes the target, the other keeps the aspect ratio
+    // (truncated, as torchvision's int()) and covers its target.
     rh = out_height;
     rw = std::max<int64_t>(out_width, static_cast<int64_t>(static_cast<double>(out_height) * w / h));
   } else {

@@ -52,6 +52,11 @@ Image ToChannels(const Image& image, int64_t channels);
 // (the triangle widened by the reduction factor), horizontal pass first with an
 // 8-bit intermediate, each value rounded half up and clamped. Writes
 // image.channels x out_height x out_width bytes (CHW) to `out`.
-void ResizeAndCenterCrop(const Image& image, int64_t out_height, int64_t out_width, uint8_t* out);
+// `resize` > 0 (at least out_height and out_width): the image is first
+// resized as torchvision's Resize(resize) does (its shorter side becomes
+// `resize`), then cropped: the ImageNet evaluation's Resize(256) +
+// CenterCrop(224).
+void ResizeAndCenterCrop(const Image& image, int64_t out_height, int64_t out_width, uint8_t* out,
+                         int64_t resize = 0);
 
 }  // namespace amptrain::executor::data

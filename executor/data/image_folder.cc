@@ -153,7 +153,7 @@ StatusOr<int64_t> PositiveParam(const std::map<std::string, std::string>& params
 // Decodes `files` into samples (uint8 [N, c, h, w]) and labels, in parallel,
 // logging progress every few seconds.
 Status Decode(const std::vector<std::pair<std::string, int64_t>>& files, int64_t c, int64_t h, int64_t w,
-              Dataset& ds) {
+              int64_t resize, Dataset& ds) {
   const auto n = static_cast<int64_t>(files.size());
   AMP_ASSIGN_OR_RETURN(ds.samples, Tensor::Zeros(DType::kUInt8, {n, c, h, w}));
   AMP_ASSIGN_OR_RETURN(ds.labels, Tensor::Zeros(DType::kInt64, {n}));
@@ -174,9 +174,9 @@ Status Decode(const std::vector<std::pair<std::string, int64_t>>& files, int64_t
     const std::string& path = files[static_cast<size_t>(i)].first;
     Status st = [&]() -> Status {
       AMP_ASSIGN_OR_RETURN(std::string bytes, ir::ReadRegularFile(path, kMaxImageFileBytes, "image file"));
-      AMP_ASSIGN_OR_RETURN(Image image, DecodeImage(bytes, path, h, w));
+      AMP_ASSIGN_OR_RETURN(Image image, DecodeImage(bytes, path, resize > 0 ? resize : h, resize > 0 ? resize : w));
       if (image.channels != c) image = ToChannels(image, c);
-      ResizeAndCenterCrop(image, h, w, samples + i * sample_bytes);
+      ResizeAndCenterCrop(image, h, w, samples + i * sample_bytes, resize);
       return Status::Ok();
     }();
     if (!st.ok()) {
@@ -222,6 +222,13 @@ StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& spl
     return InvalidArgument("images: ", h, "x", w, " is larger than ", kMaxImageSide, " pixels a side");
   if (c != 1 && c != 3)
     return InvalidArgument("images: the model takes ", c, " channels; image folders give 1 (gray) or 3 (RGB)");
+  int64_t resize = 0;
+  if (params.count("resize")) {
+    AMP_ASSIGN_OR_RETURN(resize, PositiveParam(params, "resize"));
+    if (resize < std::max(h, w))
+      return InvalidArgument("images: a resize to ", resize, " is smaller than the ", h, "x", w,
+                             " crop (the shorter side must cover it)");
+  }
   if (!IsDir(dir)) {
     struct stat st{};
     if (::stat(dir.c_str(), &st) != 0) return NotFound("images: the folder '", dir, "' does not exist");
@@ -256,8 +263,9 @@ StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& spl
   const std::string source = split == "test" && !test_dir.empty() ? test_dir
                              : test_dir.empty()                  ? train_dir + " (" + split + " part of 90/10)"
                                                                  : train_dir;
-  spdlog::info("images: {} {} images of {} classes from {}, decoded to {}x{}x{} ({:.1f} MiB)", listing.files.size(),
-               split, classes.size(), source, c, h, w,
+  spdlog::info("images: {} {} images of {} classes from {}, decoded to {}x{}x{}{} ({:.1f} MiB)",
+               listing.files.size(), split, classes.size(), source, c, h, w,
+               resize > 0 ? fmt::format(" (resized to {} first)", resize) : std::string(),
                static_cast<double>(listing.files.size()) * static_cast<double>(c * h * w) / (1 << 20));
   // Held in memory whole: refuse what would not fit rather than be killed for it.
   const double bytes = static_cast<double>(listing.files.size()) * static_cast<double>(c * h * w);
@@ -270,7 +278,7 @@ StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& spl
   Dataset ds;
   ds.num_classes = static_cast<int64_t>(classes.size());
   ds.sample_dims = {c, h, w};
-  AMP_RETURN_IF_ERROR(Decode(listing.files, c, h, w, ds));
+  AMP_RETURN_IF_ERROR(Decode(listing.files, c, h, w, resize, ds));
   return ds;
 }
 

@@ -107,6 +107,12 @@ TEST_F(TrainCliTest, TrainsAndEvaluatesOnAnImageFolder) {
   const size_t at = r.out.find("accuracy ");
   ASSERT_NE(at, std::string::npos) << r.out;
   EXPECT_GE(std::stod(r.out.substr(at + 9)), 75.0) << r.out;  // four easy classes
+  r = Cli("eval " + Path("trained.onnx") + " --data images:" + root + " --image-resize 10 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("decoded to 1x8x8 (resized to 10 first)"), std::string::npos) << r.out;
+  ExpectOneLineError("eval " + model_ + " --data images:" + root + " --image-resize 7", "smaller than the 8x8 crop");
+  ExpectOneLineError("train " + model_ + " --data " + testing::kSmallData + " --image-resize 8",
+                     "--image-resize applies to images: data sets only");
 
   // --image-size resizes to what the model does not take: the model's own error, by name.
   ExpectOneLineError("train " + model_ + " --data images:" + root + " --image-size 9 --steps 1",

@@ -1,7 +1,7 @@
 """Writes an image folder and what torchvision makes of it: the oracle of
 tests/executor/image_folder_test.cc.
 
-usage: image_folder_oracle.py DIR SIZE CHANNELS
+usage: image_folder_oracle.py DIR SIZE CHANNELS [RESIZE]
 
 DIR/train/<class>/... and DIR/val/<class>/... get JPEGs (RGB, gray, large
 enough for DCT scaling, upper-case extension) and PNGs (RGB, RGBA, gray,
@@ -36,6 +36,7 @@ def picture(h, w, seed, channels=3):
 
 def main():
     root, size, channels = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    resize = int(sys.argv[4]) if len(sys.argv) > 4 else size
     files = {
         "train/ant/a_rgb.jpg": ("JPEG", Image.fromarray(picture(300, 200, 1))),
         "train/ant/sub/b_gray.jpg": ("JPEG", Image.fromarray(picture(50, 70, 2, 1))),
@@ -58,10 +59,10 @@ def main():
         with open(path, "rb") as f:
             im = Image.open(f)
             if im.format == "JPEG":
-                im.draft(im.mode, (2 * size, 2 * size))
+                im.draft(im.mode, (2 * resize, 2 * resize))
             return im.convert(mode)
 
-    tf = transforms.Compose([transforms.Resize(size), transforms.CenterCrop(size)])
+    tf = transforms.Compose([transforms.Resize(resize), transforms.CenterCrop(size)])
     classes = None
     for split in ("train", "val"):
         ds = ImageFolder(os.path.join(root, split), loader=load, transform=tf)

@@ -84,12 +84,14 @@ class ImageFolderTest : public ::amptrain::testing::ScratchDirTest {
     WritePng(Path(rel), h, w, channels, seed);
   }
   void Raw(const std::string& rel, const std::string& bytes) { WriteFile(rel, bytes); }
-  StatusOr<Dataset> Load(const std::string& split, int size = 8, int channels = 3, const std::string& sub = "") {
+  StatusOr<Dataset> Load(const std::string& split, int size = 8, int channels = 3, const std::string& sub = "",
+                         int resize = 0) {
     DataSpec spec;
     spec.kind = "images";
     spec.path = sub.empty() ? dir_.string() : Path(sub);
     spec.params = {{"height", std::to_string(size)}, {"width", std::to_string(size)},
                    {"channels", std::to_string(channels)}};
+    if (resize) spec.params["resize"] = std::to_string(resize);
     return LoadDataset(spec, split);
   }
 };
@@ -103,15 +105,18 @@ void ExpectError(const StatusOr<Dataset>& r, const std::string& needle) {
 TEST_F(ImageFolderTest, MatchesTorchvisionResizeAndCenterCrop) {
   if (!PyHas("torchvision, PIL")) GTEST_SKIP() << PySkip("torchvision, PIL");
   for (int channels : {3, 1}) {
-    for (int size : {32, 24}) {
+    // (crop, resize first): Resize(32) + CenterCrop(32), Resize(24) + CenterCrop(24), Resize(28) + CenterCrop(24).
+    for (auto [size, resize] : {std::pair{32, 0}, std::pair{24, 0}, std::pair{24, 28}}) {
       fs::remove_all(dir_);
       fs::create_directories(dir_);
       const std::string cmd = Py() + "'" AMPTRAIN_SOURCE_DIR "/tests/executor/image_folder_oracle.py' '" +
-                              dir_.string() + "' " + std::to_string(size) + " " + std::to_string(channels);
+                              dir_.string() + "' " + std::to_string(size) + " " + std::to_string(channels) +
+                              (resize ? " " + std::to_string(resize) : "");
       ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
       for (const char* split : {"train", "test"}) {
-        SCOPED_TRACE(std::string(split) + " size " + std::to_string(size) + " channels " + std::to_string(channels));
-        StatusOr<Dataset> ds = Load(split, size, channels);
+        SCOPED_TRACE(std::string(split) + " size " + std::to_string(size) + " resize " + std::to_string(resize) +
+                     " channels " + std::to_string(channels));
+        StatusOr<Dataset> ds = Load(split, size, channels, "", resize);
         ASSERT_TRUE(ds.ok()) << ds.status().ToString();
         const std::string name = std::string(split) == "train" ? "train" : "val";
         auto expected = ReadNpy(Path("expected_" + name + ".npy"));
@@ -202,6 +207,7 @@ TEST_F(ImageFolderTest, BadInputsAreNamed) {
   ExpectError(Load("train", 8, 3, "link"), "is a link to nothing");
 
   ExpectError(Load("train", 8, 4, "one"), "1 (gray) or 3 (RGB)");
+  ExpectError(Load("train", 8, 3, "one", 7), "a resize to 7 is smaller than the 8x8 crop");
 }
 
 TEST_F(ImageFolderTest, LinkedFoldersAreWalkedOnce) {
