@@ -273,17 +273,25 @@ Status Train(TrainArgs args) {
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, args.image_resize, &spec.params));
+  train::LoopConfig loop;
+  AMP_ASSIGN_OR_RETURN(loop.augmentation, ParseAugment(args.augment));
+  if (spec.kind == "images" && args.image_resize > 0 && loop.augmentation.random_crop_padding > 0) {
+    // Resize(R) + RandomCrop(H, W) instead of padding: the training images are
+    // kept R x R and each batch takes a random window of the model's size.
+    loop.augmentation.random_crop_padding = 0;
+    loop.augmentation.window_height = std::stoll(spec.params.at("height"));
+    loop.augmentation.window_width = std::stoll(spec.params.at("width"));
+    spec.params["train_window"] = "1";
+  }
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   WarnIfBatchNormMayBeFolded(*model);
 
-  train::LoopConfig loop;
   loop.epochs = args.epochs;
   loop.steps = args.steps;
   loop.batch_size = args.batch_size;
   loop.seed = args.seed;
   loop.normalization = data::DefaultNormalization(spec);
-  AMP_ASSIGN_OR_RETURN(loop.augmentation, ParseAugment(args.augment));
   loop.checkpoint_dir = args.checkpoint_dir;
   loop.checkpoint_every = args.checkpoint_every;
   loop.keep_last = args.keep_last;
@@ -458,7 +466,8 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   cmd->add_option("--clip-grad-norm", a->clip_grad_norm, "Clip gradients to this global L2 norm (0 = off)")
       ->check(NumberAtLeast(0));
   cmd->add_option("--label-smoothing", a->label_smoothing, "Cross-entropy label smoothing in [0, 1)");
-  cmd->add_option("--augment", a->augment, "Comma-separated: crop (pad 4, random crop), flip (horizontal)");
+  cmd->add_option("--augment", a->augment, "Comma-separated: crop (pad 4, random crop; on images: with --image-resize, "
+                                           "a random window of the resized image), flip (horizontal)");
   cmd->add_option("--seed", a->seed, "Seed of data order, augmentation and Dropout")->capture_default_str()
       ->check(IntAtLeast(0));
   cmd->add_option("--threads", a->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));

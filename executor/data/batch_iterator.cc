@@ -55,7 +55,8 @@ Status BatchIterator::Configure() {
       return InvalidArgument("batch iterator: crop/flip augmentation applies to images, not ", ir::DTypeName(st),
                              " samples");
     channels_ = 1;
-    plane_ = sample;
+    plane_ = out_plane_ = sample;
+    batch_dims_ = ds_.sample_dims;
     return Status::Ok();
   }
 
@@ -64,9 +65,22 @@ Status BatchIterator::Configure() {
   plane_ = sample / std::max<int64_t>(channels_, 1);
   if (aug_.random_crop_padding < 0)
     return InvalidArgument("batch iterator: crop padding must be >= 0, got ", aug_.random_crop_padding);
-  if ((aug_.random_crop_padding > 0 || aug_.horizontal_flip) && !image)
+  const bool window = aug_.window_height > 0 || aug_.window_width > 0;
+  if ((aug_.random_crop_padding > 0 || aug_.horizontal_flip || window) && !image)
     return InvalidArgument("batch iterator: crop/flip augmentation needs C x H x W samples, got rank ",
                            ds_.sample_dims.size());
+  batch_dims_ = ds_.sample_dims;
+  out_plane_ = plane_;
+  if (window) {
+    if (aug_.random_crop_padding > 0)
+      return InvalidArgument("batch iterator: a random window and crop padding are exclusive");
+    if (aug_.window_height < 1 || aug_.window_width < 1 || aug_.window_height > ds_.sample_dims[1] ||
+        aug_.window_width > ds_.sample_dims[2])
+      return InvalidArgument("batch iterator: a ", aug_.window_height, "x", aug_.window_width,
+                             " window does not fit the ", ds_.sample_dims[1], "x", ds_.sample_dims[2], " samples");
+    batch_dims_ = {channels_, aug_.window_height, aug_.window_width};
+    out_plane_ = aug_.window_height * aug_.window_width;
+  }
 
   const size_t nm = norm_.mean.size(), ns = norm_.std.size();
   if (nm != ns || (nm > 1 && nm != static_cast<size_t>(channels_)))
@@ -127,7 +141,8 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
     return u8 ? lut_[c * 256 + src8[i]] : src32[i] * scale_[c] + shift_[c];
   };
   const int64_t pad = aug_.random_crop_padding;
-  if (pad == 0 && !aug_.horizontal_flip) {
+  const bool window = aug_.window_height > 0;
+  if (pad == 0 && !aug_.horizontal_flip && !window) {
     for (int64_t c = 0; c < channels_; ++c) {
       float* o = out + c * plane_;
       const int64_t base = c * plane_;
@@ -140,8 +155,23 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
     }
     return;
   }
-  // Crop of the zero-padded image at offset (dy, dx) in [0, 2 pad], then the mirror.
   Rng rng{seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(position), kAugment};
+  if (window) {
+    // A window at a random offset inside the stored image, then the mirror.
+    const int64_t h = ds_.sample_dims[1], w = ds_.sample_dims[2];
+    const int64_t oh = aug_.window_height, ow = aug_.window_width;
+    const auto top = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(h - oh + 1)));
+    const auto left = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(w - ow + 1)));
+    const bool flip = aug_.horizontal_flip && (rng.Next() >> 63);
+    for (int64_t c = 0; c < channels_; ++c)
+      for (int64_t y = 0; y < oh; ++y) {
+        float* o = out + (c * oh + y) * ow;
+        const int64_t row = c * plane_ + (top + y) * w + left;
+        for (int64_t x = 0; x < ow; ++x) o[x] = value(c, row + (flip ? ow - 1 - x : x));
+      }
+    return;
+  }
+  // Crop of the zero-padded image at offset (dy, dx) in [0, 2 pad], then the mirror.
   const int64_t dy = pad ? static_cast<int64_t>(rng.Below(2 * pad + 1)) - pad : 0;
   const int64_t dx = pad ? static_cast<int64_t>(rng.Below(2 * pad + 1)) - pad : 0;
   const bool flip = aug_.horizontal_flip && (rng.Next() >> 63);
@@ -215,8 +245,8 @@ StatusOr<bool> BatchIterator::Next(Batch* batch) {
     AMP_ASSIGN_OR_RETURN(out.inputs[0].second, GatherRows(ds_.samples, rows, b, std::move(out.inputs[0].second)));
   } else {
     AMP_ASSIGN_OR_RETURN(out.inputs[0].second,
-                         BatchTensor(std::move(out.inputs[0].second), DType::kFloat32, b, ds_.sample_dims));
-    const int64_t sample_size = channels_ * plane_;
+                         BatchTensor(std::move(out.inputs[0].second), DType::kFloat32, b, batch_dims_));
+    const int64_t sample_size = channels_ * out_plane_;
     float* dst = out.inputs[0].second.data<float>();
     for (int64_t i = 0; i < b; ++i) FillSample(rows[i], index_ + i, dst + i * sample_size);
   }

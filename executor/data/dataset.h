@@ -97,9 +97,15 @@ Normalization DefaultNormalization(const DataSpec& spec);
 // the image padded by `random_crop_padding` zero pixels on each side (the raw
 // value 0, i.e. -mean/std after normalization, as torchvision's RandomCrop
 // before Normalize), then a horizontal flip with probability 1/2.
+//
+// `window_height` x `window_width` > 0 (exclusive with the padding): each
+// sample is a random window of that size inside the stored, larger image
+// (images: stored at --image-resize for training), so the batches are
+// C x window_height x window_width: torchvision's RandomCrop after Resize.
 struct Augmentation {
   int64_t random_crop_padding = 0;
   bool horizontal_flip = false;
+  int64_t window_height = 0, window_width = 0;
 };
 
 // One batch: the tensors of the model's data inputs, by input name ("" for
@@ -159,6 +165,8 @@ class BatchIterator {
   Status config_;                     // the constructor's verdict, returned by Next()
   bool raw_ = false;                  // int64/bool samples: copied as they are
   int64_t channels_ = 1, plane_ = 1;  // sample = channels_ x plane_ values
+  std::vector<int64_t> batch_dims_;   // a batch row: sample_dims, or C x the window
+  int64_t out_plane_ = 1;             // values per channel of a batch row
   std::vector<float> lut_;            // uint8 -> float per channel: [channels_][256]
   std::vector<float> scale_, shift_;  // float samples: x * scale + shift per channel
   int64_t epoch_ = 0, index_ = 0;

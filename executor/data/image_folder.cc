@@ -228,6 +228,9 @@ StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& spl
     if (resize < std::max(h, w))
       return InvalidArgument("images: a resize to ", resize, " is smaller than the ", h, "x", w,
                              " crop (the shorter side must cover it)");
+    // "train_window": the training images stay resize x resize, and each
+    // batch takes a random h x w window of them (Augmentation::window_*).
+    if (split == "train" && params.count("train_window")) h = w = resize;
   }
   if (!IsDir(dir)) {
     struct stat st{};

@@ -111,6 +111,15 @@ TEST_F(TrainCliTest, TrainsAndEvaluatesOnAnImageFolder) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("decoded to 1x8x8 (resized to 10 first)"), std::string::npos) << r.out;
   ExpectOneLineError("eval " + model_ + " --data images:" + root + " --image-resize 7", "smaller than the 8x8 crop");
+  // Resize(11) + RandomCrop(8) for training, Resize(11) + CenterCrop(8) for the test images.
+  r = Cli("train " + model_ + " --data images:" + root + " --image-resize 11 --augment crop,flip --batch-size 16 "
+          "--threads 1 --epochs 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("64 train images of 4 classes from " + root + "/train, decoded to 1x11x11 (resized to 11 first)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("16 test images of 4 classes from " + root + "/val, decoded to 1x8x8 (resized to 11 first)"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("test loss"), std::string::npos) << r.out;
   ExpectOneLineError("train " + model_ + " --data " + testing::kSmallData + " --image-resize 8",
                      "--image-resize applies to images: data sets only");
 

@@ -3,6 +3,8 @@
 // crop and flip, configuration errors and the speed of batch assembly.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -222,6 +224,63 @@ TEST(BatchIteratorTest, CropAndFlip) {
     shifted += dy != 0 || dx != 0;
   }
   EXPECT_GT(shifted, 40);  // 24 of the 25 offsets move the image
+}
+
+// A random window of a larger stored image (images: with --image-resize):
+// each batch row is the window at some offset of its sample, mirrored or not,
+// and every offset occurs.
+TEST(BatchIteratorTest, RandomWindow) {
+  Dataset ds = Indexed(200, 2, 6, 7);
+  Normalization norm{{0.5f}, {0.25f}};
+  auto normalized = [](int64_t i, int64_t c, int64_t y, int64_t x) {
+    return (static_cast<float>(static_cast<uint8_t>(i + 3 * c + 5 * y + 7 * x)) / 255.0f - 0.5f) / 0.25f;
+  };
+  Augmentation aug;
+  aug.window_height = 4;
+  aug.window_width = 5;
+  aug.horizontal_flip = true;
+  BatchIterator it(ds, 200, true, 7, norm, aug);
+  Tensor images, labels;
+  ASSERT_TRUE(*it.Next(&images, &labels));
+  ASSERT_EQ(images.dims(), (std::vector<int64_t>{200, 2, 4, 5}));
+  std::set<std::pair<int64_t, int64_t>> offsets;
+  int mirrored = 0;
+  for (int64_t b = 0; b < 200; ++b) {
+    const int64_t i = labels.data<int64_t>()[b];
+    const float* row = images.data<float>() + b * 40;
+    bool found = false;
+    for (int64_t top = 0; top <= 2 && !found; ++top)
+      for (int64_t left = 0; left <= 2 && !found; ++left)
+        for (bool flip : {false, true}) {
+          bool all = true;
+          for (int64_t c = 0; c < 2 && all; ++c)
+            for (int64_t y = 0; y < 4 && all; ++y)
+              for (int64_t x = 0; x < 5 && all; ++x)
+                all = row[(c * 4 + y) * 5 + x] == normalized(i, c, top + y, left + (flip ? 4 - x : x));
+          if (all) {
+            found = true;
+            offsets.insert({top, left});
+            mirrored += flip;
+            break;
+          }
+        }
+    EXPECT_TRUE(found) << "batch row " << b << " is no window of sample " << i;
+  }
+  EXPECT_EQ(offsets.size(), 9u);  // 3 x 3 offsets, all drawn among 200 samples
+  EXPECT_GT(mirrored, 60);
+  EXPECT_LT(mirrored, 140);
+
+  Tensor again;
+  BatchIterator second(ds, 200, true, 7, norm, aug);
+  ASSERT_TRUE(*second.Next(&again, &labels));
+  EXPECT_TRUE(again == images);  // the same seed, epoch and position: the same windows
+
+  Augmentation too_big = aug;
+  too_big.window_height = 7;
+  EXPECT_FALSE(BatchIterator(ds, 4, true, 0, {}, too_big).Next(&images, &labels).ok());
+  Augmentation with_padding = aug;
+  with_padding.random_crop_padding = 2;
+  EXPECT_FALSE(BatchIterator(ds, 4, true, 0, {}, with_padding).Next(&images, &labels).ok());
 }
 
 TEST(BatchIteratorTest, ConfigurationErrors) {
