@@ -422,6 +422,21 @@ Status Train(TrainArgs args) {
     for (const auto& [dtype, count] : NodesPerDType(report)) per += fmt::format(" {} {}", count, dtype);
     spdlog::info("mixed-precision model ({} {}, inference mode) written to {}: nodes{}, {} casts",
                  amp::LevelName(policy.level), ir::DTypeName(policy.low), args.export_amp, per, report.casts_final);
+    // Nodes that trained low but are written fp32 because the model's opset
+    // has no low-precision version of them (bf16 Conv comes with opset 22).
+    int held = 0;
+    int64_t from = 0;
+    for (const amp::NodeReport& n : report.nodes)
+      if (n.reason == amp::Reason::kUnsupportedLow && n.low_from_opset > report.opset) {
+        ++held;
+        from = std::max(from, n.low_from_opset);
+      }
+    if (held > 0)
+      spdlog::warn("{} node(s) of {} stay float32 because its opset {} has no {} version of them (they have from "
+                   "opset {}): `amptrain convert {} -o OUT.onnx --amp {} --dtype {} --opset {}` writes them low",
+                   held, args.export_amp, report.opset, ir::DTypeName(policy.low), from, args.export_path.empty()
+                   ? "TRAINED.onnx" : args.export_path, amp::LevelName(policy.level),
+                   policy.low == ir::DType::kBFloat16 ? "bf16" : "fp16", from);
   }
   return Status::Ok();
 }

@@ -351,6 +351,14 @@ TEST_F(TrainCliTest, AmpTrainsReportsAndExportsBothPrecisions) {
   for (const ir::Node* n : (*g)->nodes())
     if (n->op() == ir::OpKind::kConv) low = (*g)->type(n->output(0)).dtype;
   EXPECT_EQ(low, ir::DType::kFloat16) << "the --export-amp model's Conv runs in fp16";
+  EXPECT_EQ((r.out + r.err).find("stay float32 because its opset"), std::string::npos) << r.out << r.err;
+
+  // bf16 at the model's opset 17: Conv has no bf16 version before opset 22, and train says so.
+  r = Cli(SmallTrain(model_, "--steps 2 --amp O2 --dtype bf16 --export " + fp32 + " --export-amp " + Path("t_bf16.onnx")));
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE((r.out + r.err).find("stay float32 because its opset 17 has no bfloat16 version of them (they have from "
+                                 "opset 22): `amptrain convert " + fp32 + " -o OUT.onnx --amp O2 --dtype bf16 --opset 22`"),
+            std::string::npos) << r.out << r.err;
 }
 
 TEST_F(TrainCliTest, AmpFlagsAreChecked) {
