@@ -16,6 +16,8 @@
 #include <fstream>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "executor/data/dataset.h"
 
 namespace {
@@ -27,14 +29,7 @@ namespace data = amptrain::executor::data;
   std::abort();
 }
 
-const std::string& File() {
-  static const std::string path = [] {
-    const auto dir = std::filesystem::temp_directory_path() / ("fuzz_csv_" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir);
-    return (dir / "data.csv").string();
-  }();
-  return path;
-}
+std::string g_file;  // the CSV each input is written to, in a scratch folder
 
 void Check(const data::Dataset& ds) {
   const int64_t n = ds.size();
@@ -53,13 +48,23 @@ void Check(const data::Dataset& ds) {
 
 }  // namespace
 
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  spdlog::set_level(spdlog::level::off);  // the loaders' progress lines, once per input
+  char dir[] = "/tmp/amptrain-fuzz-csv-XXXXXX";
+  if (!::mkdtemp(dir)) Fail("mkdtemp failed");
+  g_file = std::string(dir) + "/data.csv";
+  static const std::string root = dir;
+  std::atexit([] { std::filesystem::remove_all(root); });  // libFuzzer ends with exit()
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
   if (size == 0) return 0;
-  std::ofstream(File(), std::ios::binary | std::ios::trunc)
+  std::ofstream(g_file, std::ios::binary | std::ios::trunc)
       .write(reinterpret_cast<const char*>(bytes + 1), static_cast<std::streamsize>(size - 1));
   data::DataSpec spec;
   spec.kind = "csv";
-  spec.path = File();
+  spec.path = g_file;
   if (bytes[0] >= 128) spec.path += ",label=" + std::to_string(bytes[0] - 128);
   for (const char* split : {"train", "test"}) {
     amptrain::StatusOr<data::Dataset> ds = data::LoadDataset(spec, split);

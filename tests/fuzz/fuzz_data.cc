@@ -28,6 +28,8 @@
 #include <fstream>
 #include <string>
 
+#include <spdlog/spdlog.h>
+
 #include "executor/data/dataset.h"
 #include "executor/data/loaders.h"
 
@@ -76,6 +78,7 @@ void CheckConsistent(const data::Dataset& ds, const char* what) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  spdlog::set_level(spdlog::level::off);  // the loaders' progress lines, once per input
   char dir[] = "/tmp/amptrain-fuzz-data-XXXXXX";
   if (!::mkdtemp(dir)) Fail("mkdtemp failed");
   g_root = dir;
