@@ -51,8 +51,8 @@ struct JpegOut {
 };
 
 // False on a libjpeg error (its message in err->message) or when `out` says why.
-bool DecodeJpegInto(const unsigned char* data, unsigned long size, int64_t min_h, int64_t min_w, JpegOut* out,
-                    JpegError* err) {
+bool DecodeJpegInto(const unsigned char* data, unsigned long size, int64_t min_h, int64_t min_w, int64_t max_pixels,
+                    JpegOut* out, JpegError* err) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err->mgr);
   err->mgr.error_exit = JpegErrorExit;
@@ -91,7 +91,7 @@ bool DecodeJpegInto(const unsigned char* data, unsigned long size, int64_t min_h
   out->height = cinfo.output_height;
   out->width = cinfo.output_width;
   out->channels = cinfo.output_components;
-  if (out->height * out->width > kMaxImagePixels) {
+  if (out->height * out->width > max_pixels) {
     out->too_large = true;
     jpeg_destroy_decompress(&cinfo);
     return false;
@@ -113,11 +113,12 @@ bool DecodeJpegInto(const unsigned char* data, unsigned long size, int64_t min_h
   return true;
 }
 
-StatusOr<Image> DecodeJpeg(std::string_view bytes, const std::string& name, int64_t min_h, int64_t min_w) {
+StatusOr<Image> DecodeJpeg(std::string_view bytes, const std::string& name, int64_t min_h, int64_t min_w,
+                           int64_t max_pixels) {
   JpegOut out;
   JpegError err;
   const bool ok = DecodeJpegInto(reinterpret_cast<const unsigned char*>(bytes.data()),
-                                 static_cast<unsigned long>(bytes.size()), min_h, min_w, &out, &err);
+                                 static_cast<unsigned long>(bytes.size()), min_h, min_w, max_pixels, &out, &err);
   Image image;
   if (ok && !err.ended_early) {
     image.height = out.height;
@@ -130,7 +131,7 @@ StatusOr<Image> DecodeJpeg(std::string_view bytes, const std::string& name, int6
     return Unimplemented("image '", name, "': a CMYK/YCCK JPEG (only gray and RGB JPEGs are read)");
   if (out.too_large)
     return InvalidArgument("image '", name, "': ", out.file_width, "x", out.file_height,
-                           " pixels is more than the ", kMaxImagePixels, " that one image may decode to");
+                           " pixels is more than the ", max_pixels, " that one image may decode to");
   if (!ok) return InvalidArgument("image '", name, "': not a readable JPEG (", err.message, ")");
   if (err.ended_early) return InvalidArgument("image '", name, "': the JPEG data ends early (a truncated file)");
   return image;
@@ -138,17 +139,17 @@ StatusOr<Image> DecodeJpeg(std::string_view bytes, const std::string& name, int6
 
 // --- PNG --------------------------------------------------------------------
 
-StatusOr<Image> DecodePng(std::string_view bytes, const std::string& name) {
+StatusOr<Image> DecodePng(std::string_view bytes, const std::string& name, int64_t max_pixels) {
   png_image png;
   std::memset(&png, 0, sizeof png);
   png.version = PNG_IMAGE_VERSION;
   if (!png_image_begin_read_from_memory(&png, bytes.data(), bytes.size()))
     return InvalidArgument("image '", name, "': not a readable PNG (", png.message, ")");
   const bool color = (png.format & PNG_FORMAT_FLAG_COLOR) != 0;
-  if (static_cast<int64_t>(png.width) * png.height > kMaxImagePixels) {
+  if (static_cast<int64_t>(png.width) * png.height > max_pixels) {
     png_image_free(&png);
     return InvalidArgument("image '", name, "': ", png.width, "x", png.height, " pixels is more than the ",
-                           kMaxImagePixels, " that one image may decode to");
+                           max_pixels, " that one image may decode to");
   }
   // Read with alpha (never composited onto a background), then drop it.
   png.format = color ? PNG_FORMAT_RGBA : PNG_FORMAT_GA;
@@ -227,11 +228,12 @@ int64_t HalfRoundedEven(int64_t d) {
 
 }  // namespace
 
-StatusOr<Image> DecodeImage(std::string_view bytes, const std::string& name, int64_t min_height, int64_t min_width) {
+StatusOr<Image> DecodeImage(std::string_view bytes, const std::string& name, int64_t min_height, int64_t min_width,
+                            int64_t max_pixels) {
   const auto* b = reinterpret_cast<const unsigned char*>(bytes.data());
   if (bytes.size() >= 3 && b[0] == 0xFF && b[1] == 0xD8 && b[2] == 0xFF)
-    return DecodeJpeg(bytes, name, min_height, min_width);
-  if (bytes.size() >= 8 && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0) return DecodePng(bytes, name);
+    return DecodeJpeg(bytes, name, min_height, min_width, max_pixels);
+  if (bytes.size() >= 8 && std::memcmp(b, "\x89PNG\r\n\x1a\n", 8) == 0) return DecodePng(bytes, name, max_pixels);
   return InvalidArgument("image '", name, "': neither a JPEG nor a PNG (judged by its first bytes, not its name)");
 }
 

@@ -36,8 +36,10 @@ struct Image {
 // JPEG decode at 1/2, 1/4 or 1/8 of its size through libjpeg's scaled IDCT,
 // only while the result stays at least twice those sizes, so that the
 // resize after it still sees more pixels than it keeps.
+// `max_pixels`: the cap on decoded pixels (the fuzz target lowers it to stay
+// within its memory limit).
 StatusOr<Image> DecodeImage(std::string_view bytes, const std::string& name, int64_t min_height = 0,
-                            int64_t min_width = 0);
+                            int64_t min_width = 0, int64_t max_pixels = kMaxImagePixels);
 
 // The same image with `channels` channels (1 or 3): gray to RGB repeats the
 // value, RGB to gray is ITU-R 601-2 luma in PIL's fixed point
