@@ -192,16 +192,20 @@ class LabelSurvey {
       return;
     }
     // Numbers are names too if the column turns out to be text: kept while they are few.
-    if (numbers_.size() < kMaxNumberNames && numbers_.find(field) == numbers_.end()) numbers_.emplace(field);
-    else if (numbers_.find(field) == numbers_.end()) numbers_overflowed_ = true;
+    if (numbers_.find(field) == numbers_.end()) {
+      if (!capped_ || numbers_.size() < kMaxNumberNames) numbers_.emplace(field);
+      else numbers_overflowed_ = true;
+    }
     if (v < 0 || v != std::floor(v) || v > 1e9 || field.find_first_of(".eE") != std::string_view::npos) ids_ = false;
     else max_id_ = std::max(max_id_, static_cast<int64_t>(v));
   }
   // True when a text column needs one more pass for its numeric names (Add them all again).
   bool NeedsAnotherPass() const { return text_ && numbers_overflowed_; }
+  // The pass again, keeping every number this time.
   void Restart() {
     numbers_.clear();
     numbers_overflowed_ = false;
+    capped_ = false;
   }
   Labels Result() const {
     Labels l;
@@ -219,7 +223,7 @@ class LabelSurvey {
 
  private:
   static constexpr size_t kMaxNumberNames = 4096;
-  bool text_ = false, ids_ = true, numbers_overflowed_ = false;
+  bool text_ = false, ids_ = true, numbers_overflowed_ = false, capped_ = true;
   int64_t max_id_ = -1;
   std::set<std::string, std::less<>> names_, numbers_;
 };

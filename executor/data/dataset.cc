@@ -169,6 +169,15 @@ StatusOr<Dataset> TakeSplit(const Dataset& all, const std::string& split) {
   return out;
 }
 
+std::string ClassList(const std::vector<std::string>& names) {
+  constexpr size_t kShown = 12;
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < kShown; ++i)
+    out += (i ? ", " : "") + std::to_string(i) + ": " + names[i];
+  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size()) + " in all)";
+  return out;
+}
+
 Status CheckLabels(const Tensor& labels, int64_t num_classes, const std::string& file) {
   const int64_t* v = labels.data<int64_t>();
   for (int64_t i = 0; i < labels.num_elements(); ++i)

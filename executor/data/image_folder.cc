@@ -83,7 +83,7 @@ Status Walk(const std::string& dir, int64_t label, int depth, std::set<std::pair
     if (::stat(path.c_str(), &es) != 0) {
       // A dangling link: named if it looks like an image, else ignored like other non-images.
       if (HasImageExtension(name)) return NotFound("images: '", path, "' is a link to nothing");
-      ++out.ignored;
+      if (out.ignored++ == 0) out.ignored_example = path;
       continue;
     }
     if (S_ISDIR(es.st_mode)) {
@@ -99,30 +99,34 @@ Status Walk(const std::string& dir, int64_t label, int depth, std::set<std::pair
   return Status::Ok();
 }
 
-// The class folders of `root`, sorted by name (torchvision's class indices).
-StatusOr<std::vector<std::string>> ClassFolders(const std::string& root) {
+// A data folder's entries: its class folders, sorted by name (torchvision's
+// class indices), and the files beside them, which belong to no class.
+struct RootFolder {
+  std::vector<std::string> classes, loose;
+};
+
+StatusOr<RootFolder> ReadRoot(const std::string& root) {
   AMP_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFolder(root));
-  std::vector<std::string> classes;
-  for (const std::string& n : names)
-    if (IsDir(root + "/" + n)) classes.push_back(n);
-  if (classes.empty())
+  RootFolder r;
+  for (std::string& n : names) (IsDir(root + "/" + n) ? r.classes : r.loose).push_back(std::move(n));
+  if (r.classes.empty())
     return InvalidArgument("images: '", root, "' has no class folders (expected ", root, "/<class>/<image>.jpg|png, ",
                            "or train/ and val/ folders holding them)");
-  return classes;
+  return r;
 }
 
 // The files of `root`'s class folders, labelled by `classes` (the training
 // folder's list): a class folder not in it is an error; `require_all`: every
 // class must hold an image.
-StatusOr<Listing> ListImages(const std::string& root, const std::vector<std::string>& classes, bool require_all) {
-  AMP_ASSIGN_OR_RETURN(std::vector<std::string> here, ClassFolders(root));
+StatusOr<Listing> ListImages(const std::string& root, const RootFolder& here, const std::vector<std::string>& classes,
+                             bool require_all) {
   std::map<std::string, int64_t> index;
   for (size_t i = 0; i < classes.size(); ++i) index[classes[i]] = static_cast<int64_t>(i);
   Listing out;
   std::set<std::pair<dev_t, ino_t>> seen;
   struct stat rs{};
   if (::stat(root.c_str(), &rs) == 0) seen.insert({rs.st_dev, rs.st_ino});
-  for (const std::string& name : here) {
+  for (const std::string& name : here.classes) {
     auto it = index.find(name);
     if (it == index.end())
       return InvalidArgument("images: '", root, "/", name, "' is a class that the training folder does not have");
@@ -132,9 +136,8 @@ StatusOr<Listing> ListImages(const std::string& root, const std::vector<std::str
       return InvalidArgument("images: the class folder '", root, "/", name, "' holds no .jpg, .jpeg or .png file");
   }
   // Files directly in the root belong to no class: ignored, and counted.
-  AMP_ASSIGN_OR_RETURN(std::vector<std::string> names, ListFolder(root));
-  for (const std::string& n : names)
-    if (!IsDir(root + "/" + n) && out.ignored++ == 0) out.ignored_example = root + "/" + n;
+  if (!here.loose.empty() && out.ignored == 0) out.ignored_example = root + "/" + here.loose[0];
+  out.ignored += static_cast<int64_t>(here.loose.size());
   if (out.files.empty()) return InvalidArgument("images: '", root, "' holds no .jpg, .jpeg or .png file");
   return out;
 }
@@ -204,15 +207,6 @@ Status Decode(const std::vector<std::pair<std::string, int64_t>>& files, int64_t
 
 }  // namespace
 
-std::string ClassList(const std::vector<std::string>& names) {
-  constexpr size_t kShown = 12;
-  std::string out;
-  for (size_t i = 0; i < names.size() && i < kShown; ++i)
-    out += (i ? ", " : "") + std::to_string(i) + ": " + names[i];
-  if (names.size() > kShown) out += ", ... (" + std::to_string(names.size()) + " in all)";
-  return out;
-}
-
 StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& split,
                                   const std::map<std::string, std::string>& params) {
   AMP_ASSIGN_OR_RETURN(int64_t h, PositiveParam(params, "height"));
@@ -244,12 +238,14 @@ StatusOr<Dataset> LoadImageFolder(const std::string& dir, const std::string& spl
   for (const char* name : {"val", "test"})
     if (has_train && test_dir.empty() && IsDir(dir + "/" + name)) test_dir = dir + "/" + name;
   const std::string train_dir = has_train ? dir + "/train" : dir;
-  AMP_ASSIGN_OR_RETURN(std::vector<std::string> classes, ClassFolders(train_dir));
+  AMP_ASSIGN_OR_RETURN(RootFolder train_root, ReadRoot(train_dir));
+  const std::vector<std::string>& classes = train_root.classes;
   Listing listing;
   if (split == "test" && !test_dir.empty()) {
-    AMP_ASSIGN_OR_RETURN(listing, ListImages(test_dir, classes, /*require_all=*/false));
+    AMP_ASSIGN_OR_RETURN(RootFolder test_root, ReadRoot(test_dir));
+    AMP_ASSIGN_OR_RETURN(listing, ListImages(test_dir, test_root, classes, /*require_all=*/false));
   } else {
-    AMP_ASSIGN_OR_RETURN(listing, ListImages(train_dir, classes, /*require_all=*/true));
+    AMP_ASSIGN_OR_RETURN(listing, ListImages(train_dir, train_root, classes, /*require_all=*/true));
     if (test_dir.empty()) {
       std::vector<std::pair<std::string, int64_t>> kept;
       for (int64_t i : SplitIndices(static_cast<int64_t>(listing.files.size()), split))

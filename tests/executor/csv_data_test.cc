@@ -78,6 +78,18 @@ TEST_F(CsvDataTest, NoHeaderTextLabelsAndRegression) {
   EXPECT_EQ(Floats(r->labels), (std::vector<float>{0.5f, -1}));
 }
 
+// A text label column whose other labels are 5000 distinct numbers: every
+// one is a class name (the survey's second pass, past its cap of 4096).
+TEST_F(CsvDataTest, ManyNumericNamesInATextLabelColumn) {
+  std::string text = "a,label\n1,cat\n";
+  for (int i = 0; i < 5000; ++i) text += std::to_string(i) + "," + std::to_string(i) + "\n";
+  const std::string f = Write("many.csv", text);
+  auto ds = Load(f + "," + f, "test");
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  EXPECT_EQ(ds->num_classes, 5001);
+  EXPECT_EQ(ds->size(), 5001);
+}
+
 TEST_F(CsvDataTest, OneFileSplitsNinetyTen) {
   std::string text = "a,b,label\n";
   for (int i = 0; i < 40; ++i) text += std::to_string(i) + "," + std::to_string(2 * i) + "," + std::to_string(i % 4) + "\n";

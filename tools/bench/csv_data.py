@@ -13,11 +13,8 @@
    accuracy of each. numpy's loader on the same text is the oracle for the parsed values: the run
    stops if amptrain's first-epoch accuracy is not that of a model that learns (> 80%).
 """
-import argparse
-import gzip
 import os
 import re
-import subprocess
 import sys
 import time
 
@@ -25,26 +22,19 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FMNIST = "/usr/share/datasets/fashion-mnist"
-CLASSES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot"]
+from fmnist_bench import CLASSES, SPLITS, amptrain_cpu, arguments, run, split_arrays
 
 
-def idx(path):
-    with gzip.open(path) as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * rank).reshape(dims)
+
 
 
 def write_tables(work):
-    for name, prefix in (("train", "train"), ("test", "t10k")):
+    for name, prefix in SPLITS:
         path = os.path.join(work, name + ".csv")
         if os.path.exists(path):
             continue
-        x = idx(f"{FMNIST}/{prefix}-images-idx3-ubyte.gz").reshape(-1, 784) / 255.0
-        y = idx(f"{FMNIST}/{prefix}-labels-idx1-ubyte.gz")
+        images, y = split_arrays(prefix)
+        x = images.reshape(-1, 784) / 255.0
         with open(path + ".part", "w") as f:
             f.write(",".join(f"p{i}" for i in range(784)) + ",class\n")
             for row, label in zip(x, y):
@@ -74,32 +64,17 @@ def write_mlp(path):
     onnx.save(model, path)
 
 
-def run(cmd):
-    start = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
-    return p.stdout + p.stderr, wall
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--amptrain", default=os.path.join(ROOT, "build/tools/amptrain"))
-    ap.add_argument("--work", default=os.path.join(ROOT, "build/csv_data"))
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs/csv_data_run.md"))
-    a = ap.parse_args()
-    os.makedirs(a.work, exist_ok=True)
+    a = arguments("build/csv_data", "docs/csv_data_run.md")
     t0 = time.perf_counter()
     write_tables(a.work)
     print(f"tables written ({time.perf_counter() - t0:.0f} s)", flush=True)
     mlp = os.path.join(a.work, "mlp.onnx")
     write_mlp(mlp)
     amp = a.amptrain
-    version, _ = run([amp, "--version"])
-    dtype = "bf16" if re.search(r"^bf16: native", version, re.M) else "fp16"
+    cpu, dtype = amptrain_cpu(amp)
     train, test = os.path.join(a.work, "train.csv"), os.path.join(a.work, "test.csv")
     data = f"csv:{train},{test}"
     threads = ["--threads", str(a.threads)]
@@ -124,7 +99,6 @@ def main():
         results.append((label, accs[-1], wall))
         print(results[-1], flush=True)
 
-    cpu = next((l.split(": ", 1)[1] for l in version.splitlines() if l.startswith("cpu:")), "?")
     size = sum(os.path.getsize(f) for f in (train, test)) / (1 << 20)
     lines = [f"# CSV data on Fashion-MNIST ({time.strftime('%Y-%m-%d')})", "",
              f"`tools/bench/csv_data.py --epochs {a.epochs} --threads {a.threads}`; CPU: {cpu}; {os.cpu_count()} cores. "

@@ -16,37 +16,25 @@
    from the IDX run only by the sample order (class folders, not file order) and the normalization
    (ImageNet's gray statistics, not Fashion-MNIST's).
 """
-import argparse
-import gzip
 import os
 import re
-import subprocess
-import sys
 import time
 
-import numpy as np
 from PIL import Image
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-FMNIST = "/usr/share/datasets/fashion-mnist"
-CLASSES = ["t-shirt", "trouser", "pullover", "dress", "coat", "sandal", "shirt", "sneaker", "bag", "boot"]
+from fmnist_bench import CLASSES, SPLITS, amptrain_cpu, arguments, run, split_arrays
 
 
-def idx(path):
-    with gzip.open(path) as f:
-        data = f.read()
-    rank = data[3]
-    dims = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(rank)]
-    return np.frombuffer(data, np.uint8, offset=4 + 4 * rank).reshape(dims)
+
 
 
 def write_folders(work):
     done = os.path.join(work, "written")
     if os.path.exists(done):
         return
-    for split, prefix in (("train", "train"), ("val", "t10k")):
-        images = idx(f"{FMNIST}/{prefix}-images-idx3-ubyte.gz")
-        labels = idx(f"{FMNIST}/{prefix}-labels-idx1-ubyte.gz")
+    for split, prefix in SPLITS:
+        split = "val" if split == "test" else split  # torchvision's folder name
+        images, labels = split_arrays(prefix)
         for kind in ("png", "jpeg"):
             for c in CLASSES:
                 os.makedirs(os.path.join(work, kind, split, c), exist_ok=True)
@@ -78,31 +66,16 @@ def torchvision_load_seconds(folder, size, channels, workers):
     return time.perf_counter() - start, n
 
 
-def run(cmd):
-    start = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    if p.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{p.stderr}")
-    return p.stdout + p.stderr, wall
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--amptrain", default=os.path.join(ROOT, "build/tools/amptrain"))
-    ap.add_argument("--work", default=os.path.join(ROOT, "build/image_folder"))
-    ap.add_argument("--epochs", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs/image_folders_run.md"))
-    a = ap.parse_args()
-    os.makedirs(a.work, exist_ok=True)
+    a = arguments("build/image_folder", "docs/image_folders_run.md")
     t0 = time.perf_counter()
     write_folders(a.work)
     print(f"folders written ({time.perf_counter() - t0:.0f} s)", flush=True)
     amp = a.amptrain
     env_threads = ["--threads", str(a.threads)]
-    version, _ = run([amp, "--version"])
-    dtype = "bf16" if re.search(r"^bf16: native", version, re.M) else "fp16"
+    cpu, dtype = amptrain_cpu(amp)
     models = {}
     for name, args in (("gray28", ["--in-channels", "1", "--image-size", "28"]),
                        ("rgb32", ["--in-channels", "3", "--image-size", "32"])):
@@ -134,7 +107,6 @@ def main():
         results.append((label, acc[-1] if acc else "?", wall))
         print(results[-1], flush=True)
 
-    cpu = next((l.split(": ", 1)[1] for l in version.splitlines() if l.startswith("cpu:")), "?")
     lines = [f"# Image folders on Fashion-MNIST ({time.strftime('%Y-%m-%d')})", "",
              f"`tools/bench/image_folder.py --epochs {a.epochs} --threads {a.threads}`; CPU: {cpu}; "
              f"{os.cpu_count()} cores; AMP O2 {dtype}.", "",
