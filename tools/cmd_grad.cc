@@ -52,6 +52,7 @@ struct GradArgs {
   std::string loss_scale = "auto";
   std::vector<std::string> freeze;
   bool train_all = false;
+  LabelFlags label_flags;
 };
 
 StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const ir::Graph& g, const GradArgs& args,
@@ -105,7 +106,15 @@ Status Grad(const GradArgs& args) {
     if (!v) return InvalidArgument("--loss-scale must be auto or a finite number > 0, got '", args.loss_scale, "'");
     scale = *v;
   }
-  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, autodiff::AttachCrossEntropy(g, g.outputs()[0]));
+  autodiff::CrossEntropyOptions loss;
+  {
+    AMP_ASSIGN_OR_RETURN(ir::Tensor labels, executor::ReadNpy(args.labels));
+    if (labels.rank() < 1) return InvalidArgument("--labels '", args.labels, "' is a scalar; expected [batch] or [batch, d...]");
+    loss.label_dims = std::vector<int64_t>(labels.dims().begin() + 1, labels.dims().end());
+  }
+  loss.class_axis = static_cast<autodiff::ClassAxis>(ClassAxisIndex(args.label_flags));
+  loss.ignore_index = args.label_flags.ignore_index;
+  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, autodiff::AttachCrossEntropy(g, g.outputs()[0], loss));
   ir::Tensor one = *ir::Tensor::Zeros(g.type(head.loss).dtype, {});
   ir::SetElementFromDouble(one, 0, scale);
   ir::Node* seed = g.AddNode(ir::OpKind::kConstant, {}, 1, "loss/seed");
@@ -168,7 +177,9 @@ void AddGradCommand(CLI::App& app, Status& result) {
       "grad", "One forward+backward step (cross-entropy loss, Dropout off): write the loss and parameter gradients");
   cmd->add_option("MODEL", args->model, "The .onnx file (one output: the logits)")->required();
   cmd->add_option("-i,--input", args->inputs, "NAME=FILE.npy, once per model input (FILE.npy alone for one input)");
-  cmd->add_option("--labels", args->labels, "int64 class ids [batch] (.npy)")->required();
+  cmd->add_option("--labels", args->labels, "int64 class ids [batch], or [batch, d...] per token or pixel (.npy)")
+      ->required();
+  AddLabelFlags(cmd, args->label_flags);
   cmd->add_option("-o,--output-dir", args->output_dir, "Folder for loss.npy and grads/<initializer name>.npy")
       ->required();
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));

@@ -78,6 +78,18 @@ StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool g
 // Other kinds: an error if `image_size` or `image_resize` is given, else nothing.
 Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
                     int64_t image_resize, std::map<std::string, std::string>* spec_params);
+// --class-axis and --ignore-index (train, eval): classification with a label
+// per token or pixel, and labels that count in no loss.
+struct LabelFlags {
+  std::string class_axis = "auto";  // auto | first | last
+  int64_t ignore_index = -100;      // PyTorch's CrossEntropyLoss default
+};
+void AddLabelFlags(CLI::App* cmd, LabelFlags& flags);
+// 0 auto, 1 first ([N, C, d...]), 2 last ([N, d..., C]), as autodiff::ClassAxis.
+int ClassAxisIndex(const LabelFlags& flags);
+// The labels of one sample of `labels` ({} for [N] labels); nothing for float (regression) labels.
+std::optional<std::vector<int64_t>> LabelDims(const ir::Tensor& labels);
+
 // Warns that a fixed batch leaves the last samples of `what` out.
 void WarnLeftOut(int64_t batch, size_t samples, const char* what);
 

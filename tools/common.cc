@@ -168,6 +168,27 @@ StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool g
   return batch;
 }
 
+void AddLabelFlags(CLI::App* cmd, LabelFlags& flags) {
+  cmd->add_option("--class-axis", flags.class_axis,
+                  "Labels [N, d...] (a class per token or pixel): where the logits hold the classes, first "
+                  "([N, C, d...], PyTorch's CrossEntropyLoss layout) or last ([N, d..., C], a transformer's "
+                  "per-token logits); auto: the one that fits the labels")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "first", "last"}));
+  cmd->add_option("--ignore-index", flags.ignore_index,
+                  "Labels equal to this count in neither loss nor accuracy (padding tokens, void pixels)")
+      ->capture_default_str();
+}
+
+int ClassAxisIndex(const LabelFlags& flags) {
+  return flags.class_axis == "first" ? 1 : flags.class_axis == "last" ? 2 : 0;
+}
+
+std::optional<std::vector<int64_t>> LabelDims(const ir::Tensor& labels) {
+  if (labels.dtype() != ir::DType::kInt64 || labels.rank() < 1) return std::nullopt;
+  return std::vector<int64_t>(labels.dims().begin() + 1, labels.dims().end());
+}
+
 Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
                     int64_t image_resize, std::map<std::string, std::string>* spec_params) {
   if (kind != "images") {

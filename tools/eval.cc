@@ -26,6 +26,7 @@ struct EvalArgs {
   std::string output;
   std::string image_size;    // --image-size, images: data only
   int64_t image_resize = 0;  // --image-resize, images: data only
+  LabelFlags labels;
 };
 
 Status Eval(const EvalArgs& args) {
@@ -36,12 +37,16 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, args.image_resize, &spec.params));
+  if (spec.kind == "npy") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
   WarnIfModelDraws(*model, "loss and accuracy");
   train::TrainGraphOptions opts;
   opts.num_classes = test_set.num_classes;
   opts.classes_at_least = test_set.classes_from_labels;
+  opts.label_dims = LabelDims(test_set.labels);
+  opts.class_axis = static_cast<autodiff::ClassAxis>(ClassAxisIndex(args.labels));
+  opts.ignore_index = args.labels.ignore_index;
   opts.output = args.output;
   AMP_ASSIGN_OR_RETURN(auto evaluator,
                        train::Evaluator::Create(*model, opts, args.threads, args.reference ? "reference" : "", device));
@@ -50,8 +55,12 @@ Status Eval(const EvalArgs& args) {
   if (fixed) WarnLeftOut(batch_size, test_set.size(), "test samples");
   data::BatchIterator batches(test_set, batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {}, fixed);
   AMP_ASSIGN_OR_RETURN(train::EvalResult r, evaluator->Evaluate(batches));
-  spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,
-               100 * r.accuracy);
+  if (r.labelled == r.count)
+    spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,
+                 100 * r.accuracy);
+  else  // a label per token or pixel
+    spdlog::info("{} on {} ({} samples, {} labels): loss {:.4f} accuracy {:.2f}% (over the labels)", args.model,
+                 args.data, r.count, r.labelled, r.loss, 100 * r.accuracy);
   return Status::Ok();
 }
 
@@ -62,6 +71,7 @@ void AddEvalCommand(CLI::App& app, Status& result) {
   CLI::App* cmd = app.add_subcommand("eval", "Loss and top-1 accuracy of an ONNX classifier on a test set");
   cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] output)")->required();
   cmd->add_option("--output", a->output, "The logits output (default: the only output, or the only logits-shaped one)");
+  AddLabelFlags(cmd, a->labels);
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
   cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");
   cmd->add_option("--image-resize", a->image_resize,

@@ -91,6 +91,7 @@ struct TrainArgs {
   std::vector<std::string> freeze;
   bool train_all = false;
   std::string output;
+  LabelFlags labels;
 };
 
 std::string Duration(double s) {
@@ -123,7 +124,8 @@ nlohmann::json ConfigJson(const TrainArgs& a) {
           {"warmup", a.warmup}, {"clip_grad_norm", a.clip_grad_norm}, {"seed", a.seed},
           {"label_smoothing", a.label_smoothing}, {"augment", a.augment}, {"amp", a.amp.level},
           {"dtype", a.amp.dtype}, {"policy", a.amp.policy_file}, {"loss_scale", a.loss_scale},
-          {"freeze", a.freeze}, {"train_all", a.train_all}, {"image_size", a.image_size}, {"image_resize", a.image_resize}};
+          {"freeze", a.freeze}, {"train_all", a.train_all}, {"image_size", a.image_size}, {"image_resize", a.image_resize},
+          {"class_axis", a.labels.class_axis}, {"ignore_index", a.labels.ignore_index}};
 }
 
 // Progress output: lines, or a bar redrawn in place on a terminal; metrics as JSON lines.
@@ -283,6 +285,7 @@ Status Train(TrainArgs args) {
     loop.augmentation.window_width = std::stoll(spec.params.at("width"));
     spec.params["train_window"] = "1";
   }
+  if (spec.kind == "npy") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   WarnIfBatchNormMayBeFolded(*model);
@@ -316,6 +319,9 @@ Status Train(TrainArgs args) {
   config.graph.label_smoothing = args.label_smoothing;
   config.graph.num_classes = train_set.num_classes;
   config.graph.classes_at_least = train_set.classes_from_labels;
+  config.graph.label_dims = LabelDims(train_set.labels);
+  config.graph.class_axis = static_cast<autodiff::ClassAxis>(ClassAxisIndex(args.labels));
+  config.graph.ignore_index = args.labels.ignore_index;
   config.optimizer.kind = args.optimizer;
   config.optimizer.lr = args.lr;
   config.optimizer.momentum = args.momentum;
@@ -447,7 +453,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   auto a = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train an ONNX classifier (fp32 or AMP, CPU): progress, evaluation, "
                                               "checkpoints, resume, export");
-  cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] or regression output)")
+  cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] (or per token or pixel) or regression output)")
       ->required();
   cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, npy:X,Y[,Xt,Yt], "
                                      "npy:INPUT=X,...,labels=Y[,test.INPUT=Xt,...,test.labels=Yt] (named model inputs), "
@@ -481,6 +487,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
   cmd->add_option("--clip-grad-norm", a->clip_grad_norm, "Clip gradients to this global L2 norm (0 = off)")
       ->check(NumberAtLeast(0));
   cmd->add_option("--label-smoothing", a->label_smoothing, "Cross-entropy label smoothing in [0, 1)");
+  AddLabelFlags(cmd, a->labels);
   cmd->add_option("--augment", a->augment, "Comma-separated: crop (pad 4, random crop; on images: with --image-resize, "
                                            "a random window of the resized image), flip (horizontal)");
   cmd->add_option("--seed", a->seed, "Seed of data order, augmentation and Dropout")->capture_default_str()

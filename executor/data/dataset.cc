@@ -1,6 +1,7 @@
 // SPEC parsing, dispatch to the loaders, default normalizations, the fixed
 // 90/10 split and label checks.
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <numeric>
 #include <set>
@@ -102,7 +103,14 @@ StatusOr<Dataset> LoadDataset(const DataSpec& spec, const std::string& split) {
     std::vector<std::string> files = SplitOn(spec.path, ',');
     for (const std::string& f : files)
       if (f.empty()) return InvalidArgument("npy: empty file name in '", spec.path, "'");
-    return LoadNpyFiles(files, split);
+    int64_t ignored = kDefaultIgnoredLabel;
+    if (auto it = spec.params.find("ignore_index"); it != spec.params.end()) {
+      const std::string& v = it->second;
+      auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ignored);
+      if (ec != std::errc() || end != v.data() + v.size())
+        return InvalidArgument("npy: ignore_index '", v, "' is not an integer");
+    }
+    return LoadNpyFiles(files, split, ignored);
   }
   return InvalidArgument("unknown dataset kind '", spec.kind, "'");
 }

@@ -19,6 +19,10 @@
 
 namespace amptrain::executor::data {
 
+// Integer labels equal to this count in no loss and no accuracy (PyTorch's
+// CrossEntropyLoss ignore_index default; Hugging Face marks padding with it).
+inline constexpr int64_t kDefaultIgnoredLabel = -100;
+
 // A further model input of a multi-input set: [N, ...] rows batched with the samples.
 struct InputColumn {
   std::string name;  // the model input it feeds
@@ -42,8 +46,9 @@ struct Dataset {
   std::string sample_input;
   // The other model inputs (npy with named files), batched as they are.
   std::vector<InputColumn> more_inputs;
-  // int64 [N] with values in [0, num_classes) (classification), or
-  // float32 [N, ...] (regression).
+  // int64 [N] with values in [0, num_classes) (classification; or [N, d...]:
+  // a class per token or pixel; npy labels may also hold the ignored index),
+  // or float32 [N, ...] (regression).
   ir::Tensor labels;
   int64_t size() const;
 };

@@ -24,8 +24,11 @@ StatusOr<Dataset> LoadIdxDir(const std::string& kind, const std::string& dir, co
 // CIFAR-10 binary version: records of 1 label byte + 3072 bytes (3x32x32).
 StatusOr<Dataset> LoadCifar10(const std::string& dir, const std::string& split);
 
-// `files`: {X, Y} (split 90/10) or {X, Y, X_test, Y_test}.
-StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split);
+// `files`: {X, Y} (split 90/10) or {X, Y, X_test, Y_test}, or NAME=FILE
+// items. Integer labels equal to `ignored_label` mark positions that count in
+// no loss (they are not classes); other negative labels are errors.
+StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split,
+                               int64_t ignored_label = kDefaultIgnoredLabel);
 
 // An image folder (torchvision's ImageFolder layout): `dir`/<class>/...
 // or `dir`/train/<class>/... with `dir`/val/ (or test/) beside it; JPEG and

@@ -20,12 +20,15 @@ StatusOr<Tensor> ToFloat32(const Tensor& t) {
   return out;
 }
 
-// Integer labels of any width -> int64; the largest label, or -1 when none.
-StatusOr<int64_t> MaxLabel(const Tensor& labels, const std::string& file) {
+// Integer labels of any width; the largest one that is not `ignored`, or -1 when none.
+StatusOr<int64_t> MaxLabel(const Tensor& labels, const std::string& file, int64_t ignored) {
   int64_t max = -1;
   for (int64_t i = 0; i < labels.num_elements(); ++i) {
     int64_t v = labels.GetAsInt64(i);
-    if (v < 0) return InvalidArgument("npy: '", file, "' label ", i, " is ", v, ", labels must be >= 0");
+    if (v == ignored) continue;
+    if (v < 0)
+      return InvalidArgument("npy: '", file, "' label ", i, " (flat index) is ", v, "; labels must be >= 0, or ",
+                             ignored, " for an ignored position (--ignore-index)");
     max = std::max(max, v);
   }
   return max;
@@ -43,13 +46,10 @@ StatusOr<Tensor> ToInt64(const Tensor& t) {
 }
 
 // Labels as the trainer takes them: integers of any width -> int64 [N]
-// (classes), floats -> float32 [N, ...] (regression targets).
+// (classes), or [N, d...] (a class per token or pixel); floats -> float32
+// [N, ...] (regression targets).
 StatusOr<Tensor> LabelTensor(const Tensor& y, const std::string& y_path) {
-  if (IsClassLabel(y.dtype())) {
-    if (y.rank() != 1)
-      return InvalidArgument("npy: integer labels '", y_path, "' have rank ", y.rank(), ", expected [N]");
-    return ToInt64(y);
-  }
+  if (IsClassLabel(y.dtype())) return ToInt64(y);
   if (ir::IsFloat(y.dtype())) return ToFloat32(y);
   return Unimplemented("npy: labels '", y_path, "' are ", ir::DTypeName(y.dtype()),
                        "; expected int64/int32 (classes) or float (regression)");
@@ -162,23 +162,35 @@ StatusOr<Dataset> LoadPair(const std::string& x_path, const std::string& y_path)
 }
 
 // The class count covers every label file, so train and test agree on it.
-Status CountClasses(Dataset& ds, const std::string& labels_path, const std::string& other_labels_path) {
+Status CountClasses(Dataset& ds, const std::string& labels_path, const std::string& other_labels_path,
+                    int64_t ignored) {
   if (ds.labels.dtype() != DType::kInt64) return Status::Ok();
-  AMP_ASSIGN_OR_RETURN(int64_t max, MaxLabel(ds.labels, labels_path));
+  AMP_ASSIGN_OR_RETURN(int64_t max, MaxLabel(ds.labels, labels_path, ignored));
   if (!other_labels_path.empty()) {
     AMP_ASSIGN_OR_RETURN(Tensor other_labels, ReadNpy(other_labels_path));
     if (!IsClassLabel(other_labels.dtype()))
       return InvalidArgument("npy: '", labels_path, "' holds class labels but '", other_labels_path, "' holds ",
                              ir::DTypeName(other_labels.dtype()));
-    AMP_ASSIGN_OR_RETURN(int64_t other_max, MaxLabel(other_labels, other_labels_path));
+    if (other_labels.rank() != ds.labels.rank() ||
+        !std::equal(other_labels.dims().begin() + 1, other_labels.dims().end(), ds.labels.dims().begin() + 1))
+      return InvalidArgument("npy: the labels of '", labels_path, "' are ",
+                             ir::TensorType::Of(DType::kInt64, ds.labels.dims()).ToString(), " but those of '",
+                             other_labels_path, "' are ",
+                             ir::TensorType::Of(DType::kInt64, other_labels.dims()).ToString(),
+                             "; both must have the same shape per sample");
+    AMP_ASSIGN_OR_RETURN(int64_t other_max, MaxLabel(other_labels, other_labels_path, ignored));
     max = std::max(max, other_max);
   }
+  if (max < 0 && ds.labels.num_elements() > 0)
+    return InvalidArgument("npy: every label of '", labels_path, "'",
+                           other_labels_path.empty() ? "" : StrCat(" and '", other_labels_path, "'"),
+                           " is the ignored index ", ignored);
   ds.num_classes = max + 1;
   ds.classes_from_labels = true;
   return Status::Ok();
 }
 
-StatusOr<Dataset> LoadNamedNpy(const std::vector<std::string>& items, const std::string& split) {
+StatusOr<Dataset> LoadNamedNpy(const std::vector<std::string>& items, const std::string& split, int64_t ignored) {
   AMP_ASSIGN_OR_RETURN(NamedFiles f, ParseNamedFiles(items));
   const bool given_split = !f.test_labels.empty();
   const bool test = given_split && split == "test";
@@ -187,23 +199,25 @@ StatusOr<Dataset> LoadNamedNpy(const std::vector<std::string>& items, const std:
     for (auto& [name, path] : inputs) path = *FindPath(f.test_inputs, name);
   AMP_ASSIGN_OR_RETURN(Dataset ds, LoadNamedSet(inputs, test ? f.test_labels : f.labels));
   AMP_RETURN_IF_ERROR(CountClasses(ds, test ? f.test_labels : f.labels,
-                                   given_split ? (test ? f.labels : f.test_labels) : std::string()));
+                                   given_split ? (test ? f.labels : f.test_labels) : std::string(), ignored));
   if (given_split) return ds;
   return TakeSplit(ds, split);
 }
 
 }  // namespace
 
-StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split) {
+StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split,
+                               int64_t ignored_label) {
   if (std::any_of(files.begin(), files.end(), [](const std::string& f) { return f.find('=') != std::string::npos; }))
-    return LoadNamedNpy(files, split);
+    return LoadNamedNpy(files, split, ignored_label);
   if (files.size() != 2 && files.size() != 4)
     return InvalidArgument("npy: expected 'X.npy,Y.npy' or 'X.npy,Y.npy,X_test.npy,Y_test.npy', got ", files.size(),
                            " file(s)");
   const bool given_split = files.size() == 4;
   const size_t at = given_split && split == "test" ? 2 : 0;
   AMP_ASSIGN_OR_RETURN(Dataset ds, LoadPair(files[at], files[at + 1]));
-  AMP_RETURN_IF_ERROR(CountClasses(ds, files[at + 1], given_split ? files[at == 0 ? 3 : 1] : std::string()));
+  AMP_RETURN_IF_ERROR(
+      CountClasses(ds, files[at + 1], given_split ? files[at == 0 ? 3 : 1] : std::string(), ignored_label));
   if (given_split) return ds;
   return TakeSplit(ds, split);
 }

@@ -24,10 +24,19 @@ using ir::Value;
 
 namespace {
 
+autodiff::CrossEntropyOptions CrossEntropy(const TrainGraphOptions& opts) {
+  autodiff::CrossEntropyOptions o;
+  o.label_smoothing = opts.label_smoothing;
+  o.class_axis = opts.class_axis;
+  o.label_dims = opts.label_dims;
+  o.ignore_index = opts.ignore_index;
+  return o;
+}
+
 // The output the loss reads: `opts.output` when given, else the model's only
-// output, else its only float output of the loss's rank (2 for
-// cross-entropy: logits [batch, classes]). Several candidates are an error
-// naming them.
+// output, else its only float output of the loss's rank (cross-entropy:
+// 2 for logits [batch, classes], 2 + the labels' rank per sample for labels
+// [batch, d...]). Several candidates are an error naming them.
 StatusOr<Value> LossOutput(const Graph& g, const TrainGraphOptions& opts) {
   if (g.outputs().empty()) return InvalidArgument("the model has no output");
   std::string names;
@@ -38,16 +47,19 @@ StatusOr<Value> LossOutput(const Graph& g, const TrainGraphOptions& opts) {
     return InvalidArgument("--output '", opts.output, "' is not an output of the model; its outputs are ", names);
   }
   if (g.outputs().size() == 1) return g.outputs()[0];
+  const size_t logits_rank = 2 + (opts.label_dims ? opts.label_dims->size() : 0);
   std::vector<Value> candidates;
   for (Value v : g.outputs()) {
     const ir::TensorType& t = g.type(v);
-    if (ir::IsFloat(t.dtype) && (opts.loss != "cross_entropy" || (t.has_shape && t.shape.rank() == 2)))
+    if (ir::IsFloat(t.dtype) && (opts.loss != "cross_entropy" || (t.has_shape && t.shape.rank() == logits_rank)))
       candidates.push_back(v);
   }
   if (candidates.size() == 1) return candidates[0];
   return InvalidArgument("the model has ", g.outputs().size(), " outputs (", names, ") and ",
                          candidates.size() == 0 ? "none" : StrCat(candidates.size()), " of them ",
-                         opts.loss == "cross_entropy" ? "look like logits [batch, classes]" : "are float tensors",
+                         opts.loss != "cross_entropy" ? "are float tensors"
+                         : logits_rank == 2           ? "look like logits [batch, classes]"
+                                                      : StrCat("are float tensors of rank ", logits_rank, " (logits)"),
                          "; name the one to train with --output NAME");
 }
 
@@ -60,10 +72,12 @@ StatusOr<Value> CheckModel(const Graph& g, const TrainGraphOptions& opts) {
   if (!ir::IsFloat(out.dtype))
     return InvalidArgument("the model's output '", name, "' is ", ir::DTypeName(out.dtype), ", not a float tensor");
   if (opts.loss == "cross_entropy") {
-    if (!out.has_shape || out.shape.rank() != 2)
+    if (!out.has_shape || out.shape.rank() < 2 || (!opts.label_dims && out.shape.rank() != 2))
       return InvalidArgument("the model's output '", name, "' has shape ", out.ToString(),
-                             "; cross-entropy training needs logits [batch, classes]");
-    const ir::Dim& k = out.shape.dims()[1];
+                             "; cross-entropy training needs logits [batch, classes]",
+                             out.has_shape && out.shape.rank() > 2 ? " (or labels with one class per position)" : "");
+    AMP_ASSIGN_OR_RETURN(const int64_t axis, autodiff::ResolveClassAxis(out, name, CrossEntropy(opts)));
+    const ir::Dim& k = out.shape.dims()[axis];
     if (opts.num_classes > 0 && k.is_static() && opts.classes_at_least && k.value < opts.num_classes)
       return InvalidArgument("the model's output '", name, "' has ", k.value, " classes ", out.ToString(),
                              " but the labels go up to ", opts.num_classes - 1);
@@ -87,7 +101,7 @@ std::vector<std::string> InputNames(const Graph& g) {
 
 StatusOr<autodiff::LossHead> AttachLoss(Graph& g, Value logits, const TrainGraphOptions& opts) {
   if (opts.loss == "mse") return autodiff::AttachMeanSquaredError(g, logits);
-  return autodiff::AttachCrossEntropy(g, logits, opts.label_smoothing);
+  return autodiff::AttachCrossEntropy(g, logits, CrossEntropy(opts));
 }
 
 // Inference mode: BatchNormalization with training_mode 0 and a single output.
@@ -443,6 +457,7 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     if (graph.type(head.loss).dtype != ir::DType::kFloat32)
       return Internal("the loss is ", ir::DTypeName(graph.type(head.loss).dtype), "; the loss head must be float32");
     t.target_input = head.target_input;
+    t.class_axis = head.class_axis;
     t.loss = graph.name(head.loss);
     return Status::Ok();
   });
@@ -510,6 +525,7 @@ StatusOr<TrainGraph> BuildEvalGraph(const Graph& model, const TrainGraphOptions&
   }
   AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, AttachLoss(g, logits, opts));
   t.target_input = head.target_input;
+  t.class_axis = head.class_axis;
   t.loss = g.name(head.loss);
   for (const std::string& name : state_names) AMP_RETURN_IF_ERROR(InitializerToInput(g, name));
   return t;

@@ -49,8 +49,9 @@
 // Checks before anything is built: at least one data input (besides
 // initializers; any dtype: images, token ids, masks), a float output for the
 // loss (TrainGraphOptions::output, or found when there is one candidate),
-// of rank 2 [N, K] for cross-entropy with K == num_classes when the class
-// count is known.
+// of rank 2 [N, K] for cross-entropy with one label per sample (or the
+// layouts of autodiff::AttachCrossEntropy for labels [N, d...]), with
+// K == num_classes when the class count is known.
 //
 // The model must come from an import that kept its float initializers
 // (importer::ImportOptions::keep_float_initializers, the default): one folded
@@ -68,6 +69,7 @@
 #include "amp/passes.h"
 #include "amp/policy.h"
 #include "autodiff/autodiff.h"
+#include "autodiff/loss.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 
@@ -76,11 +78,18 @@ namespace amptrain::executor::train {
 struct TrainGraphOptions {
   std::string loss = "cross_entropy";  // cross_entropy | mse
   float label_smoothing = 0.0f;        // cross_entropy only, in [0, 1)
+  // Cross-entropy: the labels of one sample ({} for [N] labels, {T} per
+  // token, {H, W} per pixel; unset: one per sample, or whatever the logits
+  // say) and where the logits hold the classes (autodiff::AttachCrossEntropy).
+  std::optional<std::vector<int64_t>> label_dims;
+  autodiff::ClassAxis class_axis = autodiff::ClassAxis::kAuto;
+  int64_t ignore_index = autodiff::kDefaultIgnoreIndex;  // labels that count in neither loss nor accuracy
   // The output the loss reads; "" = the only output, or the only float one
-  // of the loss's rank (logits [N, K] for cross-entropy); several are an error.
+  // of the loss's rank (logits [N, K] for cross-entropy, [N, K, d...] or
+  // [N, d..., K] for labels [N, d...]); several are an error.
   std::string output;
-  int64_t num_classes = 0;             // > 0: the model's output must be [N, num_classes]
-  bool classes_at_least = false;       // then [N, K] with K >= num_classes will do (npy labels)
+  int64_t num_classes = 0;             // > 0: the model's output must have num_classes classes
+  bool classes_at_least = false;       // then K >= num_classes will do (npy labels)
   // Mixed precision: the forward graph runs under this policy (O0 or unset: fp32).
   std::optional<amp::Policy> amp;
   // The trained model will also be exported in mixed precision: the plan is
@@ -167,6 +176,7 @@ struct TrainGraph {
   std::vector<std::string> data_inputs;  // the model's data inputs, in order
   std::string target_input;  // "labels" (int64 [N]) or "targets"
   std::string logits;        // the output the loss reads (LossOutput)
+  int64_t class_axis = 1;    // cross-entropy: the axis of `logits` that holds the classes
   std::string loss;          // scalar loss output
   std::string loss_scale;    // the backward seed input (training graph only)
   std::optional<amp::Report> amp_report;            // what the AMP passes did (training graph under a policy)

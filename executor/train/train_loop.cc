@@ -47,7 +47,7 @@ StatusOr<std::string> ResumePath(const LoopConfig& c) {
 // The loop's running state between progress reports and epochs.
 struct Window {
   double loss_sum = 0.0;
-  int64_t correct = 0, count = 0, steps = 0;
+  int64_t correct = 0, count = 0, labelled = 0, steps = 0;
   Clock::time_point start = Clock::now();
   double train_s = 0.0;  // time spent in training steps
   void Reset() { *this = Window(); }
@@ -113,8 +113,8 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     EpochSummary s;
     s.epoch = batches.cursor().epoch;
     s.step = trainer.step();
-    s.train_loss = epoch.steps ? epoch.loss_sum / static_cast<double>(epoch.count) : 0.0;
-    s.train_accuracy = epoch.count ? static_cast<double>(epoch.correct) / static_cast<double>(epoch.count) : 0.0;
+    s.train_loss = epoch.labelled ? epoch.loss_sum / static_cast<double>(epoch.labelled) : 0.0;
+    s.train_accuracy = epoch.labelled ? static_cast<double>(epoch.correct) / static_cast<double>(epoch.labelled) : 0.0;
     batches.NextEpoch();
     epoch_step = 0;
     epoch.Reset();
@@ -155,9 +155,10 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     images += r.count;
     ++epoch_step;
     for (Window* w : {&window, &epoch}) {
-      w->loss_sum += r.loss * static_cast<double>(r.count);
+      if (r.labelled > 0) w->loss_sum += r.loss * static_cast<double>(r.labelled);
       w->correct += r.correct;
       w->count += r.count;
+      w->labelled += r.labelled;
       ++w->steps;
       w->train_s += dt;
     }
@@ -170,8 +171,8 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
       p.total_steps = total;
       p.epoch_step = epoch_step;
       p.steps_per_epoch = per_epoch;
-      p.loss = window.loss_sum / static_cast<double>(window.count);
-      p.accuracy = static_cast<double>(window.correct) / static_cast<double>(window.count);
+      p.loss = window.labelled ? window.loss_sum / static_cast<double>(window.labelled) : 0.0;
+      p.accuracy = window.labelled ? static_cast<double>(window.correct) / static_cast<double>(window.labelled) : 0.0;
       p.lr = r.lr;
       p.loss_scale = trainer.scaler() ? trainer.scaler()->scale() : 1.0f;
       p.skipped_steps = r.skipped_steps;

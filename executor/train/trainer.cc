@@ -26,19 +26,31 @@ uint64_t StepSeed(uint64_t seed, int64_t step) {
   return z == 0 ? 1 : z;  // 0 would mean "no run seed"
 }
 
-int64_t CountCorrect(const Tensor& logits, const Tensor& labels) {
-  if (logits.rank() != 2 || logits.dtype() != ir::DType::kFloat32 || labels.dtype() != ir::DType::kInt64) return 0;
-  const int64_t n = logits.dims()[0], k = logits.dims()[1];
+Hits CountCorrect(const Tensor& logits, const Tensor& labels, int64_t class_axis, int64_t ignore_index) {
+  Hits h;
+  const int64_t rank = logits.rank();
+  if (rank < 2 || class_axis < 1 || class_axis >= rank || logits.dtype() != ir::DType::kFloat32 ||
+      labels.dtype() != ir::DType::kInt64)
+    return h;
+  const int64_t k = logits.dims()[class_axis];
+  if (k < 1 || labels.num_elements() * k != logits.num_elements()) return h;
+  int64_t outer = 1, inner = 1;  // logits viewed as [outer, k, inner], labels as [outer, inner]
+  for (int64_t d = 0; d < class_axis; ++d) outer *= logits.dims()[d];
+  for (int64_t d = class_axis + 1; d < rank; ++d) inner *= logits.dims()[d];
   const float* x = logits.data<float>();
   const int64_t* y = labels.data<int64_t>();
-  int64_t correct = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    int64_t best = 0;
-    for (int64_t j = 1; j < k; ++j)
-      if (x[i * k + j] > x[i * k + best]) best = j;
-    correct += best == y[i];
-  }
-  return correct;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) {
+      const int64_t label = y[o * inner + i];
+      if (label == ignore_index) continue;
+      const float* row = x + o * k * inner + i;
+      int64_t best = 0;
+      for (int64_t j = 1; j < k; ++j)
+        if (row[j * inner] > row[best * inner]) best = j;
+      h.correct += best == label;
+      ++h.counted;
+    }
+  return h;
 }
 
 namespace {
@@ -428,22 +440,28 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
     r.loss = loss.GetAsDouble(0);
   }
   r.count = batch.size();
-  const bool loss_finite = std::isfinite(r.loss);
-  if (!loss_finite && !scaler_)
-    return Status(StatusCode::kOutOfRange, StrCat("the loss is ", r.loss, " at step ", step_,
-                                                  "; the step was not applied (try a lower learning rate)"));
+  r.labelled = r.count;
   if (config_.graph.loss == "cross_entropy") {
     const Tensor& logits = outs[out_index_.at(train_.logits)];
-    if (dev_.on_host()) {
-      r.correct = CountCorrect(logits, labels);
-    } else {
+    const Tensor* host_logits = &logits;
+    if (!dev_.on_host()) {
       if (logits_host_.dims() != logits.dims() || logits_host_.dtype() != logits.dtype()) {
         AMP_ASSIGN_OR_RETURN(logits_host_, Tensor::Zeros(logits.dtype(), logits.dims()));
       }
       AMP_RETURN_IF_ERROR(dev_.CopyOut(logits_host_, logits));
-      r.correct = CountCorrect(logits_host_, labels);
+      host_logits = &logits_host_;
     }
+    const Hits hits = CountCorrect(*host_logits, labels, train_.class_axis, config_.graph.ignore_index);
+    r.correct = hits.correct;
+    r.labelled = hits.counted;
+    if (r.labelled == 0)
+      return InvalidArgument("every label of the batch at step ", step_, " (", r.count, " samples) is the ignored index ",
+                             config_.graph.ignore_index, "; the step was not applied");
   }
+  const bool loss_finite = std::isfinite(r.loss);
+  if (!loss_finite && !scaler_)
+    return Status(StatusCode::kOutOfRange, StrCat("the loss is ", r.loss, " at step ", step_,
+                                                  "; the step was not applied (try a lower learning rate)"));
 
   for (auto& [grad, index] : grad_outputs_) *grad = outs[index];
   if (config_.gradient_hook) {
@@ -544,7 +562,7 @@ namespace {
 
 // Loss and top-1 accuracy of the eval graph `g` run by `session` over the
 // rest of the epoch of `batches`; `feeds` supplies the state inputs.
-StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& g,
+StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& g, int64_t ignore_index,
                                    const std::map<std::string, int>& out_index, data::BatchIterator& batches,
                                    const std::function<StatusOr<std::map<std::string, Tensor>>(const data::Batch&)>& feeds) {
   EvalResult r;
@@ -556,14 +574,21 @@ StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& 
     if (!more) break;
     AMP_ASSIGN_OR_RETURN(FeedMap in, feeds(batch));
     AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session.Run(in));
-    const int64_t n = batch.size();
-    loss_sum += outs[out_index.at(g.loss)].GetAsDouble(0) * static_cast<double>(n);
-    correct += CountCorrect(outs[out_index.at(g.logits)], batch.labels);
-    r.count += n;
+    Hits hits{0, batch.size()};  // regression: the mean over samples
+    if (batch.labels.dtype() == ir::DType::kInt64)
+      hits = CountCorrect(outs[out_index.at(g.logits)], batch.labels, g.class_axis, ignore_index);
+    // The batch's loss is the mean over its counted labels; a batch whose
+    // every label is ignored has a NaN mean and weighs nothing.
+    if (hits.counted > 0) loss_sum += outs[out_index.at(g.loss)].GetAsDouble(0) * static_cast<double>(hits.counted);
+    correct += hits.correct;
+    r.labelled += hits.counted;
+    r.count += batch.size();
   }
   if (r.count == 0) return InvalidArgument("evaluation: the data set has no samples left in this epoch");
-  r.loss = loss_sum / static_cast<double>(r.count);
-  r.accuracy = static_cast<double>(correct) / static_cast<double>(r.count);
+  if (r.labelled == 0)
+    return InvalidArgument("evaluation: every label of the ", r.count, " samples is the ignored index ", ignore_index);
+  r.loss = loss_sum / static_cast<double>(r.labelled);
+  r.accuracy = static_cast<double>(correct) / static_cast<double>(r.labelled);
   return r;
 }
 
@@ -577,7 +602,7 @@ StatusOr<EvalResult> Trainer::Evaluate(data::BatchIterator& batches) {
   // The eval graph computes in fp32: O3's low weights are fed widened.
   AMP_ASSIGN_OR_RETURN(const FeedMap state, Fp32ModelState());
   StatusOr<EvalResult> r =
-      RunEvaluation(*eval_session_, eval_, eval_out_index_, batches,
+      RunEvaluation(*eval_session_, eval_, config_.graph.ignore_index, eval_out_index_, batches,
                     [this, &state](const data::Batch& b) -> StatusOr<std::map<std::string, Tensor>> {
                       AMP_ASSIGN_OR_RETURN(FeedMap feeds, Feeds(eval_, b));
                       for (const auto& [name, t] : state) feeds[name] = t;
@@ -593,6 +618,7 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, c
   std::unique_ptr<Evaluator> e(new Evaluator());
   TrainGraphOptions o = opts;
   o.label_smoothing = 0.0f;
+  e->ignore_index_ = o.ignore_index;
   AMP_ASSIGN_OR_RETURN(e->eval_, BuildEvalGraph(model, o, {}));
   e->input_dtypes_ = InputDTypes(*e->eval_.graph, e->eval_.data_inputs);
   SessionOptions options;
@@ -605,7 +631,7 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, c
 }
 
 StatusOr<EvalResult> Evaluator::Evaluate(data::BatchIterator& batches) {
-  return RunEvaluation(*session_, eval_, out_index_, batches,
+  return RunEvaluation(*session_, eval_, ignore_index_, out_index_, batches,
                        [this](const data::Batch& b) -> StatusOr<std::map<std::string, Tensor>> {
                          AMP_ASSIGN_OR_RETURN(FeedMap feeds,
                                               BatchFeeds(eval_.data_inputs, input_dtypes_, b));

@@ -101,9 +101,11 @@ struct TrainConfig {
 };
 
 struct StepResult {
-  double loss = 0.0;
-  int64_t correct = 0;  // top-1 hits in the batch (cross-entropy only)
-  int64_t count = 0;    // batch size
+  double loss = 0.0;      // the mean over `labelled`
+  int64_t correct = 0;    // top-1 hits in the batch (cross-entropy only)
+  int64_t count = 0;      // batch size
+  int64_t labelled = 0;   // what the loss averages: the labels that are not ignore_index
+                          // (per sample, token or pixel); MSE: the batch size
   float lr = 0.0f;      // the rate applied
   double grad_norm = -1.0;  // the global norm before clipping; -1 when not clipping
   bool applied = true;      // false: inf/NaN gradients, the step changed nothing
@@ -114,9 +116,10 @@ struct StepResult {
 };
 
 struct EvalResult {
-  double loss = 0.0;      // mean over samples
-  double accuracy = 0.0;  // top-1, in [0, 1] (cross-entropy only)
-  int64_t count = 0;
+  double loss = 0.0;      // mean over the labels (per sample, token or pixel) that are not ignore_index
+  double accuracy = 0.0;  // top-1 over the same labels, in [0, 1] (cross-entropy only)
+  int64_t count = 0;      // samples
+  int64_t labelled = 0;   // labels counted (= count for one label per sample)
 };
 
 // The per-step Dropout seed: a splitmix64 hash of (seed, step).
@@ -287,9 +290,18 @@ class Evaluator {
   std::unique_ptr<InferenceSession> session_;
   std::map<std::string, int> out_index_;
   std::map<std::string, ir::DType> input_dtypes_;
+  int64_t ignore_index_ = autodiff::kDefaultIgnoreIndex;
 };
 
-// Top-1 hits of logits [B, K] against int64 labels [B].
-int64_t CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels);
+// Top-1 hits of fp32 logits against int64 labels: [B, K] against [B], or
+// per position with the classes on `class_axis` ([B, K, d...] or
+// [B, d..., K] against [B, d...]). Labels equal to `ignore_index` are not
+// counted. Other shapes or types count nothing.
+struct Hits {
+  int64_t correct = 0;
+  int64_t counted = 0;  // labels that are not ignore_index
+};
+Hits CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels, int64_t class_axis = 1,
+                  int64_t ignore_index = autodiff::kDefaultIgnoreIndex);
 
 }  // namespace amptrain::executor::train

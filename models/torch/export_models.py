@@ -45,6 +45,11 @@ Models (module attribute names, i.e. state_dict prefixes):
                Input int64 token ids [batch, 16], mean-pool over the sequence.
   masked_transformer: transformer with a second input, mask float32 [batch, 16], that
                weights the mean pool (inputs input_0: token ids, input_1: mask).
+  token_lm:    transformer with a causal mask and no pooling: logits per token
+               [batch, 16, 1000] (a language model; labels [batch, 16]).
+  segnet:      conv1/bn1 (3->16, 3x3), conv2/bn2 (16->32, stride 2), bilinear x2,
+               concat, head (1x1 -> --num-classes, default 5): logits per pixel
+               [batch, 5, H, W] (--image-size default 16).
   causal_transformer: transformer with a causal attention mask and pos_table
                (Embedding 16x64) gathered with constant indices instead of pos_emb:
                the export whose attention output projections (Transpose(weight) ->
@@ -151,6 +156,36 @@ class SinCosTransformer(SmallTransformer):
         return self.head(self.norm(x).mean(dim=1))
 
 
+class TokenLM(SmallTransformer):
+    """A GPT-style language model: causal attention and a logit row per token, output [batch, seq, vocab]
+    (trained with a label per token: the next token, or -100 where nothing is predicted)."""
+    def __init__(self, vocab=VOCAB, d=64, seq=SEQ_LEN):
+        super().__init__(vocab, d, seq, num_classes=vocab)
+        self.mask = torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1)
+
+    def forward(self, tokens):
+        x = self.tok_emb(tokens) + self.pos_emb[:, :tokens.shape[1]]
+        for layer in self.layers:
+            x = layer(x, src_mask=self.mask)
+        return self.head(self.norm(x))
+
+
+class SegNet(nn.Module):
+    """Per-pixel classes, output [batch, classes, H, W]: Conv-BN-ReLU, a strided Conv-BN-ReLU, bilinear
+    upsampling back to full size, the two concatenated, a 1x1 Conv head (a small U-Net/FCN)."""
+    def __init__(self, in_channels=3, num_classes=5):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(in_channels, 16, 3, padding=1), nn.BatchNorm2d(16)
+        self.conv2, self.bn2 = nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32)
+        self.head = nn.Conv2d(48, num_classes, 1)
+
+    def forward(self, x):
+        a = torch.relu(self.bn1(self.conv1(x)))
+        b = torch.relu(self.bn2(self.conv2(a)))
+        up = nn.functional.interpolate(b, scale_factor=2.0, mode="bilinear", align_corners=False)
+        return self.head(torch.cat([a, up], dim=1))
+
+
 class ActivationsNet(nn.Module):
     """An MLP through the activations and tensor functions a user's model may use beyond ReLU:
     PReLU (per feature), ELU, Softplus, SELU, CELU, Mish, cumsum and logsumexp."""
@@ -231,6 +266,14 @@ def build_model(name, args):
         size = args.image_size or 16
         ch = args.in_channels or 8
         model = LargeMeanBN(ch, size, args.num_classes or 10)
+    elif name == "segnet":
+        size = args.image_size or 16
+        ch = args.in_channels or 3
+        model = SegNet(ch, args.num_classes or 5)
+    elif name == "token_lm":
+        model = TokenLM()
+        randomize_norm_affine(model, gen)
+        return model, torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
     elif name in ("resnet18", "resnet50"):
         size = args.image_size or 224
         ch = args.in_channels or 3

@@ -14,7 +14,8 @@ Writes into DIR:
                          initializer names = state_dict keys, input "input_0",
                          output "output_0" = logits, symbolic batch dim)
   input_0.npy            seeded random input (fp32 images, or int64 tokens for transformer)
-  labels.npy             int64 class ids, shape [batch]
+  labels.npy             int64 class ids, shape [batch] (token_lm: [batch, seq], a fifth of
+                         them --ignore-index; segnet: [batch, H, W], the same)
   output_0.npy           logits
   loss.npy               scalar fp32: mean softmax cross-entropy(logits, labels)
   grads/<name>.npy       d loss / d param for every parameter with requires_grad,
@@ -45,7 +46,8 @@ from export_models import build_model, export, set_reference_train_mode
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="simplecnn", choices=["simplecnn", "resnet18", "resnet50", "transformer", "causal_transformer", "lstm", "gru",
-                                                             "sincos_transformer", "activations", "norms"])
+                                                             "sincos_transformer", "activations", "norms",
+                                                             "token_lm", "segnet"])
     p.add_argument("--out", required=True)
     p.add_argument("--opset", type=int, default=17)
     p.add_argument("--batch", type=int, default=4)
@@ -54,6 +56,8 @@ def main():
     p.add_argument("--in-channels", type=int, default=None)
     p.add_argument("--num-classes", type=int, default=None)
     p.add_argument("--small-input", action="store_true")
+    p.add_argument("--ignore-index", type=int, default=-100,
+                   help="per-token/pixel models: about a fifth of the labels are this (ignored by the loss)")
     args = p.parse_args()
     os.makedirs(os.path.join(args.out, "grads"), exist_ok=True)
     os.makedirs(os.path.join(args.out, "running_stats"), exist_ok=True)
@@ -66,8 +70,19 @@ def main():
     model.zero_grad()
     logits = model(x)
     gen = torch.Generator().manual_seed(args.seed + 2)
-    labels = torch.randint(0, logits.shape[1], (x.shape[0],), generator=gen, dtype=torch.int64)
-    loss = F.cross_entropy(logits, labels)
+    if logits.dim() == 2:
+        labels = torch.randint(0, logits.shape[1], (x.shape[0],), generator=gen, dtype=torch.int64)
+        loss = F.cross_entropy(logits, labels)
+    else:  # a label per token (classes last) or per pixel (classes first), some ignored
+        classes_last = args.model == "token_lm"
+        classes = logits.shape[-1] if classes_last else logits.shape[1]
+        shape = logits.shape[:-1] if classes_last else logits.shape[:1] + logits.shape[2:]
+        labels = torch.randint(0, classes, shape, generator=gen, dtype=torch.int64)
+        labels[torch.rand(shape, generator=gen) < 0.2] = args.ignore_index
+        if classes_last:
+            loss = F.cross_entropy(logits.reshape(-1, classes), labels.reshape(-1), ignore_index=args.ignore_index)
+        else:
+            loss = F.cross_entropy(logits, labels, ignore_index=args.ignore_index)
     loss.backward()
 
     save = lambda rel, t: np.save(os.path.join(args.out, rel), t.detach().cpu().numpy())

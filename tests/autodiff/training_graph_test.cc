@@ -80,6 +80,65 @@ TEST(LossHeads, CrossEntropyAddsLabelsAndTrains) {
   EXPECT_EQ(m.type(m.FindValue("targets")).ToString(), "float32[2,2]");
 }
 
+ir::TensorType Logits(std::vector<ir::Dim> dims) { return ir::TensorType::Of(ir::DType::kFloat32, ir::Shape(dims)); }
+
+TEST(LossHeads, ClassAxisFollowsTheLabels) {
+  const ir::Dim n = ir::Dim::Symbolic("N"), t = ir::Dim::Symbolic("T");
+  auto axis = [](const ir::TensorType& type, std::optional<std::vector<int64_t>> labels,
+                 ClassAxis want = ClassAxis::kAuto) {
+    CrossEntropyOptions o;
+    o.label_dims = std::move(labels);
+    o.class_axis = want;
+    return ResolveClassAxis(type, "y", o);
+  };
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(*axis(Logits({n, ir::Dim::Static(10)}), V{}), 1);
+  // Per token: [N, 16, 1000] against [N, 16] is classes last; a symbolic
+  // sequence fits any label length.
+  EXPECT_EQ(*axis(Logits({n, ir::Dim::Static(16), ir::Dim::Static(1000)}), V{16}), 2);
+  EXPECT_EQ(*axis(Logits({n, t, ir::Dim::Static(1000)}), V{16}), 2);
+  // Per pixel: [N, 5, 8, 8] against [N, 8, 8] is classes first.
+  EXPECT_EQ(*axis(Logits({n, ir::Dim::Static(5), ir::Dim::Static(8), ir::Dim::Static(8)}), V{8, 8}), 1);
+  // Unknown labels: PyTorch's layout.
+  EXPECT_EQ(*axis(Logits({n, ir::Dim::Static(5), ir::Dim::Static(8)}), std::nullopt), 1);
+  // Both fit ([N, 8, 8] against [N, 8]): the flag decides, else an error saying so.
+  const ir::TensorType square = Logits({n, ir::Dim::Static(8), ir::Dim::Static(8)});
+  auto both = axis(square, V{8});
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("--class-axis first|last"), std::string::npos) << both.status().ToString();
+  EXPECT_EQ(*axis(square, V{8}, ClassAxis::kFirst), 1);
+  EXPECT_EQ(*axis(square, V{8}, ClassAxis::kLast), 2);
+  // Neither fits, a forced layout that does not fit, per-position labels for [N, C] logits.
+  auto neither = axis(Logits({n, ir::Dim::Static(16), ir::Dim::Static(1000)}), V{15});
+  ASSERT_FALSE(neither.ok());
+  EXPECT_NE(neither.status().message().find("neither as [N, C, d...] nor as [N, d..., C]"), std::string::npos)
+      << neither.status().ToString();
+  EXPECT_FALSE(axis(Logits({n, ir::Dim::Static(16), ir::Dim::Static(1000)}), V{16}, ClassAxis::kFirst).ok());
+  EXPECT_FALSE(axis(Logits({n, ir::Dim::Static(10)}), V{4}).ok());
+  EXPECT_FALSE(axis(Logits({n, ir::Dim::Static(16), ir::Dim::Static(1000)}), V{}).ok());
+}
+
+TEST(LossHeads, ClassesLastFlattensRowsWithoutACopyOfState) {
+  Graph g;
+  Value x = g.AddInput("x", Logits({ir::Dim::Symbolic("N"), ir::Dim::Static(6), ir::Dim::Static(4)}));
+  Value y = Op(g, OpKind::kRelu, {x});
+  ASSERT_TRUE(g.InferShapes().ok());
+  CrossEntropyOptions o;
+  o.label_dims = std::vector<int64_t>{6};
+  o.ignore_index = 255;
+  auto head = AttachCrossEntropy(g, y, o);
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->class_axis, 2);
+  EXPECT_EQ(g.type(g.FindValue(head->target_input)).ToString(), "int64[N,6]");
+  const ir::Node* loss = g.producer(head->loss);
+  const ir::TensorType& rows = g.type(loss->input(0));
+  ASSERT_EQ(rows.shape.rank(), 2u) << rows.ToString();
+  EXPECT_EQ(rows.shape[1].value, 4) << rows.ToString();
+  EXPECT_EQ(g.type(loss->input(1)).shape.rank(), 1u);
+  EXPECT_EQ(*loss->attrs().GetInt("ignore_index", 0), 255);
+  for (const ir::Node* n : g.nodes()) EXPECT_NE(n->op(), OpKind::kInitializer) << n->name();
+}
+
 TEST(LossHeads, RejectsNonFloatLogits) {
   Graph g;
   Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kInt64, {2, 3}));

@@ -11,7 +11,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "tests/e2e/e2e_util.h"
 
@@ -41,6 +45,18 @@ inline std::map<std::string, std::string> Snapshot(const std::filesystem::path& 
                                          : "<special>";
   }
   return files;
+}
+
+// The loss of the first and the last progress report in a --metrics file.
+inline std::pair<double, double> FirstAndLastLoss(const std::string& metrics) {
+  std::istringstream lines(ReadFile(metrics));
+  std::vector<double> losses;
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line);
+    if (j["event"] == "progress") losses.push_back(j["loss"].get<double>());
+  }
+  EXPECT_GE(losses.size(), 2u) << ReadFile(metrics);
+  return losses.size() < 2 ? std::pair{0.0, 0.0} : std::pair{losses.front(), losses.back()};
 }
 
 class CliFixture : public ::testing::Test {

@@ -40,6 +40,7 @@ std::set<std::string> Files(const fs::path& dir) {
 
 struct Case {
   std::string model, flags;
+  std::string grad_flags = "";  // for `amptrain grad`
 };
 
 class GradVsTorch : public ::testing::TestWithParam<Case> {};
@@ -56,7 +57,8 @@ TEST_P(GradVsTorch, LossAndGradientsMatch) {
             0)
       << "see " << (ref / "torch.log");
   ASSERT_EQ(Sh(kBin + " grad " + (ref / "model.onnx").string() + " --input input_0=" + (ref / "input_0.npy").string() +
-               " --labels " + (ref / "labels.npy").string() + " --output-dir " + ours.string() + " --threads 2 > " +
+               " --labels " + (ref / "labels.npy").string() + " --output-dir " + ours.string() + " --threads 2 " +
+               c.grad_flags + " > " +
                (ref / "amptrain.log").string() + " 2>&1"),
             0)
       << "see " << (ref / "amptrain.log");
@@ -96,7 +98,13 @@ INSTANTIATE_TEST_SUITE_P(Models, GradVsTorch,
                                            Case{"activations", "--opset 17 --batch 4"},
                                            // GroupNorm, InstanceNorm2d (affine) and pixel
                                            // (un)shuffle: importer/lowerings.cc.
-                                           Case{"norms", "--opset 17 --batch 4"}),
+                                           Case{"norms", "--opset 17 --batch 4"},
+                                           // A label per token (logits [N, T, V], classes last) and
+                                           // per pixel (logits [N, C, H, W]), a fifth of them ignored:
+                                           // PyTorch's default -100, and 255 (VOC's void) by flag.
+                                           Case{"token_lm", "--opset 17 --batch 4"},
+                                           Case{"segnet", "--opset 17 --batch 4 --ignore-index 255",
+                                                "--ignore-index 255"}),
                          [](const auto& info) { return info.param.model; });
 
 }  // namespace

@@ -8,9 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
 #include "executor/npy.h"
 #include "tests/e2e/cli_fixture.h"
@@ -20,10 +18,10 @@ namespace amptrain {
 namespace {
 
 using testing::CliResult;
+using testing::FirstAndLastLoss;
 using testing::HaveTorch;
 using testing::Py;
 using testing::PySkip;
-using testing::ReadFile;
 
 namespace fs = std::filesystem;
 
@@ -66,18 +64,6 @@ class TokenTrainTest : public testing::CliFixture {
     ASSERT_TRUE(executor::WriteNpy(Path("ids.npy"), ids).ok());
     ASSERT_TRUE(executor::WriteNpy(Path("mask.npy"), mask).ok());
     ASSERT_TRUE(executor::WriteNpy(Path("labels.npy"), labels).ok());
-  }
-
-  // The mean loss of the first and the last progress report of --metrics.
-  std::pair<double, double> FirstAndLastLoss(const std::string& metrics) {
-    std::istringstream lines(ReadFile(metrics));
-    std::vector<double> losses;
-    for (std::string line; std::getline(lines, line);) {
-      auto j = nlohmann::json::parse(line);
-      if (j["event"] == "progress") losses.push_back(j["loss"].get<double>());
-    }
-    EXPECT_GE(losses.size(), 2u) << ReadFile(metrics);
-    return losses.size() < 2 ? std::pair{0.0, 0.0} : std::pair{losses.front(), losses.back()};
   }
 
   std::string Train(const std::string& model, const std::string& data, const std::string& extra) {

@@ -31,6 +31,30 @@ TrainConfig Config(int64_t classes = 4) {
   return c;
 }
 
+TEST(CountCorrect, PerSamplePerTokenAndPerPixelSkippingIgnoredLabels) {
+  // [2, 3] logits, one label per sample.
+  ir::Tensor rows = ir::Tensor::Floats({0, 2, 1, 5, 4, 3}, {2, 3});
+  Hits h = CountCorrect(rows, ir::Tensor::Int64s({1, 2}, {2}));
+  EXPECT_EQ(h.correct, 1);
+  EXPECT_EQ(h.counted, 2);
+  // Per token, classes last: [1, 2 tokens, 3 classes]; argmax 1 and 0.
+  h = CountCorrect(rows.Reshaped({1, 2, 3}).value(), ir::Tensor::Int64s({1, 0}, {1, 2}), 2);
+  EXPECT_EQ(h.correct, 2);
+  h = CountCorrect(rows.Reshaped({1, 2, 3}).value(), ir::Tensor::Int64s({1, -100}, {1, 2}), 2);
+  EXPECT_EQ(h.correct, 1);
+  EXPECT_EQ(h.counted, 1);
+  // Per pixel, classes first: [1, 3 classes, 2 pixels]: pixel 0 reads 0, 1, 4 (argmax 2),
+  // pixel 1 reads 2, 5, 3 (argmax 1).
+  const ir::Tensor pixels = rows.Reshaped({1, 3, 2}).value();
+  h = CountCorrect(pixels, ir::Tensor::Int64s({2, 1}, {1, 2}), 1);
+  EXPECT_EQ(h.correct, 2);
+  h = CountCorrect(pixels, ir::Tensor::Int64s({255, 0}, {1, 2}), 1, 255);
+  EXPECT_EQ(h.correct, 0);
+  EXPECT_EQ(h.counted, 1);
+  // Labels that do not fit count nothing.
+  EXPECT_EQ(CountCorrect(pixels, ir::Tensor::Int64s({1, 1, 1}, {1, 3}), 1).counted, 0);
+}
+
 TEST(Trainer, LossFallsAndTestAccuracyBeatsChance) {
   auto model = SmallCnn(4);
   auto trainer = Trainer::Create(*model, Config());
