@@ -16,7 +16,8 @@
 //
 // --train times training steps instead (executor/train/trainer.h): one
 // random batch (inputs as above, int64 labels uniform over the classes of
-// the logits output), cross-entropy, --optimizer at lr 1e-3, under the AMP
+// the logits output; a label per position for an output of rank > 2, as
+// --class-axis says), cross-entropy, --optimizer at lr 1e-3, under the AMP
 // flags of `train` (default O0 = fp32). It reports the step time's median
 // and 10th/90th percentiles, images/s at the median, and the peak RSS
 // (the process's, as /usr/bin/time gives it); --profile adds the kernel
@@ -64,6 +65,7 @@ struct BenchArgs {
   bool fma_peak = false;
   AmpFlags amp;
   std::string loss_scale = "auto", optimizer = "adam";
+  LabelFlags labels;  // --class-axis (--train, logits of rank > 2)
 };
 
 double Percentile(std::vector<double> v, double q) {
@@ -123,6 +125,28 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
   if (policy.level != amp::Level::kO0) config.graph.amp = policy;
   AMP_ASSIGN_OR_RETURN(config.loss_scaler, LossScaling(args.loss_scale, policy));
+  // A single output of rank > 2 trains a label per position: per token
+  // (rank 3, classes last: [N, T, V]) or per pixel (classes first:
+  // [N, C, H, W]) unless --class-axis says otherwise.
+  int64_t class_axis = 1;
+  std::vector<int64_t> label_dims;
+  if (model->outputs().size() == 1) {
+    const ir::TensorType& out = model->type(model->outputs()[0]);
+    const int64_t rank = out.has_shape ? static_cast<int64_t>(out.shape.rank()) : 0;
+    if (rank > 2) {
+      const bool last = args.labels.class_axis == "last" || (args.labels.class_axis == "auto" && rank == 3);
+      class_axis = last ? rank - 1 : 1;
+      for (int64_t d = 1; d < rank; ++d) {
+        if (d == class_axis) continue;
+        if (!out.shape[d].is_static())
+          return InvalidArgument("bench --train: the output '", model->name(model->outputs()[0]), "' ",
+                                 out.ToString(), " has a dynamic dim besides the batch; random labels need a size");
+        label_dims.push_back(out.shape[d].value);
+      }
+      config.graph.label_dims = label_dims;
+      config.graph.class_axis = last ? autodiff::ClassAxis::kLast : autodiff::ClassAxis::kFirst;
+    }
+  }
   AMP_ASSIGN_OR_RETURN(auto trainer, train::Trainer::Create(*model, config));
 
   std::mt19937_64 rng(0);
@@ -132,8 +156,10 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
     batch.inputs.emplace_back(name, std::move(t));
   }
   const ir::TensorType& logits = model->type(model->FindValue(trainer->logits_output()));
-  const int64_t classes = logits.shape.dims()[1].value;  // static: Trainer::Create checked it
-  AMP_ASSIGN_OR_RETURN(batch.labels, ir::Tensor::Zeros(ir::DType::kInt64, {batch.inputs[0].second.dims()[0]}));
+  const int64_t classes = logits.shape.dims()[class_axis].value;  // static: Trainer::Create checked it
+  std::vector<int64_t> labels_shape{batch.inputs[0].second.dims()[0]};
+  labels_shape.insert(labels_shape.end(), label_dims.begin(), label_dims.end());
+  AMP_ASSIGN_OR_RETURN(batch.labels, ir::Tensor::Zeros(ir::DType::kInt64, labels_shape));
   std::uniform_int_distribution<int64_t> label(0, classes - 1);
   for (int64_t i = 0; i < batch.labels.num_elements(); ++i) batch.labels.data<int64_t>()[i] = label(rng);
   const int64_t images = batch.size();
@@ -289,6 +315,11 @@ void AddBenchCommand(CLI::App& app, Status& result) {
   cmd->add_flag("--profile", args->profile, "Print per-op, per-implementation and top-node kernel times (stderr)");
   cmd->add_flag("--no-optimize", args->no_optimize, "Skip the inference graph optimizations (BN folding, conv fusion)");
   cmd->add_flag("--train", args->train, "Time training steps (forward, backward, optimizer) instead of inference");
+  cmd->add_option("--class-axis", args->labels.class_axis,
+                  "With --train, an output of rank > 2: random labels per position, the classes first ([N, C, H, W]) "
+                  "or last ([N, T, V]); auto: last for rank 3, else first")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "first", "last"}));
   cmd->add_flag("--fma-peak", args->fma_peak,
                 "Measure this CPU's fp32 FMA peak (GFLOP/s) on --threads threads instead (no MODEL)");
   AddAmpFlags(cmd, args->amp, "with --train; default O0: fp32");

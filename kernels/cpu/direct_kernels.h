@@ -90,6 +90,7 @@ void RegisterDirectElementwise(Registry& r);  // direct_elementwise.cc: Relu, Re
 void RegisterDirectBatchNorm(Registry& r);
 void RegisterDirectDropout(Registry& r);      // direct_dropout.cc: Dropout (training), DropoutGrad
 void RegisterDirectErf(Registry& r);          // direct_erf.cc: Erf, UnaryGrad of Erf (GELU)
+void RegisterDirectLoss(Registry& r);         // direct_loss.cc: SoftmaxCrossEntropyLoss and its grad, fp32 rows
 void RegisterDirectReduce(Registry& r);       // direct_reduce.cc: ReduceSumTo (leading/trailing axes summed)    // direct_batchnorm.cc: BatchNormalization and its grad, fp32 params
 
 }  // namespace amptrain::kernels::cpu::direct

@@ -6,13 +6,15 @@
 // infinities and quiet NaNs besides random values; geometries cover odd
 // sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
 // windows. Erf and its gradient (direct_erf.cc) are not the reference's
-// bits: within one ulp of the exact value. ReduceSumTo bit for bit too (each output summed in double in the
+// bits: within one ulp of the exact value; SoftmaxCrossEntropyLoss and its
+// gradient (direct_loss.cc) within one ulp of the reference. ReduceSumTo bit for bit too (each output summed in double in the
 // reference's order). Also: the registry picks "direct" for these ops, and what the
 // direct kernels decline (MaxPool's Indices, 1-D pools) still runs.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <random>
 
 #include "ir/onnx_dtype.h"
 #include "tests/kernels/grad_test_util.h"
@@ -728,6 +730,116 @@ TEST_P(DirectPath, BatchNormFollowsLaneOrderBitwise) {
     }
     EXPECT_EQ(mismatches, 0) << what << " " << ir::DTypeName(t) << " (ISA " << cpu::Cpu().onednn_isa << ")";
   }
+}
+
+// SoftmaxCrossEntropyLoss and its gradient on fp32 rows (direct_loss.cc):
+// not the reference's bits (exp by polynomial, the row sum in another
+// order) but within one ulp of them everywhere, the loss too; the same bits
+// on 1 and 2 threads; rows holding inf or NaN as the reference computes
+// them, bit for bit; ignored labels; label smoothing.
+struct LossCase {
+  Tensor scores, labels;
+  Attributes attrs;
+};
+
+LossCase LossInputs(int64_t n, int64_t c, uint32_t seed, double smoothing) {
+  LossCase k{gradtest::Random({n, c}, seed, DType::kFloat32, -8.0, 8.0), *Tensor::Zeros(DType::kInt64, {n}), {}};
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < n; ++i) k.labels.data<int64_t>()[i] = i % 5 == 3 ? -100 : static_cast<int64_t>(rng() % c);
+  k.attrs.Set("reduction", std::string("mean"));
+  k.attrs.Set("ignore_index", int64_t{-100});
+  if (smoothing > 0) k.attrs.Set("label_smoothing", static_cast<float>(smoothing));
+  return k;
+}
+
+// The largest distance in ulps between a and b, element by element (NaN must match NaN).
+double WorstUlps(const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const double x = a.GetAsDouble(i), y = b.GetAsDouble(i);
+    if (std::isnan(x) || std::isnan(y)) {
+      if (std::isnan(x) != std::isnan(y)) return INFINITY;
+      continue;
+    }
+    if (x != y) worst = std::max(worst, std::abs(x - y) / Ulp(DType::kFloat32, y));
+  }
+  return worst;
+}
+
+TEST(DirectLoss, WithinAnUlpOfTheReference) {
+  for (double smoothing : {0.0, 0.1}) {
+    LossCase k = LossInputs(37, 1000, 81, smoothing);
+    Options direct{.impl = "direct", .num_outputs = 2}, one = direct, any = direct, ref{.num_outputs = 2};
+    one.threads = 1;
+    any.impl = "";
+    auto got = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, direct);
+    auto got1 = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, one);
+    auto picked = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, any);
+    auto want = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, ref);
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && want.ok()) << got.status().ToString();
+    for (int o = 0; o < 2; ++o) {
+      EXPECT_TRUE(SameBits((*got)[o], (*got1)[o])) << "1 and 2 threads differ, output " << o;
+      EXPECT_TRUE(SameBits((*got)[o], (*picked)[o])) << "the registry's pick is not the direct kernel";
+      EXPECT_LE(WorstUlps((*got)[o], (*want)[o]), 1.0) << "output " << o << ", smoothing " << smoothing;
+    }
+    // The gradient of the reference's log_prob, at a scale that is not 1.
+    const std::vector<Tensor> in = {Tensor::Floats({1.7f}, {}), (*want)[1], k.labels};
+    auto grad = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{.impl = "direct"});
+    auto grad1 = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{.impl = "direct", .threads = 1});
+    auto grad_ref = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{});
+    ASSERT_TRUE(grad.ok() && grad1.ok() && grad_ref.ok()) << grad.status().ToString();
+    EXPECT_TRUE(SameBits((*grad)[0], (*grad1)[0])) << "1 and 2 threads differ";
+    EXPECT_LE(WorstUlps((*grad)[0], (*grad_ref)[0]), 1.0) << "smoothing " << smoothing;
+    for (int64_t i = 3; i < 37; i += 5)  // ignored rows: zero
+      for (int64_t j = 0; j < 1000; ++j) ASSERT_EQ((*grad)[0].GetAsDouble(i * 1000 + j), 0.0);
+  }
+}
+
+TEST(DirectLoss, RowsWithInfOrNaNAsTheReference) {
+  LossCase k = LossInputs(6, 50, 82, 0.0);
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  ir::SetElementFromDouble(k.scores, 0 * 50 + 7, inf);   // an overflowed fp16 logit
+  ir::SetElementFromDouble(k.scores, 1 * 50 + 9, -inf);
+  ir::SetElementFromDouble(k.scores, 2 * 50 + 1, nan);
+  k.labels.data<int64_t>()[0] = 7;
+  Options direct{.impl = "direct", .num_outputs = 2}, ref{.num_outputs = 2};
+  auto got = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, direct);
+  auto want = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, ref);
+  ASSERT_TRUE(got.ok() && want.ok()) << got.status().ToString();
+  EXPECT_TRUE(std::isnan((*got)[0].GetAsDouble(0)));
+  for (int64_t e = 0; e < 3 * 50; ++e)  // the three rows, bit for bit
+    EXPECT_EQ(ElementBits((*got)[1], e), ElementBits((*want)[1], e)) << "log_prob element " << e;
+  const std::vector<Tensor> in = {Tensor::Floats({1.0f}, {}), (*want)[1], k.labels};
+  auto grad = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{.impl = "direct"});
+  auto grad_ref = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{});
+  ASSERT_TRUE(grad.ok() && grad_ref.ok());
+  for (int64_t e = 0; e < 3 * 50; ++e)
+    EXPECT_EQ(ElementBits((*grad)[0], e), ElementBits((*grad_ref)[0], e)) << "gradient element " << e;
+}
+
+TEST(DirectLoss, DeclinesWhatTheReferenceTakesAndNamesABadLabel) {
+  LossCase k = LossInputs(4, 10, 83, 0.0);
+  Options direct{.impl = "direct", .num_outputs = 2}, any = direct;
+  any.impl = "";
+  Attributes none = k.attrs;
+  none.Set("reduction", std::string("none"));
+  Tensor strided = gradtest::Random({4, 10, 3}, 84, DType::kFloat32);
+  Tensor strided_labels = *Tensor::Zeros(DType::kInt64, {4, 3});
+  Tensor weights = Tensor::Floats(std::vector<float>(10, 0.5f), {10});
+  const std::vector<std::pair<Attributes, std::vector<Tensor>>> declined = {
+      {none, {k.scores, k.labels}},
+      {k.attrs, {strided, strided_labels}},
+      {k.attrs, {k.scores, k.labels, weights}},
+      {k.attrs, {gradtest::Random({4, 10}, 85, DType::kFloat16), k.labels}}};
+  for (const auto& [a, in] : declined) {
+    EXPECT_FALSE(RunKernel(OpKind::kSoftmaxCrossEntropyLoss, a, in, direct).ok());
+    EXPECT_TRUE(RunKernel(OpKind::kSoftmaxCrossEntropyLoss, a, in, any).ok());
+  }
+  k.labels.data<int64_t>()[2] = 10;
+  auto bad = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, direct);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("label 10 at position 2 is outside [0, 10)"), std::string::npos)
+      << bad.status().ToString();
 }
 
 // [N, C] inputs and planes under 16 elements go to the other kernels.
