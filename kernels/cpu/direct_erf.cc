@@ -1,7 +1,10 @@
 // Direct Erf and UnaryGrad of Erf (GELU's erf, exported by PyTorch as
-// Div -> Erf -> Add -> Mul -> Mul), fp32, fp16 and bf16: loops the compiler
+// Div -> Erf -> Add -> Mul -> Mul), and Gelu and GeluGrad (the exact,
+// erf-based GELU: opset 20's Gelu, and what amptrain's import makes of the
+// exporters' erf pattern), fp32, fp16 and bf16: loops the compiler
 // vectorizes, where the reference calls the C library's erf and exp once per
 // element.
+//   Gelu, GeluGrad: GeluSpan and GeluGradSpan below, in double on Erf.
 //   Erf(x):   in double, rounded once: |x| < 1: x R(x^2); 1 <= |x| < 3.93:
 //             1 - e^(-x^2) Q(1/|x|), with R and Q polynomials fitted here to
 //             erf(x)/x and erfc(x) e^(x^2) (relative error below 2.2e-9 in
@@ -37,6 +40,8 @@ constexpr double kQ[] = {3.421312107866158e-05, 0.5635543383496372,  0.004459453
                          -0.045676799396800444, 0.8485038328238743,  -1.4493930961904549,  1.3507701404958743,
                          -0.7645058075527672,   0.24782904074786835, -0.03550650309871432};
 constexpr double kTwoOverSqrtPi = 1.1283791670955126;
+constexpr double kSqrtHalf = 0.70710678118654752;      // 1/sqrt(2)
+constexpr double kInvSqrtTwoPi = 0.3989422804014327;  // 1/sqrt(2 pi)
 inline double Erf(double x) {
   const double a = std::fabs(x), t = a * a;
   const int64_t ab = Bits(a);
@@ -67,16 +72,44 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void ErfGradSpan(co
   }
 }
 
+// Gelu(x) = x/2 (1 + erf(x/sqrt 2)), in double, rounded once. Where
+// |x|/sqrt 2 >= 3.93 (x <= -5.56: |gelu| < 3e-8) Erf is +-1 and the
+// negative side gives -0, as the reference's fp32 erf does from about the
+// same point.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void GeluSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    y[i] = static_cast<float>(0.5 * v * (1.0 + Erf(v * kSqrtHalf)));
+  }
+}
+
+// GeluGrad(dY, X) = dY (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x/sqrt 2))/2,
+// phi(x) = e^(-x^2/2)/sqrt(2 pi), in double, rounded once; e^(-x^2/2) is 0
+// beyond x^2/2 = 104 (x^2 in double: 0.5 x^2 of an fp32 x is exact).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void GeluGradSpan(const float* dy, const float* x,
+                                                                             float* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]), t = 0.5 * v * v;
+    const double e = Select(Bits(t) > Bits(104.0), 0.0, ExpNegative(t));
+    const double d = 0.5 * (1.0 + Erf(v * kSqrtHalf)) + v * (kInvSqrtTwoPi * e);
+    dx[i] = static_cast<float>(static_cast<double>(dy[i]) * Select(Bits(t) > kInfBits, t, d));  // NaN x: NaN
+  }
+}
+
 // fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks).
 class ErfKernel : public Kernel {
  public:
-  ErfKernel(DType t, bool grad, int threads) : t_(t), grad_(grad), threads_(threads) {}
+  ErfKernel(DType t, bool grad, bool gelu, int threads) : t_(t), grad_(grad), gelu_(gelu), threads_(threads) {}
 
   Status Run(KernelContext& ctx) override {
     ForFloatChunks(t_, threads_, ctx.scratch, ctx.outputs[0].num_elements(), ctx.inputs[0].data,
                    grad_ ? ctx.inputs[1].data : nullptr, ctx.outputs[0].data,
                    [&](const float* a, const float* b, float* y, int64_t, int64_t len) {
-                     if (grad_) ErfGradSpan(a, b, y, len);
+                     if (gelu_ && grad_) GeluGradSpan(a, b, y, len);
+                     else if (gelu_) GeluSpan(a, y, len);
+                     else if (grad_) ErfGradSpan(a, b, y, len);
                      else ErfSpan(a, y, len);
                    });
     return Status::Ok();
@@ -86,15 +119,20 @@ class ErfKernel : public Kernel {
 
  private:
   DType t_;
-  bool grad_;
+  bool grad_, gelu_;
   int threads_;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
-  const bool grad = init.op == OpKind::kUnaryGrad;
-  if (grad) {
+  const bool gelu = init.op == OpKind::kGelu || init.op == OpKind::kGeluGrad;
+  const bool grad = init.op == OpKind::kUnaryGrad || init.op == OpKind::kGeluGrad;
+  if (init.op == OpKind::kUnaryGrad) {
     AMP_ASSIGN_OR_RETURN(std::string op, init.attrs->GetString("op", ""));
     if (op != "Erf") return Unimplemented(init.Describe(), ": the direct UnaryGrad is Erf's only");
+  }
+  if (gelu) {
+    AMP_ASSIGN_OR_RETURN(std::string approximate, init.attrs->GetString("approximate", "none"));
+    if (approximate != "none") return Unimplemented(init.Describe(), ": the direct Gelu is the exact one (erf)");
   }
   const size_t inputs = grad ? 2 : 1;
   if (init.inputs.size() != inputs || init.outputs.size() != 1) return init.Error("unexpected arity");
@@ -102,7 +140,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
   for (const TensorSpec& in : init.inputs)
     if (in.dtype != out.dtype || in.dims != out.dims) return init.Error("inputs and output differ in dtype or shape");
   if (out.dtype != DType::kFloat32 && !IsTwoByteFloat(out.dtype)) return init.Error("takes fp32, fp16 and bf16");
-  return std::unique_ptr<Kernel>(new ErfKernel(out.dtype, grad, Threads(init)));
+  return std::unique_ptr<Kernel>(new ErfKernel(out.dtype, grad, gelu, Threads(init)));
 }
 
 }  // namespace
@@ -110,6 +148,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
 void RegisterDirectErf(Registry& r) {
   r.Add(DirectEntry(OpKind::kErf, MakeErf));
   r.Add(DirectEntry(OpKind::kUnaryGrad, MakeErf));
+  r.Add(DirectEntry(OpKind::kGelu, MakeErf));
+  r.Add(DirectEntry(OpKind::kGeluGrad, MakeErf));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

@@ -442,6 +442,63 @@ TEST_P(DirectPath, ErfIsCorrectlyRoundedToAnUlp) {
   }
 }
 
+// Gelu and GeluGrad (the exact, erf-based GELU; direct_erf.cc) within one
+// ulp of the exact value in double over a dense sweep for x > -5.5 (below,
+// where |gelu| < 1.2e-7, within 1.2e-7: 1 + erf cancels to 0 from x = -5.56,
+// here as in the reference's fp32 erf; GeluGrad within an ulp of its terms'
+// size where they cancel); NaN where the reference has NaN; the same bits on 1 and 2
+// threads; the registry's pick; the tanh approximation declined.
+TEST_P(DirectPath, GeluIsCorrectlyRoundedToAnUlp) {
+  const DType t = GetParam().dtype;
+  const int64_t n = 120007;
+  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    ir::SetElementFromDouble(x, i, -8.0 + 16.0 * static_cast<double>(i) / static_cast<double>(n - 1));
+    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
+  for (bool backward : {false, true}) {
+    const OpKind op = backward ? OpKind::kGeluGrad : OpKind::kGelu;
+    const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
+    auto got = RunKernel(op, {}, in, direct), got1 = RunKernel(op, {}, in, one), picked = RunKernel(op, {}, in, any);
+    auto ref = RunKernel(op, {}, in, Options{});
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
+    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
+    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+    double worst = 0, worst_x = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i);
+      const double cdf = 0.5 * std::erfc(-xv / std::sqrt(2.0));
+      const double exact = backward ? dy.GetAsDouble(i) * (cdf + xv * std::exp(-0.5 * xv * xv) / std::sqrt(2 * M_PI))
+                                    : xv * cdf;
+      const double want_ref = (*ref)[0].GetAsDouble(i);
+      if (std::isnan(have) || std::isnan(want_ref)) {
+        EXPECT_EQ(std::isnan(have), std::isnan(want_ref)) << "x = " << xv;
+        continue;
+      }
+      if (xv <= -5.5) {  // |exact| < 1.2e-7 here, and 0 is within that of it
+        EXPECT_LE(std::abs(have - exact), 1.2e-7) << "x = " << xv;
+        continue;
+      }
+      // GeluGrad's two terms cancel at its zero (x = -0.7518): there one ulp
+      // of the terms' size is what any fp32 evaluation can promise.
+      const double size = backward ? std::abs(dy.GetAsDouble(i)) *
+                                         (cdf + std::abs(xv) * std::exp(-0.5 * xv * xv) / std::sqrt(2 * M_PI))
+                                   : std::abs(exact);
+      const double err = std::abs(have - exact) / std::max(Ulp(t, exact), Ulp(t, size));
+      if (err > worst) worst = err, worst_x = xv;
+    }
+    EXPECT_LE(worst, 1.0) << (backward ? "GeluGrad" : "Gelu") << " at x = " << worst_x;
+  }
+  Attributes tanh;
+  tanh.Set("approximate", std::string("tanh"));
+  EXPECT_FALSE(RunKernel(OpKind::kGelu, tanh, {x}, direct).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kGelu, tanh, {x}, any).ok());
+}
+
 // Training Dropout (the same mask as the reference's counter-based stream,
 // compared as integers here) and DropoutGrad, bit for bit, with and without
 // the mask output, at several ratios and run seeds; 1 and 2 threads alike.

@@ -4,6 +4,7 @@
 // parameter inputs known at kernel creation, and only at run time.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -147,6 +148,35 @@ TEST_P(ShapeOps, TransposeLargeUsesThreadsCorrectly) {
   ASSERT_EQ(y.dims(), (std::vector<int64_t>{257, 300}));
   for (int64_t j = 0; j < 257; j += 17)
     for (int64_t i = 0; i < 300; i += 13) ASSERT_EQ(y.data<float>()[j * 300 + i], x.data<float>()[i * 257 + j]);
+}
+
+// Permutations whose last two output dims are the source's last dim and a
+// strided one run as tiles (shape_kernels.h, TiledTranspose): every element
+// against the definition, with edge tiles and permuted batch dims.
+TEST_P(ShapeOps, TransposeOfTheLastTwoAxesInTiles) {
+  using V = std::vector<int64_t>;
+  for (const auto& [dims, perm] : {std::pair{V{3, 45, 70}, V{0, 2, 1}}, std::pair{V{2, 3, 40, 33}, V{0, 1, 3, 2}},
+                                   std::pair{V{4, 5, 9, 10}, V{1, 0, 3, 2}}, std::pair{V{70, 45}, V{1, 0}}}) {
+    const Tensor x = Iota(dims);
+    for (DType dt : {DType::kFloat32, DType::kFloat16, DType::kInt64}) {
+      std::vector<double> xs = Values(x);
+      for (double& v : xs) v = std::fmod(v, 2000.0);  // exact in fp16
+      Tensor y = Run1(OpKind::kTranspose, {Typed(dt, xs, dims)}, Attr("perm", perm));
+      V out(dims.size()), stride(dims.size(), 1);
+      for (size_t d = 0; d < dims.size(); ++d) out[d] = dims[perm[d]];
+      for (size_t d = dims.size() - 1; d-- > 0;) stride[d] = stride[d + 1] * dims[d + 1];
+      ASSERT_EQ(y.dims(), out);
+      const std::vector<double> got = Values(y);
+      for (int64_t o = 0; o < y.num_elements(); ++o) {
+        int64_t rem = o, src = 0;
+        for (size_t d = out.size(); d-- > 0;) {
+          src += rem % out[d] * stride[perm[d]];
+          rem /= out[d];
+        }
+        ASSERT_EQ(got[o], xs[src]) << ir::DTypeName(dt) << " element " << o;
+      }
+    }
+  }
 }
 
 TEST_P(ShapeOps, ConcatAndSplit) {
