@@ -3,12 +3,16 @@
 
   .cache/torch-pypi/bin/python tools/bench/transformer_training.py [--threads 2] [--runs 3]
       [--batch 32] [--seq 128] [--amptrain build/tools/amptrain] [--out docs/benchmarks/transformer_training.md]
+      [--task classify|lm] [--vocab 8192]
 
 The model: a token-id classifier, nn.Embedding (vocab 1000) + a learned position table, an
 nn.TransformerEncoder (d_model 256, 4 heads, feed-forward 1024, GELU, 4 layers, dropout 0.1), LayerNorm,
 mean over the sequence, nn.Linear to 10 classes. Batch --batch x --seq token ids uniform in [0, 10) (what
 `amptrain bench` draws for integer inputs), labels uniform over the classes, one batch reused (no data
 loading anywhere), Adam(W) lr 1e-3, cross-entropy, training mode.
+--task lm: the same encoder as a GPT-style language model instead: a causal attention mask, no mean, the
+head nn.Linear(256, --vocab) on every token (logits [batch, seq, vocab]), labels uniform over the vocabulary
+per token, cross-entropy over all batch x seq tokens (default --out docs/benchmarks/lm_training.md).
   amptrain        `amptrain bench MODEL --train --json [--amp LEVEL --dtype T]` on PyTorch's training-mode
                   TorchScript export (opset 17, do_constant_folding=False: docs/BRING_YOUR_OWN_MODEL.md);
   ort-training    ONNX Runtime on-device training (CrossEntropyLoss, AdamW) of the same .onnx file, fp32, with
@@ -50,15 +54,21 @@ class Classifier(nn.Module):
         self.head = nn.Linear(d, classes)
     def forward(self, ids):
         return self.head(self.norm(self.enc(self.emb(ids) + self.pos)).mean(1))
-def build_model(seq):
+class LanguageModel(Classifier):
+    def __init__(self, seq, vocab):
+        super().__init__(seq, vocab=vocab, classes=vocab)
+        self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), 1), persistent=False)
+    def forward(self, ids):
+        return self.head(self.norm(self.enc(self.emb(ids) + self.pos, mask=self.mask)))
+def build_model(seq, task="classify", vocab=1000):
     torch.manual_seed(0)
-    return Classifier(seq)
+    return LanguageModel(seq, vocab) if task == "lm" else Classifier(seq)
 '''
 
 EXPORT = r'''
 import warnings
-seq, path = int(sys.argv[1]), sys.argv[2]
-m = build_model(seq)
+seq, path, task, vocab = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+m = build_model(seq, task, vocab)
 m.train()
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -71,19 +81,33 @@ with warnings.catch_warnings():
 # One measurement in a child process: prints {"images_per_s": ..., "steps": [...]} as its last line.
 CHILD = r'''
 import json, os, statistics, time
-runtime, precision, batch, seq, threads, warmup, steps, onnx_path, work = sys.argv[1:10]
-batch, seq, threads, warmup, steps = int(batch), int(seq), int(threads), int(warmup), int(steps)
+runtime, precision, batch, seq, threads, warmup, steps, onnx_path, work, task, vocab = sys.argv[1:12]
+batch, seq, threads, warmup, steps, vocab = int(batch), int(seq), int(threads), int(warmup), int(steps), int(vocab)
 torch.set_num_threads(threads)
 g = torch.Generator().manual_seed(0)
 ids = torch.randint(0, 10, (batch, seq), generator=g)
-y = torch.randint(0, 10, (batch,), generator=g)
+y = torch.randint(0, vocab, (batch, seq), generator=g) if task == "lm" else torch.randint(0, 10, (batch,), generator=g)
 if runtime == "ort-training":
+    if task == "lm":
+        # ORT's CrossEntropyLoss block feeds the logits to SoftmaxCrossEntropyLoss, which reads the classes on
+        # axis 1, but shapes the labels as the logits less their last dim (onnxblock/loss/loss.py): on
+        # [batch, seq, vocab] logits it fails. So the logits go through a Transpose to [batch, vocab, seq],
+        # declared with symbolic dims so that the labels input comes out [d0, d1] and takes [batch, seq].
+        import onnx
+        from onnx import helper
+        m = onnx.load(onnx_path)
+        out = m.graph.output[0]
+        m.graph.node.append(helper.make_node("Transpose", [out.name], ["logits_bvs"], perm=[0, 2, 1]))
+        m.graph.output.remove(out)
+        m.graph.output.append(helper.make_tensor_value_info("logits_bvs", onnx.TensorProto.FLOAT, ["d0", "d1", "d2"]))
+        onnx_path = os.path.join(work, "lm_classes_first_%d.onnx" % os.getpid())
+        onnx.save(m, onnx_path)
     ort_step = ort_trainer(onnx_path, work, "transformer")
     idn, yn = ids.numpy().astype("int64"), y.numpy().astype("int64")
     def step():
         ort_step(idn, yn)
 else:
-    model = build_model(seq)
+    model = build_model(seq, task, vocab)
     model.train()
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
@@ -93,7 +117,7 @@ else:
         opt.zero_grad(set_to_none=True)
         with torch.autocast("cpu", torch.bfloat16, enabled=low):
             out = fwd(ids)
-        loss_fn(out.float(), y).backward()
+        loss_fn(out.float().reshape(-1, out.shape[-1]), y.reshape(-1)).backward()
         opt.step()
 for _ in range(warmup):
     step()
@@ -115,15 +139,22 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--amptrain", default=os.path.join(ROOT, "build/tools/amptrain"))
-    ap.add_argument("--out", default=os.path.join(ROOT, "docs/benchmarks/transformer_training.md"))
+    ap.add_argument("--out", default=None, help="default docs/benchmarks/transformer_training.md, "
+                    "lm_training.md with --task lm")
+    ap.add_argument("--task", choices=["classify", "lm"], default="classify")
+    ap.add_argument("--vocab", type=int, default=8192, help="--task lm: the vocabulary (the head's width)")
     ap.add_argument("--skip", default="", help="comma-separated runtimes to leave out (e.g. torch-compile)")
     a = ap.parse_args()
+    lm = a.task == "lm"
+    a.out = a.out or os.path.join(ROOT, "docs/benchmarks", "lm_training.md" if lm else "transformer_training.md")
+    vocab = a.vocab if lm else 1000
     work = os.path.join(ROOT, "build/bench")
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, OMP_WAIT_POLICY="passive")
     py = sys.executable
-    model = os.path.join(work, f"transformer_s{a.seq}_torch_train.onnx")
-    subprocess.run([py, "-c", MODEL + EXPORT, str(a.seq), model], check=True, capture_output=True, env=env)
+    model = os.path.join(work, f"transformer_{a.task}_s{a.seq}_v{vocab}_torch_train.onnx")
+    subprocess.run([py, "-c", MODEL + EXPORT, str(a.seq), model, a.task, str(vocab)], check=True, capture_output=True,
+                   env=env)
     skip = set(filter(None, a.skip.split(",")))
     configs = [("amptrain", name, flags) for name, flags in AMPTRAIN_CONFIGS]
     configs += [(rt, prec, None) for rt, prec in OTHER_CONFIGS if rt not in skip]
@@ -138,7 +169,7 @@ def main():
             else:
                 warmup = a.warmup + 3 if runtime == "torch-compile" else a.warmup
                 cmd = [py, "-c", MODEL + ORT_TRAINER + CHILD, runtime, precision, str(a.batch),
-                       str(a.seq), str(a.threads), str(warmup), str(a.steps), model, work]
+                       str(a.seq), str(a.threads), str(warmup), str(a.steps), model, work, a.task, str(vocab)]
             out, err, rc, rss, wall = run_measured(cmd, env)
             row = {"runtime": runtime, "precision": precision, "run": run, "rc": rc, "peak_rss_mib": rss, "wall_s": wall}
             if rc == 0:
@@ -148,7 +179,7 @@ def main():
             rows.append(row)
             print(json.dumps(row), flush=True)
     load_end = open("/proc/loadavg").read().split()[:3]
-    with open(os.path.join(work, "transformer_training.jsonl"), "w") as f:
+    with open(os.path.join(work, f"transformer_training_{a.task}.jsonl"), "w") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")
 
@@ -157,16 +188,21 @@ def main():
     import onnxruntime
     base = statistics.median(r["seq_per_s"] for r in rows if r["runtime"] == "amptrain" and r["precision"] == "O0 fp32"
                              and "seq_per_s" in r)
-    lines = ["# Transformer training on the CPU: amptrain against PyTorch and ONNX Runtime training", "",
+    title = "A transformer language model" if lm else "Transformer"
+    lines = [f"# {title} training on the CPU: amptrain against PyTorch and ONNX Runtime training", "",
              f"`tools/bench/transformer_training.py --threads {a.threads} --runs {a.runs} --batch {a.batch} "
-             f"--seq {a.seq}` on {time.strftime('%Y-%m-%d')}: {cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, "
+             f"--seq {a.seq}{f' --task lm --vocab {vocab}' if lm else ''}` on {time.strftime('%Y-%m-%d')}: {cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, "
              f"{a.threads} threads, OMP_WAIT_POLICY=passive; {version_lines[0]}, PyTorch {torch.__version__}, "
              f"onnxruntime-training {onnxruntime.__version__}. Load average {' '.join(load_start)} at the start, "
              f"{' '.join(load_end)} at the end; {time.time() - t_start:.0f} s in all.", "",
-             "The model: token ids -> nn.Embedding (1000) + positions -> nn.TransformerEncoder (d_model 256, 4 heads, "
-             "feed-forward 1024, GELU, 4 layers, dropout 0.1) -> LayerNorm -> mean -> Linear (10); Adam(W) lr 1e-3, "
-             f"batch {a.batch} x {a.seq} tokens, one batch reused. sequences/s: the median of the runs' medians "
-             "(min-max over the runs); the last column is amptrain O0's rate over the row's.", "",
+             (f"The model: token ids -> nn.Embedding ({vocab}) + positions -> nn.TransformerEncoder (d_model 256, "
+              "4 heads, feed-forward 1024, GELU, 4 layers, dropout 0.1, causal mask) -> LayerNorm -> Linear "
+              f"({vocab}) on every token: logits [batch, seq, {vocab}], a label per token (cross-entropy over "
+              "the batch's tokens); " if lm else
+              "The model: token ids -> nn.Embedding (1000) + positions -> nn.TransformerEncoder (d_model 256, 4 heads, "
+              "feed-forward 1024, GELU, 4 layers, dropout 0.1) -> LayerNorm -> mean -> Linear (10); ") +
+             f"Adam(W) lr 1e-3, batch {a.batch} x {a.seq} tokens, one batch reused. sequences/s: the median of the "
+             "runs' medians (min-max over the runs); the last column is amptrain O0's rate over the row's.", "",
              "| runtime | precision | sequences/s | spread | peak RSS MiB | amptrain O0 vs it |",
              "|---|---|---|---|---|---|"]
     for runtime, precision, _ in configs:
