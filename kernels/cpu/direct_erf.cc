@@ -5,6 +5,9 @@
 // vectorizes, where the reference calls the C library's erf and exp once per
 // element.
 //   Gelu, GeluGrad: GeluSpan and GeluGradSpan below, in double on Erf.
+// Also Tanh (in double on ExpNegative, within one ulp of the exact value)
+// and Pow with a constant exponent of 2 (the reference's bits) or 3 (in
+// double, within one ulp): GPT-2's gelu_new is Pow, Tanh, Mul and Add.
 //   Erf(x):   in double, rounded once: |x| < 1: x R(x^2); 1 <= |x| < 3.93:
 //             1 - e^(-x^2) Q(1/|x|), with R and Q polynomials fitted here to
 //             erf(x)/x and erfc(x) e^(x^2) (relative error below 2.2e-9 in
@@ -98,49 +101,116 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void GeluGradSpan(c
   }
 }
 
-// fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks).
+// tanh(x) in double, rounded once: x (1 - x^2/3 + 2x^4/15 - 17x^6/315 +
+// 62x^8/2835) below |x| = 1/16 (truncation below 1e-13 relative), else
+// sign(x) (1 - t)/(1 + t), t = e^(-2|x|) (ExpNegative; 1 beyond |x| = 354,
+// where tanh rounds to 1 in every float); NaN kept.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void TanhSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]), a = std::fabs(v), z = v * v;
+    const double series = v * (1.0 + z * (-1.0 / 3 + z * (2.0 / 15 + z * (-17.0 / 315 + z * (62.0 / 2835)))));
+    const double t = ExpNegative(2.0 * a);
+    const double far = std::copysign((1.0 - t) / (1.0 + t), v);
+    const double r = Select(Bits(a) < Bits(0.0625), series, far);
+    y[i] = static_cast<float>(Select(Bits(a) > kInfBits, v, r));  // NaN
+  }
+}
+
+// x^2 as the reference computes it (one fp32 product); x^3 in double, rounded
+// once (x^2 is exact in double; within one ulp of the correctly rounded cube).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SquareSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * x[i];
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) void CubeSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    y[i] = static_cast<float>(v * v * v);
+  }
+}
+
+enum class Fn { kErf, kErfGrad, kGelu, kGeluGrad, kTanh, kSquare, kCube };
+
+// fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks). The
+// gradients read (dY, X); Pow's constant exponent input is not read.
 class ErfKernel : public Kernel {
  public:
-  ErfKernel(DType t, bool grad, bool gelu, int threads) : t_(t), grad_(grad), gelu_(gelu), threads_(threads) {}
+  ErfKernel(DType t, Fn fn, int threads) : t_(t), fn_(fn), threads_(threads) {}
 
   Status Run(KernelContext& ctx) override {
     ForFloatChunks(t_, threads_, ctx.scratch, ctx.outputs[0].num_elements(), ctx.inputs[0].data,
-                   grad_ ? ctx.inputs[1].data : nullptr, ctx.outputs[0].data,
+                   binary() ? ctx.inputs[1].data : nullptr, ctx.outputs[0].data,
                    [&](const float* a, const float* b, float* y, int64_t, int64_t len) {
-                     if (gelu_ && grad_) GeluGradSpan(a, b, y, len);
-                     else if (gelu_) GeluSpan(a, y, len);
-                     else if (grad_) ErfGradSpan(a, b, y, len);
-                     else ErfSpan(a, y, len);
+                     switch (fn_) {
+                       case Fn::kErf: return ErfSpan(a, y, len);
+                       case Fn::kErfGrad: return ErfGradSpan(a, b, y, len);
+                       case Fn::kGelu: return GeluSpan(a, y, len);
+                       case Fn::kGeluGrad: return GeluGradSpan(a, b, y, len);
+                       case Fn::kTanh: return TanhSpan(a, y, len);
+                       case Fn::kSquare: return SquareSpan(a, y, len);
+                       case Fn::kCube: return CubeSpan(a, y, len);
+                     }
                    });
     return Status::Ok();
   }
   int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
-  size_t scratch_bytes() const override { return FloatChunkScratch(t_, threads_, grad_ ? 2 : 1); }
+  size_t scratch_bytes() const override { return FloatChunkScratch(t_, threads_, binary() ? 2 : 1); }
 
  private:
+  bool binary() const { return fn_ == Fn::kErfGrad || fn_ == Fn::kGeluGrad; }
   DType t_;
-  bool grad_, gelu_;
+  Fn fn_;
   int threads_;
 };
 
+// Pow's exponent when it is a constant scalar of 2 or 3 (what PyTorch's
+// `x ** 2`, `x.pow(3)` and GPT-2's gelu_new export); other exponents decline.
+StatusOr<Fn> PowFn(const KernelInit& init) {
+  const TensorSpec& e = init.inputs[1];
+  if (!e.value || e.value->num_elements() != 1)
+    return Unimplemented(init.Describe(), ": the direct Pow takes a constant scalar exponent");
+  const double v = e.value->GetAsDouble(0);
+  if (v == 2.0) return Fn::kSquare;
+  if (v == 3.0) return Fn::kCube;
+  return Unimplemented(init.Describe(), ": the direct Pow takes the exponents 2 and 3");
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
-  const bool gelu = init.op == OpKind::kGelu || init.op == OpKind::kGeluGrad;
-  const bool grad = init.op == OpKind::kUnaryGrad || init.op == OpKind::kGeluGrad;
-  if (init.op == OpKind::kUnaryGrad) {
-    AMP_ASSIGN_OR_RETURN(std::string op, init.attrs->GetString("op", ""));
-    if (op != "Erf") return Unimplemented(init.Describe(), ": the direct UnaryGrad is Erf's only");
+  Fn fn = Fn::kErf;
+  switch (init.op) {
+    case OpKind::kErf: fn = Fn::kErf; break;
+    case OpKind::kGelu: fn = Fn::kGelu; break;
+    case OpKind::kGeluGrad: fn = Fn::kGeluGrad; break;
+    case OpKind::kTanh: fn = Fn::kTanh; break;
+    case OpKind::kUnaryGrad: {
+      AMP_ASSIGN_OR_RETURN(std::string op, init.attrs->GetString("op", ""));
+      if (op != "Erf") return Unimplemented(init.Describe(), ": the direct UnaryGrad is Erf's only");
+      fn = Fn::kErfGrad;
+      break;
+    }
+    case OpKind::kPow: {
+      if (init.inputs.size() != 2) return init.Error("unexpected arity");
+      AMP_ASSIGN_OR_RETURN(fn, PowFn(init));
+      break;
+    }
+    default: return Internal(init.Describe(), ": not a direct Erf-family op");
   }
-  if (gelu) {
+  if (fn == Fn::kGelu || fn == Fn::kGeluGrad) {
     AMP_ASSIGN_OR_RETURN(std::string approximate, init.attrs->GetString("approximate", "none"));
     if (approximate != "none") return Unimplemented(init.Describe(), ": the direct Gelu is the exact one (erf)");
   }
-  const size_t inputs = grad ? 2 : 1;
+  const size_t inputs = fn == Fn::kErfGrad || fn == Fn::kGeluGrad || init.op == OpKind::kPow ? 2 : 1;
   if (init.inputs.size() != inputs || init.outputs.size() != 1) return init.Error("unexpected arity");
   const TensorSpec& out = init.outputs[0];
-  for (const TensorSpec& in : init.inputs)
-    if (in.dtype != out.dtype || in.dims != out.dims) return init.Error("inputs and output differ in dtype or shape");
+  for (size_t k = 0; k < inputs; ++k) {
+    if (init.op == OpKind::kPow && k == 1) continue;  // the exponent: a scalar of its own type
+    if (init.inputs[k].dtype != out.dtype || init.inputs[k].dims != out.dims)
+      return init.Error("inputs and output differ in dtype or shape");
+  }
   if (out.dtype != DType::kFloat32 && !IsTwoByteFloat(out.dtype)) return init.Error("takes fp32, fp16 and bf16");
-  return std::unique_ptr<Kernel>(new ErfKernel(out.dtype, grad, gelu, Threads(init)));
+  return std::unique_ptr<Kernel>(new ErfKernel(out.dtype, fn, Threads(init)));
 }
 
 }  // namespace
@@ -150,6 +220,8 @@ void RegisterDirectErf(Registry& r) {
   r.Add(DirectEntry(OpKind::kUnaryGrad, MakeErf));
   r.Add(DirectEntry(OpKind::kGelu, MakeErf));
   r.Add(DirectEntry(OpKind::kGeluGrad, MakeErf));
+  r.Add(DirectEntry(OpKind::kTanh, MakeErf));
+  r.Add(DirectEntry(OpKind::kPow, MakeErf));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

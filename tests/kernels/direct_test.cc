@@ -499,6 +499,66 @@ TEST_P(DirectPath, GeluIsCorrectlyRoundedToAnUlp) {
   EXPECT_TRUE(RunKernel(OpKind::kGelu, tanh, {x}, any).ok());
 }
 
+// Tanh (in double on ExpNegative) and Pow with a constant exponent of 3 within
+// one ulp of the exact value over a dense sweep, Pow's x^2 the reference's
+// bits; NaN, infinities and signed zeros as the reference gives them; other
+// exponents, and an exponent that is not a constant, declined.
+TEST_P(DirectPath, TanhAndSmallPowersWithinAnUlp) {
+  const DType t = GetParam().dtype;
+  const int64_t n = 100003;
+  Tensor x = *Tensor::Zeros(t, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = -12.0 + 24.0 * static_cast<double>(i) / static_cast<double>(n - 1);
+    ir::SetElementFromDouble(x, i, i % 7 == 0 ? std::ldexp(u, -18) : u);  // tiny ones too (the series)
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  auto exponent = [](double e) {
+    Tensor c = *Tensor::Zeros(DType::kFloat32, {});
+    ir::SetElementFromDouble(c, 0, e);
+    return c;
+  };
+  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
+  for (int which = 0; which < 3; ++which) {  // tanh, x^2, x^3
+    const OpKind op = which == 0 ? OpKind::kTanh : OpKind::kPow;
+    const std::vector<Tensor> in = which == 0 ? std::vector<Tensor>{x} : std::vector<Tensor>{x, exponent(which + 1)};
+    Options d = direct, d1 = one, a = any;
+    if (which > 0) d.constant_inputs = d1.constant_inputs = a.constant_inputs = 0b10;
+    auto got = RunKernel(op, {}, in, d), got1 = RunKernel(op, {}, in, d1), picked = RunKernel(op, {}, in, a);
+    auto ref = RunKernel(op, {}, in, Options{});
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << which << ": " << got.status().ToString();
+    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
+    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+    if (which == 1) {
+      EXPECT_TRUE(SameBits((*got)[0], (*ref)[0])) << "x^2 is not the reference's";
+      continue;
+    }
+    double worst = 0, worst_x = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i), want_ref = (*ref)[0].GetAsDouble(i);
+      if (std::isnan(have) || std::isnan(want_ref)) {
+        EXPECT_EQ(std::isnan(have), std::isnan(want_ref)) << "x = " << xv;
+        continue;
+      }
+      if (std::isinf(xv) || xv == 0) {
+        EXPECT_EQ(have, want_ref) << "x = " << xv;
+        EXPECT_EQ(std::signbit(have), std::signbit(want_ref)) << "x = " << xv;
+        continue;
+      }
+      const double exact = which == 0 ? std::tanh(xv) : static_cast<double>(static_cast<long double>(xv) * xv * xv);
+      if (std::isinf(have) && std::isinf(want_ref)) continue;  // an fp16 cube past 65504
+      const double err = std::abs(have - exact) / Ulp(t, exact);
+      if (err > worst) worst = err, worst_x = xv;
+    }
+    EXPECT_LE(worst, 1.0) << (which == 0 ? "Tanh" : "x^3") << " at x = " << worst_x;
+  }
+  Options d = direct;
+  d.constant_inputs = 0b10;
+  EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.5)}, d).ok());
+  EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.0)}, direct).ok()) << "a run-time exponent";
+}
+
 // Training Dropout (the same mask as the reference's counter-based stream,
 // compared as integers here) and DropoutGrad, bit for bit, with and without
 // the mask output, at several ratios and run seeds; 1 and 2 threads alike.

@@ -30,6 +30,7 @@ struct Options {
   // (TensorSpec::channels_last); RunKernel takes and returns NCHW either way.
   uint32_t channels_last_inputs = 0, channels_last_outputs = 0;
   int scratch_fill = -1;  // >= 0: every byte of the kernel's scratch set to it before the run
+  uint32_t constant_inputs = 0;  // bit i: input i's value is known at kernel creation (TensorSpec::value)
 };
 
 // A rank-4 tensor's NCHW <-> NHWC copy (`to_nhwc`: its dims are N, C, H, W
@@ -80,6 +81,7 @@ inline StatusOr<std::vector<ir::Tensor>> RunKernel(OpKind op, const ir::Attribut
     const ir::Tensor& t = inputs[i];
     const bool cl = !t.empty() && last(opt.channels_last_inputs, i, t.dims());
     init.inputs.push_back(t.empty() ? TensorSpec{} : TensorSpec{t.dtype(), t.dims(), nullptr});
+    if (!t.empty() && (opt.constant_inputs >> i & 1)) init.inputs.back().value = &t;
     init.inputs.back().channels_last = cl;
     relaid.push_back(cl ? Relayout(t, true) : t);
     ctx.inputs.push_back(t.empty() ? ir::TensorView{} : ir::TensorView::Of(relaid.back()));
