@@ -5,9 +5,10 @@
 // vectorizes, where the reference calls the C library's erf and exp once per
 // element.
 //   Gelu, GeluGrad: GeluSpan and GeluGradSpan below, in double on Erf.
-// Also Tanh (in double on ExpNegative, within one ulp of the exact value)
-// and Pow with a constant exponent of 2 (the reference's bits) or 3 (in
-// double, within one ulp): GPT-2's gelu_new is Pow, Tanh, Mul and Add.
+// Also Tanh and Sigmoid (in double on ExpNegative, within one ulp of the
+// exact value) and Pow with a constant exponent of 1 or 2 (the reference's
+// bits) or 3 (in double, within one ulp): GPT-2's gelu_new is Pow, Tanh,
+// Mul and Add; Llama's SiLU is Sigmoid and Mul, its RMSNorm Pow.
 //   Erf(x):   in double, rounded once: |x| < 1: x R(x^2); 1 <= |x| < 3.93:
 //             1 - e^(-x^2) Q(1/|x|), with R and Q polynomials fitted here to
 //             erf(x)/x and erfc(x) e^(x^2) (relative error below 2.2e-9 in
@@ -117,6 +118,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void TanhSpan(const
   }
 }
 
+// sigmoid(x) = 1/(1 + e^-x) in double, rounded once: e = e^(-|x|), 1/(1 + e)
+// for x >= 0, e/(1 + e) below (no overflow, no cancellation); NaN kept.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]), a = std::fabs(v);
+    const double e = ExpNegative(a), r = 1.0 / (1.0 + e);
+    const double s = Select(Bits(v) >= 0, r, e * r);  // the sign bit: -0 takes e r = 1/2 as well
+    y[i] = static_cast<float>(Select(Bits(a) > kInfBits, v, s));  // NaN
+  }
+}
+
+// x^1: a copy (the exponent PowGrad gives x^2's derivative).
+__attribute__((target_clones("avx512f", "avx2", "default"))) void CopySpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i];
+}
+
 // x^2 as the reference computes it (one fp32 product); x^3 in double, rounded
 // once (x^2 is exact in double; within one ulp of the correctly rounded cube).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void SquareSpan(const float* x, float* y, int64_t n) {
@@ -131,7 +150,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CubeSpan(const
   }
 }
 
-enum class Fn { kErf, kErfGrad, kGelu, kGeluGrad, kTanh, kSquare, kCube };
+enum class Fn { kErf, kErfGrad, kGelu, kGeluGrad, kTanh, kSigmoid, kCopy, kSquare, kCube };
 
 // fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks). The
 // gradients read (dY, X); Pow's constant exponent input is not read.
@@ -149,6 +168,8 @@ class ErfKernel : public Kernel {
                        case Fn::kGelu: return GeluSpan(a, y, len);
                        case Fn::kGeluGrad: return GeluGradSpan(a, b, y, len);
                        case Fn::kTanh: return TanhSpan(a, y, len);
+                       case Fn::kSigmoid: return SigmoidSpan(a, y, len);
+                       case Fn::kCopy: return CopySpan(a, y, len);
                        case Fn::kSquare: return SquareSpan(a, y, len);
                        case Fn::kCube: return CubeSpan(a, y, len);
                      }
@@ -165,16 +186,18 @@ class ErfKernel : public Kernel {
   int threads_;
 };
 
-// Pow's exponent when it is a constant scalar of 2 or 3 (what PyTorch's
-// `x ** 2`, `x.pow(3)` and GPT-2's gelu_new export); other exponents decline.
+// Pow's exponent when it is a constant scalar of 1, 2 or 3 (what PyTorch's
+// `x ** 2`, `x.pow(3)` and GPT-2's gelu_new export, and 1 in x^2's
+// gradient); other exponents decline.
 StatusOr<Fn> PowFn(const KernelInit& init) {
   const TensorSpec& e = init.inputs[1];
   if (!e.value || e.value->num_elements() != 1)
     return Unimplemented(init.Describe(), ": the direct Pow takes a constant scalar exponent");
   const double v = e.value->GetAsDouble(0);
+  if (v == 1.0) return Fn::kCopy;
   if (v == 2.0) return Fn::kSquare;
   if (v == 3.0) return Fn::kCube;
-  return Unimplemented(init.Describe(), ": the direct Pow takes the exponents 2 and 3");
+  return Unimplemented(init.Describe(), ": the direct Pow takes the exponents 1, 2 and 3");
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
@@ -184,6 +207,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
     case OpKind::kGelu: fn = Fn::kGelu; break;
     case OpKind::kGeluGrad: fn = Fn::kGeluGrad; break;
     case OpKind::kTanh: fn = Fn::kTanh; break;
+    case OpKind::kSigmoid: fn = Fn::kSigmoid; break;
     case OpKind::kUnaryGrad: {
       AMP_ASSIGN_OR_RETURN(std::string op, init.attrs->GetString("op", ""));
       if (op != "Erf") return Unimplemented(init.Describe(), ": the direct UnaryGrad is Erf's only");
@@ -221,6 +245,7 @@ void RegisterDirectErf(Registry& r) {
   r.Add(DirectEntry(OpKind::kGelu, MakeErf));
   r.Add(DirectEntry(OpKind::kGeluGrad, MakeErf));
   r.Add(DirectEntry(OpKind::kTanh, MakeErf));
+  r.Add(DirectEntry(OpKind::kSigmoid, MakeErf));
   r.Add(DirectEntry(OpKind::kPow, MakeErf));
 }
 

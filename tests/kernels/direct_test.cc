@@ -499,11 +499,11 @@ TEST_P(DirectPath, GeluIsCorrectlyRoundedToAnUlp) {
   EXPECT_TRUE(RunKernel(OpKind::kGelu, tanh, {x}, any).ok());
 }
 
-// Tanh (in double on ExpNegative) and Pow with a constant exponent of 3 within
-// one ulp of the exact value over a dense sweep, Pow's x^2 the reference's
-// bits; NaN, infinities and signed zeros as the reference gives them; other
+// Tanh and Sigmoid (in double on ExpNegative) and Pow with a constant
+// exponent of 3 within one ulp of the exact value over a dense sweep, Pow's
+// x^1 and x^2 the reference's bits; NaN, infinities and signed zeros as the reference gives them; other
 // exponents, and an exponent that is not a constant, declined.
-TEST_P(DirectPath, TanhAndSmallPowersWithinAnUlp) {
+TEST_P(DirectPath, TanhSigmoidAndSmallPowersWithinAnUlp) {
   const DType t = GetParam().dtype;
   const int64_t n = 100003;
   Tensor x = *Tensor::Zeros(t, {n});
@@ -520,18 +520,22 @@ TEST_P(DirectPath, TanhAndSmallPowersWithinAnUlp) {
     return c;
   };
   Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
-  for (int which = 0; which < 3; ++which) {  // tanh, x^2, x^3
-    const OpKind op = which == 0 ? OpKind::kTanh : OpKind::kPow;
-    const std::vector<Tensor> in = which == 0 ? std::vector<Tensor>{x} : std::vector<Tensor>{x, exponent(which + 1)};
+  // tanh, sigmoid, x^1, x^2, x^3
+  const OpKind ops[] = {OpKind::kTanh, OpKind::kSigmoid, OpKind::kPow, OpKind::kPow, OpKind::kPow};
+  const char* names[] = {"Tanh", "Sigmoid", "x^1", "x^2", "x^3"};
+  for (int which = 0; which < 5; ++which) {
+    const OpKind op = ops[which];
+    const bool pow = op == OpKind::kPow;
+    const std::vector<Tensor> in = pow ? std::vector<Tensor>{x, exponent(which - 1)} : std::vector<Tensor>{x};
     Options d = direct, d1 = one, a = any;
-    if (which > 0) d.constant_inputs = d1.constant_inputs = a.constant_inputs = 0b10;
+    if (pow) d.constant_inputs = d1.constant_inputs = a.constant_inputs = 0b10;
     auto got = RunKernel(op, {}, in, d), got1 = RunKernel(op, {}, in, d1), picked = RunKernel(op, {}, in, a);
     auto ref = RunKernel(op, {}, in, Options{});
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << which << ": " << got.status().ToString();
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << names[which] << ": " << got.status().ToString();
     EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
     EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
-    if (which == 1) {
-      EXPECT_TRUE(SameBits((*got)[0], (*ref)[0])) << "x^2 is not the reference's";
+    if (which == 2 || which == 3) {
+      EXPECT_TRUE(SameBits((*got)[0], (*ref)[0])) << names[which] << " is not the reference's";
       continue;
     }
     double worst = 0, worst_x = 0;
@@ -546,12 +550,14 @@ TEST_P(DirectPath, TanhAndSmallPowersWithinAnUlp) {
         EXPECT_EQ(std::signbit(have), std::signbit(want_ref)) << "x = " << xv;
         continue;
       }
-      const double exact = which == 0 ? std::tanh(xv) : static_cast<double>(static_cast<long double>(xv) * xv * xv);
+      const double exact = which == 0   ? std::tanh(xv)
+                           : which == 1 ? 1.0 / (1.0 + std::exp(-xv))
+                                        : static_cast<double>(static_cast<long double>(xv) * xv * xv);
       if (std::isinf(have) && std::isinf(want_ref)) continue;  // an fp16 cube past 65504
       const double err = std::abs(have - exact) / Ulp(t, exact);
       if (err > worst) worst = err, worst_x = xv;
     }
-    EXPECT_LE(worst, 1.0) << (which == 0 ? "Tanh" : "x^3") << " at x = " << worst_x;
+    EXPECT_LE(worst, 1.0) << names[which] << " at x = " << worst_x;
   }
   Options d = direct;
   d.constant_inputs = 0b10;
