@@ -378,6 +378,56 @@ TEST_F(DataTest, NpyGivenFilesRegressionAndErrors) {
             StatusCode::kNotFound);
 }
 
+// A label per token: integer labels [N, T] keep their shape; the ignored
+// index (-100, or `ignore_index` in the spec's params) is no class and no
+// error, other negatives are; train and test labels must agree per sample;
+// a split whose every label is ignored is refused; batches carry [B, T].
+TEST_F(DataTest, NpyLabelsPerTokenWithIgnoredPositions) {
+  ASSERT_TRUE(WriteNpy(Path("x.npy"), Tensor::Int64s({1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3})).ok());
+  ASSERT_TRUE(WriteNpy(Path("y.npy"), Tensor::Int64s({2, 3, -100, 5, 6, -100, 8, 9, -100}, {3, 3})).ok());
+  ASSERT_TRUE(WriteNpy(Path("xt.npy"), Tensor::Int64s({1, 2, 3}, {1, 3})).ok());
+  ASSERT_TRUE(WriteNpy(Path("yt.npy"), Tensor::Int64s({2, 11, -100}, {1, 3})).ok());
+  const std::string files = Path("x.npy") + "," + Path("y.npy") + "," + Path("xt.npy") + "," + Path("yt.npy");
+  auto spec = *ParseDataSpec("npy:" + files);
+  auto train = LoadDataset(spec, "train");
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_EQ(train->labels.dims(), (std::vector<int64_t>{3, 3}));
+  EXPECT_EQ(train->num_classes, 12);  // the largest label of both splits, -100 not counted
+  BatchIterator batches(*train, 2, /*shuffle=*/false, 0, {}, {});
+  Tensor xb, yb;
+  ASSERT_TRUE(*batches.Next(&xb, &yb));
+  EXPECT_EQ(yb.dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(yb.data<int64_t>()[2], -100);
+
+  // 255 as the ignored index: -100 is then an error naming the file and the value.
+  ASSERT_TRUE(WriteNpy(Path("y255.npy"), Tensor::Int64s({2, 255, 1, 5, 6, 255, 8, 9, 255}, {3, 3})).ok());
+  auto spec255 = *ParseDataSpec("npy:" + Path("x.npy") + "," + Path("y255.npy"));
+  spec255.params["ignore_index"] = "255";
+  auto void_class = LoadDataset(spec255, "train");
+  ASSERT_TRUE(void_class.ok()) << void_class.status().ToString();
+  EXPECT_EQ(void_class->num_classes, 10);
+  spec.params["ignore_index"] = "255";
+  auto negative = LoadDataset(spec, "train");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("is -100"), std::string::npos) << negative.status().ToString();
+  spec255.params["ignore_index"] = "x";
+  EXPECT_FALSE(LoadDataset(spec255, "train").ok());
+
+  // Test labels of another shape per sample, and a split of ignored labels only.
+  ASSERT_TRUE(WriteNpy(Path("yt4.npy"), Tensor::Int64s({2, 3, 4, 5}, {1, 4})).ok());
+  ASSERT_TRUE(WriteNpy(Path("xt4.npy"), Tensor::Int64s({1, 2, 3, 4}, {1, 4})).ok());
+  auto shapes = LoadDataset(*ParseDataSpec("npy:" + Path("x.npy") + "," + Path("y.npy") + "," + Path("xt4.npy") +
+                                           "," + Path("yt4.npy")),
+                            "train");
+  ASSERT_FALSE(shapes.ok());
+  EXPECT_NE(shapes.status().message().find("same shape per sample"), std::string::npos) << shapes.status().ToString();
+  ASSERT_TRUE(WriteNpy(Path("none.npy"), Tensor::Int64s(std::vector<int64_t>(9, -100), {3, 3})).ok());
+  auto ignored = LoadDataset(*ParseDataSpec("npy:" + Path("x.npy") + "," + Path("none.npy")), "train");
+  ASSERT_FALSE(ignored.ok());
+  EXPECT_NE(ignored.status().message().find("is the ignored index -100"), std::string::npos)
+      << ignored.status().ToString();
+}
+
 // Named inputs (issue 10, item 4): token ids of any integer width as int64,
 // a float mask, rows kept together through the split and the batches.
 TEST_F(DataTest, NpyNamedInputsSplitAndBatchTogether) {
