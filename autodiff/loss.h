@@ -9,8 +9,8 @@
 //                            -> loss (scalar: the mean over the labels that are
 //                            not ignore_index), log_prob
 //                            Classes last: logits -> Reshape [-1, C] and labels
-//                            -> Reshape [-1] before the loss (no copy of the
-//                            logits, the same mean).
+//                            -> Reshape [-1] before the loss (rows, not a
+//                            Transpose of the logits; the same mean).
 //   AttachMeanSquaredError:  prediction + new graph input "targets" (prediction's type)
 //                            -> MeanSquaredError -> loss (scalar)
 // The loss is appended as a graph output named "loss" (made unique when taken);
