@@ -40,9 +40,9 @@ inline constexpr int64_t kDefaultIgnoreIndex = -100;
 
 // Where the classes are in logits of rank > 2.
 enum class ClassAxis {
-  kAuto = 0,   // from label_dims: the layout whose other dims are the labels'
-  kFirst = 1,  // [N, C, d...]
-  kLast = 2,   // [N, d..., C]
+  kAuto,   // from label_dims: the layout whose other dims are the labels'
+  kFirst,  // [N, C, d...]
+  kLast,   // [N, d..., C]
 };
 
 struct CrossEntropyOptions {

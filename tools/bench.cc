@@ -134,7 +134,8 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
     const ir::TensorType& out = model->type(model->outputs()[0]);
     const int64_t rank = out.has_shape ? static_cast<int64_t>(out.shape.rank()) : 0;
     if (rank > 2) {
-      const bool last = args.labels.class_axis == "last" || (args.labels.class_axis == "auto" && rank == 3);
+      const autodiff::ClassAxis asked = ClassAxisOf(args.labels);
+      const bool last = asked == autodiff::ClassAxis::kLast || (asked == autodiff::ClassAxis::kAuto && rank == 3);
       class_axis = last ? rank - 1 : 1;
       for (int64_t d = 1; d < rank; ++d) {
         if (d == class_axis) continue;

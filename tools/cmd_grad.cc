@@ -112,7 +112,7 @@ Status Grad(const GradArgs& args) {
     if (labels.rank() < 1) return InvalidArgument("--labels '", args.labels, "' is a scalar; expected [batch] or [batch, d...]");
     loss.label_dims = std::vector<int64_t>(labels.dims().begin() + 1, labels.dims().end());
   }
-  loss.class_axis = static_cast<autodiff::ClassAxis>(ClassAxisIndex(args.label_flags));
+  loss.class_axis = ClassAxisOf(args.label_flags);
   loss.ignore_index = args.label_flags.ignore_index;
   AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, autodiff::AttachCrossEntropy(g, g.outputs()[0], loss));
   ir::Tensor one = *ir::Tensor::Zeros(g.type(head.loss).dtype, {});

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "autodiff/loss.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -85,8 +86,7 @@ struct LabelFlags {
   int64_t ignore_index = -100;      // PyTorch's CrossEntropyLoss default
 };
 void AddLabelFlags(CLI::App* cmd, LabelFlags& flags);
-// 0 auto, 1 first ([N, C, d...]), 2 last ([N, d..., C]), as autodiff::ClassAxis.
-int ClassAxisIndex(const LabelFlags& flags);
+autodiff::ClassAxis ClassAxisOf(const LabelFlags& flags);
 // The labels of one sample of `labels` ({} for [N] labels); nothing for float (regression) labels.
 std::optional<std::vector<int64_t>> LabelDims(const ir::Tensor& labels);
 

@@ -180,8 +180,10 @@ void AddLabelFlags(CLI::App* cmd, LabelFlags& flags) {
       ->capture_default_str();
 }
 
-int ClassAxisIndex(const LabelFlags& flags) {
-  return flags.class_axis == "first" ? 1 : flags.class_axis == "last" ? 2 : 0;
+autodiff::ClassAxis ClassAxisOf(const LabelFlags& flags) {
+  return flags.class_axis == "first"  ? autodiff::ClassAxis::kFirst
+         : flags.class_axis == "last" ? autodiff::ClassAxis::kLast
+                                      : autodiff::ClassAxis::kAuto;
 }
 
 std::optional<std::vector<int64_t>> LabelDims(const ir::Tensor& labels) {

@@ -45,7 +45,7 @@ Status Eval(const EvalArgs& args) {
   opts.num_classes = test_set.num_classes;
   opts.classes_at_least = test_set.classes_from_labels;
   opts.label_dims = LabelDims(test_set.labels);
-  opts.class_axis = static_cast<autodiff::ClassAxis>(ClassAxisIndex(args.labels));
+  opts.class_axis = ClassAxisOf(args.labels);
   opts.ignore_index = args.labels.ignore_index;
   opts.output = args.output;
   AMP_ASSIGN_OR_RETURN(auto evaluator,

@@ -320,7 +320,7 @@ Status Train(TrainArgs args) {
   config.graph.num_classes = train_set.num_classes;
   config.graph.classes_at_least = train_set.classes_from_labels;
   config.graph.label_dims = LabelDims(train_set.labels);
-  config.graph.class_axis = static_cast<autodiff::ClassAxis>(ClassAxisIndex(args.labels));
+  config.graph.class_axis = ClassAxisOf(args.labels);
   config.graph.ignore_index = args.labels.ignore_index;
   config.optimizer.kind = args.optimizer;
   config.optimizer.lr = args.lr;

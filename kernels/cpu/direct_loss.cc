@@ -26,6 +26,7 @@
 #include "ir/infer/training_util.h"
 #include "kernels/cpu/direct_exp.h"
 #include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/loss_labels.h"
 
 namespace amptrain::kernels::cpu::direct {
 
@@ -101,15 +102,8 @@ struct Plan {
   int threads = 1;
   bool ignored(int64_t y) const { return attrs.ignore_index && y == *attrs.ignore_index; }
 
-  // The labels as int64, or the reference's OutOfRange error for the first bad one.
   StatusOr<std::vector<int64_t>> Labels(const ir::TensorView& v) const {
-    std::vector<int64_t> y(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      y[i] = v.dtype == DType::kInt64 ? v.as<const int64_t>()[i] : v.as<const int32_t>()[i];
-      if ((y[i] < 0 || y[i] >= c) && !ignored(y[i]))
-        return OutOfRange(describe, ": label ", y[i], " at position ", i, " is outside [0, ", c, ")");
-    }
-    return y;
+    return ReadLossLabels(v, n, c, attrs.ignore_index, describe);
   }
   // The mean's denominator: the labels not ignored (every class weight is 1).
   double Counted(const std::vector<int64_t>& y) const {

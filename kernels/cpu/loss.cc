@@ -19,6 +19,7 @@
 
 #include "ir/infer/training_util.h"
 #include "kernels/cpu/grad_kernels.h"
+#include "kernels/cpu/loss_labels.h"
 
 namespace amptrain::kernels::cpu::grad {
 
@@ -34,13 +35,7 @@ struct LossPlan {
 
   // Labels as int64, or an OutOfRange error for the first bad one.
   StatusOr<std::vector<int64_t>> ReadLabels(const ir::TensorView& v) const {
-    std::vector<int64_t> y(static_cast<size_t>(n * d));
-    for (size_t i = 0; i < y.size(); ++i)
-      y[i] = v.dtype == DType::kInt64 ? v.as<const int64_t>()[i] : v.as<const int32_t>()[i];
-    for (size_t i = 0; i < y.size(); ++i)
-      if ((y[i] < 0 || y[i] >= c) && !ignored(y[i]))
-        return OutOfRange(describe, ": label ", y[i], " at position ", i, " is outside [0, ", c, ")");
-    return y;
+    return ReadLossLabels(v, n * d, c, attrs.ignore_index, describe);
   }
 
   template <class T>

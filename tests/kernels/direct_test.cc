@@ -5,10 +5,9 @@
 // BatchNormalization within a tolerance (see BatchNormTolerance). Inputs hold ties, signed zeros,
 // infinities and quiet NaNs besides random values; geometries cover odd
 // sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
-// windows. Erf and its gradient (direct_erf.cc) are not the reference's
-// bits: within one ulp of the exact value; SoftmaxCrossEntropyLoss and its
-// gradient (direct_loss.cc) within one ulp of the reference. ReduceSumTo bit for bit too (each output summed in double in the
-// reference's order). Also: the registry picks "direct" for these ops, and what the
+// windows. ReduceSumTo bit for bit too (each output summed in double in the
+// reference's order). The kernels that are not the reference's bits (Erf,
+// Gelu, Tanh, Sigmoid, Pow, the loss) are in direct_math_test.cc. Also: the registry picks "direct" for these ops, and what the
 // direct kernels decline (MaxPool's Indices, 1-D pools) still runs.
 #include <algorithm>
 #include <cmath>
@@ -17,6 +16,7 @@
 #include <random>
 
 #include "ir/onnx_dtype.h"
+#include "tests/kernels/direct_test_util.h"
 #include "tests/kernels/grad_test_util.h"
 #include "tests/kernels/kernel_paths.h"
 #include "tests/kernels/nn_test_util.h"
@@ -42,10 +42,6 @@ Tensor Values(const I& dims, uint32_t seed, DType t, bool specials = true) {
     if (specials && i % 53 == 0) ir::SetElementFromDouble(x, i, special[(i / 53) % 5]);
   }
   return x;
-}
-
-bool SameBits(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.dims() == b.dims() && std::memcmp(a.raw(), b.raw(), a.nbytes()) == 0;
 }
 
 // Runs `op` on the direct kernel (which must accept it, and which the
@@ -382,189 +378,6 @@ TEST_P(DirectPath, ReduceSumToMatchesReferenceBitwise) {
   }
 }
 
-// One unit in the last place of `t` at v (its subnormal step below the normal range).
-double Ulp(DType t, double v) {
-  const int digits = t == DType::kFloat32 ? 24 : t == DType::kFloat16 ? 11 : 8;
-  const int min_exp = t == DType::kFloat16 ? -14 : -126;
-  int e = 0;
-  std::frexp(v, &e);  // v = m 2^e, 0.5 <= |m| < 1
-  return std::ldexp(1.0, std::max(e - 1, min_exp) - (digits - 1));
-}
-
-// Erf and Erf's UnaryGrad (direct_erf.cc: polynomials and exp in double)
-// within one ulp of the exact value (double-precision erf and exp of the
-// same input) over a dense sweep, the specials as the reference gives
-// them, the same bits on 1 and 2 threads, and the registry's pick.
-TEST_P(DirectPath, ErfIsCorrectlyRoundedToAnUlp) {
-  const DType t = GetParam().dtype;
-  const int64_t n = 200003;
-  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
-  for (int64_t i = 0; i < n; ++i) {
-    const double u = -6.0 + 12.0 * static_cast<double>(i) / static_cast<double>(n - 1);
-    ir::SetElementFromDouble(x, i, i % 5 == 0 ? std::ldexp(u, -20) : u);  // some tiny ones too
-    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN(), 1.0, 3.93, -3.92, 10.2, 9.0};
-  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
-  Attributes grad;
-  grad.Set("op", std::string("Erf"));
-  Options one{.impl = "direct", .threads = 1}, two{.impl = "direct", .threads = 2}, any{.impl = ""};
-  for (bool backward : {false, true}) {
-    const OpKind op = backward ? OpKind::kUnaryGrad : OpKind::kErf;
-    const Attributes& a = backward ? grad : Attributes{};
-    const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
-    auto got = RunKernel(op, a, in, two), got1 = RunKernel(op, a, in, one), picked = RunKernel(op, a, in, any);
-    auto ref = RunKernel(op, a, in, Options{});
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
-    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
-    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
-    int64_t worst_at = -1;
-    double worst = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i);
-      const float xf = static_cast<float>(xv);
-      const double exact = backward ? dy.GetAsDouble(i) * 1.1283791670955126 *
-                                          std::exp(-static_cast<double>(xf * xf))  // x^2 rounded as the kernels do
-                                    : std::erf(xv);
-      if (std::isnan(exact) || std::isnan(have)) {
-        EXPECT_EQ(std::isnan(exact), std::isnan(have)) << "x = " << xv;
-        EXPECT_EQ(std::isnan(have), std::isnan((*ref)[0].GetAsDouble(i))) << "x = " << xv << ": NaN where the reference has none";
-        continue;
-      }
-      const double err = std::abs(have - exact) / Ulp(t, exact);
-      if (err > worst) worst = err, worst_at = i;
-    }
-    EXPECT_LE(worst, 1.0) << (backward ? "UnaryGrad" : "Erf") << " at x = " << x.GetAsDouble(worst_at);
-    // Signed zeros and infinities: the reference's bits.
-    for (int64_t k = 0; k < 4; ++k)
-      EXPECT_EQ(std::signbit((*got)[0].GetAsDouble(k)), std::signbit((*ref)[0].GetAsDouble(k))) << "x = " << special[k];
-  }
-}
-
-// Gelu and GeluGrad (the exact, erf-based GELU; direct_erf.cc) within one
-// ulp of the exact value in double over a dense sweep for x > -5.5 (below,
-// where |gelu| < 1.2e-7, within 1.2e-7: 1 + erf cancels to 0 from x = -5.56,
-// here as in the reference's fp32 erf; GeluGrad within an ulp of its terms'
-// size where they cancel); NaN where the reference has NaN; the same bits on 1 and 2
-// threads; the registry's pick; the tanh approximation declined.
-TEST_P(DirectPath, GeluIsCorrectlyRoundedToAnUlp) {
-  const DType t = GetParam().dtype;
-  const int64_t n = 120007;
-  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
-  for (int64_t i = 0; i < n; ++i) {
-    ir::SetElementFromDouble(x, i, -8.0 + 16.0 * static_cast<double>(i) / static_cast<double>(n - 1));
-    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
-  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
-  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
-  for (bool backward : {false, true}) {
-    const OpKind op = backward ? OpKind::kGeluGrad : OpKind::kGelu;
-    const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
-    auto got = RunKernel(op, {}, in, direct), got1 = RunKernel(op, {}, in, one), picked = RunKernel(op, {}, in, any);
-    auto ref = RunKernel(op, {}, in, Options{});
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
-    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
-    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
-    double worst = 0, worst_x = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i);
-      const double cdf = 0.5 * std::erfc(-xv / std::sqrt(2.0));
-      const double exact = backward ? dy.GetAsDouble(i) * (cdf + xv * std::exp(-0.5 * xv * xv) / std::sqrt(2 * M_PI))
-                                    : xv * cdf;
-      const double want_ref = (*ref)[0].GetAsDouble(i);
-      if (std::isnan(have) || std::isnan(want_ref)) {
-        EXPECT_EQ(std::isnan(have), std::isnan(want_ref)) << "x = " << xv;
-        continue;
-      }
-      if (xv <= -5.5) {  // |exact| < 1.2e-7 here, and 0 is within that of it
-        EXPECT_LE(std::abs(have - exact), 1.2e-7) << "x = " << xv;
-        continue;
-      }
-      // GeluGrad's two terms cancel at its zero (x = -0.7518): there one ulp
-      // of the terms' size is what any fp32 evaluation can promise.
-      const double size = backward ? std::abs(dy.GetAsDouble(i)) *
-                                         (cdf + std::abs(xv) * std::exp(-0.5 * xv * xv) / std::sqrt(2 * M_PI))
-                                   : std::abs(exact);
-      const double err = std::abs(have - exact) / std::max(Ulp(t, exact), Ulp(t, size));
-      if (err > worst) worst = err, worst_x = xv;
-    }
-    EXPECT_LE(worst, 1.0) << (backward ? "GeluGrad" : "Gelu") << " at x = " << worst_x;
-  }
-  Attributes tanh;
-  tanh.Set("approximate", std::string("tanh"));
-  EXPECT_FALSE(RunKernel(OpKind::kGelu, tanh, {x}, direct).ok());
-  EXPECT_TRUE(RunKernel(OpKind::kGelu, tanh, {x}, any).ok());
-}
-
-// Tanh and Sigmoid (in double on ExpNegative) and Pow with a constant
-// exponent of 3 within one ulp of the exact value over a dense sweep, Pow's
-// x^1 and x^2 the reference's bits; NaN, infinities and signed zeros as the reference gives them; other
-// exponents, and an exponent that is not a constant, declined.
-TEST_P(DirectPath, TanhSigmoidAndSmallPowersWithinAnUlp) {
-  const DType t = GetParam().dtype;
-  const int64_t n = 100003;
-  Tensor x = *Tensor::Zeros(t, {n});
-  for (int64_t i = 0; i < n; ++i) {
-    const double u = -12.0 + 24.0 * static_cast<double>(i) / static_cast<double>(n - 1);
-    ir::SetElementFromDouble(x, i, i % 7 == 0 ? std::ldexp(u, -18) : u);  // tiny ones too (the series)
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
-  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
-  auto exponent = [](double e) {
-    Tensor c = *Tensor::Zeros(DType::kFloat32, {});
-    ir::SetElementFromDouble(c, 0, e);
-    return c;
-  };
-  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
-  // tanh, sigmoid, x^1, x^2, x^3
-  const OpKind ops[] = {OpKind::kTanh, OpKind::kSigmoid, OpKind::kPow, OpKind::kPow, OpKind::kPow};
-  const char* names[] = {"Tanh", "Sigmoid", "x^1", "x^2", "x^3"};
-  for (int which = 0; which < 5; ++which) {
-    const OpKind op = ops[which];
-    const bool pow = op == OpKind::kPow;
-    const std::vector<Tensor> in = pow ? std::vector<Tensor>{x, exponent(which - 1)} : std::vector<Tensor>{x};
-    Options d = direct, d1 = one, a = any;
-    if (pow) d.constant_inputs = d1.constant_inputs = a.constant_inputs = 0b10;
-    auto got = RunKernel(op, {}, in, d), got1 = RunKernel(op, {}, in, d1), picked = RunKernel(op, {}, in, a);
-    auto ref = RunKernel(op, {}, in, Options{});
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << names[which] << ": " << got.status().ToString();
-    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
-    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
-    if (which == 2 || which == 3) {
-      EXPECT_TRUE(SameBits((*got)[0], (*ref)[0])) << names[which] << " is not the reference's";
-      continue;
-    }
-    double worst = 0, worst_x = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i), want_ref = (*ref)[0].GetAsDouble(i);
-      if (std::isnan(have) || std::isnan(want_ref)) {
-        EXPECT_EQ(std::isnan(have), std::isnan(want_ref)) << "x = " << xv;
-        continue;
-      }
-      if (std::isinf(xv) || xv == 0) {
-        EXPECT_EQ(have, want_ref) << "x = " << xv;
-        EXPECT_EQ(std::signbit(have), std::signbit(want_ref)) << "x = " << xv;
-        continue;
-      }
-      const double exact = which == 0   ? std::tanh(xv)
-                           : which == 1 ? 1.0 / (1.0 + std::exp(-xv))
-                                        : static_cast<double>(static_cast<long double>(xv) * xv * xv);
-      if (std::isinf(have) && std::isinf(want_ref)) continue;  // an fp16 cube past 65504
-      const double err = std::abs(have - exact) / Ulp(t, exact);
-      if (err > worst) worst = err, worst_x = xv;
-    }
-    EXPECT_LE(worst, 1.0) << names[which] << " at x = " << worst_x;
-  }
-  Options d = direct;
-  d.constant_inputs = 0b10;
-  EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.5)}, d).ok());
-  EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.0)}, direct).ok()) << "a run-time exponent";
-}
-
 // Training Dropout (the same mask as the reference's counter-based stream,
 // compared as integers here) and DropoutGrad, bit for bit, with and without
 // the mask output, at several ratios and run seeds; 1 and 2 threads alike.
@@ -795,11 +608,6 @@ uint32_t RoundedBits(float v, DType t) {
   return ir::FloatBits(v);
 }
 
-uint32_t ElementBits(const Tensor& t, int64_t i) {
-  if (t.dtype() == DType::kFloat32) return ir::FloatBits(t.data<float>()[i]);
-  return t.data<uint16_t>()[i];
-}
-
 // The direct kernels follow the lane order bit for bit, so their results do
 // not depend on the ISA (CI runs this under ONEDNN_MAX_CPU_ISA=AVX2 as well;
 // SSE41 takes the portable loops). Sizes cross the flush point inside a plane
@@ -853,116 +661,6 @@ TEST_P(DirectPath, BatchNormFollowsLaneOrderBitwise) {
     }
     EXPECT_EQ(mismatches, 0) << what << " " << ir::DTypeName(t) << " (ISA " << cpu::Cpu().onednn_isa << ")";
   }
-}
-
-// SoftmaxCrossEntropyLoss and its gradient on fp32 rows (direct_loss.cc):
-// not the reference's bits (exp by polynomial, the row sum in another
-// order) but within one ulp of them everywhere, the loss too; the same bits
-// on 1 and 2 threads; rows holding inf or NaN as the reference computes
-// them, bit for bit; ignored labels; label smoothing.
-struct LossCase {
-  Tensor scores, labels;
-  Attributes attrs;
-};
-
-LossCase LossInputs(int64_t n, int64_t c, uint32_t seed, double smoothing) {
-  LossCase k{gradtest::Random({n, c}, seed, DType::kFloat32, -8.0, 8.0), *Tensor::Zeros(DType::kInt64, {n}), {}};
-  std::mt19937 rng(seed);
-  for (int64_t i = 0; i < n; ++i) k.labels.data<int64_t>()[i] = i % 5 == 3 ? -100 : static_cast<int64_t>(rng() % c);
-  k.attrs.Set("reduction", std::string("mean"));
-  k.attrs.Set("ignore_index", int64_t{-100});
-  if (smoothing > 0) k.attrs.Set("label_smoothing", static_cast<float>(smoothing));
-  return k;
-}
-
-// The largest distance in ulps between a and b, element by element (NaN must match NaN).
-double WorstUlps(const Tensor& a, const Tensor& b) {
-  double worst = 0;
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    const double x = a.GetAsDouble(i), y = b.GetAsDouble(i);
-    if (std::isnan(x) || std::isnan(y)) {
-      if (std::isnan(x) != std::isnan(y)) return INFINITY;
-      continue;
-    }
-    if (x != y) worst = std::max(worst, std::abs(x - y) / Ulp(DType::kFloat32, y));
-  }
-  return worst;
-}
-
-TEST(DirectLoss, WithinAnUlpOfTheReference) {
-  for (double smoothing : {0.0, 0.1}) {
-    LossCase k = LossInputs(37, 1000, 81, smoothing);
-    Options direct{.impl = "direct", .num_outputs = 2}, one = direct, any = direct, ref{.num_outputs = 2};
-    one.threads = 1;
-    any.impl = "";
-    auto got = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, direct);
-    auto got1 = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, one);
-    auto picked = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, any);
-    auto want = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, ref);
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && want.ok()) << got.status().ToString();
-    for (int o = 0; o < 2; ++o) {
-      EXPECT_TRUE(SameBits((*got)[o], (*got1)[o])) << "1 and 2 threads differ, output " << o;
-      EXPECT_TRUE(SameBits((*got)[o], (*picked)[o])) << "the registry's pick is not the direct kernel";
-      EXPECT_LE(WorstUlps((*got)[o], (*want)[o]), 1.0) << "output " << o << ", smoothing " << smoothing;
-    }
-    // The gradient of the reference's log_prob, at a scale that is not 1.
-    const std::vector<Tensor> in = {Tensor::Floats({1.7f}, {}), (*want)[1], k.labels};
-    auto grad = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{.impl = "direct"});
-    auto grad1 = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{.impl = "direct", .threads = 1});
-    auto grad_ref = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{});
-    ASSERT_TRUE(grad.ok() && grad1.ok() && grad_ref.ok()) << grad.status().ToString();
-    EXPECT_TRUE(SameBits((*grad)[0], (*grad1)[0])) << "1 and 2 threads differ";
-    EXPECT_LE(WorstUlps((*grad)[0], (*grad_ref)[0]), 1.0) << "smoothing " << smoothing;
-    for (int64_t i = 3; i < 37; i += 5)  // ignored rows: zero
-      for (int64_t j = 0; j < 1000; ++j) ASSERT_EQ((*grad)[0].GetAsDouble(i * 1000 + j), 0.0);
-  }
-}
-
-TEST(DirectLoss, RowsWithInfOrNaNAsTheReference) {
-  LossCase k = LossInputs(6, 50, 82, 0.0);
-  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
-  ir::SetElementFromDouble(k.scores, 0 * 50 + 7, inf);   // an overflowed fp16 logit
-  ir::SetElementFromDouble(k.scores, 1 * 50 + 9, -inf);
-  ir::SetElementFromDouble(k.scores, 2 * 50 + 1, nan);
-  k.labels.data<int64_t>()[0] = 7;
-  Options direct{.impl = "direct", .num_outputs = 2}, ref{.num_outputs = 2};
-  auto got = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, direct);
-  auto want = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, ref);
-  ASSERT_TRUE(got.ok() && want.ok()) << got.status().ToString();
-  EXPECT_TRUE(std::isnan((*got)[0].GetAsDouble(0)));
-  for (int64_t e = 0; e < 3 * 50; ++e)  // the three rows, bit for bit
-    EXPECT_EQ(ElementBits((*got)[1], e), ElementBits((*want)[1], e)) << "log_prob element " << e;
-  const std::vector<Tensor> in = {Tensor::Floats({1.0f}, {}), (*want)[1], k.labels};
-  auto grad = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{.impl = "direct"});
-  auto grad_ref = RunKernel(OpKind::kSoftmaxCrossEntropyLossGrad, k.attrs, in, Options{});
-  ASSERT_TRUE(grad.ok() && grad_ref.ok());
-  for (int64_t e = 0; e < 3 * 50; ++e)
-    EXPECT_EQ(ElementBits((*grad)[0], e), ElementBits((*grad_ref)[0], e)) << "gradient element " << e;
-}
-
-TEST(DirectLoss, DeclinesWhatTheReferenceTakesAndNamesABadLabel) {
-  LossCase k = LossInputs(4, 10, 83, 0.0);
-  Options direct{.impl = "direct", .num_outputs = 2}, any = direct;
-  any.impl = "";
-  Attributes none = k.attrs;
-  none.Set("reduction", std::string("none"));
-  Tensor strided = gradtest::Random({4, 10, 3}, 84, DType::kFloat32);
-  Tensor strided_labels = *Tensor::Zeros(DType::kInt64, {4, 3});
-  Tensor weights = Tensor::Floats(std::vector<float>(10, 0.5f), {10});
-  const std::vector<std::pair<Attributes, std::vector<Tensor>>> declined = {
-      {none, {k.scores, k.labels}},
-      {k.attrs, {strided, strided_labels}},
-      {k.attrs, {k.scores, k.labels, weights}},
-      {k.attrs, {gradtest::Random({4, 10}, 85, DType::kFloat16), k.labels}}};
-  for (const auto& [a, in] : declined) {
-    EXPECT_FALSE(RunKernel(OpKind::kSoftmaxCrossEntropyLoss, a, in, direct).ok());
-    EXPECT_TRUE(RunKernel(OpKind::kSoftmaxCrossEntropyLoss, a, in, any).ok());
-  }
-  k.labels.data<int64_t>()[2] = 10;
-  auto bad = RunKernel(OpKind::kSoftmaxCrossEntropyLoss, k.attrs, {k.scores, k.labels}, direct);
-  ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("label 10 at position 2 is outside [0, 10)"), std::string::npos)
-      << bad.status().ToString();
 }
 
 // [N, C] inputs and planes under 16 elements go to the other kernels.
