@@ -30,7 +30,11 @@ void ComputeIntervals(Plan& plan) {
 }
 
 // The buffer output `o` of step `s` may share: its kernel's in-place input
-// when that input is an arena value read only once here and dead afterwards.
+// when that input is an arena value read only once here and dead afterwards,
+// or, for a view (Kernel::is_view: a Reshape), read later too. A shared
+// buffer lives until its last slot dies, and an in-place write needs the
+// whole buffer dead after it (b.last == s), so a view and its input are never
+// overwritten while the other is still to be read.
 int InplaceBuffer(const Plan& plan, size_t s, size_t o) {
   const Step& step = plan.steps[s];
   const Slot& out = plan.slots[step.outputs[o]];
@@ -40,7 +44,8 @@ int InplaceBuffer(const Plan& plan, size_t s, size_t o) {
   if (in.storage != Storage::kArena || in.buffer < 0 || in.bytes != out.bytes) return -1;
   if (std::count(step.inputs.begin(), step.inputs.end(), step.inputs[j]) != 1) return -1;
   const Buffer& b = plan.buffers[in.buffer];
-  if (in.last != static_cast<int>(s) || b.last != static_cast<int>(s)) return -1;
+  const bool view = o == 0 && j == 0 && step.kernel->is_view();
+  if (!view && (in.last != static_cast<int>(s) || b.last != static_cast<int>(s))) return -1;
   for (size_t k = 0; k < o; ++k)  // an earlier output of this step already took it
     if (plan.slots[step.outputs[k]].buffer == in.buffer) return -1;
   return in.buffer;

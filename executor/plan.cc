@@ -51,6 +51,26 @@ Status CheckInputTypes(const Graph& graph, const std::map<std::string, TensorTyp
 
 namespace {
 
+// "[2,3] [3] -> [2,3]": a kernel's input and output dims, for the debug log
+// (an absent optional input is "-").
+std::string Shapes(const kernels::KernelInit& init) {
+  auto list = [](const std::vector<kernels::TensorSpec>& specs) {
+    std::string s;
+    for (const kernels::TensorSpec& t : specs) {
+      if (!s.empty()) s += ' ';
+      if (!t.present()) {
+        s += '-';
+        continue;
+      }
+      s += '[';
+      for (size_t d = 0; d < t.dims.size(); ++d) s += StrCat(d ? "," : "", t.dims[d]);
+      s += ']';
+    }
+    return s;
+  };
+  return StrCat(list(init.inputs), " -> ", list(init.outputs));
+}
+
 // What shape specialization learns: a concrete type per value, the values
 // known at plan time, and the nodes that still have to run.
 struct Specialized {
@@ -269,7 +289,7 @@ Status CreateKernels(Plan& plan, const PlanOptions& options) {
     if (!kernel.ok()) return step.node->Annotate(kernel.status());
     step.kernel = std::move(*kernel);
     step.impl = step.entry->impl;
-    spdlog::debug("kernel {} -> {}", init.Describe(), step.impl);
+    if (spdlog::should_log(spdlog::level::debug)) spdlog::debug("kernel {} {} -> {}", init.Describe(), Shapes(init), step.impl);
   }
   return Status::Ok();
 }

@@ -32,7 +32,10 @@
 //     schedule steps; buffers are packed greedily, largest first, each into
 //     the best-fitting gap among the buffers that are live at the same time.
 //     With `inplace`, an output shares its input's buffer when the kernel
-//     allows it (Kernel::inplace_input) and the input dies at that node.
+//     allows it (Kernel::inplace_input) and the input dies at that node, or
+//     when the kernel is a view (Kernel::is_view: Reshape, Flatten, Squeeze,
+//     Unsqueeze) whatever the input's later readers: the buffer then lives
+//     until its last reader, and nothing writes in place over it before.
 //     Graph inputs, constants and graph outputs are not in the arena: graph
 //     outputs get fresh tensors per run (a graph output that is an input or a
 //     constant is copied out).

@@ -102,6 +102,11 @@ class Kernel {
   virtual size_t scratch_bytes() const { return 0; }
   // Output i may be written in place over input j (the executor may then alias them).
   virtual int inplace_input(size_t /*output*/) const { return -1; }
+  // Output 0 is input 0's bytes unchanged under other dims (Reshape and its
+  // kin): the executor may give both one buffer even while the input is read
+  // after this node (no copy), and the kernel then does nothing. Implies
+  // inplace_input(0) == 0.
+  virtual bool is_view() const { return false; }
 };
 
 // Error unless `init` has attributes, min..max inputs, min..max outputs and

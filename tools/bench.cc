@@ -10,8 +10,8 @@
 // min and max latency of the timed runs (after --warmup untimed ones), or
 // one JSON line with --json (the benchmark scripts of tools/bench/ read it).
 // --profile times every kernel of the timed runs and prints the tables of
-// executor/profile.h (per op type, per kernel implementation, top 10 nodes)
-// to stderr; --no-optimize runs the graph without the inference graph
+// executor/profile.h (per op type, per kernel implementation, the slowest
+// --profile-top nodes, 15 by default) to stderr; --no-optimize runs the graph without the inference graph
 // optimizations of executor/optimize.h.
 //
 // --train times training steps instead (executor/train/trainer.h): one
@@ -60,6 +60,7 @@ struct BenchArgs {
   bool no_winograd = false;
   bool no_channels_last = false;
   bool profile = false;
+  int profile_top = 15;  // nodes listed by --profile
   bool no_optimize = false;
   bool train = false;
   bool fma_peak = false;
@@ -187,7 +188,7 @@ Status BenchTrain(const BenchArgs& args, const kernels::DeviceSpec& device) {
   if (args.profile) {
     for (const executor::Profile::NodeTime& n : trainer->profile().nodes())
       (n.node.rfind("grad/", 0) == 0 ? backward : forward) += n.total_ms;
-    std::cerr << trainer->profile().Report(15);
+    std::cerr << trainer->profile().Report(static_cast<size_t>(args.profile_top));
   }
   const double steps = static_cast<double>(args.repeat);
   double sum_ms = 0.0;
@@ -277,7 +278,7 @@ Status Bench(const BenchArgs& args) {
   std::sort(sorted.begin(), sorted.end());
   const double median = Percentile(ms, 0.5);
   const executor::Plan* plan = session->last_plan();
-  if (args.profile) std::cerr << session->profile().Report(10);
+  if (args.profile) std::cerr << session->profile().Report(static_cast<size_t>(args.profile_top));
   if (args.json) {
     nlohmann::json j = {{"runtime", std::string("amptrain ") + AMPTRAIN_VERSION},
                         {"batch", args.batch},
@@ -314,6 +315,8 @@ void AddBenchCommand(CLI::App& app, Status& result) {
                 "Keep every activation NCHW between kernels (default: channels-last where the kernels take it), "
                 "to measure against it");
   cmd->add_flag("--profile", args->profile, "Print per-op, per-implementation and top-node kernel times (stderr)");
+  cmd->add_option("--profile-top", args->profile_top, "Nodes listed by --profile, slowest first")
+      ->check(IntAtLeast(1));
   cmd->add_flag("--no-optimize", args->no_optimize, "Skip the inference graph optimizations (BN folding, conv fusion)");
   cmd->add_flag("--train", args->train, "Time training steps (forward, backward, optimizer) instead of inference");
   cmd->add_option("--class-axis", args->labels.class_axis,

@@ -87,10 +87,11 @@ KernelEntry DirectEntry(OpKind op, KernelFactory factory,
 
 void RegisterDirectPool(Registry& r);         // direct_pool.cc: MaxPool, AveragePool, GlobalAveragePool, MaxPoolGrad (2-D)
 void RegisterDirectElementwise(Registry& r);  // direct_elementwise.cc: Relu, ReluGrad, Cast fp32 <-> 2-byte
-void RegisterDirectBatchNorm(Registry& r);
+void RegisterDirectBatchNorm(Registry& r);    // direct_batchnorm.cc: BatchNormalization and its grad, fp32 params
 void RegisterDirectDropout(Registry& r);      // direct_dropout.cc: Dropout (training), DropoutGrad
 void RegisterDirectErf(Registry& r);          // direct_erf.cc: Erf, UnaryGrad of Erf, Gelu(Grad), Tanh, Pow x^2 x^3
 void RegisterDirectLoss(Registry& r);         // direct_loss.cc: SoftmaxCrossEntropyLoss and its grad, fp32 rows
-void RegisterDirectReduce(Registry& r);       // direct_reduce.cc: ReduceSumTo (leading/trailing axes summed)    // direct_batchnorm.cc: BatchNormalization and its grad, fp32 params
+void RegisterDirectLayerNorm(Registry& r);    // direct_layernorm.cc: LayerNormalization and its grad, unbroadcast Scale/B
+void RegisterDirectReduce(Registry& r);       // direct_reduce.cc: ReduceSumTo (any layout but a sum to one element)
 
 }  // namespace amptrain::kernels::cpu::direct

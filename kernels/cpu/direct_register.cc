@@ -19,6 +19,7 @@ void RegisterDirect(Registry& r) {
   direct::RegisterDirectElementwise(r);
   direct::RegisterDirectBatchNorm(r);
   direct::RegisterDirectReduce(r);
+  direct::RegisterDirectLayerNorm(r);
   direct::RegisterDirectErf(r);
   direct::RegisterDirectLoss(r);
   direct::RegisterDirectDropout(r);

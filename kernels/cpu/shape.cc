@@ -87,6 +87,7 @@ class ViewCopyKernel : public Kernel {
     return Status::Ok();
   }
   int inplace_input(size_t) const override { return 0; }
+  bool is_view() const override { return true; }
 };
 
 class TransposeKernel : public Kernel {

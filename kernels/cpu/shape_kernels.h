@@ -117,6 +117,7 @@ void StridedCopy(const U* src, U* dst, const std::vector<int64_t>& out_dims, con
       const U* srow = src + off;
       if (lp == last && ls == 1) std::memcpy(drow, srow, static_cast<size_t>(last) * sizeof(U));
       else if (lp == last) for (int64_t k = 0; k < last; ++k) drow[k] = srow[k * ls];
+      else if (lp == 1) std::fill(drow, drow + last, srow[0]);  // Expand of a size-1 last dim
       else for (int64_t k = 0; k < last; ++k) drow[k] = srow[(k % lp) * ls];
       for (size_t d = r - 1; d-- > 0;) {  // next row: increment with carry
         off += strides[d];

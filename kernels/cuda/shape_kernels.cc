@@ -31,6 +31,7 @@ class ViewCopyKernel final : public Kernel {
  public:
   Status Run(KernelContext& ctx) override { return CopyInputToOutput(ctx); }
   int inplace_input(size_t output) const override { return output == 0 ? 0 : -1; }
+  bool is_view() const override { return true; }
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeViewCopy(const KernelInit& init) {

@@ -1,8 +1,8 @@
 // The direct kernels that are not the reference's bits (kernels/cpu/
-// direct_erf.cc, direct_loss.cc), in fp32, bf16 and fp16 where they take
+// direct_erf.cc, direct_loss.cc, direct_layernorm.cc), in fp32, bf16 and fp16 where they take
 // them: Erf, Gelu, Tanh, Sigmoid and Pow x^3 within one ulp of the exact
-// value, SoftmaxCrossEntropyLoss and its gradient within one ulp of the
-// reference; specials as the reference gives them, the same bits on 1 and 2
+// value, SoftmaxCrossEntropyLoss and its gradient, LayerNormalization and its
+// gradient within one ulp of the reference; specials as the reference gives them, the same bits on 1 and 2
 // threads, the registry's pick, and what they decline. (The bit-exact direct
 // kernels: direct_test.cc.)
 #include <algorithm>
@@ -316,6 +316,78 @@ TEST(DirectLoss, DeclinesWhatTheReferenceTakesAndNamesABadLabel) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("label 10 at position 2 is outside [0, 10)"), std::string::npos)
       << bad.status().ToString();
+}
+
+// LayerNormalization and LayerNormalizationGrad (direct_layernorm.cc): the
+// row sums in eight lanes instead of one after another, so within one ulp
+// of the reference (of the storage type), not its bits; the same bits on 1
+// and 2 threads; the registry's pick; broadcast parameters and the forward's
+// statistics outputs declined. Rows of a large mean and a small spread (20 +-
+// 0.05, what follows ReLU6 or a deep net's residual sum) as well as centred
+// ones; row lengths that are and are not a multiple of the eight lanes.
+double WorstUlpsOf(DType t, const Tensor& a, const Tensor& b) {
+  double worst = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const double x = a.GetAsDouble(i), y = b.GetAsDouble(i);
+    if (x != y) worst = std::max(worst, std::abs(x - y) / Ulp(t, y));
+  }
+  return worst;
+}
+
+TEST_P(DirectMath, LayerNormWithinAnUlpOfTheReference) {
+  const DType t = GetParam().dtype;
+  const struct {
+    std::vector<int64_t> dims;
+    int64_t axis;
+    double centre, spread;
+    bool bias;
+  } cases[] = {
+      {{64, 128}, -1, 0.0, 2.0, true},     // a transformer's rows
+      {{3, 37, 130}, -1, 20.0, 0.05, true},  // a tail of 130: 16 lanes of 8, then 2
+      {{5, 4, 6}, 1, 0.0, 1.0, false},       // normalized over [4, 6], no B
+      {{9, 3}, -1, -3.0, 0.5, true},         // rows shorter than the lanes
+  };
+  for (const auto& c : cases) {
+    const int64_t cols = c.dims.back() * (c.axis == 1 ? c.dims[1] : 1);
+    const std::vector<int64_t> pdims = c.axis == 1 ? std::vector<int64_t>{c.dims[1], c.dims[2]} : std::vector<int64_t>{cols};
+    Tensor x = gradtest::Random(c.dims, 91, t, c.centre - c.spread, c.centre + c.spread);
+    Tensor scale = gradtest::Random(pdims, 92, t, 0.5, 1.5), bias = gradtest::Random(pdims, 93, t);
+    Tensor dy = gradtest::Random(c.dims, 94, t);
+    Attributes a;
+    a.Set("axis", c.axis);
+    a.Set("epsilon", 1e-5f);
+    std::vector<Tensor> fwd_in = {x, scale};
+    if (c.bias) fwd_in.push_back(bias);
+    const std::string name = ir::Shape::FromStatic(c.dims).ToString();
+    auto got = RunKernel(OpKind::kLayerNormalization, a, fwd_in, Options{.impl = "direct"});
+    auto got1 = RunKernel(OpKind::kLayerNormalization, a, fwd_in, Options{.impl = "direct", .threads = 1});
+    auto picked = RunKernel(OpKind::kLayerNormalization, a, fwd_in, Options{.impl = ""});
+    auto want = RunKernel(OpKind::kLayerNormalization, a, fwd_in, Options{});
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && want.ok()) << name << ": " << got.status().ToString();
+    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << name << ": 1 and 2 threads differ";
+    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << name << ": the registry's pick is not the direct kernel";
+    EXPECT_LE(WorstUlpsOf(t, (*got)[0], (*want)[0]), 1.0) << name;
+
+    const std::vector<Tensor> bwd_in = {dy, x, scale};
+    Options direct{.impl = "direct", .num_outputs = 3}, one = direct, ref{.num_outputs = 3};
+    one.threads = 1;
+    auto grad = RunKernel(OpKind::kLayerNormalizationGrad, a, bwd_in, direct);
+    auto grad1 = RunKernel(OpKind::kLayerNormalizationGrad, a, bwd_in, one);
+    auto grad_ref = RunKernel(OpKind::kLayerNormalizationGrad, a, bwd_in, ref);
+    ASSERT_TRUE(grad.ok() && grad1.ok() && grad_ref.ok()) << name << ": " << grad.status().ToString();
+    for (int o = 0; o < 3; ++o) {
+      EXPECT_TRUE(SameBits((*grad)[o], (*grad1)[o])) << name << ": 1 and 2 threads differ, output " << o;
+      EXPECT_LE(WorstUlpsOf(t, (*grad)[o], (*grad_ref)[o]), 1.0) << name << ", gradient output " << o;
+    }
+  }
+  // Declined, so the reference runs them: a broadcast Scale, the Mean and InvStdDev outputs.
+  Tensor x = gradtest::Random({4, 16}, 95, t);
+  Attributes a;
+  EXPECT_FALSE(RunKernel(OpKind::kLayerNormalization, a, {x, gradtest::Random({1}, 96, t)}, Options{.impl = "direct"}).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kLayerNormalization, a, {x, gradtest::Random({1}, 96, t)}, Options{.impl = ""}).ok());
+  const std::vector<Tensor> full = {x, gradtest::Random({16}, 97, t)};
+  EXPECT_FALSE(RunKernel(OpKind::kLayerNormalization, a, full, Options{.impl = "direct", .num_outputs = 3}).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kLayerNormalization, a, full, Options{.impl = "", .num_outputs = 3}).ok());
 }
 
 }  // namespace

@@ -356,6 +356,10 @@ TEST_P(DirectPath, ReduceSumToMatchesReferenceBitwise) {
       {"size-1 axes between", {5, 1, 17, 1, 3}, {17, 1, 3}},
       {"nothing summed", {3, 5, 11}, {3, 5, 11}},
       {"big enough for two threads", {64, 512, 8}, {512, 1}},
+      {"two kept runs (grouped-query keys)", {3, 2, 2, 5, 7}, {3, 2, 1, 5, 7}},
+      {"kept, summed, kept, summed", {4, 3, 9, 6}, {4, 1, 9, 1}},
+      {"summed, kept, summed, kept", {2, 3, 5, 70}, {3, 1, 70}},
+      {"many runs on two threads", {8, 6, 33, 40}, {8, 1, 33, 40}},
   };
   for (const auto& c : cases) {
     std::vector<Tensor> in = SumToInputs(c.x, c.to, 12, t);
@@ -370,8 +374,8 @@ TEST_P(DirectPath, ReduceSumToMatchesReferenceBitwise) {
   std::vector<Tensor> special = SumToInputs({6, 40}, {40}, 13, t);
   special[0] = Values({6, 40}, 13, t, true);
   ExpectSameAsReference("specials", OpKind::kReduceSumTo, Attributes{}, special);
-  // Declined, so the reference runs them: a sum to one element, two kept runs.
-  for (const auto& [x, to] : {std::pair<I, I>{{4, 9}, {1}}, std::pair<I, I>{{3, 4, 5}, {3, 1, 5}}}) {
+  // Declined, so the reference runs them: sums to one element.
+  for (const auto& [x, to] : {std::pair<I, I>{{4, 9}, {1}}, std::pair<I, I>{{3, 4, 5}, {1, 1, 1}}}) {
     std::vector<Tensor> in = SumToInputs(x, to, 14, t);
     EXPECT_FALSE(RunKernel(OpKind::kReduceSumTo, Attributes{}, in, Options{.impl = "direct"}).ok());
     EXPECT_TRUE(RunKernel(OpKind::kReduceSumTo, Attributes{}, in, Options{.impl = ""}).ok());
