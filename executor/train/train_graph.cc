@@ -10,6 +10,7 @@
 #include "autodiff/autodiff.h"
 #include "autodiff/loss.h"
 #include "autodiff/training_graph.h"
+#include "executor/optimize.h"
 #include "ir/infer/infer_util.h"
 #include "ir/onnx_dtype.h"
 #include "ir/pass.h"
@@ -443,6 +444,10 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     AMP_ASSIGN_OR_RETURN(frozen, ResolveFreeze(graph, opts.freeze, stats));
     if (!opts.train_all) constant_like = ConstantLikeInitializers(graph);
     return Status::Ok();
+  });
+  step("fuse-gelu", [&](Graph& graph) -> Status {
+    // Constants only: a scalar initializer is one unless --train-all trains it.
+    return FuseGelu(graph, [&](const std::string& name) { return constant_like.count(name) > 0; }).status();
   });
   if (opts.relu_after_max_pool) step("relu-after-max-pool", ReluAfterMaxPool);
   if (opts.amp && opts.amp->level != amp::Level::kO0) {

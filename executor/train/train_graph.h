@@ -4,6 +4,8 @@
 // pipeline of passes (ir::PassManager), the verifier after each:
 //   training-mode     BN uses batch statistics ("<stat>.update" outputs);
 //                     Dropout draws a mask
+//   fuse-gelu         the exporters' GELU decompositions become Gelu nodes
+//                     (executor/optimize.h FuseGelu; the export keeps them)
 //   amp-precision     under an AMP policy (O1-O3): precision planning
 //                     (amp::PlanPrecision with the training capability: the
 //                     CPU kernel registry, not the model's opset), cast

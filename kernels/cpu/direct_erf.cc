@@ -4,7 +4,9 @@
 // exporters' erf pattern), fp32, fp16 and bf16: loops the compiler
 // vectorizes, where the reference calls the C library's erf and exp once per
 // element.
-//   Gelu, GeluGrad: GeluSpan and GeluGradSpan below, in double on Erf.
+//   Gelu, GeluGrad: GeluSpan and GeluGradSpan below, in double on Erf; with
+//             approximate = tanh (GPT-2's gelu_new), GeluTanhSpan and
+//             GeluTanhGradSpan, in double on ExpNegative.
 // Also Tanh and Sigmoid (in double on ExpNegative, within one ulp of the
 // exact value) and Pow with a constant exponent of 1 or 2 (the reference's
 // bits) or 3 (in double, within one ulp): GPT-2's gelu_new is Pow, Tanh,
@@ -130,6 +132,46 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidSpan(co
   }
 }
 
+// Gelu with approximate = tanh: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x +
+// 0.044715 x^3), computed as x sigmoid(2u) = x / (1 + e^(-2u)) (the same
+// function, without the cancellation of 1 + tanh(u) for x below about -3:
+// the tanh form rounds to -0 from x = -9.3 where this one keeps the tail),
+// with e = e^(-2|u|): x / (1 + e) for u >= 0, x e / (1 + e) below; u and x^3
+// in double (x^3 of an fp32 x cannot overflow there), rounded once. +inf
+// gives +inf, -inf and NaN give NaN, as the tanh form does.
+//   GeluGrad: sigmoid(2u) + x sigmoid(2u) (1 - sigmoid(2u)) 2 u'(x),
+//   u'(x) = sqrt(2/pi) (1 + 3 * 0.044715 x^2), sigmoid (1 - sigmoid) = e / (1
+//   + e)^2; NaN for an infinite or NaN x, as the tanh form.
+constexpr double kSqrtTwoOverPi = 0.7978845608028654, kGeluCubic = 0.044715;
+inline double SigmoidOfTwiceU(double v, double& e) {
+  const double u = kSqrtTwoOverPi * (v + kGeluCubic * (v * v * v));
+  e = ExpNegative(2.0 * std::fabs(u));
+  const double r = 1.0 / (1.0 + e);
+  return Select(Bits(u) >= 0, r, e * r);  // sign bit clear: u >= 0 (-0 takes e r = 1/2 as well)
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void GeluTanhSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    double e;
+    const double g = v * SigmoidOfTwiceU(v, e);
+    y[i] = static_cast<float>(Select(Bits(std::fabs(v)) >= kInfBits, 0.5 * v * (1.0 + std::copysign(1.0, v)), g));
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void GeluTanhGradSpan(const float* dy, const float* x,
+                                                                                 float* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    double e;
+    const double s = SigmoidOfTwiceU(v, e), w = 1.0 / (1.0 + e);
+    const double d = s + v * (e * w * w) * (2.0 * kSqrtTwoOverPi * (1.0 + 3.0 * kGeluCubic * (v * v)));
+    dx[i] = static_cast<float>(static_cast<double>(dy[i]) * Select(Bits(std::fabs(v)) >= kInfBits, v - v, d));
+  }
+}
+
 // x^1: a copy (the exponent PowGrad gives x^2's derivative).
 __attribute__((target_clones("avx512f", "avx2", "default"))) void CopySpan(const float* x, float* y, int64_t n) {
 #pragma omp simd
@@ -150,7 +192,7 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CubeSpan(const
   }
 }
 
-enum class Fn { kErf, kErfGrad, kGelu, kGeluGrad, kTanh, kSigmoid, kCopy, kSquare, kCube };
+enum class Fn { kErf, kErfGrad, kGelu, kGeluGrad, kGeluTanh, kGeluTanhGrad, kTanh, kSigmoid, kCopy, kSquare, kCube };
 
 // fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks). The
 // gradients read (dY, X); Pow's constant exponent input is not read.
@@ -167,6 +209,8 @@ class ErfKernel : public Kernel {
                        case Fn::kErfGrad: return ErfGradSpan(a, b, y, len);
                        case Fn::kGelu: return GeluSpan(a, y, len);
                        case Fn::kGeluGrad: return GeluGradSpan(a, b, y, len);
+                       case Fn::kGeluTanh: return GeluTanhSpan(a, y, len);
+                       case Fn::kGeluTanhGrad: return GeluTanhGradSpan(a, b, y, len);
                        case Fn::kTanh: return TanhSpan(a, y, len);
                        case Fn::kSigmoid: return SigmoidSpan(a, y, len);
                        case Fn::kCopy: return CopySpan(a, y, len);
@@ -180,7 +224,7 @@ class ErfKernel : public Kernel {
   size_t scratch_bytes() const override { return FloatChunkScratch(t_, threads_, binary() ? 2 : 1); }
 
  private:
-  bool binary() const { return fn_ == Fn::kErfGrad || fn_ == Fn::kGeluGrad; }
+  bool binary() const { return fn_ == Fn::kErfGrad || fn_ == Fn::kGeluGrad || fn_ == Fn::kGeluTanhGrad; }
   DType t_;
   Fn fn_;
   int threads_;
@@ -223,9 +267,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
   }
   if (fn == Fn::kGelu || fn == Fn::kGeluGrad) {
     AMP_ASSIGN_OR_RETURN(std::string approximate, init.attrs->GetString("approximate", "none"));
-    if (approximate != "none") return Unimplemented(init.Describe(), ": the direct Gelu is the exact one (erf)");
+    if (approximate == "tanh") fn = fn == Fn::kGelu ? Fn::kGeluTanh : Fn::kGeluTanhGrad;
+    else if (approximate != "none") return init.Error("approximate '", approximate, "' is not one of none, tanh");
   }
-  const size_t inputs = fn == Fn::kErfGrad || fn == Fn::kGeluGrad || init.op == OpKind::kPow ? 2 : 1;
+  const size_t inputs = fn == Fn::kErfGrad || fn == Fn::kGeluGrad || fn == Fn::kGeluTanhGrad || init.op == OpKind::kPow ? 2 : 1;
   if (init.inputs.size() != inputs || init.outputs.size() != 1) return init.Error("unexpected arity");
   const TensorSpec& out = init.outputs[0];
   for (size_t k = 0; k < inputs; ++k) {

@@ -1,10 +1,16 @@
-// Inference graph optimizations (executor/optimize.h): BatchNormalization
-// folding and Conv (+ Add) (+ Relu) fusion on a small residual block, checked
-// for structure and for outputs equal (within fp32 rounding) to the
-// unoptimized session, with the oneDNN and the reference kernels.
+// Graph optimizations (executor/optimize.h): BatchNormalization folding and
+// Conv (+ Add) (+ Relu) fusion on a small residual block, checked for
+// structure and for outputs equal (within fp32 rounding) to the unoptimized
+// session, with the oneDNN and the reference kernels. FuseGelu: the
+// TorchScript and dynamo decompositions of the exact GELU and of GPT-2's tanh
+// GELU, operands in either order, become one Gelu node with the same outputs
+// (within fp32 rounding of the decomposed graph); patterns that are not GELU,
+// intermediates read elsewhere, and constants that are trainable
+// initializers are left alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "executor/optimize.h"
@@ -175,6 +181,127 @@ TEST(OptimizeTest, ProfileCountsEveryStep) {
   ASSERT_EQ(p.nodes().size(), 3u);  // c1, c2 (FusedConv), c3 (Conv)
   for (const Profile::NodeTime& n : p.nodes()) EXPECT_EQ(n.calls, 2);
   EXPECT_NE(p.Report().find("FusedConv"), std::string::npos);
+}
+
+// A scalar Constant node (or an initializer, with `init`).
+Value Scalar(Graph& g, double v, bool init = false) {
+  Tensor t = Tensor::Floats({static_cast<float>(v)}, {});
+  if (init) return g.AddInitializer(g.UniqueName("c"), std::move(t));
+  ir::Node* n = g.AddNode(OpKind::kConstant, {}, 1, g.UniqueName("const"));
+  n->attrs().Set("value", std::move(t));
+  return n->output(0);
+}
+
+Value Op(Graph& g, OpKind op, std::vector<Value> in) { return g.AddNode(op, std::move(in))->output(0); }
+
+struct Variant {
+  const char* name;
+  // GELU of x built from primitive ops; `k` gives the constants.
+  std::function<Value(Graph&, Value x, const std::function<Value(double)>& k)> build;
+  const char* approximate;
+};
+
+const Variant kVariants[] = {
+    {"exact, TorchScript: (x * (1 + erf(x / sqrt2))) * 0.5",
+     [](Graph& g, Value x, const std::function<Value(double)>& k) {
+       Value e = Op(g, OpKind::kErf, {Op(g, OpKind::kDiv, {x, k(std::sqrt(2.0))})});
+       return Op(g, OpKind::kMul, {Op(g, OpKind::kMul, {x, Op(g, OpKind::kAdd, {e, k(1.0)})}), k(0.5)});
+     },
+     "none"},
+    {"exact, dynamo: (x * 0.5) * (1 + erf(x * 0.7071))",
+     [](Graph& g, Value x, const std::function<Value(double)>& k) {
+       Value h = Op(g, OpKind::kMul, {x, k(0.5)});
+       Value e = Op(g, OpKind::kErf, {Op(g, OpKind::kMul, {k(0.7071067811865476), x})});
+       return Op(g, OpKind::kMul, {h, Op(g, OpKind::kAdd, {k(1.0), e})});
+     },
+     "none"},
+    {"tanh, dynamo (GPT-2's gelu_new)",
+     [](Graph& g, Value x, const std::function<Value(double)>& k) {
+       Value h = Op(g, OpKind::kMul, {x, k(0.5)});
+       Value cube = Op(g, OpKind::kPow, {x, k(3.0)});
+       Value inner = Op(g, OpKind::kAdd, {x, Op(g, OpKind::kMul, {cube, k(0.044715)})});
+       Value t = Op(g, OpKind::kTanh, {Op(g, OpKind::kMul, {inner, k(0.7978845608028654)})});
+       return Op(g, OpKind::kMul, {h, Op(g, OpKind::kAdd, {t, k(1.0)})});
+     },
+     "tanh"},
+    {"tanh, operands swapped: x * (0.5 * (1 + tanh((0.044715 x^3 + x) * c)))",
+     [](Graph& g, Value x, const std::function<Value(double)>& k) {
+       Value cube = Op(g, OpKind::kPow, {x, k(3.0)});
+       Value inner = Op(g, OpKind::kAdd, {Op(g, OpKind::kMul, {k(0.044715), cube}), x});
+       Value t = Op(g, OpKind::kTanh, {Op(g, OpKind::kMul, {k(0.7978845608028654), inner})});
+       return Op(g, OpKind::kMul, {Op(g, OpKind::kMul, {k(0.5), Op(g, OpKind::kAdd, {k(1.0), t})}), x});
+     },
+     "tanh"},
+};
+
+// x [4, 37] -> Relu -> GELU -> Add(x') -> y: x' (the Relu's output) has
+// another reader, as a residual stream does.
+std::unique_ptr<Graph> Model(const Variant& v, const std::function<Value(Graph&, double)>& constant) {
+  auto g = std::make_unique<Graph>();
+  Value in = g->AddInput("x", TensorType::Of(DType::kFloat32, {4, 37}));
+  Value x = Op(*g, OpKind::kRelu, {in});
+  Value gelu = v.build(*g, x, [&](double c) { return constant(*g, c); });
+  g->AddOutput(Op(*g, OpKind::kAdd, {gelu, x}));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+std::vector<float> Outputs(std::unique_ptr<Graph> g, const Tensor& x) {
+  SessionOptions options;
+  options.optimize = false;
+  auto session = InferenceSession::Create(std::move(g), options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  auto out = (*session)->Run({{"x", x}});
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  const Tensor& y = (*out)[0];
+  return std::vector<float>(y.data<float>(), y.data<float>() + y.num_elements());
+}
+
+const auto kAnyInitializer = [](const std::string&) { return true; };
+
+TEST(FuseGelu, EachExportedFormBecomesOneGeluWithTheSameOutputs) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-6.0f, 6.0f);
+  std::vector<float> xs(4 * 37);
+  for (float& v : xs) v = u(rng);
+  const Tensor x = Tensor::Floats(xs, {4, 37});
+  for (const Variant& v : kVariants) {
+    auto constant = [](Graph& g, double c) { return Scalar(g, c); };
+    auto g = Model(v, constant);
+    const std::vector<float> want = Outputs(Model(v, constant), x);
+    auto fused = FuseGelu(*g, kAnyInitializer);
+    ASSERT_TRUE(fused.ok()) << v.name << ": " << fused.status().ToString();
+    EXPECT_EQ(*fused, 1) << v.name;
+    EXPECT_EQ(Count(*g, OpKind::kGelu), 1u) << v.name;
+    for (OpKind op : {OpKind::kErf, OpKind::kTanh, OpKind::kMul, OpKind::kDiv, OpKind::kPow, OpKind::kConstant})
+      EXPECT_EQ(Count(*g, op), 0u) << v.name << ": " << ir::Schema(op).name << " left";
+    for (const ir::Node* n : g->nodes())
+      if (n->op() == OpKind::kGelu) EXPECT_EQ(n->attrs().Str("approximate", "none"), v.approximate) << v.name;
+    const std::vector<float> got = Outputs(std::move(g), x);
+    for (size_t i = 0; i < got.size(); ++i)  // the decomposed graph rounds after each op
+      EXPECT_NEAR(got[i], want[i], 4e-7 * std::max(1.0f, std::abs(want[i]))) << v.name << " at x = " << xs[i];
+  }
+}
+
+TEST(FuseGelu, LeavesWhatIsNotExactlyTheirGelu) {
+  const Variant& exact = kVariants[0];
+  const Variant& tanh = kVariants[2];
+  // Another constant (0.6 for 0.5).
+  auto g = Model(exact, [](Graph& g, double c) { return Scalar(g, c == 0.5 ? 0.6 : c); });
+  EXPECT_EQ(*FuseGelu(*g, kAnyInitializer), 0);
+  // A cube that is x^2.
+  g = Model(tanh, [](Graph& g, double c) { return Scalar(g, c == 3.0 ? 2.0 : c); });
+  EXPECT_EQ(*FuseGelu(*g, kAnyInitializer), 0);
+  // The constants are initializers the caller trains (--train-all): never consumed.
+  g = Model(exact, [](Graph& g, double c) { return Scalar(g, c, true); });
+  EXPECT_EQ(*FuseGelu(*g, [](const std::string&) { return false; }), 0);
+  EXPECT_EQ(*FuseGelu(*g, kAnyInitializer), 1);
+  // An intermediate value read elsewhere (the erf is also a graph output).
+  g = Model(exact, [](Graph& g, double c) { return Scalar(g, c); });
+  for (ir::Node* n : g->nodes())
+    if (n->op() == OpKind::kErf) g->AddOutput(n->output(0));
+  EXPECT_EQ(*FuseGelu(*g, kAnyInitializer), 0);
+  EXPECT_EQ(Count(*g, OpKind::kGelu), 0u);
 }
 
 }  // namespace

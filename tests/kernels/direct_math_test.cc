@@ -136,10 +136,61 @@ TEST_P(DirectMath, GeluIsCorrectlyRoundedToAnUlp) {
     }
     EXPECT_LE(worst, 1.0) << (backward ? "GeluGrad" : "Gelu") << " at x = " << worst_x;
   }
-  Attributes tanh;
-  tanh.Set("approximate", std::string("tanh"));
-  EXPECT_FALSE(RunKernel(OpKind::kGelu, tanh, {x}, direct).ok());
-  EXPECT_TRUE(RunKernel(OpKind::kGelu, tanh, {x}, any).ok());
+}
+
+// Gelu with approximate = tanh (GPT-2's gelu_new; direct_erf.cc evaluates it
+// as x sigmoid(2u)) and its gradient within one ulp of the exact value
+// (long double) over a dense sweep, the far negative tail included, where
+// the reference's 1 + tanh(u) cancels to 0; infinities and NaN as the
+// reference gives them; the same bits on 1 and 2 threads; the registry's pick.
+TEST_P(DirectMath, GeluTanhIsCorrectlyRoundedToAnUlp) {
+  const DType t = GetParam().dtype;
+  const int64_t n = 120011;
+  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    ir::SetElementFromDouble(x, i, -12.0 + 24.0 * static_cast<double>(i) / static_cast<double>(n - 1));
+    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  Attributes a;
+  a.Set("approximate", std::string("tanh"));
+  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
+  for (bool backward : {false, true}) {
+    const OpKind op = backward ? OpKind::kGeluGrad : OpKind::kGelu;
+    const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
+    auto got = RunKernel(op, a, in, direct), got1 = RunKernel(op, a, in, one), picked = RunKernel(op, a, in, any);
+    auto ref = RunKernel(op, a, in, Options{});
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
+    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
+    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+    double worst = 0, worst_x = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const long double xv = x.GetAsDouble(i);
+      const double have = (*got)[0].GetAsDouble(i);
+      if (!std::isfinite(static_cast<double>(xv))) {  // +inf: +inf forward; -inf, NaN: NaN (the reference's)
+        const double want = (*ref)[0].GetAsDouble(i);
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(have) : have == want) << "x = " << static_cast<double>(xv);
+        continue;
+      }
+      const long double u = 0.7978845608028654L * (xv + 0.044715L * xv * xv * xv);
+      const long double e = std::exp(-2.0L * u), s = 1.0L / (1.0L + e);  // sigmoid(2u)
+      const long double du = 0.7978845608028654L * (1.0L + 3.0L * 0.044715L * xv * xv);
+      const long double slope = s + xv * s * (1.0L - s) * 2.0L * du;
+      const double exact = static_cast<double>(backward ? dy.GetAsDouble(i) * slope : xv * s);
+      // The gradient's two terms cancel at its zero (x = -0.75): one ulp of the terms' size there.
+      const double size =
+          backward ? static_cast<double>(std::abs(dy.GetAsDouble(i)) * (s + std::abs(xv) * s * (1.0L - s) * 2.0L * du))
+                   : std::abs(exact);
+      const double err = std::abs(have - exact) / std::max(Ulp(t, exact), Ulp(t, size));
+      if (err > worst) worst = err, worst_x = static_cast<double>(xv);
+    }
+    EXPECT_LE(worst, 1.0) << (backward ? "GeluGrad" : "Gelu") << " (tanh) at x = " << worst_x;
+  }
+  Attributes bad;
+  bad.Set("approximate", std::string("cubic"));
+  EXPECT_FALSE(RunKernel(OpKind::kGelu, bad, {x}, direct).ok());
 }
 
 // Tanh and Sigmoid (in double on ExpNegative) and Pow with a constant
