@@ -415,6 +415,16 @@ Status ReluAfterMaxPool(Graph& g) {
   return Status::Ok();
 }
 
+// Whether an AMP policy sets the precision of an op type that the GELU
+// decompositions are made of: then they stay unfused, so that the policy
+// (one file for `convert` and `train`) means the same nodes in both.
+bool PolicyNamesGeluParts(const std::optional<amp::Policy>& policy) {
+  if (!policy) return false;
+  for (const char* op : {"Erf", "Tanh", "Pow", "Mul", "Add", "Div"})
+    if (policy->fp32_ops.count(op) || policy->low_ops.count(op)) return true;
+  return false;
+}
+
 StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions& opts) {
   AMP_ASSIGN_OR_RETURN(Value output, CheckModel(model, opts));
   TrainGraph t;
@@ -445,10 +455,12 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     if (!opts.train_all) constant_like = ConstantLikeInitializers(graph);
     return Status::Ok();
   });
-  step("fuse-gelu", [&](Graph& graph) -> Status {
-    // Constants only: a scalar initializer is one unless --train-all trains it.
-    return FuseGelu(graph, [&](const std::string& name) { return constant_like.count(name) > 0; }).status();
-  });
+  if (!PolicyNamesGeluParts(opts.amp)) {
+    step("fuse-gelu", [&](Graph& graph) -> Status {
+      // Constants only: a scalar initializer is one unless --train-all trains it.
+      return FuseGelu(graph, [&](const std::string& name) { return constant_like.count(name) > 0; }).status();
+    });
+  }
   if (opts.relu_after_max_pool) step("relu-after-max-pool", ReluAfterMaxPool);
   if (opts.amp && opts.amp->level != amp::Level::kO0) {
     // Planning, cast insertion and elimination (amp::Convert verifies after each of its own passes too).

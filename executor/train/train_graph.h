@@ -5,7 +5,9 @@
 //   training-mode     BN uses batch statistics ("<stat>.update" outputs);
 //                     Dropout draws a mask
 //   fuse-gelu         the exporters' GELU decompositions become Gelu nodes
-//                     (executor/optimize.h FuseGelu; the export keeps them)
+//                     (executor/optimize.h FuseGelu; the export keeps them),
+//                     unless the AMP policy sets a precision for Erf, Tanh,
+//                     Pow, Mul, Add or Div by op type
 //   amp-precision     under an AMP policy (O1-O3): precision planning
 //                     (amp::PlanPrecision with the training capability: the
 //                     CPU kernel registry, not the model's opset), cast

@@ -154,6 +154,56 @@ std::set<std::string> Statistics(const ir::Graph& g) {
   return stats;
 }
 
+// x [2, 8] -> MatMul(w1) -> GELU as the dynamo export writes it (Constant
+// scalars) -> MatMul(w2) -> logits.
+std::unique_ptr<ir::Graph> GeluMlp() {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {2, 8}));
+  ir::Value w1 = g->AddInitializer("w1", amptrain::testing::RouteTensor(ir::DType::kFloat32, {8, 6}, 7));
+  ir::Value w2 = g->AddInitializer("w2", amptrain::testing::RouteTensor(ir::DType::kFloat32, {6, 3}, 8));
+  auto scalar = [&](float v) {
+    ir::Node* c = g->AddNode(ir::OpKind::kConstant, {});
+    c->attrs().Set("value", ir::Tensor::Floats({v}, {}));
+    return c->output(0);
+  };
+  auto op = [&](ir::OpKind k, std::vector<ir::Value> in) { return g->AddNode(k, std::move(in))->output(0); };
+  ir::Value h = op(ir::OpKind::kMatMul, {x, w1});
+  ir::Value e = op(ir::OpKind::kErf, {op(ir::OpKind::kMul, {h, scalar(0.70710678f)})});
+  ir::Value gelu = op(ir::OpKind::kMul, {op(ir::OpKind::kMul, {h, scalar(0.5f)}), op(ir::OpKind::kAdd, {e, scalar(1.0f)})});
+  ir::Node* logits = g->AddNode(ir::OpKind::kMatMul, {gelu, w2}, 1, "logits", {"logits"});
+  g->AddOutput(logits->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+size_t CountOps(const ir::Graph& g, ir::OpKind op) {
+  size_t n = 0;
+  for (const ir::Node* node : g.nodes()) n += node->op() == op;
+  return n;
+}
+
+// The training graph computes an exported GELU as one Gelu (and one
+// GeluGrad), unless the AMP policy sets a precision for one of its ops by
+// type: then the policy means the same nodes as in `convert`.
+TEST(TrainGraph, ExportedGeluTrainsAsOneNodeUnlessThePolicyNamesItsOps) {
+  std::unique_ptr<ir::Graph> model = GeluMlp();
+  auto fused = BuildTrainGraph(*model, {});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(CountOps(*fused->graph, ir::OpKind::kGelu), 1u);
+  EXPECT_EQ(CountOps(*fused->graph, ir::OpKind::kGeluGrad), 1u);
+  EXPECT_EQ(CountOps(*fused->graph, ir::OpKind::kErf), 0u);
+  EXPECT_EQ(Names(fused->parameters.trained), (std::set<std::string>{"w1", "w2"}));
+  EXPECT_EQ(CountOps(*model, ir::OpKind::kErf), 1u) << "the model itself (what export writes) is unchanged";
+  TrainGraphOptions opts;
+  opts.amp = amp::Policy{};
+  opts.amp->level = amp::Level::kO2;
+  opts.amp->fp32_ops = {"Erf"};
+  auto kept = BuildTrainGraph(*model, opts);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_EQ(CountOps(*kept->graph, ir::OpKind::kGelu), 0u);
+  EXPECT_EQ(CountOps(*kept->graph, ir::OpKind::kErf), 1u);
+}
+
 TEST(Freeze, PatternsResolveToParametersOnly) {
   std::unique_ptr<ir::Graph> g = SmallCnn(4);
   const std::set<std::string> stats = Statistics(*g);
