@@ -40,6 +40,7 @@ class GradSums {
     if (it == parts_.end() || it->second.empty()) return Value{};
     std::vector<Value>& p = it->second;
     AMP_ASSIGN_OR_RETURN(Value stacked, StackedGathers(v, p));
+    if (!stacked.valid()) AMP_RETURN_IF_ERROR(ConcatenateSlices(v, p));
     if (stacked.valid()) {
       p.assign(1, stacked);
       return stacked;
@@ -101,6 +102,70 @@ class GradSums {
     ir::Attributes cat;
     cat.Set("axis", axis);
     return emit(OpKind::kConcat, std::move(slices), std::move(cat), base);
+  }
+
+  // The parts that are zero-filling Pads (SliceGrad's) along one axis whose
+  // pieces tile that axis of v exactly (a packed projection split by Slice:
+  // GPT-2's q, k and v; the two halves of rotary embeddings' rotate_half)
+  // sum to the pieces concatenated in offset order: they become one Concat
+  // in `parts` (where the first of them was), instead of a zero-filled copy
+  // of v each and the Adds between them; the other parts are summed with it
+  // as before. The values are the sum's (a -0 piece stays -0 where the Add
+  // made it +0). Nothing changes when those Pads do not tile an axis.
+  Status ConcatenateSlices(Value v, std::vector<Value>& parts) {
+    const ir::TensorType& vt = g_.type(v);
+    if (parts.size() < 2 || !vt.has_shape) return Status::Ok();
+    const size_t rank = vt.shape.rank();
+    int64_t axis = -1;
+    std::vector<size_t> taken;                      // positions in parts
+    std::vector<std::pair<int64_t, Value>> pieces;  // (offset along the axis, piece)
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const Node* n = g_.producer(parts[k]);
+      if (n->op() != OpKind::kPad || !n->uses(0).empty() || n->num_inputs() != 2 ||
+          n->attrs().Str("mode", "constant") != "constant")
+        continue;
+      const ir::Tensor* pads = g_.ConstantValue(n->input(1));
+      if (!pads || pads->num_elements() != static_cast<int64_t>(2 * rank)) continue;
+      const std::vector<int64_t> pv = pads->ToInt64Vector();
+      int64_t a = -1;
+      bool one_axis = true;
+      for (size_t d = 0; d < rank; ++d) {
+        if (pv[d] < 0 || pv[rank + d] < 0) one_axis = false;
+        if (pv[d] == 0 && pv[rank + d] == 0) continue;
+        if (a >= 0) one_axis = false;
+        a = static_cast<int64_t>(d);
+      }
+      if (!one_axis || a < 0) continue;
+      if (axis >= 0 && a != axis) return Status::Ok();
+      axis = a;
+      taken.push_back(k);
+      pieces.emplace_back(pv[static_cast<size_t>(a)], n->input(0));
+    }
+    if (pieces.size() < 2) return Status::Ok();
+    const ir::Dim& dim = vt.shape.dims()[static_cast<size_t>(axis)];
+    if (!dim.is_static()) return Status::Ok();
+    std::sort(pieces.begin(), pieces.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    int64_t next = 0;
+    std::vector<Value> in;
+    for (const auto& [offset, piece] : pieces) {
+      const ir::TensorType& t = g_.type(piece);
+      if (offset != next || !t.has_shape || t.shape.rank() != rank) return Status::Ok();
+      const ir::Dim& size = t.shape.dims()[static_cast<size_t>(axis)];
+      if (!size.is_static()) return Status::Ok();
+      next += size.value;
+      in.push_back(piece);
+    }
+    if (next != dim.value) return Status::Ok();
+    Node* cat = g_.AddNode(OpKind::kConcat, std::move(in), 1, StrCat("grad/", g_.name(v), "/concat"));
+    cat->attrs().Set("axis", axis);
+    AMP_RETURN_IF_ERROR(g_.InferNode(cat).WithContext(StrCat("concatenating the gradients of '", g_.name(v), "'")));
+    std::vector<Value> rest;
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (k == taken[0]) rest.push_back(cat->output(0));
+      else if (std::find(taken.begin(), taken.end(), k) == taken.end()) rest.push_back(parts[k]);
+    }
+    parts = std::move(rest);
+    return Status::Ok();
   }
 
   Graph& g_;

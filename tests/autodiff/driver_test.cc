@@ -1,5 +1,6 @@
 // The autodiff driver's invariants (autodiff/autodiff.cc): gradients that
-// meet are summed in one place (or stacked, for Gathers that split a tensor),
+// meet are summed in one place (or stacked, for Gathers or Slices that split
+// a tensor),
 // the default and frozen sets of values to differentiate, the reason each
 // untrained initializer gets none, determinism, and clean errors. Split out
 // of gradcheck_test.cc, whose finite-difference helpers it shares.
@@ -57,6 +58,63 @@ TEST(Driver, GatheredSlicesCoveringAnAxisStackTheirGradients) {
     }
     EXPECT_EQ(gather_grads, covers ? 0 : 2);
     EXPECT_EQ(concats, covers ? 1 : 0);
+  }
+}
+
+// q, k, v = x[:, 0:4], x[:, 4:6], x[:, 6:10] by Slice (the dynamo export's
+// split of GPT-2's packed projection; rotate_half's halves): their
+// gradients are concatenated in offset order, one Concat instead of a
+// zero-filled Pad of x each and the Adds between them, and summed with the
+// gradient of any other reader of x (Llama's q is read whole and by
+// rotate_half); pieces that leave a gap (0:4 and 6:10) or overlap are summed
+// as before.
+Value SlicedParts(Graph& g, Value x, const std::vector<std::pair<int64_t, int64_t>>& ranges, bool whole) {
+  std::vector<Value> parts;
+  for (const auto& [from, to] : ranges)
+    parts.push_back(Op(g, OpKind::kSlice,
+                       {x, g.AddInitializer(g.UniqueName("s"), ir::Tensor::Int64s({from}, {1})),
+                        g.AddInitializer(g.UniqueName("e"), ir::Tensor::Int64s({to}, {1})),
+                        g.AddInitializer(g.UniqueName("a"), ir::Tensor::Int64s({1}, {1}))}));
+  Value y;
+  for (size_t k = 0; k < parts.size(); ++k) {  // sum of exp(k * piece): each piece read once
+    Value scaled = Op(g, OpKind::kMul, {parts[k], DoublesConst(g, {0.5 * static_cast<double>(k + 1)}, {})});
+    Value s = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kExp, {scaled})}, A({{"keepdims", int64_t{0}}}));
+    y = k == 0 ? s : Op(g, OpKind::kAdd, {y, s});
+  }
+  if (whole) y = Op(g, OpKind::kAdd, {y, Op(g, OpKind::kReduceSum, {Op(g, OpKind::kSin, {x})}, A({{"keepdims", int64_t{0}}}))});
+  return y;
+}
+
+TEST(Driver, SlicedPiecesTilingAnAxisConcatenateTheirGradients) {
+  using Ranges = std::vector<std::pair<int64_t, int64_t>>;
+  const struct {
+    const char* name;
+    Ranges ranges;
+    bool whole;
+    int concats, sums;
+  } cases[] = {
+      {"tiling", {{4, 6}, {0, 4}, {6, 10}}, false, 1, 0},
+      {"tiling, x read whole too", {{0, 4}, {4, 10}}, true, 1, 1},
+      {"a gap", {{0, 4}, {6, 10}}, false, 0, 1},
+      {"overlapping", {{0, 6}, {4, 10}}, false, 0, 1},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    GRADCHECK((std::vector<GradInput>{{"x", {3, 10}}}),
+              [&](Graph& g, const V& x) { return SlicedParts(g, x[0], c.ranges, c.whole); });
+    Graph g;
+    Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat64, {3, 10}));
+    Value loss = SlicedParts(g, x, c.ranges, c.whole);
+    ASSERT_TRUE(g.InferShapes().ok());
+    auto r = BuildBackward(g, loss, DoublesConst(g, {1.0}, {}), BackwardOptions{{"x"}, {}});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    int concats = 0, sums = 0;
+    for (const ir::Node* n : std::as_const(g).nodes()) {
+      concats += n->op() == OpKind::kConcat;
+      sums += n->op() == OpKind::kAdd && n->name().rfind("grad/x/sum_", 0) == 0;
+    }
+    EXPECT_EQ(concats, c.concats);
+    EXPECT_EQ(sums, c.sums);
   }
 }
 
