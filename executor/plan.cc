@@ -52,7 +52,7 @@ Status CheckInputTypes(const Graph& graph, const std::map<std::string, TensorTyp
 namespace {
 
 // "[2,3] [3] -> [2,3]": a kernel's input and output dims, for the debug log
-// (an absent optional input is "-").
+// (an absent optional input is "-", a channels-last one ends in "nhwc").
 std::string Shapes(const kernels::KernelInit& init) {
   auto list = [](const std::vector<kernels::TensorSpec>& specs) {
     std::string s;
@@ -64,7 +64,7 @@ std::string Shapes(const kernels::KernelInit& init) {
       }
       s += '[';
       for (size_t d = 0; d < t.dims.size(); ++d) s += StrCat(d ? "," : "", t.dims[d]);
-      s += ']';
+      s += t.channels_last ? "]nhwc" : "]";
     }
     return s;
   };

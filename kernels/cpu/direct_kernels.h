@@ -91,6 +91,7 @@ void RegisterDirectBatchNorm(Registry& r);    // direct_batchnorm.cc: BatchNorma
 void RegisterDirectDropout(Registry& r);      // direct_dropout.cc: Dropout (training), DropoutGrad
 void RegisterDirectErf(Registry& r);          // direct_erf.cc: Erf, UnaryGrad of Erf, Gelu(Grad), Tanh, Pow x^2 x^3
 void RegisterDirectLoss(Registry& r);         // direct_loss.cc: SoftmaxCrossEntropyLoss and its grad, fp32 rows
+void RegisterDirectDepthwise(Registry& r);    // direct_depthwise.cc: ConvGrad of depthwise convs oneDNN declines
 void RegisterDirectLayerNorm(Registry& r);    // direct_layernorm.cc: LayerNormalization and its grad, unbroadcast Scale/B
 void RegisterDirectReduce(Registry& r);       // direct_reduce.cc: ReduceSumTo (any layout but a sum to one element)
 

@@ -20,6 +20,7 @@ void RegisterDirect(Registry& r) {
   direct::RegisterDirectBatchNorm(r);
   direct::RegisterDirectReduce(r);
   direct::RegisterDirectLayerNorm(r);
+  direct::RegisterDirectDepthwise(r);
   direct::RegisterDirectErf(r);
   direct::RegisterDirectLoss(r);
   direct::RegisterDirectDropout(r);

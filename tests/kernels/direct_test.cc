@@ -483,6 +483,69 @@ const std::vector<I>& BatchNormShapes() {
   return shapes;
 }
 
+// ConvGrad of depthwise convolutions (direct_depthwise.cc): the reference's
+// bits for dX, dW and dB, plain and channels-last, over strides, pads
+// (asymmetric too), dilations, kernels wider than the plane, and channel
+// counts that leave a partial block of 16; 1 and 2 threads alike. The
+// registry gives it what oneDNN declines (its gemm-only 5x5 over 2x2).
+TEST_P(DirectPath, DepthwiseConvGradMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  auto attrs = [](int64_t group, I strides, I pads, I dilations) {
+    Attributes a;
+    a.Set("group", group);
+    a.Set("strides", strides);
+    a.Set("pads", pads);
+    a.Set("dilations", dilations);
+    return a;
+  };
+  const struct {
+    const char* name;
+    I x;
+    int64_t k;
+    Attributes a;
+  } cases[] = {
+      {"5x5 over 2x2 (EfficientNet's last stage at 64 px)", {3, 32, 2, 2}, 5, attrs(32, {1, 1}, {2, 2, 2, 2}, {1, 1})},
+      {"3x3 stride 2", {2, 24, 9, 9}, 3, attrs(24, {2, 2}, {1, 1, 1, 1}, {1, 1})},
+      {"3x3 dilation 2", {2, 20, 7, 7}, 3, attrs(20, {1, 1}, {2, 2, 2, 2}, {2, 2})},
+      {"asymmetric pads, strides 2 and 1", {2, 17, 6, 5}, 3, attrs(17, {2, 1}, {0, 1, 1, 0}, {1, 1})},
+  };
+  for (const auto& c : cases) {
+    Tensor x = Values(c.x, 21, t, false), w = Values({c.x[1], 1, c.k, c.k}, 22, t, false);
+    auto y = RunKernel(OpKind::kConv, c.a, {x, w}, Options{});
+    ASSERT_TRUE(y.ok()) << c.name << ": " << y.status().ToString();
+    const std::vector<Tensor> in = {Values((*y)[0].dims(), 23, t, false), x, w};
+    auto want = RunKernel(OpKind::kConvGrad, c.a, in, Options{.num_outputs = 3});
+    ASSERT_TRUE(want.ok()) << c.name << ": " << want.status().ToString();
+    const struct {
+      const char* name;
+      uint32_t in_mask, out_mask;
+    } layouts[] = {{"plain", 0, 0}, {"channels-last", 0b11, 0b1}, {"X channels-last only", 0b10, 0}};
+    for (const auto& l : layouts) {
+      for (int threads : {1, 2}) {
+        Options direct{.impl = "direct", .num_outputs = 3, .threads = threads};
+        direct.channels_last_inputs = l.in_mask;
+        direct.channels_last_outputs = l.out_mask;
+        auto got = RunKernel(OpKind::kConvGrad, c.a, in, direct);
+        ASSERT_TRUE(got.ok()) << c.name << ", " << l.name << ": " << got.status().ToString();
+        for (int o = 0; o < 3; ++o)
+          EXPECT_TRUE(SameBits((*got)[o], (*want)[o]))
+              << c.name << ", " << l.name << ", " << threads << " thread(s): output " << o << " " << ir::DTypeName(t);
+      }
+    }
+    if (c.k == 5 && t == DType::kFloat32) {  // oneDNN declines this one: the registry picks the direct kernel
+      auto picked = RunKernel(OpKind::kConvGrad, c.a, in, Options{.impl = "", .num_outputs = 3});
+      ASSERT_TRUE(picked.ok());
+      EXPECT_TRUE(SameBits((*picked)[0], (*want)[0]));
+    }
+  }
+  // Not depthwise: declined.
+  Tensor x = Values({1, 4, 5, 5}, 24, t, false), w = Values({4, 2, 3, 3}, 25, t, false);
+  Attributes grouped = attrs(2, {1, 1}, {1, 1, 1, 1}, {1, 1});
+  EXPECT_FALSE(RunKernel(OpKind::kConvGrad, grouped, {Values({1, 4, 5, 5}, 26, t, false), x, w},
+                         Options{.impl = "direct", .num_outputs = 3})
+                   .ok());
+}
+
 TEST_P(DirectPath, BatchNormCloseToReference) {
   const DType t = GetParam().dtype;
   Attributes a;
