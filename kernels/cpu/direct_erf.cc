@@ -122,13 +122,20 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void TanhSpan(const
 
 // sigmoid(x) = 1/(1 + e^-x) in double, rounded once: e = e^(-|x|), 1/(1 + e)
 // for x >= 0, e/(1 + e) below (no overflow, no cancellation); NaN kept.
+// Also gives e = e^(-|v|) and r = 1/(1 + e), for the derivative.
+struct SigmoidParts {
+  double s, e, r;
+};
+inline SigmoidParts Sigmoid(double v) {
+  const double e = ExpNegative(std::fabs(v)), r = 1.0 / (1.0 + e);
+  return {Select(Bits(v) >= 0, r, e * r), e, r};  // the sign bit: -0 takes e r = 1/2 as well
+}
+
 __attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidSpan(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
-    const double v = static_cast<double>(x[i]), a = std::fabs(v);
-    const double e = ExpNegative(a), r = 1.0 / (1.0 + e);
-    const double s = Select(Bits(v) >= 0, r, e * r);  // the sign bit: -0 takes e r = 1/2 as well
-    y[i] = static_cast<float>(Select(Bits(a) > kInfBits, v, s));  // NaN
+    const double v = static_cast<double>(x[i]);
+    y[i] = static_cast<float>(Select(Bits(std::fabs(v)) > kInfBits, v, Sigmoid(v).s));  // NaN
   }
 }
 
@@ -143,19 +150,13 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidSpan(co
 //   u'(x) = sqrt(2/pi) (1 + 3 * 0.044715 x^2), sigmoid (1 - sigmoid) = e / (1
 //   + e)^2; NaN for an infinite or NaN x, as the tanh form.
 constexpr double kSqrtTwoOverPi = 0.7978845608028654, kGeluCubic = 0.044715;
-inline double SigmoidOfTwiceU(double v, double& e) {
-  const double u = kSqrtTwoOverPi * (v + kGeluCubic * (v * v * v));
-  e = ExpNegative(2.0 * std::fabs(u));
-  const double r = 1.0 / (1.0 + e);
-  return Select(Bits(u) >= 0, r, e * r);  // sign bit clear: u >= 0 (-0 takes e r = 1/2 as well)
-}
+inline SigmoidParts SigmoidOfTwiceU(double v) { return Sigmoid(2.0 * (kSqrtTwoOverPi * (v + kGeluCubic * (v * v * v)))); }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) void GeluTanhSpan(const float* x, float* y, int64_t n) {
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const double v = static_cast<double>(x[i]);
-    double e;
-    const double g = v * SigmoidOfTwiceU(v, e);
+    const double g = v * SigmoidOfTwiceU(v).s;
     y[i] = static_cast<float>(Select(Bits(std::fabs(v)) >= kInfBits, 0.5 * v * (1.0 + std::copysign(1.0, v)), g));
   }
 }
@@ -165,9 +166,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void GeluTanhGradSp
 #pragma omp simd
   for (int64_t i = 0; i < n; ++i) {
     const double v = static_cast<double>(x[i]);
-    double e;
-    const double s = SigmoidOfTwiceU(v, e), w = 1.0 / (1.0 + e);
-    const double d = s + v * (e * w * w) * (2.0 * kSqrtTwoOverPi * (1.0 + 3.0 * kGeluCubic * (v * v)));
+    const SigmoidParts p = SigmoidOfTwiceU(v);
+    const double d = p.s + v * (p.e * p.r * p.r) * (2.0 * kSqrtTwoOverPi * (1.0 + 3.0 * kGeluCubic * (v * v)));
     dx[i] = static_cast<float>(static_cast<double>(dy[i]) * Select(Bits(std::fabs(v)) >= kInfBits, v - v, d));
   }
 }
@@ -193,6 +193,9 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CubeSpan(const
 }
 
 enum class Fn { kErf, kErfGrad, kGelu, kGeluGrad, kGeluTanh, kGeluTanhGrad, kTanh, kSigmoid, kCopy, kSquare, kCube };
+
+// The gradients read (dY, X).
+bool ReadsDy(Fn fn) { return fn == Fn::kErfGrad || fn == Fn::kGeluGrad || fn == Fn::kGeluTanhGrad; }
 
 // fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks). The
 // gradients read (dY, X); Pow's constant exponent input is not read.
@@ -224,7 +227,7 @@ class ErfKernel : public Kernel {
   size_t scratch_bytes() const override { return FloatChunkScratch(t_, threads_, binary() ? 2 : 1); }
 
  private:
-  bool binary() const { return fn_ == Fn::kErfGrad || fn_ == Fn::kGeluGrad || fn_ == Fn::kGeluTanhGrad; }
+  bool binary() const { return ReadsDy(fn_); }
   DType t_;
   Fn fn_;
   int threads_;
@@ -270,7 +273,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
     if (approximate == "tanh") fn = fn == Fn::kGelu ? Fn::kGeluTanh : Fn::kGeluTanhGrad;
     else if (approximate != "none") return init.Error("approximate '", approximate, "' is not one of none, tanh");
   }
-  const size_t inputs = fn == Fn::kErfGrad || fn == Fn::kGeluGrad || fn == Fn::kGeluTanhGrad || init.op == OpKind::kPow ? 2 : 1;
+  const size_t inputs = ReadsDy(fn) || init.op == OpKind::kPow ? 2 : 1;
   if (init.inputs.size() != inputs || init.outputs.size() != 1) return init.Error("unexpected arity");
   const TensorSpec& out = init.outputs[0];
   for (size_t k = 0; k < inputs; ++k) {

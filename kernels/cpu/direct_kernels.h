@@ -12,7 +12,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <memory>
+#include <type_traits>
+#include <vector>
 
 #include "kernels/cpu/element.h"
 #include "kernels/cpu/float_convert.h"
@@ -77,6 +80,28 @@ void ForFloatChunks(DType t, int threads, void* scratch, int64_t n, const void* 
       fn(fa, fb, fy, i, len);
       NarrowSpan(t, fy, py + at, len);
     }
+  }
+}
+
+// A thread-local fp32 copy of n values of T in `buf` (the values themselves for float).
+template <class T>
+const float* Widened(const T* values, int64_t n, std::vector<float>& buf) {
+  if constexpr (std::is_same_v<T, float>) {
+    return values;
+  } else {
+    buf.resize(static_cast<size_t>(n));
+    WidenSpan(StorageDType<T>(), values, buf.data(), n);
+    return buf.data();
+  }
+}
+
+// Stores n fp32 values into T, rounded (a copy for float, none where f is out).
+template <class T>
+void StoreNarrowed(const float* f, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (f != out) std::memcpy(out, f, static_cast<size_t>(n) * sizeof(float));
+  } else {
+    NarrowSpan(StorageDType<T>(), f, out, n);
   }
 }
 

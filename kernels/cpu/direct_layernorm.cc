@@ -30,14 +30,11 @@
 #include <vector>
 
 #include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/grad_kernels.h"
 
 namespace amptrain::kernels::cpu::direct {
 
 namespace {
-
-template <class T> constexpr DType kDType = DType::kFloat32;
-template <> constexpr DType kDType<Half> = DType::kFloat16;
-template <> constexpr DType kDType<BFloat16> = DType::kBFloat16;
 
 constexpr int64_t kRowLanes = 8;
 constexpr int64_t kRowBlock = 32;          // rows per work item (and per partial dScale/dBias sum)
@@ -97,51 +94,6 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void GradRow(const 
     for (int64_t k = 0; k < n; ++k) dbias[k] += static_cast<double>(dy[k]);
 }
 
-// A float input's values as doubles (Scale, B: read once per run).
-std::vector<double> Doubles(const ir::TensorView& v, int64_t n) {
-  std::vector<double> out(static_cast<size_t>(n), 0.0);
-  if (!v.data) return out;
-  std::vector<float> f(static_cast<size_t>(n));
-  if (v.dtype == DType::kFloat32) std::copy(v.as<const float>(), v.as<const float>() + n, f.begin());
-  else WidenSpan(v.dtype, v.data, f.data(), n);
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = f[static_cast<size_t>(i)];
-  return out;
-}
-
-// Row r of a T tensor as floats: in place for fp32, else widened into `buf`.
-template <class T>
-const float* RowOf(const T* base, int64_t r, int64_t n, float* buf) {
-  if constexpr (std::is_same_v<T, float>) {
-    return base + r * n;
-  } else {
-    WidenSpan(kDType<T>, base + r * n, buf, n);
-    return buf;
-  }
-}
-
-// Writes the float row `f` to row r of a T tensor (fp32: already there when f points into it).
-template <class T>
-void StoreRow(const float* f, T* base, int64_t r, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (f != base + r * n) std::copy(f, f + n, base + r * n);
-  } else {
-    NarrowSpan(kDType<T>, f, base + r * n, n);
-  }
-}
-
-void StoreDoubles(const ir::TensorView& v, const std::vector<double>& values) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    const float f = static_cast<float>(values[i]);
-    switch (v.dtype) {
-      case DType::kFloat32: v.as<float>()[i] = f; break;
-      case DType::kFloat64: v.as<double>()[i] = values[i]; break;
-      case DType::kFloat16: v.as<Half>()[i] = Half(f); break;
-      case DType::kBFloat16: v.as<BFloat16>()[i] = BFloat16(f); break;
-      default: break;  // rejected at creation
-    }
-  }
-}
-
 // rows x cols for X of `dims` normalized from `axis` (negative: from the end).
 bool RowsAndCols(const std::vector<int64_t>& dims, int64_t axis, int64_t& rows, int64_t& cols) {
   const int64_t rank = static_cast<int64_t>(dims.size());
@@ -173,19 +125,20 @@ class LayerNormKernel : public RowsKernel {
   Status Run(KernelContext& ctx) override {
     const T* x = ctx.inputs[0].as<const T>();
     T* y = ctx.outputs[0].as<T>();
-    const std::vector<double> s = Doubles(ctx.inputs[1], cols_);
-    const std::vector<double> b =
-        ctx.inputs.size() > 2 ? Doubles(ctx.inputs[2], cols_) : std::vector<double>(static_cast<size_t>(cols_), 0.0);
+    const std::vector<double> s = grad::ReadVector(ctx.inputs[1]);
+    const std::vector<double> b = ctx.inputs.size() > 2 && ctx.inputs[2].data
+                                      ? grad::ReadVector(ctx.inputs[2])
+                                      : std::vector<double>(static_cast<size_t>(cols_), 0.0);
 #pragma omp parallel num_threads(threads_) if (threads_ > 1)
     {
-      std::vector<float> in(std::is_same_v<T, float> ? 0 : static_cast<size_t>(cols_)), out(static_cast<size_t>(cols_));
+      std::vector<float> in, out(static_cast<size_t>(cols_));
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows_; ++r) {
-        const float* xr = RowOf(x, r, cols_, in.data());
+        const float* xr = Widened(x + r * cols_, cols_, in);
         float* yr = out.data();
         if constexpr (std::is_same_v<T, float>) yr = y + r * cols_;  // in place over X is fine: a row is read first
         NormalizeRow(xr, cols_, epsilon_, s.data(), b.data(), yr);
-        StoreRow(yr, y, r, cols_);
+        StoreNarrowed(yr, y + r * cols_, cols_);
       }
     }
     return Status::Ok();
@@ -201,7 +154,7 @@ class LayerNormGradKernel : public RowsKernel {
     const T* dy = ctx.inputs[0].as<const T>();
     const T* x = ctx.inputs[1].as<const T>();
     T* dx = ctx.outputs[0].data ? ctx.outputs[0].as<T>() : nullptr;
-    const std::vector<double> s = Doubles(ctx.inputs[2], cols_);
+    const std::vector<double> s = grad::ReadVector(ctx.inputs[2]);
     const bool want_scale = ctx.outputs.size() > 1 && ctx.outputs[1].data;
     const bool want_bias = ctx.outputs.size() > 2 && ctx.outputs[2].data;
     const int64_t blocks = (rows_ + kRowBlock - 1) / kRowBlock;
@@ -211,25 +164,25 @@ class LayerNormGradKernel : public RowsKernel {
     std::vector<double> partial_bias(want_bias ? n * static_cast<size_t>(blocks) : 0, 0.0);
 #pragma omp parallel num_threads(threads_) if (threads_ > 1 && blocks > 1)
     {
-      std::vector<float> xb(std::is_same_v<T, float> ? 0 : n), dyb(std::is_same_v<T, float> ? 0 : n), dxb(n);
+      std::vector<float> xb, dyb, dxb(n);
       std::vector<double> g(n);
 #pragma omp for schedule(static)
       for (int64_t blk = 0; blk < blocks; ++blk) {
         double* ps = want_scale ? partial_scale.data() + blk * cols_ : nullptr;
         double* pb = want_bias ? partial_bias.data() + blk * cols_ : nullptr;
         for (int64_t r = blk * kRowBlock; r < std::min(rows_, (blk + 1) * kRowBlock); ++r) {
-          const float* xr = RowOf(x, r, cols_, xb.data());
-          const float* dyr = RowOf(dy, r, cols_, dyb.data());
+          const float* xr = Widened(x + r * cols_, cols_, xb);
+          const float* dyr = Widened(dy + r * cols_, cols_, dyb);
           float* dxr = nullptr;
           if constexpr (std::is_same_v<T, float>) dxr = dx ? dx + r * cols_ : nullptr;
           else dxr = dx ? dxb.data() : nullptr;
           GradRow(xr, dyr, cols_, epsilon_, s.data(), g.data(), dxr, ps, pb);
-          if (dx) StoreRow(dxr, dx, r, cols_);
+          if (dx) StoreNarrowed(dxr, dx + r * cols_, cols_);
         }
       }
     }
-    if (want_scale) StoreDoubles(ctx.outputs[1], SumBlocks(partial_scale, blocks));
-    if (want_bias) StoreDoubles(ctx.outputs[2], SumBlocks(partial_bias, blocks));
+    if (want_scale) grad::WriteVector(ctx.outputs[1], SumBlocks(partial_scale, blocks));
+    if (want_bias) grad::WriteVector(ctx.outputs[2], SumBlocks(partial_bias, blocks));
     return Status::Ok();
   }
 

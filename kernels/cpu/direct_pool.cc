@@ -81,28 +81,6 @@ StatusOr<Geometry2d> Resolve(const KernelInit& init, const std::vector<int64_t>&
   return p;
 }
 
-// Thread-local fp32 copy of one plane of T (the plane itself for float).
-template <class T>
-const float* Widened(const T* plane, int64_t n, std::vector<float>& buf) {
-  if constexpr (std::is_same_v<T, float>) {
-    return plane;
-  } else {
-    buf.resize(static_cast<size_t>(n));
-    WidenSpan(StorageDType<T>(), plane, buf.data(), n);
-    return buf.data();
-  }
-}
-
-// Stores an fp32 plane into T (a copy for float).
-template <class T>
-void Store(const float* f, T* out, int64_t n) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (f != out) std::memcpy(out, f, static_cast<size_t>(n) * sizeof(float));
-  } else {
-    NarrowSpan(StorageDType<T>(), f, out, n);
-  }
-}
-
 // Calls fn(row, ih, j, off) for each tap (i, j) of output row r whose input
 // row ih lies in the plane, in the reference's scan order (row-major over the
 // kernel); the tap reads row[c * sw + off] for output columns [lo[j], hi[j]).
@@ -187,7 +165,7 @@ void PoolImageNhwc(const Geometry2d& p, int64_t channels, bool is_max, const T* 
       }
       if (!is_max)
         for (size_t k = 0; k < c; ++k) m[k] = static_cast<float>(acc[k] / (p.div_h[r] * p.div_w[oc]));
-      Store(m, y + (r * p.ow + oc) * channels, channels);
+      StoreNarrowed(m, y + (r * p.ow + oc) * channels, channels);
     }
   }
 }
@@ -267,7 +245,7 @@ class PoolKernel final : public Kernel {
         float* yp = std::is_same_v<T, float> ? reinterpret_cast<float*>(y + plane * p_.out_size()) : out.data();
         if (is_max_) MaxPlane(p_, xp, yp, nullptr);
         else AveragePlane(p_, xp, yp, acc);
-        Store(yp, y + plane * p_.out_size(), p_.out_size());
+        StoreNarrowed(yp, y + plane * p_.out_size(), p_.out_size());
       }
     }
     return Status::Ok();
@@ -328,7 +306,7 @@ void MaxGradImageNhwc(const Geometry2d& p, int64_t channels, const T* x, const T
   }
   in.resize(acc.size());
   for (size_t i = 0; i < acc.size(); ++i) in[i] = static_cast<float>(acc[i]);
-  Store(in.data(), dx, static_cast<int64_t>(acc.size()));
+  StoreNarrowed(in.data(), dx, static_cast<int64_t>(acc.size()));
 }
 
 template <class T>
@@ -391,12 +369,12 @@ class MaxPoolGradKernel final : public Kernel {
         if (!wide.empty()) {
           ScatterPlane(p_, g, arg.data(), wide.data());
           for (int64_t i = 0; i < in_size; ++i) sum[i] = static_cast<float>(wide[i]);
-          Store(sum.data(), out, in_size);
+          StoreNarrowed(sum.data(), out, in_size);
         } else if constexpr (std::is_same_v<T, float>) {
           ScatterPlane(p_, g, arg.data(), out);
         } else {
           ScatterPlane(p_, g, arg.data(), sum.data());
-          Store(sum.data(), out, in_size);
+          StoreNarrowed(sum.data(), out, in_size);
         }
       }
     }

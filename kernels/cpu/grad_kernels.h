@@ -24,6 +24,12 @@ inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.thre
 template <class T> inline double Load(T v) { return static_cast<double>(static_cast<Acc<T>>(v)); }
 template <class T> inline T Store(double v) { return static_cast<T>(static_cast<Acc<T>>(v)); }
 
+// A float tensor's values as doubles (Load), and doubles stored into one
+// (Store; a view without data is left alone): parameter vectors such as a
+// normalization's Scale and its gradient.
+std::vector<double> ReadVector(const ir::TensorView& v);
+void WriteVector(const ir::TensorView& v, const std::vector<double>& values);
+
 using kernels::CheckArity;
 // Error unless the present inputs listed have input `ref`'s dtype.
 Status CheckSameDType(const KernelInit& init, size_t ref, const std::vector<size_t>& inputs);

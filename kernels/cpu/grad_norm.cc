@@ -24,8 +24,6 @@
 
 namespace amptrain::kernels::cpu::grad {
 
-namespace {
-
 std::vector<double> ReadVector(const ir::TensorView& v) {
   std::vector<double> out(static_cast<size_t>(v.num_elements()));
   (void)DispatchFloat(v.dtype, [&](auto tag) {
@@ -43,6 +41,8 @@ void WriteVector(const ir::TensorView& v, const std::vector<double>& values) {
     return Status::Ok();
   });
 }
+
+namespace {
 
 template <class T>
 class BatchNormGradReference : public Kernel {

@@ -13,6 +13,7 @@
 #include "ir/graph.h"
 #include "ir/onnx_dtype.h"
 #include "ir/verifier.h"
+#include "tests/common/count_nodes.h"
 
 namespace amptrain::amp::testing {
 
@@ -68,11 +69,7 @@ inline ir::DType OutDType(const ir::Graph& g, const std::string& name) {
   return n ? n->output_info(0).type.dtype : ir::DType::kUndefined;
 }
 
-inline int Count(const ir::Graph& g, ir::OpKind op) {
-  int c = 0;
-  for (const ir::Node* n : g.nodes()) c += n->op() == op;
-  return c;
-}
+inline int Count(const ir::Graph& g, ir::OpKind op) { return static_cast<int>(amptrain::testing::CountNodes(g, op)); }
 
 inline ir::DType CastTo(const ir::Node& n) { return ir::DTypeFromOnnx(n.attrs().Int("to", 0)); }
 

@@ -17,6 +17,7 @@
 #include "executor/session.h"
 #include "ir/graph.h"
 #include "ir/verifier.h"
+#include "tests/common/count_nodes.h"
 
 namespace amptrain::executor {
 namespace {
@@ -27,6 +28,7 @@ using ir::OpKind;
 using ir::Tensor;
 using ir::TensorType;
 using ir::Value;
+using amptrain::testing::CountNodes;
 
 Tensor Random(std::vector<int64_t> dims, std::mt19937& rng, float lo, float hi) {
   int64_t n = 1;
@@ -68,11 +70,6 @@ std::unique_ptr<Graph> Block() {
   return g;
 }
 
-size_t Count(const Graph& g, OpKind op) {
-  size_t n = 0;
-  for (const ir::Node* node : g.nodes()) n += node->op() == op;
-  return n;
-}
 
 TEST(OptimizeTest, FoldsBatchNormAndFusesConvChains) {
   auto g = Block();
@@ -80,8 +77,8 @@ TEST(OptimizeTest, FoldsBatchNormAndFusesConvChains) {
   auto folded = fold.Run(*g);
   ASSERT_TRUE(folded.ok()) << folded.status().ToString();
   EXPECT_TRUE(*folded);
-  EXPECT_EQ(Count(*g, OpKind::kBatchNormalization), 0u);
-  EXPECT_EQ(Count(*g, OpKind::kConv), 3u);
+  EXPECT_EQ(CountNodes(*g, OpKind::kBatchNormalization), 0u);
+  EXPECT_EQ(CountNodes(*g, OpKind::kConv), 3u);
   for (const ir::Node* n : g->nodes()) {
     if (n->op() == OpKind::kConv) {
       EXPECT_TRUE(n->has_input(2)) << n->name() << " gets the folded bias";
@@ -94,10 +91,10 @@ TEST(OptimizeTest, FoldsBatchNormAndFusesConvChains) {
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
   EXPECT_TRUE(*fused);
   EXPECT_TRUE(ir::Verify(*g).ok());
-  EXPECT_EQ(Count(*g, OpKind::kFusedConv), 2u);
-  EXPECT_EQ(Count(*g, OpKind::kConv), 1u);  // c3 feeds a graph output directly
-  EXPECT_EQ(Count(*g, OpKind::kAdd), 0u);
-  EXPECT_EQ(Count(*g, OpKind::kRelu), 0u);
+  EXPECT_EQ(CountNodes(*g, OpKind::kFusedConv), 2u);
+  EXPECT_EQ(CountNodes(*g, OpKind::kConv), 1u);  // c3 feeds a graph output directly
+  EXPECT_EQ(CountNodes(*g, OpKind::kAdd), 0u);
+  EXPECT_EQ(CountNodes(*g, OpKind::kRelu), 0u);
   const ir::Node* c2 = g->producer(g->outputs()[0]);
   ASSERT_EQ(c2->op(), OpKind::kFusedConv);
   EXPECT_EQ(c2->name(), "c2");
@@ -122,7 +119,7 @@ TEST(OptimizeTest, KeepsValuesWithOtherConsumers) {
   auto changed = OptimizeForInference(g);
   ASSERT_TRUE(changed.ok());
   EXPECT_FALSE(*changed);
-  EXPECT_EQ(Count(g, OpKind::kConv), 1u);
+  EXPECT_EQ(CountNodes(g, OpKind::kConv), 1u);
 }
 
 void ExpectNear(const Tensor& a, const Tensor& b) {
@@ -147,8 +144,8 @@ void CompareWithUnoptimized(const std::string& impl) {
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(&(*a)->run_graph(), &(*a)->graph());
   EXPECT_NE(&(*b)->run_graph(), &(*b)->graph());
-  EXPECT_EQ(Count((*b)->graph(), OpKind::kBatchNormalization), 3u) << "the caller's graph stays as it was";
-  EXPECT_EQ(Count((*b)->graph(), OpKind::kFusedConv), 0u);
+  EXPECT_EQ(CountNodes((*b)->graph(), OpKind::kBatchNormalization), 3u) << "the caller's graph stays as it was";
+  EXPECT_EQ(CountNodes((*b)->graph(), OpKind::kFusedConv), 0u);
   auto ya = (*a)->Run(feeds);
   auto yb = (*b)->Run(feeds);
   ASSERT_TRUE(ya.ok()) << ya.status().ToString();
@@ -272,11 +269,14 @@ TEST(FuseGelu, EachExportedFormBecomesOneGeluWithTheSameOutputs) {
     auto fused = FuseGelu(*g, kAnyInitializer);
     ASSERT_TRUE(fused.ok()) << v.name << ": " << fused.status().ToString();
     EXPECT_EQ(*fused, 1) << v.name;
-    EXPECT_EQ(Count(*g, OpKind::kGelu), 1u) << v.name;
+    EXPECT_EQ(CountNodes(*g, OpKind::kGelu), 1u) << v.name;
     for (OpKind op : {OpKind::kErf, OpKind::kTanh, OpKind::kMul, OpKind::kDiv, OpKind::kPow, OpKind::kConstant})
-      EXPECT_EQ(Count(*g, op), 0u) << v.name << ": " << ir::Schema(op).name << " left";
-    for (const ir::Node* n : g->nodes())
-      if (n->op() == OpKind::kGelu) EXPECT_EQ(n->attrs().Str("approximate", "none"), v.approximate) << v.name;
+      EXPECT_EQ(CountNodes(*g, op), 0u) << v.name << ": " << ir::Schema(op).name << " left";
+    for (const ir::Node* n : g->nodes()) {
+      if (n->op() == OpKind::kGelu) {
+        EXPECT_EQ(n->attrs().Str("approximate", "none"), v.approximate) << v.name;
+      }
+    }
     const std::vector<float> got = Outputs(std::move(g), x);
     for (size_t i = 0; i < got.size(); ++i)  // the decomposed graph rounds after each op
       EXPECT_NEAR(got[i], want[i], 4e-7 * std::max(1.0f, std::abs(want[i]))) << v.name << " at x = " << xs[i];
@@ -301,7 +301,7 @@ TEST(FuseGelu, LeavesWhatIsNotExactlyTheirGelu) {
   for (ir::Node* n : g->nodes())
     if (n->op() == OpKind::kErf) g->AddOutput(n->output(0));
   EXPECT_EQ(*FuseGelu(*g, kAnyInitializer), 0);
-  EXPECT_EQ(Count(*g, OpKind::kGelu), 0u);
+  EXPECT_EQ(CountNodes(*g, OpKind::kGelu), 0u);
 }
 
 }  // namespace

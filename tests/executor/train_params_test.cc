@@ -11,12 +11,14 @@
 
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
+#include "tests/common/count_nodes.h"
 #include "tests/common/param_routes.h"
 #include "tests/executor/trainer_test_util.h"
 
 namespace amptrain::executor::train {
 namespace {
 
+using amptrain::testing::CountNodes;
 using testing::SmallCnn;
 
 std::unique_ptr<ir::Graph> Imported(const ir::Graph& g, const importer::ImportOptions& opts = {}) {
@@ -176,12 +178,6 @@ std::unique_ptr<ir::Graph> GeluMlp() {
   return g;
 }
 
-size_t CountOps(const ir::Graph& g, ir::OpKind op) {
-  size_t n = 0;
-  for (const ir::Node* node : g.nodes()) n += node->op() == op;
-  return n;
-}
-
 // The training graph computes an exported GELU as one Gelu (and one
 // GeluGrad), unless the AMP policy sets a precision for one of its ops by
 // type: then the policy means the same nodes as in `convert`.
@@ -189,19 +185,19 @@ TEST(TrainGraph, ExportedGeluTrainsAsOneNodeUnlessThePolicyNamesItsOps) {
   std::unique_ptr<ir::Graph> model = GeluMlp();
   auto fused = BuildTrainGraph(*model, {});
   ASSERT_TRUE(fused.ok()) << fused.status().ToString();
-  EXPECT_EQ(CountOps(*fused->graph, ir::OpKind::kGelu), 1u);
-  EXPECT_EQ(CountOps(*fused->graph, ir::OpKind::kGeluGrad), 1u);
-  EXPECT_EQ(CountOps(*fused->graph, ir::OpKind::kErf), 0u);
+  EXPECT_EQ(CountNodes(*fused->graph, ir::OpKind::kGelu), 1u);
+  EXPECT_EQ(CountNodes(*fused->graph, ir::OpKind::kGeluGrad), 1u);
+  EXPECT_EQ(CountNodes(*fused->graph, ir::OpKind::kErf), 0u);
   EXPECT_EQ(Names(fused->parameters.trained), (std::set<std::string>{"w1", "w2"}));
-  EXPECT_EQ(CountOps(*model, ir::OpKind::kErf), 1u) << "the model itself (what export writes) is unchanged";
+  EXPECT_EQ(CountNodes(*model, ir::OpKind::kErf), 1u) << "the model itself (what export writes) is unchanged";
   TrainGraphOptions opts;
   opts.amp = amp::Policy{};
   opts.amp->level = amp::Level::kO2;
   opts.amp->fp32_ops = {"Erf"};
   auto kept = BuildTrainGraph(*model, opts);
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
-  EXPECT_EQ(CountOps(*kept->graph, ir::OpKind::kGelu), 0u);
-  EXPECT_EQ(CountOps(*kept->graph, ir::OpKind::kErf), 1u);
+  EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kGelu), 0u);
+  EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kErf), 1u);
 }
 
 TEST(Freeze, PatternsResolveToParametersOnly) {

@@ -85,6 +85,20 @@ TEST_P(DirectMath, ErfIsCorrectlyRoundedToAnUlp) {
   }
 }
 
+// GELU's sweep: x over [-half_width, half_width] in n steps, its first five
+// replaced by 0, -0, inf, -inf and NaN; dY (for the gradient) 1 + sin(i)/4.
+std::pair<Tensor, Tensor> GeluSweep(DType t, int64_t n, double half_width) {
+  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    ir::SetElementFromDouble(x, i, -half_width + 2.0 * half_width * static_cast<double>(i) / static_cast<double>(n - 1));
+    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  return {std::move(x), std::move(dy)};
+}
+
 // Gelu and GeluGrad (the exact, erf-based GELU; direct_erf.cc) within one
 // ulp of the exact value in double over a dense sweep for x > -5.5 (below,
 // where |gelu| < 1.2e-7, within 1.2e-7: 1 + erf cancels to 0 from x = -5.56,
@@ -94,14 +108,7 @@ TEST_P(DirectMath, ErfIsCorrectlyRoundedToAnUlp) {
 TEST_P(DirectMath, GeluIsCorrectlyRoundedToAnUlp) {
   const DType t = GetParam().dtype;
   const int64_t n = 120007;
-  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
-  for (int64_t i = 0; i < n; ++i) {
-    ir::SetElementFromDouble(x, i, -8.0 + 16.0 * static_cast<double>(i) / static_cast<double>(n - 1));
-    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
-  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  const auto [x, dy] = GeluSweep(t, n, 8.0);
   Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
   for (bool backward : {false, true}) {
     const OpKind op = backward ? OpKind::kGeluGrad : OpKind::kGelu;
@@ -146,14 +153,7 @@ TEST_P(DirectMath, GeluIsCorrectlyRoundedToAnUlp) {
 TEST_P(DirectMath, GeluTanhIsCorrectlyRoundedToAnUlp) {
   const DType t = GetParam().dtype;
   const int64_t n = 120011;
-  Tensor x = *Tensor::Zeros(t, {n}), dy = *Tensor::Zeros(t, {n});
-  for (int64_t i = 0; i < n; ++i) {
-    ir::SetElementFromDouble(x, i, -12.0 + 24.0 * static_cast<double>(i) / static_cast<double>(n - 1));
-    ir::SetElementFromDouble(dy, i, 1.0 + 0.25 * std::sin(static_cast<double>(i)));
-  }
-  const double inf = std::numeric_limits<double>::infinity();
-  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
-  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  const auto [x, dy] = GeluSweep(t, n, 12.0);
   Attributes a;
   a.Set("approximate", std::string("tanh"));
   Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
