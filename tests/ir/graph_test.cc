@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include "ir/graph.h"
@@ -193,6 +194,29 @@ TEST(Tensor, CheckedSizes) {
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->nbytes(), 12u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t->raw()) % 64, 0u);
+}
+
+// Small buffers come from malloc, large ones (1 MiB on) are mapped pages of
+// their own: both zeroed and 64-byte aligned, and a large one is writable to
+// its last byte and released when its last owner goes.
+TEST(Tensor, SmallAndLargeBuffersAreZeroedAndAligned) {
+  for (size_t bytes : {size_t{1}, size_t{4096}, (size_t{1} << 20) - 64, size_t{1} << 20, (size_t{3} << 20) + 5}) {
+    std::shared_ptr<std::byte> b = AllocateAligned(bytes);
+    ASSERT_NE(b, nullptr) << bytes;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.get()) % 64, 0u) << bytes;
+    size_t nonzero = 0;
+    for (size_t i = 0; i < bytes; ++i) nonzero += b.get()[i] != std::byte{0};
+    EXPECT_EQ(nonzero, 0u) << bytes;
+    std::memset(b.get(), 0xab, bytes);
+    EXPECT_EQ(b.get()[bytes - 1], std::byte{0xab}) << bytes;
+  }
+  auto t = Tensor::Zeros(DType::kFloat32, {512, 1024});  // 2 MiB
+  ASSERT_TRUE(t.ok());
+  Tensor copy = *t;  // shares the buffer
+  t->data<float>()[0] = 1.0f;
+  *t = Tensor();
+  EXPECT_EQ(copy.data<float>()[0], 1.0f);
+  EXPECT_EQ(copy.data<float>()[512 * 1024 - 1], 0.0f);
 }
 
 TEST(OpTable, EveryOpHasASchema) {
