@@ -1,14 +1,20 @@
 #!/usr/bin/env python3
-"""Mixed-precision training throughput and peak memory, amptrain against PyTorch, in one run (CPU).
+"""Mixed-precision training throughput and peak memory, amptrain against PyTorch and MindSpore, in one run (CPU).
 
   python3 tools/bench/amp_training.py [--threads 2] [--torch-python .cache/torch-pypi/bin/python]
+                                      [--mindspore-python .cache/mindspore/bin/python]
                                       [--amptrain build/tools/amptrain] [--steps 40] [--window 10] [--rounds 1]
 
 Cases: SimpleCNN 3x32x32 at batch 32 and 128, ResNet-18 (CIFAR stem, 32x32) at batch 32 and 128, 10 classes,
 synthetic data (1024 samples; PyTorch holds 4 batches), Adam 1e-3, cross-entropy, training mode (BN batch
 statistics, Dropout). For each:
   amptrain O0 (fp32), O1 bf16, O1 fp16, O2 bf16, O2 fp16 (fp16 with dynamic loss scaling), O3 bf16;
-  PyTorch eager fp32 and torch.autocast("cpu", torch.bfloat16) (PyPI's torch; the same architectures).
+  PyTorch eager fp32 and torch.autocast("cpu", torch.bfloat16) (PyPI's torch; the same architectures);
+  MindSpore (PyPI's mindspore, graph mode; tools/bench/mindspore_train_bench.py, the same architectures)
+  fp32 and amp O2 fp16 (O2 bf16 is tried: MindSpore has no bf16 Conv2D on the CPU), when its venv exists.
+  MindSpore's bundled oneDNN runs NCHW convolutions through a reference path on AVX-512 CPUs (seconds per
+  call), so its runs cap oneDNN to AVX2 (ONEDNN_MAX_CPU_ISA, its fastest setting there) and SimpleCNN is
+  also run with its default ISA, fewer steps.
 Each run is its own process: images/s is the median of the timed windows (the first --window steps
 are warm-up: amptrain plans then; PyTorch's first iterations allocate), peak memory is the process's
 peak RSS (os.wait4). Runs alternate between the runtimes so that a change of machine load hits all.
@@ -34,6 +40,12 @@ AMP_CONFIGS = [("O0 fp32", []), ("O1 bf16", ["--amp", "O1", "--dtype", "bf16"]),
                ("O2 bf16", ["--amp", "O2", "--dtype", "bf16"]),
                ("O2 fp16", ["--amp", "O2", "--dtype", "fp16"]), ("O3 bf16", ["--amp", "O3", "--dtype", "bf16"])]
 TORCH_CONFIGS = ["fp32", "autocast-bf16"]
+# MindSpore: (config name, mode for mindspore_train_bench.py, extra environment, models it runs on).
+MS_AVX2 = {"ONEDNN_MAX_CPU_ISA": "AVX2", "DNNL_MAX_CPU_ISA": "AVX2"}
+MS_CONFIGS = [("fp32", "fp32", MS_AVX2, ("simplecnn", "resnet18")),
+              ("fp32, default ISA", "fp32", {}, ("simplecnn",)),
+              ("O2 fp16", "O2-fp16", MS_AVX2, ("simplecnn", "resnet18")),
+              ("O2 bf16", "O2-bf16", MS_AVX2, ("simplecnn",))]
 
 TORCH_SCRIPT = r'''
 import json, statistics, sys, time
@@ -106,6 +118,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--amptrain", default=os.path.join(ROOT, "build/tools/amptrain"))
     ap.add_argument("--torch-python", default=os.path.join(ROOT, ".cache/torch-pypi/bin/python"))
+    ap.add_argument("--mindspore-python", default=os.path.join(ROOT, ".cache/mindspore/bin/python"),
+                    help="a Python with PyPI's mindspore; skipped when it does not exist")
     ap.add_argument("--steps", type=int, default=40, help="timed steps (after --window warm-up steps)")
     ap.add_argument("--window", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=1,
@@ -126,6 +140,10 @@ def main():
                     "--num-classes", "10", "-o", models["resnet18"]], check=True, capture_output=True)
     torch_version = subprocess.run([a.torch_python, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
+    ms_version = None
+    if os.path.exists(a.mindspore_python):
+        ms_version = subprocess.run([a.mindspore_python, "-c", "import mindspore; print(mindspore.__version__)"],
+                                    capture_output=True, text=True, env=dict(os.environ, GLOG_v="3")).stdout.strip()
     rows = []
     load_start = open("/proc/loadavg").read().split()[:3]
     t_start = time.time()
@@ -134,16 +152,16 @@ def main():
         window = a.window
         if sizes:
             steps, window = sizes
-        runs = [("amptrain", name, flags) for name, flags in AMP_CONFIGS] + [("pytorch", m, None) for m in TORCH_CONFIGS]
-        # Interleave: amptrain, pytorch, amptrain, ...
+        queues = [[("amptrain", name, flags) for name, flags in AMP_CONFIGS],
+                  [("pytorch", m, None) for m in TORCH_CONFIGS],
+                  [("mindspore", name, (mode, env)) for name, mode, env, on in MS_CONFIGS
+                   if ms_version and model in on]]
+        # Interleave: amptrain, pytorch, mindspore, amptrain, ...
         order = []
-        amp_runs = [r for r in runs if r[0] == "amptrain"]
-        torch_runs = [r for r in runs if r[0] == "pytorch"]
-        while amp_runs or torch_runs:
-            if amp_runs:
-                order.append(amp_runs.pop(0))
-            if torch_runs:
-                order.append(torch_runs.pop(0))
+        while any(queues):
+            for q in queues:
+                if q:
+                    order.append(q.pop(0))
         pooled = {}
         for runtime, name, flags in [r for _ in range(a.rounds) for r in order]:
             if runtime == "amptrain":
@@ -157,13 +175,33 @@ def main():
                     sys.exit(1)
                 w = [r["images_per_s"] for r in map(json.loads, open(metrics)) if r.get("event") == "progress"][1:]
                 rate = statistics.median(w)
-            else:
+            elif runtime == "pytorch":
                 cmd = [a.torch_python, "-c", TORCH_SCRIPT, model, str(batch), str(steps), str(window),
                        str(a.threads), name, os.path.join(ROOT, "models/torch")]
                 out, err, rc, rss, wall = run_measured(cmd, env)
                 if rc != 0:
                     print(f"pytorch {model} b{batch} {name} failed:\n{err}", file=sys.stderr)
                     sys.exit(1)
+                r = json.loads(out.strip().splitlines()[-1])
+                w, rate = r["windows"], r["median"]
+            else:
+                mode, extra = flags
+                # Graph compilation takes the warm-up window; the default ISA's reference convolutions take
+                # seconds each, so that configuration runs a few steps.
+                ms_steps, ms_window = (steps, window) if extra else (4, 2)
+                cmd = [a.mindspore_python, os.path.join(ROOT, "tools/bench/mindspore_train_bench.py"), model,
+                       str(batch), str(ms_steps), str(ms_window), str(a.threads), mode]
+                out, err, rc, rss, wall = run_measured(cmd, dict(env, GLOG_v="3", **extra))
+                if rc != 0:
+                    # MindSpore's message follows a bare "TypeError:" line.
+                    lines = [l.strip() for l in err.splitlines() if l.strip() and not l.startswith("[WARNING]")]
+                    reason = next((l for key in ("Unsupported", "fail", "Error") for l in lines if key in l
+                                   and not l.endswith("Error:")), f"exit {rc}")
+                    print(json.dumps({"model": model, "batch": batch, "runtime": runtime, "config": name,
+                                      "error": reason}), flush=True)
+                    pooled.setdefault((runtime, name), {"windows": [], "medians": [], "rss": [], "wall": 0.0,
+                                                        "error": reason})
+                    continue
                 r = json.loads(out.strip().splitlines()[-1])
                 w, rate = r["windows"], r["median"]
             print(json.dumps({"model": model, "batch": batch, "runtime": runtime, "config": name,
@@ -175,6 +213,9 @@ def main():
             p["wall"] += wall
         for runtime, name, _ in order:
             p = pooled[(runtime, name)]
+            if not p["windows"]:
+                rows.append({"model": model, "batch": batch, "runtime": runtime, "config": name, "error": p["error"]})
+                continue
             rows.append({"model": model, "batch": batch, "runtime": runtime, "config": name,
                          "images_per_s": statistics.median(p["windows"]), "round_medians": p["medians"],
                          "windows": p["windows"], "peak_rss_mib": max(p["rss"]), "wall_s": p["wall"]})
@@ -186,11 +227,13 @@ def main():
     cpu, flags, version = cpu_description(a.amptrain)
     # GOMP_SPINCOUNT from the caller's environment reaches every runtime's OpenMP (amptrain's and PyTorch's).
     spin = f", GOMP_SPINCOUNT={os.environ['GOMP_SPINCOUNT']}" if os.environ.get("GOMP_SPINCOUNT") else ""
-    lines = ["# Mixed-precision training: amptrain against PyTorch (CPU)", "",
+    lines = ["# Mixed-precision training: amptrain against PyTorch and MindSpore (CPU)", "",
              f"`python3 tools/bench/amp_training.py --threads {a.threads}"
              f"{f' --rounds {a.rounds}' if a.rounds != 1 else ''}` on {time.strftime('%Y-%m-%d')}: "
              f"{cpu}, flags {' '.join(flags)}, {os.cpu_count()} cores, {a.threads} threads, "
-             f"OMP_WAIT_POLICY=passive{spin}. PyTorch {torch_version} from PyPI. Synthetic data, Adam 1e-3, training mode. "
+             f"OMP_WAIT_POLICY=passive{spin}. PyTorch {torch_version} from PyPI. "
+             f"{f'MindSpore {ms_version} from PyPI (graph mode; fp16 without loss scaling, which needs an Ascend op there; oneDNN capped to AVX2 unless the config says default ISA). ' if ms_version else 'MindSpore: not installed (no venv at --mindspore-python). '}"
+             f"Synthetic data, Adam 1e-3, training mode. "
              f"Load average {' '.join(load_start)} at the start, {' '.join(load_end)} at the end; "
              f"{time.time() - t_start:.0f} s in all.", "",
              "amptrain --version:", "", "```"] + version + ["```", "",
@@ -205,6 +248,9 @@ def main():
                   "| runtime | precision | images/s | rounds | vs amptrain O0 | peak RSS MiB | vs amptrain O0 |",
                   "|---|---|---|---|---|---|---|"]
         for r in case:
+            if "error" in r:
+                lines.append(f"| {r['runtime']} | {r['config']} | fails: `{r['error'][:100]}` | | | | |")
+                continue
             spread = f"{min(r['round_medians']):.0f}-{max(r['round_medians']):.0f}"
             lines.append(f"| {r['runtime']} | {r['config']} | {r['images_per_s']:.1f} | {spread} | "
                          f"{r['images_per_s'] / base['images_per_s']:.2f}x | {r['peak_rss_mib']:.0f} | "
