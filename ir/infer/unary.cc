@@ -1,6 +1,6 @@
 // Shape/dtype rules of the unary elementwise ops: the output has the input's
 // type (Cast: the `to` dtype; CastLike: the dtype of its input 1). Cast,
-// CastLike, Neg, Not, Identity, Floor and Ceil propagate values.
+// CastLike, Neg, Not, Identity, Floor, Ceil and Clip propagate values.
 #include <cmath>
 
 #include "ir/infer/infer_util.h"
@@ -143,6 +143,20 @@ Status InferClip(InferContext& ctx) {
       return ctx.Error("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got shape ", t.shape.ToString());
   }
   SameAs(ctx, 0, 0);
+  // Values propagate (TensorFlow-style "same" padding computes its pads as
+  // max(total, 0) through Clip): min(max(x, lo), hi) with absent bounds skipped.
+  const bool lo = ctx.has_input(1), hi = ctx.has_input(2);
+  std::vector<size_t> ins{0};
+  if (lo) ins.push_back(1);
+  if (hi) ins.push_back(2);
+  auto clip = [lo, hi](const auto* a) {
+    auto v = a[0];
+    if (lo && a[1] > v) v = a[1];
+    if (hi && a[lo ? 2 : 1] < v) v = a[lo ? 2 : 1];
+    return v;
+  };
+  if (IsFloat(ctx.inputs[0].dtype)) PropagateElementwise<double>(ctx, ins, 0, clip);
+  else PropagateElementwise<int64_t>(ctx, ins, 0, clip);
   return Status::Ok();
 }
 

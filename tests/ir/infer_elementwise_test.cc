@@ -184,6 +184,31 @@ TEST(InferElementwise, ClipBoundsMustBeScalarsOfTheInputDType) {
   EXPECT_FALSE(g.InferNode(g.AddNode(OpKind::kClip, {x, ilo}, 1, "int")).ok());
 }
 
+// Clip propagates values, min before max, either bound absent (the pads of
+// TensorFlow-style "same" padding are max(total, 0), exported as Clip).
+TEST(InferElementwise, ClipPropagatesValues) {
+  Graph g;
+  Value x = g.AddInitializer("x", Tensor::Floats({-3.0f, 0.5f, 7.0f}, {3}));
+  Value lo = g.AddInitializer("lo", Tensor::Floats({0.0f}, {}));
+  Value hi = g.AddInitializer("hi", Tensor::Floats({6.0f}, {}));
+  auto clip = [&](std::vector<Value> in) {
+    std::vector<Tensor> values;
+    EXPECT_TRUE(g.InferNode(g.AddNode(OpKind::kClip, std::move(in)), &values).ok());
+    EXPECT_FALSE(values.empty() || values[0].empty());
+    return values.empty() || values[0].empty() ? std::vector<float>{}
+                                               : std::vector<float>(values[0].data<float>(), values[0].data<float>() + 3);
+  };
+  EXPECT_EQ(clip({x, lo}), (std::vector<float>{0.0f, 0.5f, 7.0f}));
+  EXPECT_EQ(clip({x, Value{}, hi}), (std::vector<float>{-3.0f, 0.5f, 6.0f}));
+  EXPECT_EQ(clip({x, lo, hi}), (std::vector<float>{0.0f, 0.5f, 6.0f}));
+  EXPECT_EQ(clip({x}), (std::vector<float>{-3.0f, 0.5f, 7.0f}));
+  Value ints = g.AddInitializer("ints", Tensor::Int64s({-2, 9}, {2}));
+  Value ilo = g.AddInitializer("ilo", Tensor::Int64s({0}, {}));
+  std::vector<Tensor> values;
+  ASSERT_TRUE(g.InferNode(g.AddNode(OpKind::kClip, {ints, ilo}), &values).ok());
+  EXPECT_EQ(values[0].ToInt64Vector(), (std::vector<int64_t>{0, 9}));
+}
+
 TEST(InferElementwise, PropagatesShapeArithmeticValues) {
   Graph g;
   Value shape = g.AddInitializer("shape", Tensor::Int64s({2, 3, -7}, {3}));

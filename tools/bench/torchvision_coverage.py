@@ -101,6 +101,30 @@ def set_image_sizes(spec):
             raise ValueError(f"--image-size wants NAME=PX with a torchvision model name, got '{item}'")
         SIZE_OVERRIDES[name] = int(px)
 CUSTOM = ["lstm_classifier", "transformer_classifier"]
+# timm (PyPI's timm in the same venv, not a project dependency): "timm.NAME" -> (timm.create_model keyword
+# arguments, image size). --models timm runs them all. A diverse set: each brings op patterns the
+# torchvision classifiers lack (weight standardization, split attention, relative position biases,
+# lambda/halo/bottleneck attention, GRN, RepVGG-style branches, token mixing by pooling or MLP, ...).
+# Transformers whose position tables fix the input size get img_size=64 (HaloNet needs 256 px: its
+# halo attention blocks are 8x8 at the last stage).
+TIMM = {
+    "resnet18d": ({}, 64), "seresnext26d_32x4d": ({}, 64), "tf_efficientnet_b0": ({}, 64),
+    "mobilenetv3_small_050": ({}, 64), "mobilenetv4_conv_small": ({}, 64), "lcnet_050": ({}, 64),
+    "ghostnetv2_100": ({}, 64), "rexnet_100": ({}, 64), "regnetx_002": ({}, 64), "convnextv2_atto": ({}, 64),
+    "deit_tiny_patch16_224": ({"img_size": 64}, 64), "levit_128s": ({"img_size": 64}, 64),
+    "mobilevit_xxs": ({}, 64), "mobilevitv2_050": ({}, 64), "poolformer_s12": ({}, 64),
+    "mixer_s16_224": ({"img_size": 64}, 64), "resmlp_12_224": ({"img_size": 64}, 64),
+    "xcit_nano_12_p16_224": ({"img_size": 64}, 64), "dla34": ({}, 64), "hrnet_w18_small": ({}, 64),
+    "dpn68": ({}, 64), "res2net50_26w_4s": ({}, 64), "resnest14d": ({}, 64), "skresnet18": ({}, 64),
+    "nf_resnet26": ({}, 64), "ecaresnet26t": ({}, 64), "ese_vovnet19b_dw": ({}, 64),
+    "efficientvit_b0": ({}, 64), "fastvit_t8": ({}, 64), "repvgg_a0": ({}, 64), "mobileone_s0": ({}, 64),
+    "edgenext_xx_small": ({}, 64), "tiny_vit_5m_224": ({}, 64), "inception_next_atto": ({}, 64),
+    "caformer_s18": ({}, 64), "lambda_resnet26t": ({}, 64), "halonet26t": ({"img_size": 256}, 256),
+    "botnet26t_256": ({"img_size": 64}, 64), "cait_xxs24_224": ({"img_size": 64}, 64),
+    "pit_ti_224": ({"img_size": 64}, 64), "eva02_tiny_patch14_224": ({"img_size": 56}, 56),
+    "hgnetv2_b0": ({}, 64), "efficientvit_m0": ({"img_size": 64}, 64), "starnet_s1": ({}, 64),
+    "mambaout_femto": ({}, 64), "fasternet_t0": ({}, 64), "repghostnet_050": ({}, 64),
+}
 DEFAULT_MODELS = ["resnet18", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "densenet121",
                   "convnext_tiny", "vit_b_16", "swin_t"] + CUSTOM + [
                   "resnet50", "shufflenet_v2_x0_5", "mnasnet0_5", "swin_v2_t", "alexnet", "regnet_y_400mf",
@@ -267,6 +291,19 @@ def build(name, seed=0):
         x = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
     elif name in model_zoo.ZOO:
         model, x = model_zoo.build(name, seed)
+    elif name.startswith("timm.") and name[5:] in TIMM:
+        import timm
+        kw, size = TIMM[name[5:]]
+        try:
+            model = timm.create_model(name[5:], pretrained=False, num_classes=NUM_CLASSES, drop_rate=0.0,
+                                      drop_path_rate=0.0, **kw)
+        except TypeError:  # a model without stochastic depth takes no drop_path_rate
+            model = timm.create_model(name[5:], pretrained=False, num_classes=NUM_CLASSES, drop_rate=0.0, **kw)
+        x = torch.randn(BATCH, 3, size, size, generator=gen)
+        # Mixer and ResMLP initialize their heads to zeros, as torchvision's ViT does (above).
+        for m in model.modules():
+            if isinstance(m, nn.Linear) and not m.weight.detach().any():
+                nn.init.normal_(m.weight, std=0.02)
     else:
         raise SystemExit(f"unknown model {name}")
     # Dropout, StochasticDepth (row mode is random in training) and attention dropout: all off, so that
@@ -625,17 +662,24 @@ def write_markdown(path, results, args):
     except Exception:
         binary = "amptrain"
     zoo = all(r["model"] in model_zoo.ZOO for r in results)
+    timm_set = all(r["model"].startswith("timm.") for r in results)
+    try:
+        import timm
+        timm_v = f", timm {timm.__version__}" if timm_set else ""
+    except ImportError:
+        timm_v = ""
     lines = [
         "# Coverage of current PyTorch exports (" +
         ("tools/bench/model_zoo.py: small models beyond the torchvision classifiers" if zoo else
-         "torchvision classifiers") + ")",
+         "timm classifiers (random weights)" if timm_set else "torchvision classifiers") + ")",
         "",
         f"- Date: {datetime.date.today().isoformat()}; machine: {cpu}, {os.cpu_count()} cores "
         f"({platform.machine()}); {binary}, with `--threads {args.threads}`; everything under `nice -n 19`.",
         f"- torch {torch.__version__}, torchvision {torchvision.__version__}, onnx {onnx.__version__}, "
-        f"onnxruntime {ort_v[0] if ort_v else '?'}, onnxconverter-common {ort_v[1] if len(ort_v) > 1 else '?'}.",
+        f"onnxruntime {ort_v[0] if ort_v else '?'}, onnxconverter-common {ort_v[1] if len(ort_v) > 1 else '?'}{timm_v}.",
         "- Command: `nice -n 19 .cache/torch-pypi/bin/python tools/bench/torchvision_coverage.py" +
-        (" --models zoo --out build/zoo_coverage --md docs/zoo_coverage.md" if zoo else "") + "`" +
+        (" --models zoo --out build/zoo_coverage --md docs/zoo_coverage.md" if zoo else
+         " --models timm --out build/timm_coverage --md docs/timm_coverage.md" if timm_set else "") + "`" +
         (" (this table was recorded in parts, with `--append`)" if args.append or args.table_only else "") +
         f"; {len(results)} model/exporter pairs, "
         f"{sum(r.get('case_s', 0) for r in results) / 60:.1f} min of case wall time in all.",
@@ -725,8 +769,9 @@ def main():
     if args.case:
         run_case(args)
         return
-    # "zoo" stands for every model of model_zoo.py.
-    args.models = ",".join(",".join(model_zoo.ZOO) if m == "zoo" else m for m in args.models.split(","))
+    # "zoo" stands for every model of model_zoo.py, "timm" for every model of TIMM.
+    sets = {"zoo": list(model_zoo.ZOO), "timm": ["timm." + t for t in TIMM]}
+    args.models = ",".join(",".join(sets[m]) if m in sets else m for m in args.models.split(","))
     os.makedirs(args.out, exist_ok=True)
     jsonl = os.path.join(args.out, "results.jsonl")
     results = []
