@@ -21,8 +21,9 @@
 // for AVX-512, AVX2 and plain C++ from one source and give the same bits on
 // each, so results do not depend on the CPU. Not bitwise equal to the
 // reference (which sums in double, two-pass): tests/kernels/direct_test.cc
-// bounds the difference. [N, C] inputs and 1-D planes of fewer than 16
-// elements go to the other kernels.
+// bounds the difference. A gradient over at most 64 values per channel
+// takes the reference's arithmetic (kExactCount). [N, C] inputs and 1-D
+// planes of fewer than 16 elements go to the other kernels.
 //
 // Channels-last X, Y, dY and dX ([N, H, W, C], TensorSpec::channels_last;
 // KernelEntry::channels_last_together): a 64-byte line of channels per work
@@ -43,6 +44,18 @@ namespace amptrain::kernels::cpu::direct {
 namespace {
 
 constexpr int64_t kFlushElements = 2048;
+
+// A gradient over at most this many values per channel (batch 2 at a 1x1
+// plane: the BatchNormalization of a squeeze-excitation block, the last
+// stage of a small image) takes the reference's arithmetic: sums in double,
+// dX = a (M dy - sum dy - xhat sum dy xhat) in double, rounded once; the
+// same bits as the reference, cheap at this size. The affine fp32 form
+// k1 dy + k2 x + k3 rounds k1, k2, k3 apart and leaves ~1e-7 of the terms
+// where the exact dX sums to 0 over the channel, which the gradient of a
+// bias or a shift before the BN is: two samples whose mean is exactly 0
+// (zero-initialized BN biases upstream) give PyTorch, and now this kernel,
+// an exact 0 there (timm's rexnet and ghostnetv2 at batch 2).
+constexpr double kExactCount = 64;
 
 struct Shape {
   int64_t n = 0, c = 0, plane = 0;
@@ -239,6 +252,11 @@ class BatchNormGradKernel final : public Kernel {
     const bool dscale = ctx.outputs.size() > 1 && ctx.outputs[1].data;
     const bool dbias = ctx.outputs.size() > 2 && ctx.outputs[2].data;
     const double count = s_.count();
+    if (count <= kExactCount) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+      for (int64_t c = 0; c < s_.c; ++c) ExactChannel(ctx, c, dy, x, dx, dscale, dbias);
+      return Status::Ok();
+    }
     // Channel c's sums -> dScale, dB and the factors of dX = k1 * dy + k2 * x + k3.
     auto channel = [&](int64_t c, const ChannelSums& sums, float first, float& k1, float& k2, float& k3) {
       const double d = sums.d / count, mean = first + d;
@@ -276,6 +294,38 @@ class BatchNormGradKernel final : public Kernel {
   }
 
  private:
+  // Channel c in the reference's arithmetic (kExactCount): two-pass double
+  // sums in (n, plane) order, dX in double, rounded once; the reference's bits.
+  void ExactChannel(KernelContext& ctx, int64_t c, const TG* dy, const TX* x, TD* dx, bool dscale, bool dbias) const {
+    auto at = [&](int64_t n, int64_t i) { return nhwc_ ? (n * s_.plane + i) * s_.c + c : (n * s_.c + c) * s_.plane + i; };
+    auto each = [&](auto&& fn) {
+      for (int64_t n = 0; n < s_.n; ++n)
+        for (int64_t i = 0; i < s_.plane; ++i) fn(at(n, i));
+    };
+    const double count = s_.count();
+    double sum = 0.0, sq = 0.0, sdy = 0.0, sdyx = 0.0;
+    each([&](int64_t e) { sum += static_cast<float>(x[e]); });
+    const double mean = sum / count;
+    each([&](int64_t e) {
+      const double d = static_cast<float>(x[e]) - mean;
+      sq += d * d;
+    });
+    const double inv = 1.0 / std::sqrt(sq / count + eps_);
+    each([&](int64_t e) {
+      const double g = static_cast<float>(dy[e]);
+      sdy += g;
+      sdyx += g * (static_cast<float>(x[e]) - mean) * inv;
+    });
+    if (dscale) SetVec(ctx.outputs[1], c, sdyx);
+    if (dbias) SetVec(ctx.outputs[2], c, sdy);
+    if (!dx) return;
+    const double a = VecAt(ctx.inputs[2], c) * inv / count;
+    each([&](int64_t e) {
+      const double xhat = (static_cast<float>(x[e]) - mean) * inv;
+      dx[e] = TD(static_cast<float>(a * (count * static_cast<float>(dy[e]) - sdy - xhat * sdyx)));
+    });
+  }
+
   Shape s_;
   double eps_;
   int threads_;

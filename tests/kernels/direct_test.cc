@@ -584,6 +584,49 @@ TEST_P(DirectPath, BatchNormGradCloseToReference) {
     }
 }
 
+// A gradient over at most 64 values per channel takes the reference's
+// arithmetic, and its bits, in either layout. Two samples at a 1x1 plane whose
+// mean is exactly 0 (x and -x) get a dX that sums to exactly 0 per channel,
+// as the exact one does: the gradient of a bias before the BatchNormalization
+// is then 0, as PyTorch computes it (squeeze-excitation blocks at batch 2).
+TEST_P(DirectPath, BatchNormGradOfFewValuesIsTheReferences) {
+  const DType t = GetParam().dtype;
+  Attributes a;
+  a.Set("epsilon", 1e-5f);
+  for (const I& x : std::vector<I>{{2, 24, 1, 1}, {4, 5, 2, 2}, {8, 20, 2, 2}, {1, 3, 64}}) {
+    const std::vector<Tensor> bn = BatchNormInputs(x, t, 3.0, 60);
+    const std::vector<Tensor> in = {Values(x, 61, t, false), bn[0], bn[1]};
+    auto want = RunKernel(OpKind::kBatchNormalizationGrad, a, in, Options{.impl = "reference", .num_outputs = 3});
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    for (int threads : {1, 2})
+      for (uint32_t last : {0u, 0b11u}) {
+        Options direct{.impl = "direct", .num_outputs = 3, .threads = threads};
+        direct.channels_last_inputs = x.size() == 4 ? last : 0u;
+        direct.channels_last_outputs = x.size() == 4 ? (last & 1u) : 0u;
+        auto got = RunKernel(OpKind::kBatchNormalizationGrad, a, in, direct);
+        ASSERT_TRUE(got.ok()) << got.status().ToString();
+        for (size_t o = 0; o < 3; ++o)
+          EXPECT_TRUE(SameBits((*got)[o], (*want)[o])) << ir::Shape::FromStatic(x).ToString() << " output " << o
+                                                       << ", " << threads << " thread(s), layout " << last;
+      }
+  }
+  const I pair = {2, 24, 1, 1};
+  Tensor x = Values(pair, 62, t, false);
+  for (int64_t c = 0; c < pair[1]; ++c) ir::SetElementFromDouble(x, pair[1] + c, -x.GetAsDouble(c));
+  const std::vector<Tensor> bn = BatchNormInputs(pair, t, 0.0, 63);
+  auto got = RunKernel(OpKind::kBatchNormalizationGrad, a, {Values(pair, 64, t, false), x, bn[1]},
+                       Options{.impl = "direct", .num_outputs = 3});
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  int64_t nonzero = 0, zero_terms = 0;
+  for (int64_t c = 0; c < pair[1]; ++c) {
+    const double d0 = (*got)[0].GetAsDouble(c), d1 = (*got)[0].GetAsDouble(pair[1] + c);
+    nonzero += d0 + d1 != 0.0;
+    zero_terms += d0 == 0.0;
+  }
+  EXPECT_EQ(nonzero, 0) << ir::DTypeName(t);
+  EXPECT_LT(zero_terms, pair[1]) << "dX is all zeros";
+}
+
 // Channels-last X, Y, dY and dX give the plain kernel's bits: every channel's
 // sums take the same additions in the same order. Shapes with a partial block
 // of 16 channels (5, 20), plane tails (7x7, 4x5) and a flush inside a plane

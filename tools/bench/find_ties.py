@@ -7,7 +7,8 @@ can flip, which then move a gradient by far more than rounding does.
 
 For each model (torchvision_coverage.py's build(): random weights, seed 0, its input, training mode) one
 float64 and one float32 forward, with hooks on
-  - every nn.ReLU input (a ReLU decides on its sign), or every BatchNormalization output in a model
+  - every nn.ReLU input (a ReLU decides on its sign), every nn.Hardtanh / nn.ReLU6 input (they decide at
+    both edges), or every BatchNormalization output in a model
     without nn.ReLU modules (F.relu after the BN): values whose magnitude is below tol x the RMS of
     their channel (a module called more than once, as in torchvision's ResNet blocks: its last call);
   - every nn.MaxPool2d input: windows whose two largest values differ by less than tol relative (the
@@ -39,6 +40,8 @@ def capture(model, x, dtype, bn_outputs):
             mod.register_forward_hook(lambda _m, _i, o, n=name: seen.__setitem__(("bn-out", n), o.detach().clone()))
         elif isinstance(mod, nn.ReLU):
             mod.register_forward_pre_hook(lambda _m, i, n=name: seen.__setitem__(("relu-in", n), i[0].detach().clone()))
+        elif isinstance(mod, nn.Hardtanh):  # ReLU6 too: it decides at both of its edges
+            mod.register_forward_pre_hook(lambda _m, i, n=name: seen.__setitem__(("clamp-in", n), i[0].detach().clone()))
         elif isinstance(mod, nn.MaxPool2d):
             mod.register_forward_pre_hook(lambda _m, i, n=name: seen.__setitem__(("maxpool-in", n), i[0].detach().clone()))
     with torch.no_grad():
@@ -104,6 +107,13 @@ def main():
                     risk = abs(g32 - g64) / max(abs(g64), 1e-300)
                     found.append((risk, f"maxpool {key[1]} input, window {at}: top two {g64:.3g} apart in "
                                         f"float64 ({g64 / top:.2g} relative), {g32:.3g} in float32"))
+            elif key[0] == "clamp-in":
+                mod = modules[key[1]]
+                for edge in (mod.min_val, mod.max_val):
+                    for at, a, b in sign_ties(v64 - edge, v32 - edge, args.tol):
+                        risk = abs(b - a) / max(abs(a), 1e-300)
+                        found.append((risk, f"{key[0]} {key[1]} {at}: edge {edge:g} + float64 {a:.3e}, "
+                                            f"float32 {b:.3e}"))
             else:
                 for at, a, b in sign_ties(v64, v32, args.tol):
                     if (at, a) in seen:  # a ReLU's input that is the BN output already listed
