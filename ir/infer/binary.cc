@@ -142,7 +142,23 @@ Status InferMod(InferContext& ctx) {
 Status InferPow(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsNumeric(ctx.inputs[0].dtype), "a numeric type"));
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsNumeric(ctx.inputs[1].dtype), "a numeric type"));
-  return BroadcastOutput(ctx, ctx.inputs[0].dtype);
+  AMP_RETURN_IF_ERROR(BroadcastOutput(ctx, ctx.inputs[0].dtype));
+  // Values propagate: traced sizes such as int(N ** 0.5), the side of a
+  // square position table (Hugging Face DINOv2's interpolation). Integer
+  // bases multiply (wrapping, as the kernels); a negative integer exponent
+  // gives the truncated 1 / x^n.
+  if (IsFloat(ctx.inputs[0].dtype)) {
+    PropagateElementwise<double>(ctx, {0, 1}, 0, [](const double* a) { return std::pow(a[0], a[1]); });
+  } else if (IsInteger(ctx.inputs[1].dtype)) {
+    PropagateElementwise<int64_t>(ctx, {0, 1}, 0, [](const int64_t* a) -> int64_t {
+      if (a[1] < 0) return a[0] == 1 ? 1 : a[0] == -1 ? (a[1] % 2 == 0 ? 1 : -1) : 0;
+      uint64_t r = 1, base = static_cast<uint64_t>(a[0]);
+      for (uint64_t e = static_cast<uint64_t>(a[1]); e; e >>= 1, base *= base)
+        if (e & 1) r *= base;
+      return Wrap(r);
+    });
+  }
+  return Status::Ok();
 }
 
 Status InferMax(InferContext& ctx) {

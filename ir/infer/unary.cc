@@ -1,6 +1,6 @@
 // Shape/dtype rules of the unary elementwise ops: the output has the input's
 // type (Cast: the `to` dtype; CastLike: the dtype of its input 1). Cast,
-// CastLike, Neg, Not, Identity, Floor, Ceil and Clip propagate values.
+// CastLike, Neg, Not, Identity, Floor, Ceil, Sqrt and Clip propagate values.
 #include <cmath>
 
 #include "ir/infer/infer_util.h"
@@ -37,7 +37,12 @@ Status CastOutput(InferContext& ctx, DType target) {
 Status InferSigmoid(InferContext& ctx) { return InferFloatUnary(ctx); }
 Status InferTanh(InferContext& ctx) { return InferFloatUnary(ctx); }
 Status InferErf(InferContext& ctx) { return InferFloatUnary(ctx); }
-Status InferSqrt(InferContext& ctx) { return InferFloatUnary(ctx); }
+// Sqrt propagates values (traced sizes: int(math.sqrt(num_patches))).
+Status InferSqrt(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(InferFloatUnary(ctx));
+  PropagateElementwise<double>(ctx, {0}, 0, [](const double* a) { return std::sqrt(a[0]); });
+  return Status::Ok();
+}
 // Floor and Ceil propagate values: exporters use them in index arithmetic
 // (adaptive pooling's window bounds), which must fold to constants.
 Status InferFloor(InferContext& ctx) {

@@ -209,6 +209,26 @@ TEST(InferElementwise, ClipPropagatesValues) {
   EXPECT_EQ(values[0].ToInt64Vector(), (std::vector<int64_t>{0, 9}));
 }
 
+// Pow and Sqrt propagate values (traced sizes: int(N ** 0.5)); integer Pow
+// wraps as the kernels do.
+TEST(InferElementwise, PowAndSqrtPropagateValues) {
+  Graph g;
+  Value n = g.AddInitializer("n", Tensor::Floats({16.0f, 2.0f}, {2}));
+  Value half = g.AddInitializer("half", Tensor::Floats({0.5f}, {}));
+  std::vector<Tensor> values;
+  ASSERT_TRUE(g.InferNode(g.AddNode(OpKind::kPow, {n, half}), &values).ok());
+  ASSERT_FALSE(values.empty() || values[0].empty());
+  EXPECT_EQ(values[0].data<float>()[0], 4.0f);
+  EXPECT_EQ(values[0].data<float>()[1], std::sqrt(2.0f));
+  ASSERT_TRUE(g.InferNode(g.AddNode(OpKind::kSqrt, {n}), &values).ok());
+  ASSERT_FALSE(values.empty() || values[0].empty());
+  EXPECT_EQ(values[0].data<float>()[0], 4.0f);
+  Value base = g.AddInitializer("base", Tensor::Int64s({3, -1, 2, 5}, {4}));
+  Value exp = g.AddInitializer("exp", Tensor::Int64s({4, 3, 64, -1}, {4}));
+  ASSERT_TRUE(g.InferNode(g.AddNode(OpKind::kPow, {base, exp}), &values).ok());
+  EXPECT_EQ(values[0].ToInt64Vector(), (std::vector<int64_t>{81, -1, 0, 0}));
+}
+
 TEST(InferElementwise, PropagatesShapeArithmeticValues) {
   Graph g;
   Value shape = g.AddInitializer("shape", Tensor::Int64s({2, 3, -7}, {3}));
