@@ -194,6 +194,20 @@ bool OnlyThroughSinusoids(const Graph& g, Value init, const std::unordered_set<V
   return sinusoid;
 }
 
+// Whether `name` is what torch.export calls a tensor that forward() creates
+// and it lifts out as a constant: "lifted_tensor_N" or "_tensor_constantN"
+// as the last dotted component ("encoder.layer.0.attention.self.lifted_tensor_2").
+bool LiftedConstantName(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  const std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
+  for (const std::string prefix : {"lifted_tensor_", "c_lifted_tensor_", "_tensor_constant"})
+    if (last.size() > prefix.size() && last.compare(0, prefix.size(), prefix) == 0 &&
+        std::all_of(last.begin() + static_cast<std::ptrdiff_t>(prefix.size()), last.end(),
+                    [](char c) { return c >= '0' && c <= '9'; }))
+      return true;
+  return false;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ConstantLikeInitializers(const Graph& g) {
@@ -214,7 +228,10 @@ std::map<std::string, std::string> ConstantLikeInitializers(const Graph& g) {
   for (Value v : g.initializers()) {
     const ir::TensorType& t = g.type(v);
     if (!ir::IsFloat(t.dtype)) continue;
-    if (t.has_shape && t.shape.rank() == 0 && OnlyPowExponent(g, v)) {
+    if (LiftedConstantName(g.name(v))) {
+      found[g.name(v)] = "a tensor that forward() creates, lifted out by torch.export as a constant "
+                         "(lifted_tensor_N), is not a parameter; --train-all trains it";
+    } else if (t.has_shape && t.shape.rank() == 0 && OnlyPowExponent(g, v)) {
       found[g.name(v)] = "a 0-d Pow exponent is taken for a constant (its gradient is NaN where the base is "
                          "negative); --train-all trains it";
     } else if (order.ok() && OnlyThroughSinusoids(g, v, data)) {

@@ -162,6 +162,10 @@ ParameterReport ReportParameters(const ir::Graph& g, const autodiff::BackwardRes
 //   1e-4 would move by the learning rate each step. Learned Fourier features,
 //   Sin(W x), read data before the Sin and stay parameters, and so does a
 //   learned position table (no Sin).
+// - an initializer that torch.export named as a constant it lifted out of
+//   forward() ("lifted_tensor_N", "_tensor_constantN" as the last dotted
+//   component): a tensor made in forward, never a parameter (DeBERTa-v2's
+//   relative-position scale factors in the dynamo export).
 // `train --train-all` (TrainGraphOptions::train_all) trains them too.
 std::map<std::string, std::string> ConstantLikeInitializers(const ir::Graph& g);
 

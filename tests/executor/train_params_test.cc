@@ -149,6 +149,25 @@ TEST(TrainGraph, SinusoidFrequenciesOfConstantsAreConstantsUnlessAskedFor) {
   ExpectConstantLike(*model, {"w", "wf"}, "inv_freq", "sinusoid");
 }
 
+// A constant that torch.export lifted out of forward() (named
+// "...lifted_tensor_N") is not a parameter; a parameter whose name merely
+// contains the words is.
+TEST(TrainGraph, ConstantsLiftedByTorchExportAreNotParameters) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {2, 3}));
+  ir::Value lifted = g->AddInitializer("encoder.attn.lifted_tensor_2", ir::Tensor::Floats({4.0f, 4.0f, 4.0f}, {3}));
+  ir::Value named = g->AddInitializer("lifted_tensor_gate", amptrain::testing::RouteTensor(ir::DType::kFloat32, {3}, 4));
+  ir::Value w = g->AddInitializer("w", amptrain::testing::RouteTensor(ir::DType::kFloat32, {3, 4}, 7));
+  ir::Node* scaled = g->AddNode(ir::OpKind::kMul, {x, lifted}, 1, "scale");
+  ir::Node* gated = g->AddNode(ir::OpKind::kMul, {scaled->output(0), named}, 1, "gate");
+  ir::Node* mm = g->AddNode(ir::OpKind::kMatMul, {gated->output(0), w}, 1, "logits", {"logits"});
+  g->AddOutput(mm->output(0));
+  ASSERT_TRUE(g->InferShapes().ok());
+  std::unique_ptr<ir::Graph> model = Imported(*g);
+  ASSERT_TRUE(model);
+  ExpectConstantLike(*model, {"lifted_tensor_gate", "w"}, "encoder.attn.lifted_tensor_2", "torch.export");
+}
+
 std::set<std::string> Statistics(const ir::Graph& g) {
   std::set<std::string> stats;
   for (ir::Value v : g.initializers())

@@ -140,7 +140,7 @@ MODELS = {
                      dict(num_channels=3, image_size=64, depth_multiplier=0.35, tf_padding=True)),
     "efficientnet": ("EfficientNetForImageClassification", "EfficientNetConfig",
                      dict(num_channels=3, image_size=64, width_coefficient=0.25, depth_coefficient=0.25,
-                          hidden_dim=256)),
+                          hidden_dim=320)),
     "wav2vec2": ("Wav2Vec2ForSequenceClassification", "Wav2Vec2Config",  # GroupNorm, weight-normed conv positions
                  dict(vocab_size=32, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
                       conv_dim=[32, 32, 32], conv_stride=[5, 2, 2], conv_kernel=[10, 3, 3],
