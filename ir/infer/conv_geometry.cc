@@ -84,10 +84,14 @@ StatusOr<std::vector<int64_t>> WindowGeometry::Resolve(const std::vector<int64_t
     }
     if (auto_pad == AutoPad::kValid) pads_begin[d] = pads_end[d] = 0;
     int64_t span = in[d] + pads_begin[d] + pads_end[d] - dk;
-    if (span < 0)
+    // ceil_mode takes a window that overhangs the end, even one wider than
+    // the whole padded input (one output: ceil(span / s) = 0 for -s < span <
+    // 0). PyTorch's AvgPool2d(k, ceil_mode=True) over a smaller map does so
+    // (Hugging Face EfficientNet's pooler, k = 1280).
+    if (span < 0 && !(ceil_mode && span > -s))
       return InvalidArgument("window of extent ", dk, " does not fit spatial dim ", d, " of size ", in[d],
                              " with pads ", pads_begin[d], "+", pads_end[d]);
-    out[d] = (ceil_mode ? (span + s - 1) / s : span / s) + 1;
+    out[d] = (ceil_mode ? (span >= 0 ? (span + s - 1) / s : 0) : span / s) + 1;
     if (ceil_mode && (out[d] - 1) * s >= in[d] + pads_begin[d]) --out[d];
   }
   return out;

@@ -116,6 +116,15 @@ TEST(InferPool, CeilModeIndicesGlobal) {
                A({{"kernel_shape", I{2}}, {"strides", I{2}}, {"pads", I{1, 1}}, {"ceil_mode", int64_t{1}}}));
   ASSERT_TRUE(last.status.ok());
   EXPECT_EQ(last.out().shape, Shape::FromStatic({1, 1, 3}));
+  // ceil_mode: a window wider than the input gives one output (PyTorch's
+  // AvgPool2d(1280, ceil_mode=True) over 2x2); without ceil_mode it is an error.
+  OneNode wide(OpKind::kAveragePool, F32({1, 3, 2, 2}), {},
+               A({{"kernel_shape", I{320, 320}}, {"strides", I{320, 320}}, {"ceil_mode", int64_t{1}}}));
+  ASSERT_TRUE(wide.status.ok()) << wide.status.message();
+  EXPECT_EQ(wide.out().shape, Shape::FromStatic({1, 3, 1, 1}));
+  OneNode too_wide(OpKind::kAveragePool, F32({1, 3, 2, 2}), {},
+                   A({{"kernel_shape", I{320, 320}}, {"strides", I{320, 320}}}));
+  EXPECT_FALSE(too_wide.status.ok());
   OneNode no_k(OpKind::kAveragePool, F32({1, 1, 5, 5}), {}, A({}));
   EXPECT_FALSE(no_k.status.ok());
   OneNode global(OpKind::kGlobalAveragePool, F32(BatchShape({2048, 7, 7})), {}, A({}));
