@@ -37,6 +37,7 @@
 #include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/direct_kernels.h"
 #include "kernels/cpu/float_convert.h"
+#include "kernels/cpu/grad_kernels.h"
 #include "kernels/cpu/lanes16.h"
 
 namespace amptrain::kernels::cpu::direct {
@@ -294,36 +295,13 @@ class BatchNormGradKernel final : public Kernel {
   }
 
  private:
-  // Channel c in the reference's arithmetic (kExactCount): two-pass double
-  // sums in (n, plane) order, dX in double, rounded once; the reference's bits.
+  // Channel c in the reference's arithmetic and bits (kExactCount), either layout.
   void ExactChannel(KernelContext& ctx, int64_t c, const TG* dy, const TX* x, TD* dx, bool dscale, bool dbias) const {
-    auto at = [&](int64_t n, int64_t i) { return nhwc_ ? (n * s_.plane + i) * s_.c + c : (n * s_.c + c) * s_.plane + i; };
-    auto each = [&](auto&& fn) {
-      for (int64_t n = 0; n < s_.n; ++n)
-        for (int64_t i = 0; i < s_.plane; ++i) fn(at(n, i));
-    };
-    const double count = s_.count();
-    double sum = 0.0, sq = 0.0, sdy = 0.0, sdyx = 0.0;
-    each([&](int64_t e) { sum += static_cast<float>(x[e]); });
-    const double mean = sum / count;
-    each([&](int64_t e) {
-      const double d = static_cast<float>(x[e]) - mean;
-      sq += d * d;
-    });
-    const double inv = 1.0 / std::sqrt(sq / count + eps_);
-    each([&](int64_t e) {
-      const double g = static_cast<float>(dy[e]);
-      sdy += g;
-      sdyx += g * (static_cast<float>(x[e]) - mean) * inv;
-    });
+    const auto [sdyx, sdy] = grad::BatchNormGradChannel(
+        s_.n, s_.plane, eps_, VecAt(ctx.inputs[2], c), dy, x, dx,
+        [&](int64_t n, int64_t i) { return nhwc_ ? (n * s_.plane + i) * s_.c + c : (n * s_.c + c) * s_.plane + i; });
     if (dscale) SetVec(ctx.outputs[1], c, sdyx);
     if (dbias) SetVec(ctx.outputs[2], c, sdy);
-    if (!dx) return;
-    const double a = VecAt(ctx.inputs[2], c) * inv / count;
-    each([&](int64_t e) {
-      const double xhat = (static_cast<float>(x[e]) - mean) * inv;
-      dx[e] = TD(static_cast<float>(a * (count * static_cast<float>(dy[e]) - sdy - xhat * sdyx)));
-    });
   }
 
   Shape s_;

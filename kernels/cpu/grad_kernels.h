@@ -11,7 +11,9 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/element.h"
@@ -23,6 +25,40 @@ inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.thre
 
 template <class T> inline double Load(T v) { return static_cast<double>(static_cast<Acc<T>>(v)); }
 template <class T> inline T Store(double v) { return static_cast<T>(static_cast<Acc<T>>(v)); }
+
+// One channel of BatchNormalizationGrad in double, two-pass (mean, then
+// variance, then sum dy and sum dy * xhat), over (n, i) in that order with
+// at(n, i) the flat index of sample n's element i; dX (when given) =
+// scale inv / M (M dy - sum dy - xhat sum dy xhat), rounded once. The
+// reference kernel's arithmetic, which the direct kernel takes for small
+// channels (direct_batchnorm.cc kExactCount). Returns {dScale, dB}.
+template <class TG, class TX, class TD, class At>
+std::pair<double, double> BatchNormGradChannel(int64_t n, int64_t plane, double eps, double scale, const TG* dy,
+                                               const TX* x, TD* dx, At at) {
+  auto each = [&](auto&& fn) {
+    for (int64_t s = 0; s < n; ++s)
+      for (int64_t i = 0; i < plane; ++i) fn(at(s, i));
+  };
+  const double count = static_cast<double>(n * plane);
+  double sum = 0.0, sq = 0.0, sdy = 0.0, sdyx = 0.0;
+  each([&](int64_t e) { sum += Load(x[e]); });
+  const double mean = sum / count;
+  each([&](int64_t e) {
+    const double d = Load(x[e]) - mean;
+    sq += d * d;
+  });
+  const double inv = 1.0 / std::sqrt(sq / count + eps);
+  each([&](int64_t e) {
+    const double g = Load(dy[e]);
+    sdy += g;
+    sdyx += g * (Load(x[e]) - mean) * inv;
+  });
+  if (dx) {
+    const double a = scale * inv / count;
+    each([&](int64_t e) { dx[e] = Store<TD>(a * (count * Load(dy[e]) - sdy - (Load(x[e]) - mean) * inv * sdyx)); });
+  }
+  return {sdyx, sdy};
+}
 
 // A float tensor's values as doubles (Load), and doubles stored into one
 // (Store; a view without data is left alone): parameter vectors such as a

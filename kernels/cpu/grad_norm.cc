@@ -17,6 +17,7 @@
 // Work is split by channel (BN), by row for dX and by column block for
 // dScale/dBias (LN); every sum has a fixed order.
 #include <cmath>
+#include <tuple>
 #include <vector>
 
 #include "ir/infer/infer_util.h"
@@ -58,34 +59,11 @@ class BatchNormGradReference : public Kernel {
     const std::vector<double> scale = ReadVector(ctx.inputs[2]);
     T* dx = ctx.outputs[0].as<T>();
     std::vector<double> dscale(c_), dbias(c_);
-    const double count = static_cast<double>(n_ * plane_);
 #pragma omp parallel for num_threads(threads_) schedule(dynamic)
-    for (int64_t c = 0; c < c_; ++c) {
-      double sum = 0.0, sq = 0.0, sdy = 0.0, sdyx = 0.0;
-      for (int64_t n = 0; n < n_; ++n)
-        for (int64_t i = 0, base = (n * c_ + c) * plane_; i < plane_; ++i) sum += Load(x[base + i]);
-      const double mean = sum / count;
-      for (int64_t n = 0; n < n_; ++n)
-        for (int64_t i = 0, base = (n * c_ + c) * plane_; i < plane_; ++i) {
-          const double d = Load(x[base + i]) - mean;
-          sq += d * d;
-        }
-      const double inv = 1.0 / std::sqrt(sq / count + eps_);
-      for (int64_t n = 0; n < n_; ++n)
-        for (int64_t i = 0, base = (n * c_ + c) * plane_; i < plane_; ++i) {
-          const double g = Load(dy[base + i]);
-          sdy += g;
-          sdyx += g * (Load(x[base + i]) - mean) * inv;
-        }
-      dbias[c] = sdy, dscale[c] = sdyx;
-      if (!dx) continue;
-      const double a = scale[c] * inv / count;
-      for (int64_t n = 0; n < n_; ++n)
-        for (int64_t i = 0, base = (n * c_ + c) * plane_; i < plane_; ++i) {
-          const double xhat = (Load(x[base + i]) - mean) * inv;
-          dx[base + i] = Store<T>(a * (count * Load(dy[base + i]) - sdy - xhat * sdyx));
-        }
-    }
+    for (int64_t c = 0; c < c_; ++c)
+      std::tie(dscale[c], dbias[c]) = BatchNormGradChannel(n_, plane_, eps_, scale[c], dy, x, dx, [&](int64_t n, int64_t i) {
+        return (n * c_ + c) * plane_ + i;
+      });
     if (ctx.outputs.size() > 1) WriteVector(ctx.outputs[1], dscale);
     if (ctx.outputs.size() > 2) WriteVector(ctx.outputs[2], dbias);
     return Status::Ok();

@@ -283,57 +283,56 @@ def main():
                 ok = float(conv_err) < 1e-2
                 failed += not ok
                 cells[-1] += f"; O2 fp16 in ORT {'ok' if ok else '**fail**'} {float(conv_err):.1e}, {casts} Casts"
-            grad_cell = "-"
-            if True:  # every model (BN at batch 2 over small planes is judged by the same yardstick)
-                d = os.path.join(a.out, f"{name}.train")
-                os.makedirs(d, exist_ok=True)
-                mt = copy.deepcopy(m).train()
-                for mod in mt.modules():
-                    if isinstance(mod, torch.nn.Dropout):
-                        mod.p = 0.0
-                for attr in ("attention_dropout", "attention_probs_dropout_prob", "attn_pdrop"):
-                    if hasattr(mt.config, attr):
-                        setattr(mt.config, attr, 0.0)
-                y = torch.tensor([0, 2])
-                try:
-                    torch.onnx.export(Logits(mt, name), args, f"{d}/m.onnx", dynamo=True, optimize=False,
-                                      input_names=names)
-                except Exception as e:  # noqa: BLE001 - the exporter's failure is a result
-                    rows.append((name, *cells, f"export fails: {str(e).splitlines()[0][:80]}"))
-                    continue
+            # Gradients for every model (BN at batch 2 over small planes is judged by the same yardstick).
+            d = os.path.join(a.out, f"{name}.train")
+            os.makedirs(d, exist_ok=True)
+            mt = copy.deepcopy(m).train()
+            for mod in mt.modules():
+                if isinstance(mod, torch.nn.Dropout):
+                    mod.p = 0.0
+            for attr in ("attention_dropout", "attention_probs_dropout_prob", "attn_pdrop"):
+                if hasattr(mt.config, attr):
+                    setattr(mt.config, attr, 0.0)
+            y = torch.tensor([0, 2])
+            try:
+                torch.onnx.export(Logits(mt, name), args, f"{d}/m.onnx", dynamo=True, optimize=False,
+                                  input_names=names)
+            except Exception as e:  # noqa: BLE001 - the exporter's failure is a result
+                rows.append((name, *cells, f"export fails: {str(e).splitlines()[0][:80]}"))
+                continue
 
-                def grads(dtype):
-                    mm = copy.deepcopy(mt).to(dtype)
-                    loss = torch.nn.functional.cross_entropy(
-                        Logits(mm, name)(*[x.to(dtype) if x.is_floating_point() else x for x in args]), y)
-                    loss.backward()
-                    return {k: p.grad.double().numpy() for k, p in mm.named_parameters() if p.grad is not None}
+            def grads(dtype):
+                mm = copy.deepcopy(mt).to(dtype)
+                loss = torch.nn.functional.cross_entropy(
+                    Logits(mm, name)(*[x.to(dtype) if x.is_floating_point() else x for x in args]), y)
+                loss.backward()
+                return {k: p.grad.double().numpy() for k, p in mm.named_parameters() if p.grad is not None}
 
-                g64, g32 = grads(torch.float64), grads(torch.float32)
-                np.save(f"{d}/y.npy", y.numpy())
-                p = run_cmd(a.amptrain, "grad", f"{d}/m.onnx", names, args, d,
-                            ["--labels", f"{d}/y.npy", "--output-dir", f"{d}/out"])
-                if p.returncode:
-                    grad_cell = "**fail** " + p.stderr.strip().splitlines()[-1][:150]
-                    failed += 1
-                else:
-                    bad, worst, missing = 0, 0.0, []
-                    for k, ref in g64.items():
-                        f = f"{d}/out/grads/m.{k}.npy"
-                        if not os.path.exists(f):
-                            missing.append(k)
-                            continue
-                        den = max(np.linalg.norm(ref), 1e-12)
-                        e = np.linalg.norm(np.load(f).astype(np.float64) - ref) / den
-                        bound = max(10 * np.linalg.norm(g32[k] - ref) / den, 1e-4)
-                        worst = max(worst, e / bound)
-                        bad += e > bound
-                    extra = sorted(os.path.basename(f)[2:-4] for f in glob.glob(f"{d}/out/grads/*.npy")
-                                   if os.path.basename(f)[2:-4] not in g64)
-                    ok = bad == 0 and not missing
-                    failed += not ok
-                    grad_cell = (f"{'ok' if ok else '**fail**'} {len(g64)} params, {len(missing)} missing, {bad} over, "
-                                 f"worst {worst:.3f} of the bound" + (f"; extra: {', '.join(extra)}" if extra else ""))
+            g64, g32 = grads(torch.float64), grads(torch.float32)
+            np.save(f"{d}/y.npy", y.numpy())
+            p = run_cmd(a.amptrain, "grad", f"{d}/m.onnx", names, args, d,
+                        ["--labels", f"{d}/y.npy", "--output-dir", f"{d}/out"])
+            if p.returncode:
+                grad_cell = "**fail** " + p.stderr.strip().splitlines()[-1][:150]
+                failed += 1
+            else:
+                bad, worst, missing = 0, 0.0, []
+                for k, ref in g64.items():
+                    f = f"{d}/out/grads/m.{k}.npy"
+                    if not os.path.exists(f):
+                        missing.append(k)
+                        continue
+                    den = max(np.linalg.norm(ref), 1e-12)
+                    e = np.linalg.norm(np.load(f).astype(np.float64) - ref) / den
+                    bound = max(10 * np.linalg.norm(g32[k] - ref) / den, 1e-4)
+                    worst = max(worst, e / bound)
+                    bad += e > bound
+                extra = sorted(os.path.basename(f)[2:-4] for f in glob.glob(f"{d}/out/grads/*.npy")
+                               if os.path.basename(f)[2:-4] not in g64)
+                ok = bad == 0 and not missing
+                failed += not ok
+                grad_cell = (f"{'ok' if ok else '**fail**'} {len(g64)} params, {len(missing)} missing, {bad} over, "
+                             f"worst {worst:.3f} of the bound" + (f"; extra: {', '.join(extra)}" if extra else ""))
             rows.append((name, *cells, grad_cell))
             print(" | ".join(rows[-1]), file=sys.stderr, flush=True)  # progress
         except Exception as e:  # noqa: BLE001 - one model's failure must not end the table
