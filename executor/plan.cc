@@ -96,7 +96,9 @@ std::unordered_set<ir::NodeId> LiveNodes(const Graph& graph) {
 }
 
 // Runs one node's shape rule with the specialized types and known values.
-Status InferOne(const Graph& graph, const Node* node, Specialized& s) {
+// `counts` (optional): the value-dependent sizes the caller measured, by
+// NonZero output name (executor::ValueDependentCounts).
+Status InferOne(const Graph& graph, const Node* node, Specialized& s, const std::map<std::string, int64_t>* counts) {
   ir::InferContext ctx;
   ctx.node = node;
   ctx.attrs = &node->attrs();
@@ -117,6 +119,12 @@ Status InferOne(const Graph& graph, const Node* node, Specialized& s) {
   ctx.output_values.resize(node->num_outputs());
   for (size_t i = 0; i < node->num_outputs(); ++i) ctx.outputs[i] = node->output_info(i).type;
   AMP_RETURN_IF_ERROR(node->schema().infer(ctx));
+  if (node->op() == OpKind::kNonZero && ctx.output_values[0].empty() && ctx.outputs[0].has_shape) {
+    const std::string& name = graph.name(node->output(0));
+    if (!counts || !counts->count(name))
+      return InvalidArgument(node->Describe(), ": the count of nonzero elements is not known when planning");
+    ctx.outputs[0].shape[1] = ir::Dim::Static(counts->at(name));
+  }
 
   bool all_known = node->num_outputs() > 0;
   for (const Tensor& t : ctx.output_values) all_known = all_known && !t.empty();
@@ -142,7 +150,8 @@ Status InferOne(const Graph& graph, const Node* node, Specialized& s) {
 }
 
 StatusOr<Specialized> Specialize(const Graph& graph, const std::map<std::string, TensorType>& input_types,
-                                 const std::map<std::string, Tensor>* input_values) {
+                                 const std::map<std::string, Tensor>* input_values,
+                                 const std::map<std::string, int64_t>* counts) {
   Specialized s;
   for (Value v : graph.inputs()) {
     s.types[v] = input_types.at(graph.name(v));
@@ -167,7 +176,7 @@ StatusOr<Specialized> Specialize(const Graph& graph, const std::map<std::string,
       s.values[node->output(0)] = *t;
       continue;
     }
-    AMP_RETURN_IF_ERROR(InferOne(graph, node, s));
+    AMP_RETURN_IF_ERROR(InferOne(graph, node, s, counts));
   }
   return s;
 }
@@ -325,6 +334,14 @@ kernels::KernelInit KernelInitOf(const Plan& plan, const Step& step, const PlanO
   return init;
 }
 
+std::vector<const Node*> ValueDependentNodes(const Graph& graph) {
+  std::unordered_set<ir::NodeId> live = LiveNodes(graph);
+  std::vector<const Node*> nodes;
+  for (const Node* n : graph.nodes())
+    if (n->op() == OpKind::kNonZero && live.count(n->id()) && !graph.ConstantValue(n->input(0))) nodes.push_back(n);
+  return nodes;
+}
+
 std::vector<std::string> ShapeInputs(const Graph& graph) {
   std::unordered_set<ir::NodeId> seen;
   std::vector<Value> stack;
@@ -346,10 +363,11 @@ std::vector<std::string> ShapeInputs(const Graph& graph) {
 }
 
 StatusOr<Plan> BuildPlan(const Graph& graph, const std::map<std::string, TensorType>& input_types,
-                         const PlanOptions& options, const std::map<std::string, Tensor>* input_values) {
+                         const PlanOptions& options, const std::map<std::string, Tensor>* input_values,
+                         const std::map<std::string, int64_t>* value_dependent_counts) {
   AMP_RETURN_IF_ERROR(CheckInputTypes(graph, input_types));
   if (graph.outputs().empty()) return InvalidArgument("the graph has no outputs");
-  AMP_ASSIGN_OR_RETURN(Specialized s, Specialize(graph, input_types, input_values));
+  AMP_ASSIGN_OR_RETURN(Specialized s, Specialize(graph, input_types, input_values, value_dependent_counts));
   Plan plan;
   plan.folded_nodes = s.folded;
   AMP_RETURN_IF_ERROR(BuildSlots(graph, s, plan));

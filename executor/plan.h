@@ -144,8 +144,16 @@ Status CheckInputTypes(const ir::Graph& graph, const std::map<std::string, ir::T
 // `input_values` (optional) holds graph inputs whose values are fixed for this
 // plan: the ones ShapeInputs() names, so that a Reshape whose target shape is
 // a graph input still gets static shapes. The caller re-plans when they change.
+// `value_dependent_counts` (optional): for each NonZero whose input is not
+// known at plan time, the count of nonzero elements this plan is for, by the
+// NonZero's output name (InferenceSession measures them; ValueDependentNodes).
 StatusOr<Plan> BuildPlan(const ir::Graph& graph, const std::map<std::string, ir::TensorType>& input_types,
-                         const PlanOptions& options, const std::map<std::string, ir::Tensor>* input_values = nullptr);
+                         const PlanOptions& options, const std::map<std::string, ir::Tensor>* input_values = nullptr,
+                         const std::map<std::string, int64_t>* value_dependent_counts = nullptr);
+
+// The NonZero nodes of `graph` that some output depends on: the nodes whose
+// output shape only the data can tell.
+std::vector<const ir::Node*> ValueDependentNodes(const ir::Graph& graph);
 
 // Names of the graph inputs whose values reach a value input of some node
 // (ir::OpSchema::value_inputs: Reshape's shape, Slice's starts, ...) through

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "executor/optimize.h"
 #include "ir/verifier.h"
@@ -67,7 +68,8 @@ StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique
     if (changed) session->run_graph_ = std::move(clone);
   }
   session->shape_inputs_ = ShapeInputs(session->run_graph());
-  if (AllInputsStatic(*session->graph_) && session->shape_inputs_.empty()) {
+  AMP_RETURN_IF_ERROR(session->MakeProbe());
+  if (AllInputsStatic(*session->graph_) && session->shape_inputs_.empty() && !session->probe_) {
     std::map<std::string, TensorType> types;
     for (ir::Value v : session->graph_->inputs()) types[session->graph_->name(v)] = session->graph_->type(v);
     AMP_ASSIGN_OR_RETURN(CachedPlan * cached, session->PlanFor(types, {}));
@@ -76,9 +78,52 @@ StatusOr<std::unique_ptr<InferenceSession>> InferenceSession::Create(std::unique
   return session;
 }
 
+Status InferenceSession::MakeProbe() {
+  std::vector<const ir::Node*> nodes = ValueDependentNodes(run_graph());
+  if (nodes.empty()) return Status::Ok();
+  if (!on_host())
+    return Unimplemented(nodes[0]->Describe(), ": a shape that depends on the data (NonZero) runs on the CPU only, not on ",
+                         device_->Describe());
+  std::unique_ptr<ir::Graph> probe = run_graph().Clone();
+  probe->ClearOutputs();
+  for (const ir::Node* n : nodes) {
+    counted_.push_back(run_graph().name(n->output(0)));
+    probe->AddOutput(n->input(0));  // Clone keeps ids, so the Value is the clone's too
+  }
+  probe->RemoveDeadNodes();
+  SessionOptions o = opts_;
+  o.optimize = false;  // run_graph() is optimized already
+  o.profile = false;
+  o.device_instance = device_;
+  AMP_ASSIGN_OR_RETURN(probe_, Create(std::move(probe), std::move(o)));
+  spdlog::debug("value-dependent shapes: {} NonZero node(s), counted by a probe of {} nodes", nodes.size(),
+                probe_->graph().num_nodes());
+  return Status::Ok();
+}
+
+StatusOr<std::map<std::string, int64_t>> InferenceSession::MeasureCounts(const std::map<std::string, Tensor>& inputs,
+                                                                         const RunOptions& run) {
+  std::map<std::string, int64_t> counts;
+  if (!probe_) return counts;
+  RunOptions probe_run;
+  probe_run.seed = run.seed;  // the same node ids and seed: random nodes before a NonZero draw the same values
+  AMP_ASSIGN_OR_RETURN(std::vector<Tensor> values, probe_->Run(inputs, probe_run));
+  for (size_t k = 0; k < counted_.size(); ++k) {
+    int64_t n = 0;
+    for (int64_t i = 0; i < values[k].num_elements(); ++i) {
+      const double v = values[k].GetAsDouble(i);
+      n += v != 0.0 || std::isnan(v);
+    }
+    counts[counted_[k]] = n;
+  }
+  return counts;
+}
+
 StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map<std::string, TensorType>& types,
-                                                                  const std::map<std::string, Tensor>& values) {
+                                                                  const std::map<std::string, Tensor>& values,
+                                                                  const std::map<std::string, int64_t>& counts) {
   std::string key = Signature(types, values);
+  for (const auto& [name, n] : counts) key += StrCat(name, "#", n, ";");
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second.get();
 
@@ -92,9 +137,16 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::PlanFor(const std::map
   options.channels_last = opts_.channels_last;
   options.winograd = opts_.winograd;
   omp_set_num_threads(threads_);  // oneDNN primitives fix their thread count when created
-  AMP_ASSIGN_OR_RETURN(Plan plan, BuildPlan(run_graph(), types, options, &values));
+  StatusOr<Plan> built = BuildPlan(run_graph(), types, options, &values, &counts);
+  if (!built.ok() && !counts.empty()) {
+    std::string what;
+    for (const auto& [name, n] : counts) what += StrCat(what.empty() ? "" : ", ", n, " for '", name, "'");
+    return built.status().WithContext(StrCat("planning for the nonzero counts of these inputs (", what, ")"));
+  }
+  AMP_ASSIGN_OR_RETURN(Plan plan, std::move(built));
   auto cached = std::make_unique<CachedPlan>();
   cached->plan = std::move(plan);
+  cached->counts = counts;
   AMP_RETURN_IF_ERROR(Arena(cached->plan.peak_bytes).status());
   spdlog::debug("planned for {}: {} kernels, arena {} bytes", key, cached->plan.steps.size(), cached->plan.peak_bytes);
 
@@ -145,7 +197,8 @@ StatusOr<std::vector<Tensor>> InferenceSession::Run(const std::map<std::string, 
                              " elements (at most ", ir::kMaxPropagatedElements, ")");
     values[name] = it->second;
   }
-  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, PlanFor(types, values));
+  AMP_ASSIGN_OR_RETURN(auto counts, MeasureCounts(inputs, run));
+  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, PlanFor(types, values, counts));
   Plan& plan = cached->plan;
   AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
 
@@ -294,8 +347,18 @@ int InferenceSession::InputIndex(const std::string& name) const {
   return -1;
 }
 
-StatusOr<InferenceSession::CachedPlan*> InferenceSession::BoundPlan() {
-  if (bound_plan_) {
+StatusOr<InferenceSession::CachedPlan*> InferenceSession::BoundPlan(const RunOptions& run) {
+  std::map<std::string, int64_t> counts;
+  if (probe_) {
+    std::map<std::string, Tensor> inputs;
+    for (size_t k = 0; k < bound_.size(); ++k) {
+      if (bound_[k].empty())
+        return InvalidArgument("RunBound: input '", graph_->name(graph_->inputs()[k]), "' is not bound");
+      inputs[graph_->name(graph_->inputs()[k])] = bound_[k];
+    }
+    AMP_ASSIGN_OR_RETURN(counts, MeasureCounts(inputs, run));
+  }
+  if (bound_plan_ && bound_plan_->counts == counts) {
     const Plan& plan = bound_plan_->plan;
     bool same = shape_inputs_.empty();
     for (size_t k = 0; same && k < bound_.size(); ++k) {
@@ -312,7 +375,7 @@ StatusOr<InferenceSession::CachedPlan*> InferenceSession::BoundPlan() {
     types[name] = TensorType::Of(bound_[k].dtype(), bound_[k].dims());
     if (std::find(shape_inputs_.begin(), shape_inputs_.end(), name) != shape_inputs_.end()) values[name] = bound_[k];
   }
-  AMP_ASSIGN_OR_RETURN(bound_plan_, PlanFor(types, values));
+  AMP_ASSIGN_OR_RETURN(bound_plan_, PlanFor(types, values, counts));
   return bound_plan_;
 }
 
@@ -343,7 +406,7 @@ Status InferenceSession::MakeBoundOutputs(CachedPlan& cp) {
 StatusOr<const std::vector<Tensor>*> InferenceSession::RunBound(const RunOptions& run) {
   if (run.observer && !on_host())
     return Unimplemented("the step observer reads host memory; it cannot watch a ", device_->Describe(), " run");
-  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, BoundPlan());
+  AMP_ASSIGN_OR_RETURN(CachedPlan * cached, BoundPlan(run));
   Plan& plan = cached->plan;
   AMP_ASSIGN_OR_RETURN(std::byte * arena, Arena(plan.peak_bytes));
   if (!on_host() && cached->device_slots.empty()) AMP_RETURN_IF_ERROR(MakeDeviceSlots(*cached, /*io=*/false));

@@ -131,6 +131,7 @@ class InferenceSession {
  private:
   struct CachedPlan {
     Plan plan;
+    std::map<std::string, int64_t> counts;  // the value-dependent sizes it was planned for
     // Built at the plan's first run, then only their data pointers change:
     // a view per slot and a kernel context per step.
     std::vector<ir::TensorView> views;
@@ -147,13 +148,21 @@ class InferenceSession {
   static constexpr size_t kMaxCachedPlans = 8;
 
   InferenceSession(std::unique_ptr<ir::Graph> graph, SessionOptions opts);
+  // probe_ and counted_, where run_graph() has value-dependent nodes.
+  Status MakeProbe();
   // `values`: the inputs named by shape_inputs_ (see executor::ShapeInputs).
+  // `counts`: the value-dependent sizes (NonZero counts, by output name).
   StatusOr<CachedPlan*> PlanFor(const std::map<std::string, ir::TensorType>& types,
-                                const std::map<std::string, ir::Tensor>& values);
+                                const std::map<std::string, ir::Tensor>& values,
+                                const std::map<std::string, int64_t>& counts = {});
+  // The value-dependent sizes for these inputs: the probe's run (empty
+  // without value-dependent nodes).
+  StatusOr<std::map<std::string, int64_t>> MeasureCounts(const std::map<std::string, ir::Tensor>& inputs,
+                                                         const RunOptions& run);
   // The arena, at least `bytes` long: grown by freeing the old one first.
   StatusOr<std::byte*> Arena(size_t bytes);
   // The plan for the bound inputs' types (the previous one while they match).
-  StatusOr<CachedPlan*> BoundPlan();
+  StatusOr<CachedPlan*> BoundPlan(const RunOptions& run);
   // Points the views of `cp` at `inputs` (graph input order), the arena and
   // `slot_outputs` (a tensor per kOutput slot), building them at first use.
   Status PrepareViews(CachedPlan& cp, const std::vector<const ir::Tensor*>& inputs, std::byte* arena,
@@ -176,6 +185,11 @@ class InferenceSession {
   Profile profile_;
   int threads_ = 1;
   std::vector<std::string> shape_inputs_;                     // inputs whose values decide shapes
+  // Value-dependent shapes: the outputs of the NonZero nodes whose count only
+  // the data tells (ValueDependentNodes), and the probe, a session of the
+  // nodes their inputs depend on, whose outputs are those inputs.
+  std::vector<std::string> counted_;
+  std::unique_ptr<InferenceSession> probe_;
   std::map<std::string, std::unique_ptr<CachedPlan>> plans_;  // by input-shape (and shape-input value) signature
   std::vector<std::string> plan_order_;                       // oldest first, for eviction
   const Plan* last_plan_ = nullptr;

@@ -81,19 +81,6 @@ int TrimmedCount(const google::protobuf::RepeatedPtrField<std::string>& names) {
   return n;
 }
 
-// Why an ONNX op that amptrain lacks is missing, where there is more to say
-// than its name: what in a PyTorch model emits it, and what to export instead.
-std::string UnsupportedOpHint(const onnx::NodeProto& node) {
-  if (!IsDefaultDomain(node.domain())) return "";
-  if (node.op_type() == "NonZero")
-    return ": its output's shape depends on the input's values, and amptrain plans static shapes. PyTorch "
-           "emits it for boolean-mask indexing (x[mask], as in BART's and T5's sequence-classification heads) "
-           "and torch.nonzero/torch.where(cond); a model that gathers at computed indices instead (argmax of "
-           "the mask, torch.gather) or masks by multiplication exports without it "
-           "(docs/BRING_YOUR_OWN_MODEL.md)";
-  return "";
-}
-
 Status CheckNode(const onnx::NodeProto& node, int index, const ir::ModelInfo& info, ir::OpKind* kind) {
   const std::string label = NodeLabel(node, index);
   AMP_RETURN_IF_ERROR(CheckName(node.name(), "node"));
@@ -103,7 +90,7 @@ Status CheckNode(const onnx::NodeProto& node, int index, const ir::ModelInfo& in
   if (IsDefaultDomain(node.domain()) && !node.op_type().empty()) k = ir::FindOnnxOp(node.op_type());
   if (!k)
     return Unimplemented("unsupported op '", node.op_type(), "' (domain '", node.domain(), "', opset ",
-                         DomainOpset(info, node.domain()), ") in ", label, UnsupportedOpHint(node));
+                         DomainOpset(info, node.domain()), ") in ", label);
   if (OpSinceVersion(*k) > info.opset)
     return Unimplemented("unsupported op '", node.op_type(), "' (domain '", node.domain(), "', opset ", info.opset,
                          ") in ", label, ": the op needs opset ", OpSinceVersion(*k));

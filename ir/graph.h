@@ -148,6 +148,7 @@ class Graph {
   void SetInput(Node* node, size_t slot, Value v);       // slot may be == num_inputs() to append
   void ReplaceAllUsesWith(Value from, Value to);         // graph outputs included
   void SetOutput(size_t i, Value v);
+  void ClearOutputs() { outputs_.clear(); }
   // Removes a node whose outputs have no uses and are not graph outputs.
   Status RemoveNode(Node* node);
   // Removes nodes (and unused initializers) that no graph output depends on. Returns the count.

@@ -621,3 +621,37 @@ Status InferRange(InferContext& ctx) {
 }
 
 }  // namespace amptrain::ir
+
+namespace amptrain::ir {
+
+// int64 [rank(X), N], N the count of nonzero elements of X: known when X's
+// value is (then the indices are the value too), else an unknown dim that a
+// plan learns from the data (executor/session.h, value-dependent shapes).
+Status InferNonZero(InferContext& ctx) {
+  const TensorType& x = ctx.inputs[0];
+  if (x.dtype == DType::kUndefined) return ctx.Error("input has no dtype");
+  if (!x.has_shape) {
+    ctx.outputs[0] = TensorType{DType::kInt64, Shape(), false};
+    return Status::Ok();
+  }
+  const int64_t rank = static_cast<int64_t>(x.shape.rank());
+  const Tensor* v = ctx.value(0);
+  if (!v) {
+    ctx.outputs[0] = TensorType::Of(DType::kInt64, Shape({Dim::Static(rank), UnknownDim()}));
+    return Status::Ok();
+  }
+  const std::vector<int64_t> dims = v->dims();
+  const std::vector<int64_t> strides = RowMajorStrides(dims);
+  std::vector<int64_t> hits;
+  for (int64_t i = 0; i < v->num_elements(); ++i)
+    if (v->GetAsDouble(i) != 0.0 || std::isnan(v->GetAsDouble(i))) hits.push_back(i);
+  const int64_t n = static_cast<int64_t>(hits.size());
+  ctx.outputs[0] = TensorType::Of(DType::kInt64, {rank, n});
+  AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(DType::kInt64, {rank, n}));
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t d = 0; d < rank; ++d) out.data<int64_t>()[d * n + k] = hits[k] / strides[d] % dims[d];
+  SetValue(ctx, 0, std::move(out));
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir

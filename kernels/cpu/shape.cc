@@ -271,9 +271,50 @@ class RangeKernel : public Kernel {
   }
 };
 
+// NonZero(X) -> [rank, N]: the planned N is the count the session learned
+// from X's values before planning (or X's constant value's); a run whose X
+// has another count fails rather than writing past or short of the output.
+class NonZeroKernel : public Kernel {
+ public:
+  static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
+    AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1));
+    if (init.outputs[0].dtype != DType::kInt64 || init.outputs[0].dims.size() != 2 ||
+        init.outputs[0].dims[0] != static_cast<int64_t>(init.inputs[0].dims.size()))
+      return init.Error("the output must be int64 [rank of X, N]");
+    return std::unique_ptr<Kernel>(new NonZeroKernel());
+  }
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView& x = ctx.inputs[0];
+    ir::TensorView& out = ctx.outputs[0];
+    const int64_t n = out.dims[1], rank = out.dims[0];
+    std::vector<int64_t> strides(x.dims.size(), 1);
+    for (size_t d = x.dims.size(); d-- > 1;) strides[d - 1] = strides[d] * x.dims[d];
+    int64_t found = 0;
+    AMP_RETURN_IF_ERROR(DispatchAll(x.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* p = x.as<const T>();
+      for (int64_t i = 0; i < x.num_elements(); ++i) {
+        bool nonzero;
+        if constexpr (std::is_integral_v<T> || std::is_same_v<T, double>) nonzero = !(p[i] == T(0));  // NaN counts
+        else nonzero = !(static_cast<float>(p[i]) == 0.0f);
+        if (!nonzero) continue;
+        if (found < n)
+          for (int64_t d = 0; d < rank; ++d) out.as<int64_t>()[d * n + found] = i / strides[d] % x.dims[d];
+        ++found;
+      }
+      return Status::Ok();
+    }));
+    if (found != n)
+      return FailedPrecondition("NonZero found ", found, " nonzero elements where the plan has ", n,
+                                ": its input changed between the count and the run");
+    return Status::Ok();
+  }
+};
+
 }  // namespace
 
 void RegisterReferenceShape(Registry& r) {
+  r.Add(ReferenceEntry<NonZeroKernel>(OpKind::kNonZero));
   for (OpKind op : {OpKind::kReshape, OpKind::kFlatten, OpKind::kSqueeze, OpKind::kUnsqueeze})
     r.Add(ReferenceEntry<ViewCopyKernel>(op));
   r.Add(ReferenceEntry<TransposeKernel>(OpKind::kTranspose));

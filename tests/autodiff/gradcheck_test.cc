@@ -364,6 +364,20 @@ TEST(GradCheck, GatherND) {
   });
 }
 
+// sum(x[x > 0.2]^3): boolean-mask indexing as PyTorch exports it, GatherND
+// at the transposed NonZero of the mask, summed to a scalar (a static shape
+// for the check's projection). The count is the data's (the session plans
+// for it); the selected elements get 3x^2, the others 0.
+TEST(GradCheck, GatherNDAtNonZeroOfAMask) {
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [](Graph& g, const V& x) {
+    Value mask = Op(g, OpKind::kGreater, {x[0], DoublesConst(g, {0.2}, {})});
+    Value idx = Op(g, OpKind::kTranspose, {Op(g, OpKind::kNonZero, {mask})}, A({{"perm", std::vector<int64_t>{1, 0}}}));
+    Value y = Op(g, OpKind::kGatherND, {x[0], idx});
+    return Op(g, OpKind::kReduceSum, {Op(g, OpKind::kMul, {y, Op(g, OpKind::kMul, {y, y})})},
+              A({{"keepdims", int64_t{0}}}));
+  });
+}
+
 // Resize: nearest (PyTorch's default export), bilinear half_pixel and
 // align_corners, cubic; up- and downsampling.
 TEST(GradCheck, Resize) {

@@ -50,21 +50,50 @@ std::unique_ptr<ir::Graph> TokenAndFeatureModel() {
   return g;
 }
 
-// The class is whether the first token is below 10; the features are noise.
-data::Dataset TokenData(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
+// n samples of int64 ids [kSeq] for input "ids", zeros, and their labels.
+data::Dataset IdsData(int64_t n) {
   data::Dataset ds;
   ds.samples = *Tensor::Zeros(DType::kInt64, {n, kSeq});
   ds.sample_dims = {kSeq};
   ds.sample_input = "ids";
   ds.labels = *Tensor::Zeros(DType::kInt64, {n});
+  ds.num_classes = kClasses;
+  return ds;
+}
+
+// The class is whether the first token is below 10; the features are noise.
+data::Dataset TokenData(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  data::Dataset ds = IdsData(n);
   for (int64_t i = 0; i < n; ++i) {
     for (int64_t j = 0; j < kSeq; ++j) ds.samples.data<int64_t>()[i * kSeq + j] = rng() % kVocab;
     ds.labels.data<int64_t>()[i] = ds.samples.data<int64_t>()[i * kSeq] < 10 ? 0 : 1;
   }
   ds.more_inputs.push_back({"feat", RandomFloats({n, kFeatures}, 1.0f, seed + 1)});
-  ds.num_classes = kClasses;
   return ds;
+}
+
+// The mean training loss of each of `epochs` epochs over `batches`.
+std::vector<double> EpochLosses(Trainer& trainer, data::BatchIterator& batches, int epochs) {
+  std::vector<double> losses;
+  for (int epoch = 0; epoch < epochs; ++epoch) {
+    double sum = 0.0;
+    int64_t count = 0;
+    data::Batch batch;
+    while (true) {
+      auto more = batches.Next(&batch);
+      EXPECT_TRUE(more.ok()) << more.status().ToString();
+      if (!more.ok() || !*more) break;
+      auto r = trainer.Step(batch);
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok()) return losses;
+      sum += r->loss * static_cast<double>(r->count);
+      count += r->count;
+    }
+    batches.NextEpoch();
+    losses.push_back(sum / static_cast<double>(std::max<int64_t>(count, 1)));
+  }
+  return losses;
 }
 
 TrainConfig Config() {
@@ -81,29 +110,16 @@ TEST(MultiInputTraining, TokenIdsAndFeaturesTrainByNameAndTheLossFalls) {
   std::unique_ptr<ir::Graph> model = TokenAndFeatureModel();
   auto trainer = Trainer::Create(*model, Config());
   ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  data::BatchIterator peek(TokenData(8, 7), 8, /*shuffle=*/false, 0, {}, {});
+  data::Batch batch;
+  ASSERT_TRUE(*peek.Next(&batch));
+  ASSERT_EQ(batch.inputs.size(), 2u);
+  EXPECT_EQ(batch.inputs[0].first, "ids");
+  EXPECT_EQ(batch.inputs[0].second.dtype(), DType::kInt64);
   data::BatchIterator batches(TokenData(256, 7), 32, /*shuffle=*/true, 1, {}, {});
-  double first = 0.0, last = 0.0;
-  const int kEpochs = 6;
-  for (int epoch = 0; epoch < kEpochs; ++epoch) {
-    double sum = 0.0;
-    int64_t count = 0;
-    data::Batch batch;
-    while (true) {
-      auto more = batches.Next(&batch);
-      ASSERT_TRUE(more.ok()) << more.status().ToString();
-      if (!*more) break;
-      ASSERT_EQ(batch.inputs.size(), 2u);
-      EXPECT_EQ(batch.inputs[0].first, "ids");
-      EXPECT_EQ(batch.inputs[0].second.dtype(), DType::kInt64);
-      auto r = (*trainer)->Step(batch);
-      ASSERT_TRUE(r.ok()) << r.status().ToString();
-      sum += r->loss * static_cast<double>(r->count);
-      count += r->count;
-    }
-    batches.NextEpoch();
-    (epoch == 0 ? first : last) = sum / static_cast<double>(count);
-  }
-  EXPECT_LT(last, 0.5 * first) << "first epoch " << first << ", last " << last;
+  std::vector<double> losses = EpochLosses(**trainer, batches, 6);
+  ASSERT_EQ(losses.size(), 6u);
+  EXPECT_LT(losses.back(), 0.5 * losses.front()) << "first epoch " << losses.front() << ", last " << losses.back();
   // Every parameter trained, the embedding table included (through Gather).
   EXPECT_EQ((*trainer)->parameter_report().trained.size(), 3u);
 
@@ -180,6 +196,81 @@ TEST(MultiInputTraining, TheLossReadsTheNamedOrTheOnlyLogitsShapedOutput) {
   EXPECT_NE(t.status().message().find("'nope' is not an output of the model; its outputs are 'logits'"),
             std::string::npos)
       << t.status().message();
+}
+
+// BART's classification head in miniature: ids int64 [batch, 4] with one
+// <eos> (token 0) per row -> h = Gather(table, ids) + the row's mean ->
+// GatherND(h, Transpose(NonZero(ids == 0))) (x[mask], one state per row) ->
+// Gemm -> logits. The count of <eos> tokens is the data's: the session counts
+// it before planning, every step. A batch with a row of two <eos> tokens
+// gives more states than labels: one error naming the counts.
+std::unique_ptr<ir::Graph> EosHeadModel() {
+  auto g = std::make_unique<ir::Graph>();
+  const ir::Dim batch = ir::Dim::Symbolic("batch");
+  Value ids = g->AddInput("ids", ir::TensorType::Of(DType::kInt64, ir::Shape({batch, ir::Dim::Static(kSeq)})));
+  Value table = g->AddInitializer("table", RandomFloats({kVocab, kDim}, 0.5f, 1));
+  Value w = g->AddInitializer("w", RandomFloats({kClasses, kDim}, 0.1f, 2));
+  Value b = g->AddInitializer("b", RandomFloats({kClasses}, 0.1f, 3));
+  Value eos = g->AddInitializer("eos", Tensor::Int64s({0}, {}));
+  Value emb = g->AddNode(ir::OpKind::kGather, {table, ids})->output(0);
+  ir::Node* mean = g->AddNode(ir::OpKind::kReduceMean, {emb, g->AddInitializer("axes", Tensor::Int64s({1}, {1}))});
+  Value h = g->AddNode(ir::OpKind::kAdd, {emb, mean->output(0)})->output(0);
+  Value mask = g->AddNode(ir::OpKind::kEqual, {ids, eos})->output(0);
+  Value nz = g->AddNode(ir::OpKind::kNonZero, {mask}, 1, "eos_positions")->output(0);
+  ir::Node* t = g->AddNode(ir::OpKind::kTranspose, {nz});
+  t->attrs().Set("perm", std::vector<int64_t>{1, 0});
+  Value states = g->AddNode(ir::OpKind::kGatherND, {h, t->output(0)})->output(0);
+  ir::Node* gemm = g->AddNode(ir::OpKind::kGemm, {states, w, b}, 1, "head", {"logits"});
+  gemm->attrs().Set("transB", int64_t{1});
+  g->AddOutput(gemm->output(0));
+  EXPECT_TRUE(g->InferShapes().ok()) << g->InferShapes().ToString();
+  return g;
+}
+
+// One <eos> per row at a random position; the other tokens are 1..9 in
+// class 0 and 10..19 in class 1 (the mean that the <eos> state carries
+// tells them apart).
+data::Dataset EosData(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  data::Dataset ds = IdsData(n);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t* row = ds.samples.data<int64_t>() + i * kSeq;
+    const int64_t label = rng() % 2;
+    for (int64_t j = 0; j < kSeq; ++j) row[j] = label ? 10 + rng() % 10 : 1 + rng() % 9;
+    row[rng() % kSeq] = 0;
+    ds.labels.data<int64_t>()[i] = label;
+  }
+  return ds;
+}
+
+TEST(MultiInputTraining, BooleanMaskIndexingOfTheEosStatesTrains) {
+  std::unique_ptr<ir::Graph> model = EosHeadModel();
+  auto trainer = Trainer::Create(*model, Config());
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  EXPECT_EQ((*trainer)->parameter_report().trained.size(), 3u);
+  data::BatchIterator batches(EosData(256, 7), 32, /*shuffle=*/true, 1, {}, {});
+  std::vector<double> losses = EpochLosses(**trainer, batches, 8);
+  ASSERT_EQ(losses.size(), 8u);
+  EXPECT_LT(losses.back(), 0.5 * losses.front()) << "first epoch " << losses.front() << ", last " << losses.back();
+  data::BatchIterator test(EosData(64, 99), 32, /*shuffle=*/false, 0, {}, {});
+  auto eval = (*trainer)->Evaluate(test);
+  ASSERT_TRUE(eval.ok()) << eval.status().ToString();
+  EXPECT_GT(eval->accuracy, 0.9);
+
+  data::Dataset two = EosData(8, 3);
+  int64_t* row1 = two.samples.data<int64_t>() + kSeq;  // 5, <eos>, <eos>, <eos>: 10 states for 8 labels
+  row1[0] = 5;
+  for (int64_t j = 1; j < kSeq; ++j) row1[j] = 0;
+  data::BatchIterator bad(two, 8, false, 0, {}, {});
+  data::Batch batch;
+  ASSERT_TRUE(*bad.Next(&batch));
+  const int64_t before = (*trainer)->step();
+  auto r = (*trainer)->Step(batch);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("planning for the nonzero counts of these inputs (10 for 'eos_positions"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_EQ((*trainer)->step(), before);
 }
 
 }  // namespace

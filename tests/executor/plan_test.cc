@@ -250,6 +250,78 @@ TEST(Session, PlansShareOneArenaThatCanBeReleased) {
     }
 }
 
+// y = x[x > 0] (GatherND at the transposed NonZero of a mask): the count is
+// the data's, so the session counts it before planning and plans once per
+// count, by Run and by RunBound alike; a mask that is a graph input works too.
+std::unique_ptr<Graph> MaskedSelect() {
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", TensorType::Of(DType::kFloat32, {2, 3}));
+  Value m = g->AddInput("m", TensorType::Of(DType::kBool, {2, 3}));
+  Value zero = g->AddInitializer("zero", Tensor::Floats({0}, {}));
+  Value mask = g->AddNode(OpKind::kGreater, {x, zero}, 1, "mask", {"mask"})->output(0);
+  for (auto [name, cond] : {std::pair{"y", mask}, std::pair{"z", m}}) {
+    Value nz = g->AddNode(OpKind::kNonZero, {cond}, 1, StrCat(name, "_nz"), {StrCat(name, "_nz")})->output(0);
+    Node* t = g->AddNode(OpKind::kTranspose, {nz}, 1, StrCat(name, "_t"), {StrCat(name, "_t")});
+    t->attrs().Set("perm", std::vector<int64_t>{1, 0});
+    g->AddOutput(g->AddNode(OpKind::kGatherND, {x, t->output(0)}, 1, name, {name})->output(0));
+  }
+  return g;
+}
+
+TEST(Session, PlansForTheCountOfNonZero) {
+  auto session = InferenceSession::Create(MaskedSelect());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  EXPECT_EQ((*session)->last_plan(), nullptr);  // static inputs, but the counts are the data's
+  auto mask = [](std::vector<uint8_t> v) {
+    Tensor t = *Tensor::Zeros(DType::kBool, {2, 3});
+    std::copy(v.begin(), v.end(), t.data<uint8_t>());
+    return t;
+  };
+  struct Case { std::vector<float> x; std::vector<uint8_t> m; std::vector<float> y, z; };
+  const std::vector<Case> cases = {
+      {{1, -2, 3, -4, 5, 0}, {0, 0, 0, 0, 0, 1}, {1, 3, 5}, {0}},
+      {{-1, -2, -3, -4, -5, -6}, {1, 1, 0, 0, 1, 1}, {}, {-1, -2, -5, -6}},
+      {{7, 8, 9, 1, 2, 3}, {0, 0, 0, 0, 0, 0}, {7, 8, 9, 1, 2, 3}, {}},
+      {{2, -2, 4, -4, 6, -6}, {1, 0, 0, 0, 0, 0}, {2, 4, 6}, {2}},  // the first case's counts: its plan again
+  };
+  std::vector<const Plan*> plans;
+  for (const Case& c : cases) {
+    auto out = (*session)->Run({{"x", Tensor::Floats(c.x, {2, 3})}, {"m", mask(c.m)}});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectFloats((*out)[0], c.y);
+    ExpectFloats((*out)[1], c.z);
+    plans.push_back((*session)->last_plan());
+  }
+  EXPECT_EQ(plans[3], plans[0]);
+  EXPECT_NE(plans[1], plans[0]);
+  // Bound inputs rewritten in place between runs: counted again each run.
+  auto bound = InferenceSession::Create(MaskedSelect());
+  ASSERT_TRUE(bound.ok());
+  Tensor x = *Tensor::Zeros(DType::kFloat32, {2, 3}), m = mask({0, 0, 0, 0, 0, 0});
+  ASSERT_TRUE((*bound)->BindInput("x", x).ok());
+  ASSERT_TRUE((*bound)->BindInput("m", m).ok());
+  for (const Case& c : cases) {
+    std::copy(c.x.begin(), c.x.end(), x.data<float>());
+    std::copy(c.m.begin(), c.m.end(), m.data<uint8_t>());
+    auto out = (*bound)->RunBound();
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    ExpectFloats((**out)[0], c.y);
+    ExpectFloats((**out)[1], c.z);
+  }
+}
+
+// The count is read on the host: a device without host memory refuses such
+// a graph at creation, naming the node, before anything runs.
+TEST(Session, NonZeroNeedsHostMemory) {
+  SessionOptions o;
+  o.device_instance = kernels::StagedCpuDevice();
+  auto session = InferenceSession::Create(MaskedSelect(), o);
+  ASSERT_FALSE(session.ok());
+  EXPECT_EQ(session.status().code(), StatusCode::kUnimplemented);
+  EXPECT_NE(session.status().message().find("NonZero node 'y_nz': a shape that depends on the data"), std::string::npos)
+      << session.status().message();
+}
+
 TEST(Session, FoldsNodesWithKnownValues) {
   // y = Neg(c) is known at plan time; z = Relu(x) runs.
   auto g = std::make_unique<Graph>();

@@ -164,6 +164,25 @@ TEST(InferShape, GatherNDTakesIndexTuplesAndBatchDims) {
   EXPECT_NE(st.message().find("indices' last dim is 3, expected 1..2"), std::string::npos) << st.message();
 }
 
+// NonZero: [rank, N] with N unknown until the data is (a plan learns it);
+// of a known value, the indices themselves.
+TEST(InferShape, NonZeroCountIsTheDatas) {
+  Graph g;
+  Value x = g.AddInput("x", Sym(DType::kBool, {Dim::Symbolic("batch"), Dim::Static(16)}));
+  Node* nz = g.AddNode(OpKind::kNonZero, {x});
+  Node* known = g.AddNode(OpKind::kNonZero, {g.AddInitializer("c", Tensor::Int64s({0, 3, 0, 5}, {2, 2}))});
+  ASSERT_TRUE(g.InferShapes().ok()) << g.InferShapes().ToString();
+  EXPECT_EQ(g.type(nz->output(0)).ToString(), "int64[2,?]");
+  EXPECT_EQ(g.type(known->output(0)).ToString(), "int64[2,2]");
+  std::vector<Tensor> values;
+  ASSERT_TRUE(g.InferNode(known, &values).ok());
+  ASSERT_FALSE(values[0].empty());
+  EXPECT_EQ(values[0].data<int64_t>()[0], 0);  // (0, 1) and (1, 1)
+  EXPECT_EQ(values[0].data<int64_t>()[1], 1);
+  EXPECT_EQ(values[0].data<int64_t>()[2], 1);
+  EXPECT_EQ(values[0].data<int64_t>()[3], 1);
+}
+
 TEST(InferShape, ErrorsNameTheNode) {
   Graph g;
   Value x = g.AddInput("x", TensorType::Of(DType::kFloat32, {2, 3}));

@@ -228,6 +228,22 @@ TEST_P(ShapeOps, GatherOutOfRangeIsAnError) {
   }
 }
 
+// NonZero: [rank, N] indices in row-major order; -0.0 is zero, NaN is not;
+// every dtype (bool masks are what PyTorch's x[mask] exports).
+TEST_P(ShapeOps, NonZeroIndicesInRowMajorOrder) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  Tensor y = Run1(OpKind::kNonZero, {Typed(DType::kFloat32, {0, 2, -0.0, 0, nan, 5}, {2, 3})});
+  EXPECT_EQ(y.dtype(), DType::kInt64);
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values(y), (std::vector<double>{0, 1, 1, 1, 1, 2}));  // (0, 1), (1, 1), (1, 2)
+  for (DType dt : {DType::kBool, DType::kInt64, DType::kInt32, DType::kUInt8, DType::kBFloat16, DType::kFloat16,
+                   DType::kFloat64}) {
+    Tensor b = Run1(OpKind::kNonZero, {Typed(dt, {1, 0, 0, 1}, {4})});
+    EXPECT_EQ(Values(b), (std::vector<double>{0, 3})) << ir::DTypeName(dt);
+  }
+  EXPECT_EQ(Run1(OpKind::kNonZero, {Typed(DType::kFloat32, {0, 0}, {2})}).dims(), (std::vector<int64_t>{1, 0}));
+}
+
 TEST_P(ShapeOps, ExpandAndTile) {
   Tensor y = Run1(OpKind::kExpand, {Iota({3, 1}), I64({2, 1, 4})});
   EXPECT_EQ(y.dims(), (std::vector<int64_t>{2, 3, 4}));

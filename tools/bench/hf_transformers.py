@@ -317,18 +317,26 @@ def main():
                 failed += 1
             else:
                 bad, worst, missing = 0, 0.0, []
+                # Tied weights (BART's and T5's shared embeddings): PyTorch names the parameter once, the
+                # export by any of its module paths.
+                aliases = {}
+                for k, prm in mt.named_parameters(remove_duplicate=False):
+                    aliases.setdefault(id(prm), []).append(k)
+                names_of = {ks[0]: ks for ks in aliases.values()}
                 for k, ref in g64.items():
-                    f = f"{d}/out/grads/m.{k}.npy"
-                    if not os.path.exists(f):
+                    found = [f for f in (f"{d}/out/grads/m.{a}.npy" for a in names_of.get(k, [k])) if os.path.exists(f)]
+                    if not found:
                         missing.append(k)
                         continue
+                    f = found[0]
                     den = max(np.linalg.norm(ref), 1e-12)
                     e = np.linalg.norm(np.load(f).astype(np.float64) - ref) / den
                     bound = max(10 * np.linalg.norm(g32[k] - ref) / den, 1e-4)
                     worst = max(worst, e / bound)
                     bad += e > bound
+                known = {a for ks in aliases.values() for a in ks}
                 extra = sorted(os.path.basename(f)[2:-4] for f in glob.glob(f"{d}/out/grads/*.npy")
-                               if os.path.basename(f)[2:-4] not in g64)
+                               if os.path.basename(f)[2:-4] not in known)
                 ok = bad == 0 and not missing
                 failed += not ok
                 grad_cell = (f"{'ok' if ok else '**fail**'} {len(g64)} params, {len(missing)} missing, {bad} over, "
