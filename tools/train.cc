@@ -455,7 +455,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
                                               "checkpoints, resume, export");
   cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] (or per token or pixel) or regression output)")
       ->required();
-  cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, npy:X,Y[,Xt,Yt], "
+  cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, cifar100:DIR, npy:X,Y[,Xt,Yt], "
                                      "npy:INPUT=X,...,labels=Y[,test.INPUT=Xt,...,test.labels=Yt] (named model inputs), "
                                      "csv:FILE[,TEST_FILE][,label=COLUMN], images:DIR (DIR/CLASS/*.jpg|png, or DIR/train/ and DIR/val/), "
                                      "synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..]")->capture_default_str();

@@ -18,7 +18,7 @@ namespace {
 
 constexpr char kFashionMnistRoot[] = "/usr/share/datasets/fashion-mnist";
 constexpr uint64_t kSplitSeed = 0x5eed90d10ull;
-const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "npy", "csv", "images", "synthetic"};
+const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "cifar100", "npy", "csv", "images", "synthetic"};
 const std::set<std::string> kSyntheticKeys = {"N", "C", "H", "W", "classes", "seed"};
 
 std::vector<std::string> SplitOn(const std::string& s, char sep) {
@@ -58,7 +58,7 @@ StatusOr<DataSpec> ParseDataSpec(const std::string& spec) {
   out.kind = spec.substr(0, colon);
   if (!kKinds.count(out.kind))
     return InvalidArgument("data spec '", spec, "': unknown dataset '", out.kind,
-                           "' (expected fashion-mnist, mnist, cifar10, npy, csv, images or synthetic)");
+                           "' (expected fashion-mnist, mnist, cifar10, cifar100, npy, csv, images or synthetic)");
   const bool has_rest = colon != std::string::npos;
   std::string rest = has_rest ? spec.substr(colon + 1) : std::string();
   if (out.kind == "synthetic") {
@@ -80,7 +80,7 @@ StatusOr<Dataset> LoadDataset(const DataSpec& spec, const std::string& split) {
   if (split != "train" && split != "test")
     return InvalidArgument("dataset split must be 'train' or 'test', got '", split, "'");
   if (spec.kind == "fashion-mnist" || spec.kind == "mnist") return LoadIdxDir(spec.kind, spec.path, split);
-  if (spec.kind == "cifar10") return LoadCifar10(spec.path, split);
+  if (spec.kind == "cifar10" || spec.kind == "cifar100") return LoadCifar(spec.kind, spec.path, split);
   if (spec.kind == "synthetic") return MakeSynthetic(spec.params, split);
   if (spec.kind == "images") return LoadImageFolder(spec.path, split, spec.params);
   if (spec.kind == "csv") {
@@ -119,6 +119,7 @@ Normalization DefaultNormalization(const DataSpec& spec) {
   if (spec.kind == "fashion-mnist") return {{0.2860f}, {0.3530f}};
   if (spec.kind == "mnist") return {{0.1307f}, {0.3081f}};
   if (spec.kind == "cifar10") return {{0.4914f, 0.4822f, 0.4465f}, {0.2470f, 0.2435f, 0.2616f}};
+  if (spec.kind == "cifar100") return {{0.5071f, 0.4865f, 0.4409f}, {0.2673f, 0.2564f, 0.2762f}};
   if (spec.kind == "synthetic") return {{0.5f}, {0.2f}};
   // ImageNet's statistics, which pretrained torchvision models expect; their
   // channel mean for gray images.

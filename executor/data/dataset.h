@@ -56,9 +56,11 @@ struct Dataset {
 // SPEC strings, the one parser for the CLI ("kind" or "kind:rest"):
 //   "fashion-mnist"              default root /usr/share/datasets/fashion-mnist
 //   "fashion-mnist:/dir", "mnist:/dir"
-//       IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte, raw or .gz
-//   "cifar10:/dir"               data_batch_1..5.bin / test_batch.bin (also found
-//                                in /dir/cifar-10-batches-bin)
+//       IDX files {train,t10k}-{images-idx3,labels-idx1}-ubyte, raw or .gz, in
+//       /dir, /dir/raw or torchvision's /dir/{MNIST,FashionMNIST}/raw
+//   "cifar10:/dir", "cifar100:/dir"  the binary or the python (pickled,
+//                                torchvision's download) version, in /dir or the
+//                                folder its archive unpacks to (loaders.h)
 //   "npy:X.npy,Y.npy"            one pair, split 90/10 deterministically
 //   "npy:X.npy,Y.npy,Xt.npy,Yt.npy"  train pair and test pair
 //   "npy:ids=X.npy,mask=M.npy,labels=Y.npy[,test.ids=Xt.npy,test.mask=Mt.npy,test.labels=Yt.npy]"
@@ -93,7 +95,8 @@ struct Normalization {
   std::vector<float> mean, std;
 };
 // Fashion-MNIST 0.2860/0.3530, MNIST 0.1307/0.3081, CIFAR-10
-// (0.4914, 0.4822, 0.4465)/(0.2470, 0.2435, 0.2616), synthetic 0.5/0.2 per
+// (0.4914, 0.4822, 0.4465)/(0.2470, 0.2435, 0.2616), CIFAR-100
+// (0.5071, 0.4865, 0.4409)/(0.2673, 0.2564, 0.2762), synthetic 0.5/0.2 per
 // channel, images ImageNet's (0.485, 0.456, 0.406)/(0.229, 0.224, 0.225)
 // (gray: 0.449/0.226), npy and csv none.
 Normalization DefaultNormalization(const DataSpec& spec);

@@ -40,6 +40,22 @@ StatusOr<std::string> FindIdxFile(const std::string& kind, const std::string& di
                   kind == "fashion-mnist" ? " (Debian: apt install dataset-fashion-mnist)" : "");
 }
 
+// The folder that holds the IDX files: `dir` itself, or where torchvision's
+// datasets.MNIST / FashionMNIST(root) put them (root/MNIST/raw,
+// root/FashionMNIST/raw; or that folder's parent or raw/ given). The first
+// that has the training images (plain or .gz) wins; else `dir`, whose missing
+// file the caller then names.
+std::string ResolveIdxDir(const std::string& kind, const std::string& dir) {
+  const std::string sub = kind == "fashion-mnist" ? "FashionMNIST" : "MNIST";
+  for (const std::string& d : {dir, dir + "/raw", dir + "/" + sub + "/raw"}) {
+    for (const char* gz : {"", ".gz"}) {
+      struct stat st{};
+      if (::stat((d + "/train-images-idx3-ubyte" + gz).c_str(), &st) == 0) return d;
+    }
+  }
+  return dir;
+}
+
 }  // namespace
 
 StatusOr<Tensor> ReadIdxFile(const std::string& path) {
@@ -73,7 +89,8 @@ StatusOr<Tensor> ReadIdxFile(const std::string& path) {
   return t;
 }
 
-StatusOr<Dataset> LoadIdxDir(const std::string& kind, const std::string& dir, const std::string& split) {
+StatusOr<Dataset> LoadIdxDir(const std::string& kind, const std::string& given_dir, const std::string& split) {
+  const std::string dir = ResolveIdxDir(kind, given_dir);
   const std::string prefix = split == "train" ? "train" : "t10k";
   AMP_ASSIGN_OR_RETURN(std::string images_path, FindIdxFile(kind, dir, prefix + "-images-idx3-ubyte"));
   AMP_ASSIGN_OR_RETURN(std::string labels_path, FindIdxFile(kind, dir, prefix + "-labels-idx1-ubyte"));

@@ -21,8 +21,10 @@ StatusOr<ir::Tensor> ReadIdxFile(const std::string& path);
 // {train,t10k}-labels-idx1-ubyte[.gz]; 10 classes, samples uint8 [N,1,H,W].
 StatusOr<Dataset> LoadIdxDir(const std::string& kind, const std::string& dir, const std::string& split);
 
-// CIFAR-10 binary version: records of 1 label byte + 3072 bytes (3x32x32).
-StatusOr<Dataset> LoadCifar10(const std::string& dir, const std::string& split);
+// CIFAR-10 (`kind` "cifar10") or CIFAR-100 ("cifar100", its 100 fine
+// classes), binary or python version (torchvision's download), in `dir` or
+// the folder its archive unpacks to (cifar.cc); samples uint8 [N, 3, 32, 32].
+StatusOr<Dataset> LoadCifar(const std::string& kind, const std::string& dir, const std::string& split);
 
 // `files`: {X, Y} (split 90/10) or {X, Y, X_test, Y_test}, or NAME=FILE
 // items. Integer labels equal to `ignored_label` mark positions that count in

@@ -16,6 +16,7 @@
 #include "executor/data/dataset.h"
 #include "executor/data/loaders.h"
 #include "executor/npy.h"
+#include "tests/common/python_env.h"
 
 namespace amptrain::executor::data {
 namespace {
@@ -214,6 +215,23 @@ TEST_F(DataTest, MnistDirectoryRawAndGzip) {
   }
 }
 
+// torchvision's datasets.MNIST / FashionMNIST(root) keep the files in
+// root/MNIST/raw and root/FashionMNIST/raw: the root, the dataset folder and
+// raw/ itself all find them.
+TEST_F(DataTest, MnistFindsTorchvisionsLayout) {
+  for (const char* kind : {"mnist", "fashion-mnist"}) {
+    const std::string sub = std::string(kind) == "mnist" ? "MNIST" : "FashionMNIST";
+    fs::create_directories(dir_ / sub / "raw");
+    WriteTinyMnist(true, [&](const std::string& n, const std::string& b) { WriteGz(sub + "/raw/" + n, b); });
+    for (const fs::path& root : {dir_, dir_ / sub, dir_ / sub / "raw"}) {
+      auto train = LoadDataset(*ParseDataSpec(std::string(kind) + ":" + root.string()), "train");
+      ASSERT_TRUE(train.ok()) << root << ": " << train.status().ToString();
+      EXPECT_EQ(train->labels.ToInt64Vector(), (std::vector<int64_t>{9, 0, 4}));
+    }
+    fs::remove_all(dir_ / sub);
+  }
+}
+
 TEST_F(DataTest, MnistDirectoryErrorsNameTheFile) {
   auto spec = *ParseDataSpec("mnist:" + dir_.string());
   auto missing = LoadDataset(spec, "train");
@@ -303,6 +321,91 @@ TEST_F(DataTest, Cifar10Batches) {
   auto missing = LoadDataset(spec, "train");
   EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
   EXPECT_NE(missing.status().message().find("data_batch_3.bin"), std::string::npos);
+}
+
+// CIFAR-100's binary version: a coarse and a fine label byte per record; the
+// fine one is the class.
+TEST_F(DataTest, Cifar100BinaryTakesTheFineLabel) {
+  auto records = [](const std::vector<std::pair<uint8_t, uint8_t>>& labels) {
+    std::string out;
+    for (auto [coarse, fine] : labels) {
+      out += static_cast<char>(coarse);
+      out += static_cast<char>(fine);
+      out += std::string(3072, static_cast<char>(fine));
+    }
+    return out;
+  };
+  fs::create_directories(dir_ / "cifar-100-binary");
+  WriteRaw("cifar-100-binary/train.bin", records({{3, 17}, {19, 99}}));
+  WriteRaw("cifar-100-binary/test.bin", records({{0, 4}}));
+  auto train = LoadDataset(*ParseDataSpec("cifar100:" + dir_.string()), "train");
+  ASSERT_TRUE(train.ok()) << train.status().ToString();
+  EXPECT_EQ(train->num_classes, 100);
+  EXPECT_EQ(train->labels.ToInt64Vector(), (std::vector<int64_t>{17, 99}));
+  EXPECT_EQ(train->samples.data<uint8_t>()[3072 + 5], 99);
+  WriteRaw("cifar-100-binary/test.bin", records({{0, 100}}));
+  auto bad = LoadDataset(*ParseDataSpec("cifar100:" + dir_.string()), "test");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("label 100, outside [0, 100)"), std::string::npos) << bad.status().message();
+  auto neither = LoadDataset(*ParseDataSpec("cifar10:" + dir_.string()), "test");
+  EXPECT_EQ(neither.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(neither.status().message().find("holds neither layout"), std::string::npos) << neither.status().message();
+}
+
+// The python version (torchvision's download): pickled dicts read without
+// running them, against Python's own unpickler (cifar_pickle_oracle.py) for
+// the files as distributed (Python 2's protocol 2) and Python 3's protocols
+// 2, 4 and 5, CIFAR-10 and CIFAR-100, given the root or the unpacked folder.
+TEST_F(DataTest, CifarPythonVersionMatchesPythonsUnpickler) {
+  using testing::Py;
+  using testing::PyHas;
+  using testing::PySkip;
+  if (!PyHas("numpy")) GTEST_SKIP() << PySkip("numpy");
+  for (const char* kind : {"cifar10", "cifar100"}) {
+    for (const char* format : {"py2", "2", "4", "5"}) {
+      SCOPED_TRACE(std::string(kind) + " format " + format);
+      fs::remove_all(dir_);
+      fs::create_directories(dir_);
+      const std::string cmd = Py() + "'" AMPTRAIN_SOURCE_DIR "/tests/executor/cifar_pickle_oracle.py' '" +
+                              dir_.string() + "' " + kind + " " + format;
+      ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+      const std::string sub = std::string(kind) == "cifar100" ? "cifar-100-python" : "cifar-10-batches-py";
+      for (const std::string& root : {dir_.string(), (dir_ / sub).string()}) {
+        for (const char* split : {"train", "test"}) {
+          auto ds = LoadDataset(*ParseDataSpec(std::string(kind) + ":" + root), split);
+          ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+          auto x = ReadNpy(Path(std::string("expected_") + split + "_x.npy"));
+          auto y = ReadNpy(Path(std::string("expected_") + split + "_y.npy"));
+          ASSERT_TRUE(x.ok() && y.ok());
+          EXPECT_EQ(ds->num_classes, std::string(kind) == "cifar100" ? 100 : 10);
+          EXPECT_TRUE(ds->samples == *x);
+          EXPECT_TRUE(ds->labels == *y);
+        }
+      }
+    }
+  }
+  // A pickle whose batch is not CIFAR's, and one cut short: errors naming the file.
+  const std::string folder = (dir_ / "cifar-100-python").string();
+  std::string blob;
+  {
+    std::ifstream f(folder + "/test", std::ios::binary);
+    blob.assign(std::istreambuf_iterator<char>(f), {});
+  }
+  WriteRaw("cifar-100-python/test", blob.substr(0, blob.size() / 2));
+  auto cut = LoadDataset(*ParseDataSpec("cifar100:" + dir_.string()), "test");
+  ASSERT_FALSE(cut.ok());
+  EXPECT_NE(cut.status().message().find("cifar-100-python/test' is not a pickle amptrain reads"), std::string::npos)
+      << cut.status().message();
+  WriteRaw("cifar-100-python/test", std::string("\x80\x02}q\x00.", 6));
+  auto empty = LoadDataset(*ParseDataSpec("cifar100:" + dir_.string()), "test");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("without 'data' and 'fine_labels' entries"), std::string::npos)
+      << empty.status().message();
+  // A pickle that would run code (os.system) is refused, not run.
+  WriteRaw("cifar-100-python/test", std::string("cos\nsystem\n(X\x05\x00\x00\x00touchtR.", 25));
+  auto code = LoadDataset(*ParseDataSpec("cifar100:" + dir_.string()), "test");
+  ASSERT_FALSE(code.ok());
+  EXPECT_FALSE(fs::exists("touch"));
 }
 
 // ---- npy ----------------------------------------------------------------------------

@@ -7,8 +7,10 @@
 //             1: an MNIST folder (LoadDataset "mnist:DIR", test split): the
 //                next 2 bytes (big-endian) are the length of the images
 //                file, what follows them is the labels file;
-//             2: a CIFAR-10 folder (LoadDataset "cifar10:DIR", test split):
-//                the rest is test_batch.bin;
+//             2: a CIFAR folder (LoadDataset "cifar10:DIR", test split): the
+//                rest is test_batch.bin, or with bit 4 the python version's
+//                pickled test_batch (executor/data/pickle.h); with bit 5
+//                CIFAR-100 ("cifar100:DIR": test.bin, or test);
 //             3: as 1, with the fixed 90/10 split of the train part
 //                (TakeSplit) run on what loads.
 //   bit 2     gzip every file the harness writes (the fuzzer cannot make a
@@ -129,11 +131,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* bytes, size_t size) {
       return 0;
     }
     case 2: {
-      Write(dir + "/test_batch.bin", encode(rest));
-      auto spec = data::ParseDataSpec("cifar10:" + dir);
-      if (!spec.ok()) Fail("the cifar10 spec does not parse: " + spec.status().ToString());
+      const bool python = mode & 16, c100 = mode & 32;
+      const std::string kind = c100 ? "cifar100" : "cifar10";
+      Write(dir + (c100 ? "/test" : "/test_batch") + (python ? "" : ".bin"), encode(rest));
+      auto spec = data::ParseDataSpec(kind + ":" + dir);
+      if (!spec.ok()) Fail("the " + kind + " spec does not parse: " + spec.status().ToString());
       auto ds = data::LoadDataset(*spec, "test");
-      if (ds.ok()) CheckConsistent(*ds, "cifar10");
+      if (ds.ok()) CheckConsistent(*ds, kind.c_str());
       return 0;
     }
   }
