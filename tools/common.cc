@@ -219,10 +219,14 @@ Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::
   }
   if (images.size() == 1) {
     const ir::TensorType& t = model.type(images[0]);
-    if (t.shape[1].is_static()) c = t.shape[1].value;
-    if (h == 0 && t.shape[2].is_static() && t.shape[3].is_static()) {
-      h = t.shape[2].value;
-      w = t.shape[3].value;
+    // [N, C, H, W], or channels-last [N, H, W, C] (tf2onnx): C static, 1 or 3, where dim 1 is not.
+    auto channels = [&](size_t i) { return t.shape[i].is_static() && (t.shape[i].value == 1 || t.shape[i].value == 3); };
+    const bool last = channels(3) && !channels(1);
+    const size_t ci = last ? 3 : 1, hi = last ? 1 : 2, wi = last ? 2 : 3;
+    if (t.shape[ci].is_static()) c = t.shape[ci].value;
+    if (h == 0 && t.shape[hi].is_static() && t.shape[wi].is_static()) {
+      h = t.shape[hi].value;
+      w = t.shape[wi].value;
     }
   }
   if (h == 0) {

@@ -121,17 +121,49 @@ StatusOr<Tensor> AsInputType(const Tensor& t, ir::DType want, const std::string&
                          ir::DTypeName(want));
 }
 
+// Whether a batch of images [B, C, H, W] goes to a model input declared
+// channels-last, [?, H, W, C] with C static (a TensorFlow/Keras model
+// through tf2onnx): where the declared dims fit that and not [?, C, H, W].
+bool WantsChannelsLast(const std::vector<int64_t>& dims, const ir::TensorType& want) {
+  if (dims.size() != 4 || !want.has_shape || want.shape.rank() != 4 || !want.shape[3].is_static()) return false;
+  auto fits = [&](size_t i, int64_t v) { return !want.shape[i].is_static() || want.shape[i].value == v; };
+  const int64_t c = dims[1], h = dims[2], w = dims[3];
+  return !(fits(1, c) && fits(2, h) && fits(3, w)) && fits(1, h) && fits(2, w) && fits(3, c);
+}
+
+// [B, C, H, W] -> [B, H, W, C], any element type.
+StatusOr<Tensor> ToChannelsLast(const Tensor& t) {
+  const int64_t b = t.dims()[0], c = t.dims()[1], hw = t.dims()[2] * t.dims()[3];
+  AMP_ASSIGN_OR_RETURN(Tensor out, Tensor::Zeros(t.dtype(), {b, t.dims()[2], t.dims()[3], c}));
+  const size_t e = ir::DTypeSize(t.dtype());
+  const auto* src = static_cast<const std::byte*>(t.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (int64_t n = 0; n < b; ++n)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p)
+        std::memcpy(dst + ((n * hw + p) * c + ch) * e, src + ((n * c + ch) * hw + p) * e, e);
+  return out;
+}
+
+// The batch tensor in the input's dtype (AsInputType) and layout: images
+// [B, C, H, W] for a channels-last input transposed to [B, H, W, C].
+StatusOr<Tensor> AsInput(const Tensor& t, const ir::TensorType& want, const std::string& name) {
+  AMP_ASSIGN_OR_RETURN(Tensor typed, AsInputType(t, want.dtype, name));
+  if (!WantsChannelsLast(typed.dims(), want)) return typed;
+  return ToChannelsLast(typed);
+}
+
 std::string Joined(const std::vector<std::string>& names) {
   std::string s;
   for (const std::string& n : names) s += StrCat(s.empty() ? "'" : ", '", n, "'");
   return s;
 }
 
-// The batch's inputs by model input name, each in the input's dtype. An
+// The batch's inputs by model input name, each in the input's dtype and layout (AsInput). An
 // unnamed input ("") feeds the model's only data input; every data input
 // must be fed exactly once, and no other.
 StatusOr<std::map<std::string, Tensor>> BatchFeeds(const std::vector<std::string>& inputs,
-                                                   const std::map<std::string, ir::DType>& dtypes,
+                                                   const std::map<std::string, ir::TensorType>& types,
                                                    const data::Batch& batch) {
   std::map<std::string, Tensor> feeds;
   for (const auto& [name, t] : batch.inputs) {
@@ -145,7 +177,7 @@ StatusOr<std::map<std::string, Tensor>> BatchFeeds(const std::vector<std::string
       return InvalidArgument("the data set has an input '", target, "' but the model's data inputs are ",
                              Joined(inputs));
     }
-    AMP_ASSIGN_OR_RETURN(Tensor value, AsInputType(t, dtypes.at(target), target));
+    AMP_ASSIGN_OR_RETURN(Tensor value, AsInput(t, types.at(target), target));
     if (!feeds.emplace(target, std::move(value)).second)
       return InvalidArgument("the data set feeds the model's input '", target, "' twice");
   }
@@ -161,10 +193,10 @@ StatusOr<std::map<std::string, Tensor>> BatchFeeds(const std::vector<std::string
   return feeds;
 }
 
-std::map<std::string, ir::DType> InputDTypes(const ir::Graph& g, const std::vector<std::string>& inputs) {
-  std::map<std::string, ir::DType> dtypes;
-  for (const std::string& name : inputs) dtypes[name] = g.type(g.FindValue(name)).dtype;
-  return dtypes;
+std::map<std::string, ir::TensorType> InputTypes(const ir::Graph& g, const std::vector<std::string>& inputs) {
+  std::map<std::string, ir::TensorType> types;
+  for (const std::string& name : inputs) types[name] = g.type(g.FindValue(name));
+  return types;
 }
 
 StatusOr<Tensor> InitializerValue(const ir::Graph& model, const std::string& name) {
@@ -221,7 +253,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
   if (!(config.clip_grad_norm >= 0.0 && std::isfinite(config.clip_grad_norm)))
     return InvalidArgument("the gradient-norm clip must be finite and >= 0, got ", config.clip_grad_norm);
 
-  t->input_dtypes_ = InputDTypes(tg, t->train_.data_inputs);
+  t->input_types_ = InputTypes(tg, t->train_.data_inputs);
   if (config.debug_overflow && config.device && !config.device->host_memory())
     return Unimplemented("--debug-overflow watches every node's outputs in host memory; on ",
                          config.device->Describe(), " it cannot (run it on the CPU)");
@@ -251,7 +283,7 @@ StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ir::Graph& model, const
 
 StatusOr<std::map<std::string, Tensor>> Trainer::Feeds(const TrainGraph& g, const data::Batch& batch,
                                                         float loss_scale) const {
-  AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(g.data_inputs, input_dtypes_, batch));
+  AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(g.data_inputs, input_types_, batch));
   feeds.emplace(g.target_input, batch.labels);
   if (!g.loss_scale.empty()) feeds.emplace(g.loss_scale, Tensor::Scalar(loss_scale));
   for (const auto& [name, t] : params_) feeds.emplace(name, t);
@@ -286,12 +318,14 @@ Status Trainer::BindStep(const data::Batch& batch, float loss_scale) {
   bool in_place = batch.inputs.size() == inputs.size();
   for (size_t i = 0; in_place && i < inputs.size(); ++i) {
     const auto& [name, t] = batch.inputs[i];
-    in_place = (name == inputs[i] || (name.empty() && inputs.size() == 1)) && t.dtype() == input_dtypes_.at(inputs[i]);
+    const ir::TensorType& want = input_types_.at(inputs[i]);
+    in_place = (name == inputs[i] || (name.empty() && inputs.size() == 1)) && t.dtype() == want.dtype &&
+               !WantsChannelsLast(t.dims(), want);
   }
   if (in_place) {
     for (size_t i = 0; i < inputs.size(); ++i) AMP_RETURN_IF_ERROR(bind(data_input_index_[i], i, batch.inputs[i].second));
   } else {
-    AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(inputs, input_dtypes_, batch));
+    AMP_ASSIGN_OR_RETURN(FeedMap feeds, BatchFeeds(inputs, input_types_, batch));
     for (size_t i = 0; i < inputs.size(); ++i) AMP_RETURN_IF_ERROR(bind(data_input_index_[i], i, feeds.at(inputs[i])));
   }
   return dev_.Synchronize();
@@ -416,7 +450,14 @@ StatusOr<StepResult> Trainer::Step(const Tensor& images, const Tensor& labels) {
 }
 
 Status Trainer::CheckInputs(const data::Batch& batch) const {
-  return BatchFeeds(train_.data_inputs, input_dtypes_, batch).status();
+  AMP_RETURN_IF_ERROR(BatchFeeds(train_.data_inputs, input_types_, batch).status());
+  for (const auto& [name, t] : batch.inputs) {
+    const std::string& input = name.empty() ? train_.data_inputs[0] : name;
+    if (WantsChannelsLast(t.dims(), input_types_.at(input)))
+      spdlog::info("input '{}' is channels-last, {}: the data's [C, H, W] images go to it as [H, W, C]", input,
+                   input_types_.at(input).ToString());
+  }
+  return Status::Ok();
 }
 
 StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
@@ -620,7 +661,7 @@ StatusOr<std::unique_ptr<Evaluator>> Evaluator::Create(const ir::Graph& model, c
   o.label_smoothing = 0.0f;
   e->ignore_index_ = o.ignore_index;
   AMP_ASSIGN_OR_RETURN(e->eval_, BuildEvalGraph(model, o, {}));
-  e->input_dtypes_ = InputDTypes(*e->eval_.graph, e->eval_.data_inputs);
+  e->input_types_ = InputTypes(*e->eval_.graph, e->eval_.data_inputs);
   SessionOptions options;
   options.threads = threads;
   options.kernel_impl = kernel_impl;
@@ -634,7 +675,7 @@ StatusOr<EvalResult> Evaluator::Evaluate(data::BatchIterator& batches) {
   return RunEvaluation(*session_, eval_, ignore_index_, out_index_, batches,
                        [this](const data::Batch& b) -> StatusOr<std::map<std::string, Tensor>> {
                          AMP_ASSIGN_OR_RETURN(FeedMap feeds,
-                                              BatchFeeds(eval_.data_inputs, input_dtypes_, b));
+                                              BatchFeeds(eval_.data_inputs, input_types_, b));
                          feeds.emplace(eval_.target_input, b.labels);
                          return feeds;
                        });

@@ -213,9 +213,9 @@ class Trainer {
   // Binds the step's inputs to the training session (InferenceSession::
   // BindInput): the state (parameters, low copies, statistics: their current
   // buffers, so a Restore needs no other call), the loss scale and the batch.
-  // A batch already in the inputs' dtypes is read in place; one that is not
-  // (or names its inputs otherwise) goes through BatchFeeds' conversions
-  // and checks.
+  // A batch already in the inputs' dtypes and layouts is read in place; one
+  // that is not (or names its inputs otherwise) goes through BatchFeeds'
+  // conversions and checks.
   Status BindStep(const data::Batch& batch, float loss_scale);
   // The session input positions and gradient outputs of state_bindings_,
   // data_input_index_, grads_ (once, after the session is made).
@@ -237,7 +237,7 @@ class Trainer {
                                                 // its trained parameters' values are params_ (ShareModelWeights)
   TrainGraph train_, eval_;                     // names (their graphs moved into the sessions)
   std::unique_ptr<InferenceSession> session_, eval_session_;
-  std::map<std::string, ir::DType> input_dtypes_;  // data input -> dtype (the same in both graphs)
+  std::map<std::string, ir::TensorType> input_types_;  // data input -> declared type (the same in both graphs)
   std::map<std::string, int> out_index_;        // training graph output name -> index
   std::map<std::string, int> eval_out_index_;
   std::map<std::string, ir::Tensor> params_;    // fp32 masters
@@ -289,7 +289,7 @@ class Evaluator {
   TrainGraph eval_;
   std::unique_ptr<InferenceSession> session_;
   std::map<std::string, int> out_index_;
-  std::map<std::string, ir::DType> input_dtypes_;
+  std::map<std::string, ir::TensorType> input_types_;
   int64_t ignore_index_ = autodiff::kDefaultIgnoreIndex;
 };
 

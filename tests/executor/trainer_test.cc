@@ -81,6 +81,61 @@ TEST(Trainer, LossFallsAndTestAccuracyBeatsChance) {
   EXPECT_GT(e->accuracy, 0.5);
 }
 
+// x -> Conv(1 -> 3, 3x3) -> Relu -> Flatten -> Gemm -> logits [batch, 4],
+// with x [batch, 1, 8, 8], or channels-last [batch, 8, 8, 1] transposed to
+// NCHW first (a TensorFlow/Keras model through tf2onnx). Same weights.
+std::unique_ptr<ir::Graph> TinyConv(bool channels_last) {
+  auto g = std::make_unique<ir::Graph>();
+  const ir::Dim batch = ir::Dim::Symbolic("batch");
+  auto dims = [&](std::vector<int64_t> d) {
+    std::vector<ir::Dim> out = {batch};
+    for (int64_t v : d) out.push_back(ir::Dim::Static(v));
+    return ir::TensorType::Of(ir::DType::kFloat32, ir::Shape(out));
+  };
+  ir::Value x = g->AddInput("x", channels_last ? dims({8, 8, 1}) : dims({1, 8, 8}));
+  if (channels_last) {
+    ir::Node* t = g->AddNode(ir::OpKind::kTranspose, {x});
+    t->attrs().Set("perm", std::vector<int64_t>{0, 3, 1, 2});
+    x = t->output(0);
+  }
+  auto weights = [](std::vector<int64_t> d, float step) {
+    ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kFloat32, std::move(d));
+    for (int64_t i = 0; i < t.num_elements(); ++i) t.data<float>()[i] = step * static_cast<float>((i * 7) % 11 - 5);
+    return t;
+  };
+  ir::Value w = g->AddInitializer("w", weights({3, 1, 3, 3}, 0.1f));
+  ir::Value conv = g->AddNode(ir::OpKind::kConv, {x, w})->output(0);
+  ir::Value relu = g->AddNode(ir::OpKind::kRelu, {conv})->output(0);
+  ir::Value flat = g->AddNode(ir::OpKind::kFlatten, {relu})->output(0);
+  ir::Node* gemm = g->AddNode(ir::OpKind::kGemm, {flat, g->AddInitializer("fc", weights({3 * 6 * 6, 4}, 0.02f))}, 1,
+                              "head", {"logits"});
+  g->AddOutput(gemm->output(0));
+  EXPECT_TRUE(g->InferShapes().ok()) << g->InferShapes().ToString();
+  return g;
+}
+
+// A channels-last image input gets the data set's [C, H, W] images as
+// [H, W, C]: the same losses and updates as the NCHW model on the same batches.
+TEST(Trainer, ChannelsLastImageInputTrainsLikeNchw) {
+  std::vector<std::vector<float>> losses(2);
+  for (bool last : {false, true}) {
+    auto model = TinyConv(last);
+    auto trainer = Trainer::Create(*model, Config());
+    ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+    data::BatchIterator batches(Synthetic("train"), 16, /*shuffle=*/false, 0, {{0.5f}, {0.2f}}, {});
+    data::Batch batch;
+    for (int step = 0; step < 4 && *batches.Next(&batch); ++step) {
+      if (step == 0) ASSERT_TRUE((*trainer)->CheckInputs(batch).ok());
+      auto r = (*trainer)->Step(batch);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      losses[last].push_back(r->loss);
+    }
+  }
+  ASSERT_EQ(losses[0].size(), 4u);
+  for (size_t i = 0; i < losses[0].size(); ++i) EXPECT_NEAR(losses[1][i], losses[0][i], 1e-6 * std::abs(losses[0][i]));
+  EXPECT_LT(losses[0].back(), losses[0].front());
+}
+
 TEST(Trainer, RunningStatisticsMoveAndTheModelIsNotTouched) {
   auto model = SmallCnn(4);
   const ir::Tensor before = model->ConstantValue(model->FindValue("features.1.running_mean"))->Clone();
