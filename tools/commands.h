@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "autodiff/loss.h"
+#include "executor/data/dataset.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -79,6 +80,19 @@ StatusOr<int64_t> BatchSizeFor(const ir::Graph& model, int64_t requested, bool g
 // Other kinds: an error if `image_size` or `image_resize` is given, else nothing.
 Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
                     int64_t image_resize, std::map<std::string, std::string>* spec_params);
+// How an image data set's samples (uint8 [C, h, w]) go to the model's one
+// image input (float, rank 4, [N, C, H, W] or channels-last [N, H, W, C]):
+// where C, H or W is fixed and differs from the data's, `aug` gets the
+// Augmentation::fit_* that make every image so (gray to RGB or back, then
+// torchvision's Resize + CenterCrop), with a log line saying so. Dims the
+// model leaves dynamic take the data's, and such an input's dims (all but
+// the batch's) go into `input_dims`, the size the training graph is built
+// at (TrainGraphOptions::input_dims). Other data sets and models: nothing.
+// `image_size` (--image-size, images: data): an explicit size that the
+// model's fixed one would resize is an error instead.
+Status FitImages(const ir::Graph& model, const executor::data::Dataset& ds, const std::string& kind,
+                 const std::string& image_size, executor::data::Augmentation* aug,
+                 std::map<std::string, std::vector<int64_t>>* input_dims);
 // --class-axis and --ignore-index (train, eval): classification with a label
 // per token or pixel, and labels that count in no loss.
 struct LabelFlags {

@@ -244,6 +244,51 @@ Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::
   return Status::Ok();
 }
 
+Status FitImages(const ir::Graph& model, const executor::data::Dataset& ds, const std::string& kind,
+                 const std::string& image_size, executor::data::Augmentation* aug,
+                 std::map<std::string, std::vector<int64_t>>* input_dims) {
+  if (ds.samples.dtype() != ir::DType::kUInt8 || ds.sample_dims.size() != 3 || !ds.sample_input.empty() ||
+      !ds.more_inputs.empty())
+    return Status::Ok();
+  std::vector<ir::Value> images;
+  for (ir::Value v : model.inputs()) {
+    const ir::TensorType& t = model.type(v);
+    if (model.ConstantValue(v)) continue;
+    if (!t.has_shape || t.shape.rank() != 4 || !ir::IsFloat(t.dtype)) return Status::Ok();  // not one image input
+    images.push_back(v);
+  }
+  if (images.size() != 1) return Status::Ok();
+  const ir::TensorType& t = model.type(images[0]);
+  auto channels = [&](size_t i) { return t.shape[i].is_static() && (t.shape[i].value == 1 || t.shape[i].value == 3); };
+  const bool last = channels(3) && !channels(1);
+  const size_t ci = last ? 3 : 1, hi = last ? 1 : 2, wi = last ? 2 : 3;
+  const int64_t c = ds.sample_dims[0], h = ds.sample_dims[1], w = ds.sample_dims[2];
+  auto pick = [&](size_t i, int64_t data) { return t.shape[i].is_static() ? t.shape[i].value : data; };
+  const int64_t mc = pick(ci, c), mh = pick(hi, h), mw = pick(wi, w);
+  const std::string& name = model.name(images[0]);
+  if (!t.shape[ci].is_static() || !t.shape[hi].is_static() || !t.shape[wi].is_static())
+    (*input_dims)[name] = last ? std::vector<int64_t>{mh, mw, mc} : std::vector<int64_t>{mc, mh, mw};
+  if (mc == c && mh == h && mw == w) return Status::Ok();
+  if (!image_size.empty() && (mh != h || mw != w))
+    return InvalidArgument("--image-size ", image_size, " decodes the images to ", h, "x", w, " but the model expects ",
+                           t.shape.ToString(), " (input '", name, "')");
+  if ((mc != 1 && mc != 3) || (c != 1 && c != 3))
+    return InvalidArgument("the model's input '", name, "' (", t.ToString(), ") takes ", mc, " channels and the ", kind,
+                           " images have ", c, "; amptrain converts between 1 (gray) and 3 (RGB) only");
+  aug->fit_channels = mc;
+  aug->fit_height = mh;
+  aug->fit_width = mw;
+  std::string how;
+  if (mc != c) how = StrCat("Grayscale(num_output_channels=", mc, ")");
+  if (mh != h || mw != w) {
+    const std::string size = mh == mw ? std::to_string(mh) : StrCat("(", mh, ", ", mw, ")");
+    how += StrCat(how.empty() ? "" : " and ", "Resize(", size, ")", h * mw != w * mh ? StrCat(" + CenterCrop(", size, ")") : "");
+  }
+  spdlog::info("the {} images ({}x{}x{}) go to the model's input '{}' as {}x{}x{}, made as torchvision's {} makes them",
+               kind, c, h, w, name, mc, mh, mw, how);
+  return Status::Ok();
+}
+
 void WarnLeftOut(int64_t batch, size_t samples, const char* what) {
   const int64_t left = static_cast<int64_t>(samples) % batch;
   if (left != 0)

@@ -42,6 +42,8 @@ Status Eval(const EvalArgs& args) {
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
   WarnIfModelDraws(*model, "loss and accuracy");
   train::TrainGraphOptions opts;
+  data::Augmentation fit;
+  AMP_RETURN_IF_ERROR(FitImages(*model, test_set, spec.kind, args.image_size, &fit, &opts.input_dims));
   opts.num_classes = test_set.num_classes;
   opts.classes_at_least = test_set.classes_from_labels;
   opts.label_dims = LabelDims(test_set.labels);
@@ -53,7 +55,7 @@ Status Eval(const EvalArgs& args) {
   bool fixed = false;
   AMP_ASSIGN_OR_RETURN(int64_t batch_size, BatchSizeFor(*model, args.batch_size, args.batch_size_given, &fixed));
   if (fixed) WarnLeftOut(batch_size, test_set.size(), "test samples");
-  data::BatchIterator batches(test_set, batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), {}, fixed);
+  data::BatchIterator batches(test_set, batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), fit, fixed);
   AMP_ASSIGN_OR_RETURN(train::EvalResult r, evaluator->Evaluate(batches));
   if (r.labelled == r.count)
     spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,

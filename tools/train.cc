@@ -289,6 +289,9 @@ Status Train(TrainArgs args) {
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   WarnIfBatchNormMayBeFolded(*model);
+  std::map<std::string, std::vector<int64_t>> input_dims;
+  if (loop.augmentation.window_height == 0)  // a window is already the model's size
+    AMP_RETURN_IF_ERROR(FitImages(*model, train_set, spec.kind, args.image_size, &loop.augmentation, &input_dims));
 
   loop.epochs = args.epochs;
   loop.steps = args.steps;
@@ -315,6 +318,7 @@ Status Train(TrainArgs args) {
   const int64_t total = args.steps > 0 ? args.steps : args.epochs * per_epoch;
 
   train::TrainConfig config;
+  config.graph.input_dims = input_dims;
   config.graph.loss = train_set.num_classes > 0 ? "cross_entropy" : "mse";
   config.graph.label_smoothing = args.label_smoothing;
   config.graph.num_classes = train_set.num_classes;
@@ -388,7 +392,8 @@ Status Train(TrainArgs args) {
                }(), trainer->params().size(), args.data, train_set.size(), test_set.size(), total, args.batch_size);
   for (const std::string& line : trainer->parameter_report().Lines()) spdlog::info("{}", line);
   {  // Data that does not fit the model's inputs fails now, before any file is written.
-    data::BatchIterator first(train_set, 1, /*shuffle=*/false, 0, loop.normalization, {});
+    data::BatchIterator first(train_set, 1, /*shuffle=*/false, 0, loop.normalization,
+                              data::FitOnly(loop.augmentation));
     data::Batch batch;
     AMP_ASSIGN_OR_RETURN(bool any, first.Next(&batch));
     if (any) AMP_RETURN_IF_ERROR(trainer->CheckInputs(batch));

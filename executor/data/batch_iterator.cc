@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "executor/data/dataset.h"
+#include "executor/data/image.h"
 #include "executor/data/rng.h"
 
 namespace amptrain::executor::data {
@@ -63,13 +64,35 @@ Status BatchIterator::Configure() {
   const bool image = ds_.sample_dims.size() == 3;
   channels_ = image ? ds_.sample_dims[0] : 1;
   plane_ = sample / std::max<int64_t>(channels_, 1);
+  if (image) {
+    height_ = ds_.sample_dims[1];
+    width_ = ds_.sample_dims[2];
+  }
+  const bool fit = aug_.fit_channels > 0;
+  std::vector<float> luma;  // RGB statistics for a gray fit
+  if (fit) {
+    if (!image || st != DType::kUInt8)
+      return InvalidArgument("batch iterator: fitting images to the model needs uint8 C x H x W samples");
+    if (aug_.window_height > 0 || aug_.window_width > 0)
+      return InvalidArgument("batch iterator: a random window and fitting images to the model are exclusive");
+    if ((channels_ != 1 && channels_ != 3) || (aug_.fit_channels != 1 && aug_.fit_channels != 3))
+      return InvalidArgument("batch iterator: images convert between 1 and 3 channels only, not ", channels_, " to ",
+                             aug_.fit_channels);
+    if (aug_.fit_height < 1 || aug_.fit_width < 1)
+      return InvalidArgument("batch iterator: cannot fit images to ", aug_.fit_height, "x", aug_.fit_width);
+    if (channels_ == 3 && aug_.fit_channels == 1 && norm_.mean.size() == 3) luma = {0.299f, 0.587f, 0.114f};
+    channels_ = aug_.fit_channels;
+    height_ = aug_.fit_height;
+    width_ = aug_.fit_width;
+    plane_ = height_ * width_;
+  }
   if (aug_.random_crop_padding < 0)
     return InvalidArgument("batch iterator: crop padding must be >= 0, got ", aug_.random_crop_padding);
   const bool window = aug_.window_height > 0 || aug_.window_width > 0;
   if ((aug_.random_crop_padding > 0 || aug_.horizontal_flip || window) && !image)
     return InvalidArgument("batch iterator: crop/flip augmentation needs C x H x W samples, got rank ",
                            ds_.sample_dims.size());
-  batch_dims_ = ds_.sample_dims;
+  batch_dims_ = fit ? std::vector<int64_t>{channels_, height_, width_} : ds_.sample_dims;
   out_plane_ = plane_;
   if (window) {
     if (aug_.random_crop_padding > 0)
@@ -82,6 +105,14 @@ Status BatchIterator::Configure() {
     out_plane_ = aug_.window_height * aug_.window_width;
   }
 
+  if (!luma.empty() && norm_.std.size() == 3) {
+    Normalization gray{{0.0f}, {0.0f}};
+    for (size_t c = 0; c < 3; ++c) {
+      gray.mean[0] += luma[c] * norm_.mean[c];
+      gray.std[0] += luma[c] * norm_.std[c];
+    }
+    norm_ = gray;
+  }
   const size_t nm = norm_.mean.size(), ns = norm_.std.size();
   if (nm != ns || (nm > 1 && nm != static_cast<size_t>(channels_)))
     return InvalidArgument("batch iterator: normalization has ", nm, " means and ", ns,
@@ -133,9 +164,31 @@ int64_t BatchIterator::batches_per_epoch() const {
   return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
 }
 
+void BatchIterator::FitSample(int64_t sample, std::vector<uint8_t>* out) const {
+  Image img;
+  img.channels = ds_.sample_dims[0];
+  img.height = ds_.sample_dims[1];
+  img.width = ds_.sample_dims[2];
+  const int64_t plane = img.height * img.width;
+  const uint8_t* src = ds_.samples.data<uint8_t>() + sample * img.channels * plane;
+  img.pixels.resize(static_cast<size_t>(img.channels * plane));
+  for (int64_t c = 0; c < img.channels; ++c)  // CHW -> HWC
+    for (int64_t p = 0; p < plane; ++p) img.pixels[p * img.channels + c] = src[c * plane + p];
+  if (img.channels != channels_) img = ToChannels(img, channels_);
+  out->resize(static_cast<size_t>(channels_ * plane_));
+  if (img.height != height_ || img.width != width_) {
+    ResizeAndCenterCrop(img, height_, width_, out->data());
+    return;
+  }
+  for (int64_t c = 0; c < channels_; ++c)  // HWC -> CHW
+    for (int64_t p = 0; p < plane_; ++p) (*out)[c * plane_ + p] = img.pixels[p * channels_ + c];
+}
+
 void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) const {
   const bool u8 = ds_.samples.dtype() == DType::kUInt8;
-  const uint8_t* src8 = u8 ? ds_.samples.data<uint8_t>() + sample * channels_ * plane_ : nullptr;
+  std::vector<uint8_t> fitted;
+  if (aug_.fit_channels > 0) FitSample(sample, &fitted);
+  const uint8_t* src8 = !u8 ? nullptr : !fitted.empty() ? fitted.data() : ds_.samples.data<uint8_t>() + sample * channels_ * plane_;
   const float* src32 = u8 ? nullptr : ds_.samples.data<float>() + sample * channels_ * plane_;
   auto value = [&](int64_t c, int64_t i) {
     return u8 ? lut_[c * 256 + src8[i]] : src32[i] * scale_[c] + shift_[c];
@@ -158,7 +211,7 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
   Rng rng{seed_, static_cast<uint64_t>(epoch_), static_cast<uint64_t>(position), kAugment};
   if (window) {
     // A window at a random offset inside the stored image, then the mirror.
-    const int64_t h = ds_.sample_dims[1], w = ds_.sample_dims[2];
+    const int64_t h = height_, w = width_;
     const int64_t oh = aug_.window_height, ow = aug_.window_width;
     const auto top = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(h - oh + 1)));
     const auto left = static_cast<int64_t>(rng.Below(static_cast<uint64_t>(w - ow + 1)));
@@ -175,7 +228,7 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
   const int64_t dy = pad ? static_cast<int64_t>(rng.Below(2 * pad + 1)) - pad : 0;
   const int64_t dx = pad ? static_cast<int64_t>(rng.Below(2 * pad + 1)) - pad : 0;
   const bool flip = aug_.horizontal_flip && (rng.Next() >> 63);
-  const int64_t h = ds_.sample_dims[1], w = ds_.sample_dims[2];
+  const int64_t h = height_, w = width_;
   for (int64_t c = 0; c < channels_; ++c) {
     const float zero = u8 ? lut_[c * 256] : shift_[c];  // the raw value 0, normalized
     for (int64_t y = 0; y < h; ++y) {

@@ -114,7 +114,24 @@ struct Augmentation {
   int64_t random_crop_padding = 0;
   bool horizontal_flip = false;
   int64_t window_height = 0, window_width = 0;
+  // fit_channels > 0: every uint8 image is first made fit_channels x
+  // fit_height x fit_width, as torchvision's Grayscale(num_output_channels)
+  // (gray repeated, or ITU-R 601 luma) and Resize + CenterCrop make a PIL
+  // image (image.h), then augmented and normalized at that size: a data set
+  // whose images differ from the model's input (FitImages in tools/common.h).
+  // Exclusive with a window. Normalization then has 1 or fit_channels
+  // entries; RGB statistics for a gray fit are combined with the luma weights.
+  int64_t fit_channels = 0, fit_height = 0, fit_width = 0;
 };
+
+// `aug`'s fit to the model (fit_*) without its random parts: what evaluation applies.
+inline Augmentation FitOnly(const Augmentation& aug) {
+  Augmentation fit;
+  fit.fit_channels = aug.fit_channels;
+  fit.fit_height = aug.fit_height;
+  fit.fit_width = aug.fit_width;
+  return fit;
+}
 
 // One batch: the tensors of the model's data inputs, by input name ("" for
 // the model's only data input), and the labels.
@@ -162,6 +179,8 @@ class BatchIterator {
   Status Configure();
   void MakePermutation();
   void FillSample(int64_t sample, int64_t position, float* out) const;
+  // Augmentation::fit_*: sample `sample`'s uint8 image as the fitted CHW bytes.
+  void FitSample(int64_t sample, std::vector<uint8_t>* out) const;
 
   Dataset ds_;
   int64_t batch_size_;
@@ -172,7 +191,8 @@ class BatchIterator {
   bool drop_last_;
   Status config_;                     // the constructor's verdict, returned by Next()
   bool raw_ = false;                  // int64/bool samples: copied as they are
-  int64_t channels_ = 1, plane_ = 1;  // sample = channels_ x plane_ values
+  int64_t channels_ = 1, plane_ = 1;  // sample = channels_ x plane_ values (after any fit)
+  int64_t height_ = 0, width_ = 0;    // image samples: the plane's dims (after any fit)
   std::vector<int64_t> batch_dims_;   // a batch row: sample_dims, or C x the window
   int64_t out_plane_ = 1;             // values per channel of a batch row
   std::vector<float> lut_;            // uint8 -> float per channel: [channels_][256]

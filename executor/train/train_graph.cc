@@ -442,11 +442,37 @@ bool PolicyNamesGeluParts(const std::optional<amp::Policy>& policy) {
   return false;
 }
 
+namespace {
+
+// TrainGraphOptions::input_dims: each named input's dims after the batch's
+// set (a static dim must already equal the given one), then every shape
+// inferred again.
+Status FixInputDims(Graph& g, const std::map<std::string, std::vector<int64_t>>& input_dims) {
+  if (input_dims.empty()) return Status::Ok();
+  for (const auto& [name, dims] : input_dims) {
+    Value v = g.FindValue(name);
+    if (!v.valid() || g.producer(v)->op() != OpKind::kInput) return InvalidArgument("the model has no input '", name, "'");
+    ir::TensorType& t = g.mutable_info(v).type;
+    if (!t.has_shape || t.shape.rank() != dims.size() + 1)
+      return InvalidArgument("input '", name, "' (", t.ToString(), ") does not have ", dims.size() + 1, " dims");
+    for (size_t i = 0; i < dims.size(); ++i) {
+      ir::Dim& d = t.shape[i + 1];
+      if (d.is_static() && d.value != dims[i])
+        return InvalidArgument("input '", name, "' is ", t.ToString(), "; it cannot take dim ", i + 1, " = ", dims[i]);
+      d = ir::Dim::Static(dims[i]);
+    }
+  }
+  return g.InferShapes();
+}
+
+}  // namespace
+
 StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions& opts) {
   AMP_ASSIGN_OR_RETURN(Value output, CheckModel(model, opts));
   TrainGraph t;
   t.graph = model.Clone();
   Graph& g = *t.graph;
+  AMP_RETURN_IF_ERROR(FixInputDims(g, opts.input_dims));
   t.data_inputs = InputNames(g);
   t.logits = g.name(output);
 
@@ -542,6 +568,7 @@ StatusOr<TrainGraph> BuildEvalGraph(const Graph& model, const TrainGraphOptions&
   TrainGraph t;
   t.graph = model.Clone();
   Graph& g = *t.graph;
+  AMP_RETURN_IF_ERROR(FixInputDims(g, opts.input_dims));
   t.data_inputs = InputNames(g);
   t.logits = g.name(output);
   AMP_RETURN_IF_ERROR(ToEvalMode(g));

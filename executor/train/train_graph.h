@@ -109,6 +109,10 @@ struct TrainGraphOptions {
   // cast fusion already rounds each master once in fp32 for its widened
   // readers, which low copies would make widen again (Trainer decides).
   bool low_weights = false;
+  // Data inputs whose dims (all but the batch dim) the data fixes: a model
+  // exported with a dynamic image size is built at the data's size, which
+  // ops such as GlobalAveragePool's gradient need (tools' FitImages).
+  std::map<std::string, std::vector<int64_t>> input_dims;
   // Initializers that get no gradient and no update: names or "re:REGEX" (ResolveFreeze).
   std::vector<std::string> freeze;
   // Float initializers that amptrain takes for constants

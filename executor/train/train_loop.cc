@@ -123,7 +123,8 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
     const bool evaluable = config.evaluate && test->size() > 0 &&
                            (!config.drop_last || static_cast<int64_t>(test->size()) >= config.batch_size);
     if (evaluable) {
-      data::BatchIterator test_batches(*test, config.batch_size, /*shuffle=*/false, 0, config.normalization, {},
+      data::BatchIterator test_batches(*test, config.batch_size, /*shuffle=*/false, 0, config.normalization,
+                                       data::FitOnly(config.augmentation),
                                        config.drop_last);
       AMP_ASSIGN_OR_RETURN(s.test, trainer.Evaluate(test_batches));
       s.evaluated = true;

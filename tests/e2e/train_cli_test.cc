@@ -34,6 +34,20 @@ using testing::Snapshot;
 
 using TrainCliTest = testing::SmallModelFixture;
 
+// Flatten(features) -> Gemm(fc.w [4, in], fc.b = 0, transB) -> the 4-class
+// logits, the graph's output; `fc` holds 4 x in weights.
+void AddFourClassHead(ir::Graph& g, ir::Value features, const std::vector<float>& fc) {
+  ir::Node* flat = g.AddNode(ir::OpKind::kFlatten, {features}, 1, "flatten");
+  flat->attrs().Set("axis", int64_t{1});
+  const int64_t in = static_cast<int64_t>(fc.size()) / 4;
+  ir::Node* gemm = g.AddNode(ir::OpKind::kGemm,
+                             {flat->output(0), g.AddInitializer("fc.w", ir::Tensor::Floats(fc, {4, in})),
+                              g.AddInitializer("fc.b", ir::Tensor::Floats({0, 0, 0, 0}, {4}))},
+                             1, "fc");
+  gemm->attrs().Set("transB", int64_t{1});
+  g.AddOutput(gemm->output(0));
+}
+
 TEST_F(TrainCliTest, TrainsEvaluatesExportsAndResumesBitwise) {
   const std::string straight = Path("straight"), resumed = Path("resumed");
   CliResult r = Cli(SmallTrain(model_, "--steps 12 --log-every 4 --checkpoint-dir " + straight + " --export " +
@@ -125,7 +139,7 @@ TEST_F(TrainCliTest, TrainsAndEvaluatesOnAnImageFolder) {
 
   // --image-size resizes to what the model does not take: the model's own error, by name.
   ExpectOneLineError("train " + model_ + " --data images:" + root + " --image-size 9 --steps 1",
-                     "the model expects [batch,1,8,8]");
+                     "--image-size 9 decodes the images to 9x9 but the model expects [batch,1,8,8]");
   ExpectOneLineError("train " + model_ + " --data " + testing::kSmallData + " --image-size 8",
                      "--image-size applies to images: data sets only");
   ExpectOneLineError("train " + model_ + " --data images:" + root + " --image-size 0x8", "--image-size '0x8'");
@@ -218,14 +232,7 @@ TEST_F(TrainCliTest, WarnsWhenConvLayersComeWithoutBatchNorm) {
   std::vector<float> w(2 * 9, 0.1f), fc(4 * 72, 0.01f);
   ir::Value conv = g.AddNode(ir::OpKind::kConv, {x, g.AddInitializer("w", ir::Tensor::Floats(w, {2, 1, 3, 3}))}, 1,
                              "conv")->output(0);
-  ir::Node* flat = g.AddNode(ir::OpKind::kFlatten, {conv}, 1, "flatten");
-  flat->attrs().Set("axis", int64_t{1});
-  ir::Node* gemm = g.AddNode(ir::OpKind::kGemm,
-                             {flat->output(0), g.AddInitializer("fc.w", ir::Tensor::Floats(fc, {4, 72})),
-                              g.AddInitializer("fc.b", ir::Tensor::Floats({0, 0, 0, 0}, {4}))},
-                             1, "fc");
-  gemm->attrs().Set("transB", int64_t{1});
-  g.AddOutput(gemm->output(0));
+  AddFourClassHead(g, conv, fc);
   ASSERT_TRUE(g.InferShapes().ok());
   const std::string folded = Path("folded.onnx");
   ASSERT_TRUE(importer::ExportModelFile(g, folded).ok());
@@ -246,15 +253,7 @@ TEST_F(TrainCliTest, WarnsWhenConvLayersComeWithoutBatchNorm) {
 TEST_F(TrainCliTest, AModelOfFixedBatchTrainsOnWholeBatchesOnly) {
   ir::Graph g;
   ir::Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {4, 1, 8, 8}));
-  ir::Node* flat = g.AddNode(ir::OpKind::kFlatten, {x}, 1, "flatten");
-  flat->attrs().Set("axis", int64_t{1});
-  std::vector<float> fc(4 * 64, 0.01f);
-  ir::Node* gemm = g.AddNode(ir::OpKind::kGemm,
-                             {flat->output(0), g.AddInitializer("fc.w", ir::Tensor::Floats(fc, {4, 64})),
-                              g.AddInitializer("fc.b", ir::Tensor::Floats({0, 0, 0, 0}, {4}))},
-                             1, "fc");
-  gemm->attrs().Set("transB", int64_t{1});
-  g.AddOutput(gemm->output(0));
+  AddFourClassHead(g, x, std::vector<float>(4 * 64, 0.01f));
   ASSERT_TRUE(g.InferShapes().ok());
   const std::string fixed = Path("fixed.onnx");
   ASSERT_TRUE(importer::ExportModelFile(g, fixed).ok());
@@ -276,6 +275,58 @@ TEST_F(TrainCliTest, AModelOfFixedBatchTrainsOnWholeBatchesOnly) {
   EXPECT_FALSE(fs::exists(Path("other.onnx")));
   ExpectRefused("eval " + Path("trained.onnx") + " --data synthetic:N=90,C=1,H=8,W=8,classes=4 -b 3",
                 "fixed batch of 4");
+}
+
+// x [batch, 3, H, W] -> Conv(3 -> 4, 3x3, pad 1) -> Relu -> GlobalAveragePool
+// -> Flatten -> Gemm -> 4 classes; H and W fixed, or dynamic ("h", "w").
+void WriteRgbConvNet(const std::string& path, int64_t side) {
+  ir::Graph g;
+  const ir::Dim b = ir::Dim::Symbolic("batch");
+  const ir::Dim h = side ? ir::Dim::Static(side) : ir::Dim::Symbolic("h");
+  const ir::Dim w = side ? ir::Dim::Static(side) : ir::Dim::Symbolic("w");
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, ir::Shape({b, ir::Dim::Static(3), h, w})));
+  std::vector<float> k(4 * 3 * 9);
+  for (size_t i = 0; i < k.size(); ++i) k[i] = 0.05f * static_cast<float>(static_cast<int>(i % 7) - 3);
+  ir::Node* conv =
+      g.AddNode(ir::OpKind::kConv, {x, g.AddInitializer("conv.w", ir::Tensor::Floats(k, {4, 3, 3, 3}))}, 1, "conv");
+  conv->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Value relu = g.AddNode(ir::OpKind::kRelu, {conv->output(0)}, 1, "relu")->output(0);
+  ir::Value pool = g.AddNode(ir::OpKind::kGlobalAveragePool, {relu}, 1, "pool")->output(0);
+  std::vector<float> fc(16);
+  for (size_t i = 0; i < fc.size(); ++i) fc[i] = 0.1f * static_cast<float>(static_cast<int>(i % 5) - 2);
+  AddFourClassHead(g, pool, fc);
+  ASSERT_TRUE(g.InferShapes().ok());
+  ASSERT_TRUE(importer::ExportModelFile(g, path).ok());
+}
+
+// Gray 8x8 images for an RGB model: replicated to 3 channels, and resized
+// where the model fixes another size; a dynamic size trains at the data's and
+// the exported model keeps it dynamic. eval fits the images the same way.
+TEST_F(TrainCliTest, ImagesAreFittedToTheModelsInput) {
+  const std::string data = " --data synthetic:N=64,C=1,H=8,W=8,classes=4 --threads 1 --steps 4 -b 16";
+  WriteRgbConvNet(Path("dyn.onnx"), 0);
+  CliResult r = Cli("train " + Path("dyn.onnx") + data + " --export " + Path("dyn_trained.onnx"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string log = r.out + r.err;
+  EXPECT_NE(log.find("images (1x8x8) go to the model's input 'x' as 3x8x8, made as torchvision's "
+                     "Grayscale(num_output_channels=3) makes them"),
+            std::string::npos)
+      << log;
+  auto exported = importer::ImportModelFile(Path("dyn_trained.onnx"));
+  ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+  EXPECT_EQ((*exported)->type((*exported)->inputs()[0]).ToString(), "float32[batch,3,h,w]");
+  r = Cli("eval " + Path("dyn_trained.onnx") + " --data synthetic:N=64,C=1,H=8,W=8,classes=4 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+
+  WriteRgbConvNet(Path("fixed12.onnx"), 12);
+  r = Cli("train " + Path("fixed12.onnx") + data);
+  ASSERT_EQ(r.code, 0) << r.err;
+  log = r.out + r.err;
+  EXPECT_NE(log.find("as 3x12x12, made as torchvision's Grayscale(num_output_channels=3) and Resize(12) makes them"),
+            std::string::npos)
+      << log;
+  ExpectRefused("train " + Path("fixed12.onnx") + " --data synthetic:N=64,C=2,H=8,W=8,classes=4 --steps 1",
+                "takes 3 channels and the synthetic images have 2; amptrain converts between 1 (gray) and 3 (RGB) only");
 }
 
 // A resume under another --freeze said "checkpoint tensor 'features.0.weight'

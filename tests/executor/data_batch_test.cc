@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "executor/data/dataset.h"
+#include "executor/data/image.h"
 
 namespace amptrain::executor::data {
 namespace {
@@ -281,6 +282,58 @@ TEST(BatchIteratorTest, RandomWindow) {
   Augmentation with_padding = aug;
   with_padding.random_crop_padding = 2;
   EXPECT_FALSE(BatchIterator(ds, 4, true, 0, {}, with_padding).Next(&images, &labels).ok());
+}
+
+// Fitting images to a model input of another size or channel count: each
+// sample is what ToChannels and ResizeAndCenterCrop (image.h, checked
+// against torchvision in image_folder_test.cc) make of it, then normalized;
+// gray to RGB repeats the channel; RGB statistics for a gray fit combine
+// with the luma weights; crop augmentation runs at the fitted size.
+TEST(BatchIteratorTest, FitImagesToTheModel) {
+  const Dataset gray = Indexed(3, 1, 4, 5);
+  Augmentation fit;
+  fit.fit_channels = 3;
+  fit.fit_height = 8;
+  fit.fit_width = 8;
+  BatchIterator it(gray, 3, /*shuffle=*/false, 0, {{0.5f}, {0.25f}}, fit);
+  Batch batch;
+  ASSERT_TRUE(*it.Next(&batch));
+  const Tensor& x = batch.inputs[0].second;
+  ASSERT_EQ(x.dims(), (std::vector<int64_t>{3, 3, 8, 8}));
+  for (int64_t i = 0; i < 3; ++i) {
+    Image img{4, 5, 1, {}};
+    img.pixels.assign(gray.samples.data<uint8_t>() + i * 20, gray.samples.data<uint8_t>() + (i + 1) * 20);
+    std::vector<uint8_t> want(3 * 64);
+    ResizeAndCenterCrop(ToChannels(img, 3), 8, 8, want.data());
+    for (int64_t k = 0; k < 3 * 64; ++k)
+      ASSERT_EQ(x.data<float>()[i * 192 + k], (static_cast<float>(want[k]) / 255.0f - 0.5f) / 0.25f) << i << " " << k;
+    for (int64_t k = 0; k < 64; ++k) ASSERT_EQ(x.data<float>()[i * 192 + k], x.data<float>()[i * 192 + 128 + k]);
+  }
+  // RGB to gray, same size: PIL's luma, normalized by the luma-weighted statistics.
+  const Dataset rgb = Indexed(2, 3, 4, 4);
+  Augmentation to_gray;
+  to_gray.fit_channels = 1;
+  to_gray.fit_height = 4;
+  to_gray.fit_width = 4;
+  BatchIterator g(rgb, 2, false, 0, {{0.4f, 0.5f, 0.6f}, {0.2f, 0.3f, 0.4f}}, to_gray);
+  ASSERT_TRUE(*g.Next(&batch));
+  ASSERT_EQ(batch.inputs[0].second.dims(), (std::vector<int64_t>{2, 1, 4, 4}));
+  const float mean = 0.299f * 0.4f + 0.587f * 0.5f + 0.114f * 0.6f, stdev = 0.299f * 0.2f + 0.587f * 0.3f + 0.114f * 0.4f;
+  const uint8_t* px = rgb.samples.data<uint8_t>();
+  for (int64_t p = 0; p < 16; ++p) {  // sample 0, pixel p: channels at p, 16 + p, 32 + p
+    const uint32_t luma = (px[p] * 19595u + px[16 + p] * 38470u + px[32 + p] * 7471u + (1u << 15)) >> 16;
+    EXPECT_FLOAT_EQ(batch.inputs[0].second.data<float>()[p], (static_cast<float>(luma) / 255.0f - mean) / stdev) << p;
+  }
+  // Crop padding at the fitted size; a window and a fit are exclusive; 2 channels cannot convert.
+  fit.random_crop_padding = 2;
+  BatchIterator crop(gray, 3, false, 0, {}, fit);
+  ASSERT_TRUE(*crop.Next(&batch));
+  EXPECT_EQ(batch.inputs[0].second.dims(), (std::vector<int64_t>{3, 3, 8, 8}));
+  fit.random_crop_padding = 0;
+  fit.window_height = fit.window_width = 2;
+  EXPECT_FALSE(BatchIterator(gray, 3, false, 0, {}, fit).Next(&batch).ok());
+  fit.window_height = fit.window_width = 0;
+  EXPECT_FALSE(BatchIterator(Indexed(2, 2, 4, 4), 2, false, 0, {}, fit).Next(&batch).ok());
 }
 
 TEST(BatchIteratorTest, ConfigurationErrors) {
