@@ -24,6 +24,16 @@
 //
 //   AMP_RETURN_IF_ERROR(session->BindInput("w", w));           // once
 //   AMP_ASSIGN_OR_RETURN(const std::vector<ir::Tensor>* outs, session->RunBound());
+//
+// Value-dependent shapes: a NonZero whose input is not a constant has an
+// output size only the data tells. For such graphs Create also makes a
+// probe, a session of the nodes those inputs depend on, whose outputs are
+// the inputs of the NonZeros. Every Run and RunBound first runs the probe
+// on the same inputs and seed, counts the nonzero elements, and plans for
+// those counts (they are part of the plan's cache key, beside the input
+// shapes); the NonZero kernel checks that its input still has the count.
+// The probe's nodes thus run twice per step, which is nothing for a mask of
+// token ids (BART's <eos> selection). Such graphs run on host memory only.
 #pragma once
 
 #include <cstddef>
