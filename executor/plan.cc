@@ -97,7 +97,7 @@ std::unordered_set<ir::NodeId> LiveNodes(const Graph& graph) {
 
 // Runs one node's shape rule with the specialized types and known values.
 // `counts` (optional): the value-dependent sizes the caller measured, by
-// NonZero output name (executor::ValueDependentCounts).
+// NonZero output name (InferenceSession counts them; ValueDependentNodes).
 Status InferOne(const Graph& graph, const Node* node, Specialized& s, const std::map<std::string, int64_t>* counts) {
   ir::InferContext ctx;
   ctx.node = node;

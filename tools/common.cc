@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cerrno>
 #include <cmath>
@@ -191,6 +192,18 @@ std::optional<std::vector<int64_t>> LabelDims(const ir::Tensor& labels) {
   return std::vector<int64_t>(labels.dims().begin() + 1, labels.dims().end());
 }
 
+namespace {
+
+// Where an image input [N, C, H, W] keeps C, H and W, or a channels-last one
+// [N, H, W, C] (tf2onnx): the last dim static, 1 or 3, where dim 1 is not.
+std::array<size_t, 3> ImageDims(const ir::TensorType& t) {
+  auto channels = [&](size_t i) { return t.shape[i].is_static() && (t.shape[i].value == 1 || t.shape[i].value == 3); };
+  if (channels(3) && !channels(1)) return {3, 1, 2};
+  return {1, 2, 3};
+}
+
+}  // namespace
+
 Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::string& image_size,
                     int64_t image_resize, std::map<std::string, std::string>* spec_params) {
   if (kind != "images") {
@@ -219,10 +232,7 @@ Status SetImageSize(const ir::Graph& model, const std::string& kind, const std::
   }
   if (images.size() == 1) {
     const ir::TensorType& t = model.type(images[0]);
-    // [N, C, H, W], or channels-last [N, H, W, C] (tf2onnx): C static, 1 or 3, where dim 1 is not.
-    auto channels = [&](size_t i) { return t.shape[i].is_static() && (t.shape[i].value == 1 || t.shape[i].value == 3); };
-    const bool last = channels(3) && !channels(1);
-    const size_t ci = last ? 3 : 1, hi = last ? 1 : 2, wi = last ? 2 : 3;
+    const auto [ci, hi, wi] = ImageDims(t);
     if (t.shape[ci].is_static()) c = t.shape[ci].value;
     if (h == 0 && t.shape[hi].is_static() && t.shape[wi].is_static()) {
       h = t.shape[hi].value;
@@ -259,9 +269,8 @@ Status FitImages(const ir::Graph& model, const executor::data::Dataset& ds, cons
   }
   if (images.size() != 1) return Status::Ok();
   const ir::TensorType& t = model.type(images[0]);
-  auto channels = [&](size_t i) { return t.shape[i].is_static() && (t.shape[i].value == 1 || t.shape[i].value == 3); };
-  const bool last = channels(3) && !channels(1);
-  const size_t ci = last ? 3 : 1, hi = last ? 1 : 2, wi = last ? 2 : 3;
+  const auto [ci, hi, wi] = ImageDims(t);
+  const bool last = ci == 3;
   const int64_t c = ds.sample_dims[0], h = ds.sample_dims[1], w = ds.sample_dims[2];
   auto pick = [&](size_t i, int64_t data) { return t.shape[i].is_static() ? t.shape[i].value : data; };
   const int64_t mc = pick(ci, c), mh = pick(hi, h), mw = pick(wi, w);

@@ -69,7 +69,6 @@ Status BatchIterator::Configure() {
     width_ = ds_.sample_dims[2];
   }
   const bool fit = aug_.fit_channels > 0;
-  std::vector<float> luma;  // RGB statistics for a gray fit
   if (fit) {
     if (!image || st != DType::kUInt8)
       return InvalidArgument("batch iterator: fitting images to the model needs uint8 C x H x W samples");
@@ -80,7 +79,16 @@ Status BatchIterator::Configure() {
                              aug_.fit_channels);
     if (aug_.fit_height < 1 || aug_.fit_width < 1)
       return InvalidArgument("batch iterator: cannot fit images to ", aug_.fit_height, "x", aug_.fit_width);
-    if (channels_ == 3 && aug_.fit_channels == 1 && norm_.mean.size() == 3) luma = {0.299f, 0.587f, 0.114f};
+    if (channels_ == 3 && aug_.fit_channels == 1 && norm_.mean.size() == 3 && norm_.std.size() == 3) {
+      // RGB statistics for a gray model: weighted as the luma weights the channels.
+      constexpr float kLuma[3] = {0.299f, 0.587f, 0.114f};
+      Normalization gray{{0.0f}, {0.0f}};
+      for (size_t c = 0; c < 3; ++c) {
+        gray.mean[0] += kLuma[c] * norm_.mean[c];
+        gray.std[0] += kLuma[c] * norm_.std[c];
+      }
+      norm_ = gray;
+    }
     channels_ = aug_.fit_channels;
     height_ = aug_.fit_height;
     width_ = aug_.fit_width;
@@ -105,14 +113,6 @@ Status BatchIterator::Configure() {
     out_plane_ = aug_.window_height * aug_.window_width;
   }
 
-  if (!luma.empty() && norm_.std.size() == 3) {
-    Normalization gray{{0.0f}, {0.0f}};
-    for (size_t c = 0; c < 3; ++c) {
-      gray.mean[0] += luma[c] * norm_.mean[c];
-      gray.std[0] += luma[c] * norm_.std[c];
-    }
-    norm_ = gray;
-  }
   const size_t nm = norm_.mean.size(), ns = norm_.std.size();
   if (nm != ns || (nm > 1 && nm != static_cast<size_t>(channels_)))
     return InvalidArgument("batch iterator: normalization has ", nm, " means and ", ns,
@@ -188,7 +188,8 @@ void BatchIterator::FillSample(int64_t sample, int64_t position, float* out) con
   const bool u8 = ds_.samples.dtype() == DType::kUInt8;
   std::vector<uint8_t> fitted;
   if (aug_.fit_channels > 0) FitSample(sample, &fitted);
-  const uint8_t* src8 = !u8 ? nullptr : !fitted.empty() ? fitted.data() : ds_.samples.data<uint8_t>() + sample * channels_ * plane_;
+  const uint8_t* src8 = nullptr;
+  if (u8) src8 = fitted.empty() ? ds_.samples.data<uint8_t>() + sample * channels_ * plane_ : fitted.data();
   const float* src32 = u8 ? nullptr : ds_.samples.data<float>() + sample * channels_ * plane_;
   auto value = [&](int64_t c, int64_t i) {
     return u8 ? lut_[c * 256 + src8[i]] : src32[i] * scale_[c] + shift_[c];
