@@ -1,6 +1,7 @@
 #include "executor/train/train_graph.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <set>
@@ -194,6 +195,32 @@ bool OnlyThroughSinusoids(const Graph& g, Value init, const std::unordered_set<V
   return sinusoid;
 }
 
+// Whether `t` is a precomputed sinusoidal position table [n, d]: column pairs
+// (k, d/2 + k) as Whisper's sinusoids() lays them out, or (2k, 2k + 1) as
+// the original Transformer's, holding sin(i f_k) and cos(i f_k) of the row
+// index i, each frequency read from row 1 (atan2 keeps the small ones
+// exact), within 2e-3: float32's error in i f at positions of thousands.
+bool SinusoidPositionTable(const ir::Tensor& t) {
+  if (t.rank() != 2 || t.dims()[0] < 4 || t.dims()[1] < 4 || t.dims()[1] % 2) return false;
+  const int64_t n = t.dims()[0], d = t.dims()[1], half = d / 2;
+  auto at = [&](int64_t i, int64_t j) { return t.GetAsDouble(i * d + j); };
+  for (bool interleaved : {false, true}) {
+    auto sin_col = [&](int64_t k) { return interleaved ? 2 * k : k; };
+    auto cos_col = [&](int64_t k) { return interleaved ? 2 * k + 1 : half + k; };
+    bool table = true;
+    for (int64_t k = 0; table && k < half; ++k) {
+      table = at(0, sin_col(k)) == 0.0 && std::abs(at(0, cos_col(k)) - 1.0) < 1e-6;
+      const double f = std::atan2(at(1, sin_col(k)), at(1, cos_col(k)));
+      table = table && f > 0;
+      for (int64_t i = 1; table && i < n; ++i)
+        table = std::abs(at(i, sin_col(k)) - std::sin(static_cast<double>(i) * f)) <= 2e-3 &&
+                std::abs(at(i, cos_col(k)) - std::cos(static_cast<double>(i) * f)) <= 2e-3;
+    }
+    if (table) return true;
+  }
+  return false;
+}
+
 // Whether `name` is what torch.export calls a tensor that forward() creates
 // and it lifts out as a constant: "lifted_tensor_N" or "_tensor_constantN"
 // as the last dotted component ("encoder.layer.0.attention.self.lifted_tensor_2").
@@ -237,6 +264,9 @@ std::map<std::string, std::string> ConstantLikeInitializers(const Graph& g) {
     } else if (order.ok() && OnlyThroughSinusoids(g, v, data)) {
       found[g.name(v)] = "the frequencies of a sinusoid of constants (a rotary or sinusoidal position table, a "
                          "buffer in PyTorch) are taken for constants; --train-all trains them";
+    } else if (const ir::Tensor* value = g.ConstantValue(v); value && SinusoidPositionTable(*value)) {
+      found[g.name(v)] = "a precomputed sinusoidal position table (sin and cos of position x frequency, frozen in "
+                         "PyTorch: Whisper's embed_positions) is taken for a constant; --train-all trains it";
     }
   }
   return found;

@@ -166,6 +166,12 @@ ParameterReport ReportParameters(const ir::Graph& g, const autodiff::BackwardRes
 //   1e-4 would move by the learning rate each step. Learned Fourier features,
 //   Sin(W x), read data before the Sin and stay parameters, and so does a
 //   learned position table (no Sin).
+// - a precomputed sinusoidal position table [n, d]: sin and cos of the row
+//   index times a frequency per column pair, in two halves (Whisper's
+//   sinusoids()) or interleaved (the original Transformer's). PyTorch keeps
+//   such a table frozen (Whisper's encoder embed_positions has
+//   requires_grad False), which ONNX cannot say; a learned table initialized
+//   so would look the same, hence --train-all.
 // - an initializer that torch.export named as a constant it lifted out of
 //   forward() ("lifted_tensor_N", "_tensor_constantN" as the last dotted
 //   component): a tensor made in forward, never a parameter (DeBERTa-v2's

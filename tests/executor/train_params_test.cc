@@ -6,6 +6,8 @@
 // unchanged through training while the others move.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <random>
 #include <set>
 
@@ -147,6 +149,60 @@ TEST(TrainGraph, SinusoidFrequenciesOfConstantsAreConstantsUnlessAskedFor) {
   std::unique_ptr<ir::Graph> model = SinusoidTable();
   ASSERT_TRUE(model);
   ExpectConstantLike(*model, {"w", "wf"}, "inv_freq", "sinusoid");
+}
+
+// x [2, 8, 6] + table[:8] -> MatMul(w) -> ReduceMean over the positions:
+// `table` [64, 6] a sinusoidal position table as Whisper's sinusoids() makes
+// it (float32 sin/cos in two halves) or interleaved, or a learned one.
+std::unique_ptr<ir::Graph> PositionTable(const std::string& kind) {
+  auto g = std::make_unique<ir::Graph>();
+  const int64_t n = 64, d = 6;
+  ir::Tensor table = *ir::Tensor::Zeros(ir::DType::kFloat32, {n, d});
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t k = 0; k < d / 2; ++k) {
+      const float f = std::exp(-std::log(10000.0f) / (d / 2 - 1) * static_cast<float>(k));
+      const float a = static_cast<float>(i) * f;
+      const bool inter = kind == "interleaved";
+      float* row = table.data<float>() + i * d;
+      row[inter ? 2 * k : k] = std::sin(a);
+      row[inter ? 2 * k + 1 : d / 2 + k] = std::cos(a);
+    }
+  if (kind == "learned") table.data<float>()[5 * d + 1] += 0.01f;  // one trained step away from the table
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {2, 8, d}));
+  ir::Value pos = g->AddInitializer("embed_positions.weight", table);
+  ir::Value w = g->AddInitializer("w", amptrain::testing::RouteTensor(ir::DType::kFloat32, {d, 3}, 5));
+  auto ints = [&](std::vector<int64_t> v) {  // Constant nodes: integer initializers would be listed as untrained
+    ir::Node* c = g->AddNode(ir::OpKind::kConstant, {});
+    c->attrs().Set("value", ir::Tensor::Int64s(v, {static_cast<int64_t>(v.size())}));
+    return c->output(0);
+  };
+  ir::Node* slice = g->AddNode(ir::OpKind::kSlice, {pos, ints({0}), ints({8})});
+  ir::Value h = g->AddNode(ir::OpKind::kAdd, {x, slice->output(0)})->output(0);
+  ir::Value y = g->AddNode(ir::OpKind::kMatMul, {h, w})->output(0);
+  ir::Node* mean = g->AddNode(ir::OpKind::kReduceMean, {y, ints({1})});
+  mean->attrs().Set("keepdims", int64_t{0});
+  ir::Node* logits = g->AddNode(ir::OpKind::kIdentity, {mean->output(0)}, 1, "logits", {"logits"});
+  g->AddOutput(logits->output(0));
+  EXPECT_TRUE(g->InferShapes().ok()) << g->InferShapes().ToString();
+  return Imported(*g);
+}
+
+// A precomputed sinusoidal position table (Whisper's encoder embed_positions,
+// frozen in PyTorch) is a constant unless asked for, in either layout; a
+// learned table that has left the formula trains.
+TEST(TrainGraph, SinusoidalPositionTablesAreConstantsUnlessAskedFor) {
+  for (const char* kind : {"halves", "interleaved"}) {
+    SCOPED_TRACE(kind);
+    std::unique_ptr<ir::Graph> model = PositionTable(kind);
+    ASSERT_TRUE(model);
+    ExpectConstantLike(*model, {"w"}, "embed_positions.weight", "sinusoidal position table");
+  }
+  std::unique_ptr<ir::Graph> learned = PositionTable("learned");
+  ASSERT_TRUE(learned);
+  auto t = BuildTrainGraph(*learned, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(std::set<std::string>(t->params.begin(), t->params.end()),
+            (std::set<std::string>{"embed_positions.weight", "w"}));
 }
 
 // A constant that torch.export lifted out of forward() (named
