@@ -188,7 +188,7 @@ class Parser {
         AMP_ASSIGN_OR_RETURN(uint64_t n, Uint(1));
         if (n > 8) return Error("an integer of ", n, " bytes");
         AMP_ASSIGN_OR_RETURN(uint64_t v, Uint(static_cast<int>(n)));
-        if (n > 0 && n < 8 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);  // sign-extend
+        if (n > 0 && n < 8 && ((v >> (8 * n - 1)) & 1)) v |= ~uint64_t{0} << (8 * n);  // sign-extend
         return Push(Kind::kInt, static_cast<int64_t>(v));
       }
       case 'G': {  // BINFLOAT: big-endian double
