@@ -135,6 +135,7 @@ StatusOr<bool> OptimizeForInference(Graph& graph) {
   ir::PassManager passes;
   passes.set_verify(true);
   passes.Add(std::make_unique<FuseGeluPass>());
+  passes.Add(std::make_unique<FuseSiluPass>());
   passes.Add(std::make_unique<FoldBatchNormPass>());
   passes.Add(std::make_unique<FuseConvPass>());
   return passes.Run(graph);

@@ -236,6 +236,12 @@ Status GeluGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// Silu (x Sigmoid(x), fused from the exporters' pair): one SiluGrad.
+Status SiluGrad(GradContext& c) {
+  c.SetGrad(0, c.Emit1(OpKind::kSiluGrad, {c.grad_output(0), c.input(0)}));
+  return Status::Ok();
+}
+
 }  // namespace
 
 void RegisterElementwiseRules(RuleTable& t) {
@@ -265,6 +271,7 @@ void RegisterElementwiseRules(RuleTable& t) {
   SetRule(t, OpKind::kHardSigmoid, HardSigmoidGrad);
   SetRule(t, OpKind::kHardSwish, HardSwishGrad);
   SetRule(t, OpKind::kGelu, GeluGrad);
+  SetRule(t, OpKind::kSilu, SiluGrad);
   SetRule(t, OpKind::kSin, FusedUnaryGrad);
   SetRule(t, OpKind::kCos, FusedUnaryGrad);
   SetRule(t, OpKind::kTan, FusedUnaryGrad);

@@ -462,15 +462,43 @@ Status ReluAfterMaxPool(Graph& g) {
   return Status::Ok();
 }
 
-// Whether an AMP policy sets the precision of an op type that the GELU
-// decompositions are made of: then they stay unfused, so that the policy
-// (one file for `convert` and `train`) means the same nodes in both.
-bool PolicyNamesGeluParts(const std::optional<amp::Policy>& policy) {
+namespace {
+
+// Whether an AMP policy sets the precision of one of `ops`, the op types an
+// activation's decomposition is made of: then it stays unfused, so that the
+// policy (one file for `convert` and `train`) means the same nodes in both.
+bool PolicyNamesOps(const std::optional<amp::Policy>& policy, std::initializer_list<const char*> ops) {
   if (!policy) return false;
-  for (const char* op : {"Erf", "Tanh", "Pow", "Mul", "Add", "Div"})
+  for (const char* op : ops)
     if (policy->fp32_ops.count(op) || policy->low_ops.count(op)) return true;
   return false;
 }
+
+bool PolicyNamesGeluParts(const std::optional<amp::Policy>& policy) {
+  return PolicyNamesOps(policy, {"Erf", "Tanh", "Pow", "Mul", "Add", "Div"});
+}
+
+// Whether a node's name matches a pattern of the policy's node overrides or
+// pins: a fusion leaves such a node as it is, for the policy to find.
+StatusOr<std::function<bool(const ir::Node&)>> PolicyNamedNodes(const std::optional<amp::Policy>& policy) {
+  std::vector<amp::internal::NamePattern> patterns;
+  if (policy) {
+    for (const amp::NodeOverride& o : policy->node_overrides) {
+      AMP_ASSIGN_OR_RETURN(amp::internal::NamePattern p, amp::internal::NamePattern::Compile(o.pattern, o.is_regex, "node"));
+      patterns.push_back(std::move(p));
+    }
+    for (const amp::SlotPin& pin : policy->pins) {
+      AMP_ASSIGN_OR_RETURN(amp::internal::NamePattern p,
+                           amp::internal::NamePattern::Compile(pin.node_pattern, pin.is_regex, "pin"));
+      patterns.push_back(std::move(p));
+    }
+  }
+  return std::function<bool(const ir::Node&)>([patterns = std::move(patterns)](const ir::Node& n) {
+    return std::any_of(patterns.begin(), patterns.end(), [&](const auto& p) { return p.Matches(n.name()); });
+  });
+}
+
+}  // namespace
 
 namespace {
 
@@ -532,6 +560,12 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     step("fuse-gelu", [&](Graph& graph) -> Status {
       // Constants only: a scalar initializer is one unless --train-all trains it.
       return FuseGelu(graph, [&](const std::string& name) { return constant_like.count(name) > 0; }).status();
+    });
+  }
+  if (!PolicyNamesOps(opts.amp, {"Sigmoid", "Mul"})) {
+    step("fuse-silu", [&](Graph& graph) -> Status {
+      AMP_ASSIGN_OR_RETURN(auto named, PolicyNamedNodes(opts.amp));
+      return FuseSilu(graph, named).status();
     });
   }
   if (opts.relu_after_max_pool) step("relu-after-max-pool", ReluAfterMaxPool);

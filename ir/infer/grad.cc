@@ -8,7 +8,7 @@
 //   MaxPoolGrad/AveragePoolGrad(dY, X) -> dX: X
 //   BatchNormalizationGrad(dY, X, scale) -> dX: X, dScale, dBias: scale
 //   LayerNormalizationGrad(dY, X, scale) -> dX: X, dScale, dBias: scale
-//   ReluGrad(dY, Y), GeluGrad(dY, X), SoftmaxGrad/LogSoftmaxGrad(dY, Y),
+//   ReluGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), SoftmaxGrad/LogSoftmaxGrad(dY, Y),
 //   DropoutGrad(dY, mask, ratio?) -> dY's type refined by the other input
 //   SoftmaxCrossEntropyLossGrad(dloss, log_prob, labels, weights?) -> log_prob
 //   MeanSquaredErrorGrad(dloss, pred, target) -> pred
@@ -168,6 +168,8 @@ Status InferGeluGrad(InferContext& ctx) {
     return ctx.Error("approximate '", approximate, "' is not one of none, tanh");
   return InferElementwiseGrad(ctx);
 }
+
+Status InferSiluGrad(InferContext& ctx) { return InferElementwiseGrad(ctx); }
 
 Status InferUnaryGrad(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ctx.attrs->GetString("op", "").status());

@@ -35,6 +35,7 @@ Status CastOutput(InferContext& ctx, DType target) {
 }  // namespace
 
 Status InferSigmoid(InferContext& ctx) { return InferFloatUnary(ctx); }
+Status InferSilu(InferContext& ctx) { return InferFloatUnary(ctx); }
 Status InferTanh(InferContext& ctx) { return InferFloatUnary(ctx); }
 Status InferErf(InferContext& ctx) { return InferFloatUnary(ctx); }
 // Sqrt propagates values (traced sizes: int(math.sqrt(num_patches))).

@@ -7,10 +7,11 @@
 //   Gelu, GeluGrad: GeluSpan and GeluGradSpan below, in double on Erf; with
 //             approximate = tanh (GPT-2's gelu_new), GeluTanhSpan and
 //             GeluTanhGradSpan, in double on ExpNegative.
-// Also Tanh and Sigmoid (in double on ExpNegative, within one ulp of the
-// exact value) and Pow with a constant exponent of 1 or 2 (the reference's
+// Also Tanh, Sigmoid, Silu and SiluGrad (in double on ExpNegative, within
+// one ulp of the exact value) and Pow with a constant exponent of 1 or 2 (the reference's
 // bits) or 3 (in double, within one ulp): GPT-2's gelu_new is Pow, Tanh,
-// Mul and Add; Llama's SiLU is Sigmoid and Mul, its RMSNorm Pow.
+// Mul and Add; Llama's RMSNorm is Pow; the SiLU of Llama and EfficientNet,
+// Sigmoid and Mul in the exports, is one Silu once fused (executor/optimize.h).
 //   Erf(x):   in double, rounded once: |x| < 1: x R(x^2); 1 <= |x| < 3.93:
 //             1 - e^(-x^2) Q(1/|x|), with R and Q polynomials fitted here to
 //             erf(x)/x and erfc(x) e^(x^2) (relative error below 2.2e-9 in
@@ -139,6 +140,30 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidSpan(co
   }
 }
 
+// Silu(x) = x sigmoid(x) in double, rounded once: +inf gives +inf, -inf
+// gives NaN (-inf * 0, as x * sigmoid(x) does in PyTorch), NaN kept.
+//   SiluGrad(dY, X) = dY (s + x s (1 - s)), s (1 - s) = e r^2 for either
+//   sign; NaN for an infinite or NaN x (x * 0), as PyTorch's silu_backward.
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SiluSpan(const float* x, float* y, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    const double limit = v * Select(Bits(v) >= 0, 1.0, 0.0);  // +inf: +inf; -inf: -inf * 0 = NaN; NaN
+    y[i] = static_cast<float>(Select(Bits(std::fabs(v)) >= kInfBits, limit, v * Sigmoid(v).s));
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) void SiluGradSpan(const float* dy, const float* x,
+                                                                             float* dx, int64_t n) {
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    const SigmoidParts p = Sigmoid(v);
+    const double d = p.s + v * (p.e * p.r * p.r);
+    dx[i] = static_cast<float>(static_cast<double>(dy[i]) * Select(Bits(std::fabs(v)) >= kInfBits, v - v, d));
+  }
+}
+
 // Gelu with approximate = tanh: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x +
 // 0.044715 x^3), computed as x sigmoid(2u) = x / (1 + e^(-2u)) (the same
 // function, without the cancellation of 1 + tanh(u) for x below about -3:
@@ -192,10 +217,14 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CubeSpan(const
   }
 }
 
-enum class Fn { kErf, kErfGrad, kGelu, kGeluGrad, kGeluTanh, kGeluTanhGrad, kTanh, kSigmoid, kCopy, kSquare, kCube };
+enum class Fn {
+  kErf, kErfGrad, kGelu, kGeluGrad, kGeluTanh, kGeluTanhGrad, kSilu, kSiluGrad, kTanh, kSigmoid, kCopy, kSquare, kCube
+};
 
 // The gradients read (dY, X).
-bool ReadsDy(Fn fn) { return fn == Fn::kErfGrad || fn == Fn::kGeluGrad || fn == Fn::kGeluTanhGrad; }
+bool ReadsDy(Fn fn) {
+  return fn == Fn::kErfGrad || fn == Fn::kGeluGrad || fn == Fn::kGeluTanhGrad || fn == Fn::kSiluGrad;
+}
 
 // fp32 in place, fp16 and bf16 through fp32 rows (ForFloatChunks). The
 // gradients read (dY, X); Pow's constant exponent input is not read.
@@ -214,6 +243,8 @@ class ErfKernel : public Kernel {
                        case Fn::kGeluGrad: return GeluGradSpan(a, b, y, len);
                        case Fn::kGeluTanh: return GeluTanhSpan(a, y, len);
                        case Fn::kGeluTanhGrad: return GeluTanhGradSpan(a, b, y, len);
+                       case Fn::kSilu: return SiluSpan(a, y, len);
+                       case Fn::kSiluGrad: return SiluGradSpan(a, b, y, len);
                        case Fn::kTanh: return TanhSpan(a, y, len);
                        case Fn::kSigmoid: return SigmoidSpan(a, y, len);
                        case Fn::kCopy: return CopySpan(a, y, len);
@@ -255,6 +286,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
     case OpKind::kGeluGrad: fn = Fn::kGeluGrad; break;
     case OpKind::kTanh: fn = Fn::kTanh; break;
     case OpKind::kSigmoid: fn = Fn::kSigmoid; break;
+    case OpKind::kSilu: fn = Fn::kSilu; break;
+    case OpKind::kSiluGrad: fn = Fn::kSiluGrad; break;
     case OpKind::kUnaryGrad: {
       AMP_ASSIGN_OR_RETURN(std::string op, init.attrs->GetString("op", ""));
       if (op != "Erf") return Unimplemented(init.Describe(), ": the direct UnaryGrad is Erf's only");
@@ -288,13 +321,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
 }  // namespace
 
 void RegisterDirectErf(Registry& r) {
-  r.Add(DirectEntry(OpKind::kErf, MakeErf));
-  r.Add(DirectEntry(OpKind::kUnaryGrad, MakeErf));
-  r.Add(DirectEntry(OpKind::kGelu, MakeErf));
-  r.Add(DirectEntry(OpKind::kGeluGrad, MakeErf));
-  r.Add(DirectEntry(OpKind::kTanh, MakeErf));
-  r.Add(DirectEntry(OpKind::kSigmoid, MakeErf));
-  r.Add(DirectEntry(OpKind::kPow, MakeErf));
+  // Flat maps over operands of one shape: channels-last in and out alike
+  // (EfficientNet's SiLUs between its convolutions; Pow's exponent is a scalar).
+  for (OpKind op : {OpKind::kErf, OpKind::kGelu, OpKind::kSilu, OpKind::kTanh, OpKind::kSigmoid, OpKind::kPow})
+    r.Add(ElementwiseChannelsLast(DirectEntry(op, MakeErf), 0b1, 0b1));
+  for (OpKind op : {OpKind::kUnaryGrad, OpKind::kGeluGrad, OpKind::kSiluGrad})
+    r.Add(ElementwiseChannelsLast(DirectEntry(op, MakeErf), 0b11, 0b1));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

@@ -4,6 +4,8 @@
 //                              Phi(x) + x * phi(x)
 //                            tanh: u = k (x + 0.044715 x^3), k = sqrt(2/pi):
 //                              0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) k (1 + 3 * 0.044715 x^2)
+//   SiluGrad(dY, X)          dY * (s + x s (1 - s)), s = sigmoid(x) (e^-|x| based:
+//                            no overflow for either sign)
 //   UnaryGrad(dY, X), attr op  dY * op'(X) for Sin, Cos, Tan, Asin, Acos, Atan,
 //                            Sinh, Cosh, Asinh, Acosh, Atanh, Softplus, Mish,
 //                            Elu, Celu, Selu (their alpha / gamma attributes):
@@ -26,7 +28,7 @@ namespace amptrain::kernels::cpu::grad {
 
 namespace {
 
-enum class Pointwise { kRelu, kGeluExact, kGeluTanh, kDropout, kUnary };
+enum class Pointwise { kRelu, kGeluExact, kGeluTanh, kSilu, kDropout, kUnary };
 
 // The forward ops UnaryGrad differentiates, with their attributes.
 struct UnaryFn {
@@ -106,6 +108,12 @@ class PointwiseGrad : public Kernel {
           const A t = std::tanh(k * (x + c * x * x * x));
           const A d = A(0.5) * (A(1) + t) + A(0.5) * x * (A(1) - t * t) * k * (A(1) + A(3) * c * x * x);
           return static_cast<A>(dy[i]) * d;
+        }, dx);
+      case Pointwise::kSilu:
+        return Map(n, [&](int64_t i) {
+          const A x = static_cast<A>(b[i]), e = std::exp(-std::abs(x)), r = A(1) / (A(1) + e);
+          const A s = x >= A(0) ? r : e * r;  // sigmoid(x); s (1 - s) = e r^2 for either sign
+          return static_cast<A>(dy[i]) * (s + x * (e * r * r));
         }, dx);
       case Pointwise::kUnary:
         return Map(n, [&](int64_t i) { return static_cast<A>(dy[i]) * Derivative(fn_, static_cast<A>(b[i])); }, dx);
@@ -256,6 +264,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeMiscGrad(const KernelInit& init) {
       AMP_ASSIGN_OR_RETURN(std::string approximate, init.attrs->GetString("approximate", "none"));
       if (approximate != "none" && approximate != "tanh") return init.Error("unsupported approximate='", approximate, "'");
       kind = approximate == "tanh" ? Pointwise::kGeluTanh : Pointwise::kGeluExact;
+    } else if (init.op == OpKind::kSiluGrad) {
+      kind = Pointwise::kSilu;
     } else if (init.op == OpKind::kUnaryGrad) {
       AMP_ASSIGN_OR_RETURN(std::string name, init.attrs->GetString("op", ""));
       std::optional<OpKind> op = ir::FindOnnxOp(name);

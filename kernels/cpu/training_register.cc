@@ -40,6 +40,7 @@ void RegisterReferenceTraining(Registry& r) {
       {OpKind::kLayerNormalizationGrad, grad::MakeLayerNormGrad},
       {OpKind::kReluGrad, grad::MakeMiscGrad},
       {OpKind::kGeluGrad, grad::MakeMiscGrad},
+      {OpKind::kSiluGrad, grad::MakeMiscGrad},
       {OpKind::kUnaryGrad, grad::MakeMiscGrad},
       {OpKind::kSoftmaxGrad, grad::MakeMiscGrad},
       {OpKind::kLogSoftmaxGrad, grad::MakeMiscGrad},

@@ -67,6 +67,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeFloatMap(const KernelInit& init) {
   const ir::Attributes& attrs = AttrsOf(init);
   switch (init.op) {
     case OpKind::kSigmoid: return Map<T>([](A x) { return Sigmoid(x); }, th);
+    case OpKind::kSilu: return Map<T>([](A x) { return x * Sigmoid(x); }, th);
     case OpKind::kTanh: return Map<T>([](A x) { return std::tanh(x); }, th);
     case OpKind::kErf: return Map<T>([](A x) { return std::erf(x); }, th);
     case OpKind::kSqrt: return Map<T>([](A x) { return std::sqrt(x); }, th);
@@ -270,7 +271,7 @@ StatusOr<std::unique_ptr<Kernel>> CreateArith(const KernelInit& init) {
 }  // namespace
 
 void RegisterReferenceUnary(Registry& r) {
-  for (OpKind op : {OpKind::kSigmoid, OpKind::kTanh, OpKind::kErf, OpKind::kGelu, OpKind::kSqrt, OpKind::kFloor,
+  for (OpKind op : {OpKind::kSigmoid, OpKind::kSilu, OpKind::kTanh, OpKind::kErf, OpKind::kGelu, OpKind::kSqrt, OpKind::kFloor,
                     OpKind::kCeil, OpKind::kExp,
                     OpKind::kLog, OpKind::kReciprocal, OpKind::kLeakyRelu, OpKind::kHardSigmoid, OpKind::kHardSwish,
                     OpKind::kSin, OpKind::kCos, OpKind::kTan, OpKind::kAsin, OpKind::kAcos, OpKind::kAtan,

@@ -16,15 +16,19 @@ __device__ __forceinline__ float Clamp01(float t) {
   return t > 1.0f ? 1.0f : t;
 }
 
+// 1/(1 + e^-x) without overflow for either sign.
+__device__ __forceinline__ float SigmoidF(float x) {
+  if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+  const float e = expf(x);
+  return e / (1.0f + e);
+}
+
 __device__ __forceinline__ float Unary(UnaryOp op, float x, float alpha, float beta) {
   switch (op) {
     case UnaryOp::kRelu: return x < 0.0f ? 0.0f : x;  // NaN stays NaN
     case UnaryOp::kLeakyRelu: return x < 0.0f ? alpha * x : x;
-    case UnaryOp::kSigmoid: {
-      if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-      const float e = expf(x);
-      return e / (1.0f + e);
-    }
+    case UnaryOp::kSigmoid: return SigmoidF(x);
+    case UnaryOp::kSilu: return x * SigmoidF(x);
     case UnaryOp::kTanh: return tanhf(x);
     case UnaryOp::kExp: return expf(x);
     case UnaryOp::kLog: return logf(x);
@@ -77,6 +81,10 @@ __device__ __forceinline__ float Binary(BinaryOp op, float a, float b) {
       return a * d;
     }
     case BinaryOp::kErfGrad: return a * (1.1283791670955126f * expf(-(b * b)));
+    case BinaryOp::kSiluGrad: {
+      const float s = SigmoidF(b);
+      return a * (s + b * (s * (1.0f - s)));
+    }
   }
   return a;
 }

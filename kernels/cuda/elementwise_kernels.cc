@@ -1,5 +1,5 @@
 // CUDA Kernel classes of the elementwise ops (launchers: elementwise.cu):
-//   unary   Relu LeakyRelu Sigmoid Tanh Exp Log Sqrt Neg Abs Reciprocal Erf Gelu
+//   unary   Relu LeakyRelu Sigmoid Silu Tanh Exp Log Sqrt Neg Abs Reciprocal Erf Gelu
 //           HardSigmoid HardSwish Floor Ceil Sign; Clip with bounds known at
 //           plan time (absent, or constants: the entry declines computed ones)
 //   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting); Pow
@@ -9,7 +9,7 @@
 //           0/1; the three floats in float, the integers as the CPU's
 //           Remainder: x mod 0 = 0; launchers: numeric.cu)
 //   Not     bool
-//   grads   ReluGrad(dY, Y), GeluGrad(dY, X), UnaryGrad(dY, X) of Erf (one shape)
+//   grads   ReluGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), UnaryGrad(dY, X) of Erf (one shape)
 //   Cast between fp32, fp16 and bf16; Identity.
 // Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
 // grad_misc.cc, cast.cc): output 0 has the inferred type, may overwrite input 0.
@@ -124,6 +124,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeUnary(const KernelInit& init) {
       break;
     }
     case OpKind::kSigmoid: op = UnaryOp::kSigmoid; break;
+    case OpKind::kSilu: op = UnaryOp::kSilu; break;
     case OpKind::kTanh: op = UnaryOp::kTanh; break;
     case OpKind::kExp: op = UnaryOp::kExp; break;
     case OpKind::kLog: op = UnaryOp::kLog; break;
@@ -197,6 +198,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
       same_shape_only = true;
       break;
     }
+    case OpKind::kSiluGrad: op = BinaryOp::kSiluGrad, same_shape_only = true; break;
     case OpKind::kUnaryGrad: {  // the fused derivatives of kernels/cpu/grad_misc.cc; Erf's (GELU) here
       AMP_ASSIGN_OR_RETURN(std::string forward, init.attrs->GetString("op", ""));
       if (forward != "Erf") return Unimplemented(init.Describe(), ": no CUDA derivative of '", forward, "'");
@@ -372,7 +374,7 @@ class IdentityKernel final : public Kernel {
 }  // namespace
 
 void RegisterElementwise(Registry& r) {
-  for (OpKind op : {OpKind::kRelu, OpKind::kLeakyRelu, OpKind::kSigmoid, OpKind::kTanh, OpKind::kExp, OpKind::kLog,
+  for (OpKind op : {OpKind::kRelu, OpKind::kLeakyRelu, OpKind::kSigmoid, OpKind::kSilu, OpKind::kTanh, OpKind::kExp, OpKind::kLog,
                     OpKind::kSqrt, OpKind::kNeg, OpKind::kAbs, OpKind::kReciprocal, OpKind::kErf, OpKind::kGelu,
                     OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kFloor, OpKind::kCeil, OpKind::kSign})
     r.Add(op == OpKind::kRelu ? ElementwiseChannelsLast(CudaEntry(op, "cuda", MakeUnary), 0b1, 0b1)
@@ -394,7 +396,7 @@ void RegisterElementwise(Registry& r) {
   pow.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && ElemOf(init.inputs[1].dtype).has_value(); };
   r.Add(std::move(pow));
   for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin,
-                    OpKind::kReluGrad, OpKind::kGeluGrad, OpKind::kUnaryGrad}) {
+                    OpKind::kReluGrad, OpKind::kGeluGrad, OpKind::kSiluGrad, OpKind::kUnaryGrad}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeBinary);
     // Variadic Max/Min: the two-input form only; UnaryGrad: Erf's only.
     e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && MakeBinary(init).ok(); };

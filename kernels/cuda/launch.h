@@ -22,7 +22,7 @@ enum class Elem : int { kF32 = 0, kF16 = 1, kBF16 = 2 };
 constexpr int kMaxRank = 8;
 
 enum class UnaryOp : int {
-  kRelu, kLeakyRelu, kSigmoid, kTanh, kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kErf, kGelu, kGeluTanh,
+  kRelu, kLeakyRelu, kSigmoid, kSilu, kTanh, kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kErf, kGelu, kGeluTanh,
   kHardSigmoid, kHardSwish, kFloor, kCeil, kSign, kClip,
 };
 // y[i] = f(x[i]); alpha: LeakyRelu's slope, HardSigmoid's alpha, Clip's
@@ -37,6 +37,7 @@ enum class BinaryOp : int {
   kGeluGrad,      // b = X: dY * (Phi(x) + x phi(x))
   kGeluTanhGrad,  // b = X: the tanh approximation's derivative
   kErfGrad,       // b = X: UnaryGrad of Erf, dY 2/sqrt(pi) e^(-x^2)
+  kSiluGrad,      // b = X: dY (s + x s (1 - s)), s = sigmoid(x)
 };
 // Output element i (row-major over out_dims) reads a at sum_d idx_d *
 // a_strides[d] and b likewise; a stride 0 broadcasts that dim.

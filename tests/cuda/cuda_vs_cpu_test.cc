@@ -68,6 +68,7 @@ std::vector<Case> Cases() {
   c.push_back(Unary("Relu", OpKind::kRelu));
   c.push_back(Unary("LeakyRelu", OpKind::kLeakyRelu, -3, 3, [](DType) { return Attr("alpha", 0.1f); }));
   c.push_back(Unary("Sigmoid", OpKind::kSigmoid, -8, 8));
+  c.push_back(Unary("Silu", OpKind::kSilu, -8, 8));
   c.push_back(Unary("Tanh", OpKind::kTanh));
   c.push_back(Unary("Exp", OpKind::kExp));
   c.push_back(Unary("Log", OpKind::kLog, 0.05, 5));
@@ -91,6 +92,7 @@ std::vector<Case> Cases() {
   // Pointwise gradients.
   c.push_back(Case{"ReluGrad", OpKind::kReluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}})});
   c.push_back(Case{"GeluGrad", OpKind::kGeluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}}, -3, 3)});
+  c.push_back(Case{"SiluGrad", OpKind::kSiluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}}, -8, 8)});
   c.push_back(Case{"ErfGrad", OpKind::kUnaryGrad, [](DType) { return Attr("op", std::string("Erf")); },
                    Shapes({{8, 16, 9}, {8, 16, 9}}, -3, 3)});
   c.push_back(Case{"GeluTanhGrad", OpKind::kGeluGrad, [](DType) { return Attr("approximate", std::string("tanh")); },

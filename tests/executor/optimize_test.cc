@@ -6,7 +6,9 @@
 // GELU, operands in either order, become one Gelu node with the same outputs
 // (within fp32 rounding of the decomposed graph); patterns that are not GELU,
 // intermediates read elsewhere, and constants that are trainable
-// initializers are left alone.
+// initializers are left alone. FuseSilu: Mul(x, Sigmoid(x)), either operand
+// order, becomes one Silu with the same outputs; a Sigmoid read elsewhere, a
+// product with another value, and the nodes a policy names are left alone.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -302,6 +304,63 @@ TEST(FuseGelu, LeavesWhatIsNotExactlyTheirGelu) {
     if (n->op() == OpKind::kErf) g->AddOutput(n->output(0));
   EXPECT_EQ(*FuseGelu(*g, kAnyInitializer), 0);
   EXPECT_EQ(CountNodes(*g, OpKind::kGelu), 0u);
+}
+
+// x [4, 37] -> Sigmoid -> Mul (x first or second) -> Add(x) -> y.
+std::unique_ptr<Graph> SiluModel(bool sigmoid_first) {
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", TensorType::Of(DType::kFloat32, {4, 37}));
+  ir::Node* sigmoid = g->AddNode(OpKind::kSigmoid, {x}, 1, "act/Sigmoid");
+  const Value s = sigmoid->output(0);
+  ir::Node* mul = g->AddNode(OpKind::kMul, sigmoid_first ? std::vector<Value>{s, x} : std::vector<Value>{x, s}, 1, "act/Mul");
+  EXPECT_TRUE(g->RenameValue(mul->output(0), "silu_out").ok());
+  g->AddOutput(Op(*g, OpKind::kAdd, {mul->output(0), x}));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+TEST(FuseSilu, EitherOperandOrderBecomesOneSiluWithTheSameOutputs) {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-12.0f, 12.0f);
+  std::vector<float> xs(4 * 37);
+  for (float& v : xs) v = u(rng);
+  const Tensor x = Tensor::Floats(xs, {4, 37});
+  for (bool sigmoid_first : {false, true}) {
+    auto g = SiluModel(sigmoid_first);
+    const std::vector<float> want = Outputs(SiluModel(sigmoid_first), x);
+    auto fused = FuseSilu(*g, nullptr);
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    EXPECT_EQ(*fused, 1);
+    EXPECT_EQ(CountNodes(*g, OpKind::kSilu), 1u);
+    EXPECT_EQ(CountNodes(*g, OpKind::kSigmoid) + CountNodes(*g, OpKind::kMul), 0u);
+    EXPECT_TRUE(ir::Verify(*g).ok());
+    const ir::Node* silu = g->producer(g->FindValue("silu_out"));
+    ASSERT_NE(silu, nullptr) << "the Mul's value name is gone";
+    EXPECT_EQ(silu->op(), OpKind::kSilu);
+    EXPECT_EQ(silu->name(), "act/Mul");
+    const std::vector<float> got = Outputs(std::move(g), x);
+    for (size_t i = 0; i < got.size(); ++i)  // the pair rounds twice, the Silu once
+      EXPECT_NEAR(got[i], want[i], 3e-7 * std::max(1.0f, std::abs(want[i]))) << "x = " << xs[i];
+  }
+}
+
+TEST(FuseSilu, LeavesWhatIsNotASilu) {
+  // The Sigmoid's output is also a graph output (a gate read twice).
+  auto g = SiluModel(false);
+  for (ir::Node* n : g->nodes())
+    if (n->op() == OpKind::kSigmoid) g->AddOutput(n->output(0));
+  EXPECT_EQ(*FuseSilu(*g, nullptr), 0);
+  // x * Sigmoid(z): a gate of another value (squeeze-excitation, GLU).
+  g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", TensorType::Of(DType::kFloat32, {4, 37}));
+  Value z = g->AddInput("z", TensorType::Of(DType::kFloat32, {4, 37}));
+  g->AddOutput(Op(*g, OpKind::kMul, {x, Op(*g, OpKind::kSigmoid, {z})}));
+  ASSERT_TRUE(g->InferShapes().ok());
+  EXPECT_EQ(*FuseSilu(*g, nullptr), 0);
+  // A node that a policy names stays for the policy to find.
+  g = SiluModel(true);
+  EXPECT_EQ(*FuseSilu(*g, [](const ir::Node& n) { return n.name() == "act/Sigmoid"; }), 0);
+  EXPECT_EQ(*FuseSilu(*g, [](const ir::Node& n) { return n.name() == "elsewhere"; }), 1);
 }
 
 }  // namespace

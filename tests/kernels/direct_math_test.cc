@@ -1,6 +1,6 @@
 // The direct kernels that are not the reference's bits (kernels/cpu/
 // direct_erf.cc, direct_loss.cc, direct_layernorm.cc), in fp32, bf16 and fp16 where they take
-// them: Erf, Gelu, Tanh, Sigmoid and Pow x^3 within one ulp of the exact
+// them: Erf, Gelu, Tanh, Sigmoid, Silu and Pow x^3 within one ulp of the exact
 // value, SoftmaxCrossEntropyLoss and its gradient, LayerNormalization and its
 // gradient within one ulp of the reference; specials as the reference gives them, the same bits on 1 and 2
 // threads, the registry's pick, and what they decline. (The bit-exact direct
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <random>
 
 #include "tests/kernels/direct_test_util.h"
@@ -85,6 +86,22 @@ TEST_P(DirectMath, ErfIsCorrectlyRoundedToAnUlp) {
   }
 }
 
+// The direct kernel's output for `in` (two threads) and the reference's,
+// after checking that one thread gives the same bits and that the registry
+// picks the direct kernel; nullopt (a failure recorded) when a run fails.
+std::optional<std::pair<Tensor, Tensor>> DirectAndReference(OpKind op, const Attributes& a, const std::vector<Tensor>& in) {
+  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
+  auto got = RunKernel(op, a, in, direct), got1 = RunKernel(op, a, in, one), picked = RunKernel(op, a, in, any);
+  auto ref = RunKernel(op, a, in, Options{});
+  if (!got.ok() || !got1.ok() || !picked.ok() || !ref.ok()) {
+    ADD_FAILURE() << ir::Schema(op).name << ": " << got.status().ToString();
+    return std::nullopt;
+  }
+  EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
+  EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+  return std::make_pair(std::move((*got)[0]), std::move((*ref)[0]));
+}
+
 // GELU's sweep: x over [-half_width, half_width] in n steps, its first five
 // replaced by 0, -0, inf, -inf and NaN; dY (for the gradient) 1 + sin(i)/4.
 std::pair<Tensor, Tensor> GeluSweep(DType t, int64_t n, double half_width) {
@@ -109,22 +126,19 @@ TEST_P(DirectMath, GeluIsCorrectlyRoundedToAnUlp) {
   const DType t = GetParam().dtype;
   const int64_t n = 120007;
   const auto [x, dy] = GeluSweep(t, n, 8.0);
-  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
   for (bool backward : {false, true}) {
     const OpKind op = backward ? OpKind::kGeluGrad : OpKind::kGelu;
     const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
-    auto got = RunKernel(op, {}, in, direct), got1 = RunKernel(op, {}, in, one), picked = RunKernel(op, {}, in, any);
-    auto ref = RunKernel(op, {}, in, Options{});
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
-    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
-    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+    auto runs = DirectAndReference(op, {}, in);
+    ASSERT_TRUE(runs);
+    const auto& [got, ref] = *runs;
     double worst = 0, worst_x = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i);
+      const double xv = x.GetAsDouble(i), have = got.GetAsDouble(i);
       const double cdf = 0.5 * std::erfc(-xv / std::sqrt(2.0));
       const double exact = backward ? dy.GetAsDouble(i) * (cdf + xv * std::exp(-0.5 * xv * xv) / std::sqrt(2 * M_PI))
                                     : xv * cdf;
-      const double want_ref = (*ref)[0].GetAsDouble(i);
+      const double want_ref = ref.GetAsDouble(i);
       if (std::isnan(have) || std::isnan(want_ref)) {
         EXPECT_EQ(std::isnan(have), std::isnan(want_ref)) << "x = " << xv;
         continue;
@@ -156,21 +170,19 @@ TEST_P(DirectMath, GeluTanhIsCorrectlyRoundedToAnUlp) {
   const auto [x, dy] = GeluSweep(t, n, 12.0);
   Attributes a;
   a.Set("approximate", std::string("tanh"));
-  Options direct{.impl = "direct"}, one{.impl = "direct", .threads = 1}, any{.impl = ""};
+  Options direct{.impl = "direct"};
   for (bool backward : {false, true}) {
     const OpKind op = backward ? OpKind::kGeluGrad : OpKind::kGelu;
     const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
-    auto got = RunKernel(op, a, in, direct), got1 = RunKernel(op, a, in, one), picked = RunKernel(op, a, in, any);
-    auto ref = RunKernel(op, a, in, Options{});
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
-    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
-    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+    auto runs = DirectAndReference(op, a, in);
+    ASSERT_TRUE(runs);
+    const auto& [got, ref] = *runs;
     double worst = 0, worst_x = 0;
     for (int64_t i = 0; i < n; ++i) {
       const long double xv = x.GetAsDouble(i);
-      const double have = (*got)[0].GetAsDouble(i);
+      const double have = got.GetAsDouble(i);
       if (!std::isfinite(static_cast<double>(xv))) {  // +inf: +inf forward; -inf, NaN: NaN (the reference's)
-        const double want = (*ref)[0].GetAsDouble(i);
+        const double want = ref.GetAsDouble(i);
         EXPECT_TRUE(std::isnan(want) ? std::isnan(have) : have == want) << "x = " << static_cast<double>(xv);
         continue;
       }
@@ -257,6 +269,42 @@ TEST_P(DirectMath, TanhSigmoidAndSmallPowersWithinAnUlp) {
   d.constant_inputs = 0b10;
   EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.5)}, d).ok());
   EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.0)}, direct).ok()) << "a run-time exponent";
+}
+
+// Silu and SiluGrad (x sigmoid(x) and its derivative, in double on
+// ExpNegative) within one ulp of the exact value (long double) over a dense
+// sweep, tiny values included; SiluGrad within an ulp of its terms' size at
+// its zero (x = -1.2785, where s and x s (1 - s) cancel); the infinities,
+// NaN and signed zeros as the reference gives them; the same bits on 1 and
+// 2 threads; the registry's pick.
+TEST_P(DirectMath, SiluAndItsGradientWithinAnUlp) {
+  const DType t = GetParam().dtype;
+  const int64_t n = 100019;
+  auto [x, dy] = GeluSweep(t, n, 20.0);
+  for (int64_t i = 5; i < n; i += 7) ir::SetElementFromDouble(x, i, std::ldexp(x.GetAsDouble(i), -18));
+  for (bool backward : {false, true}) {
+    const OpKind op = backward ? OpKind::kSiluGrad : OpKind::kSilu;
+    const std::vector<Tensor> in = backward ? std::vector<Tensor>{dy, x} : std::vector<Tensor>{x};
+    auto runs = DirectAndReference(op, {}, in);
+    ASSERT_TRUE(runs);
+    const auto& [got, ref] = *runs;
+    double worst = 0, worst_x = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xd = x.GetAsDouble(i), have = got.GetAsDouble(i), want_ref = ref.GetAsDouble(i);
+      if (std::isnan(have) || std::isnan(want_ref) || std::isinf(xd) || xd == 0) {
+        EXPECT_TRUE(std::isnan(want_ref) ? std::isnan(have) : have == want_ref) << "x = " << xd;
+        if (!std::isnan(want_ref)) EXPECT_EQ(std::signbit(have), std::signbit(want_ref)) << "x = " << xd;
+        continue;
+      }
+      const long double xv = xd, s = 1.0L / (1.0L + std::exp(-xv)), g = dy.GetAsDouble(i);
+      const double exact = static_cast<double>(backward ? g * (s + xv * s * (1.0L - s)) : xv * s);
+      const double size = backward ? static_cast<double>(std::abs(g) * (s + std::abs(xv) * s * (1.0L - s)))
+                                   : std::abs(exact);
+      const double err = std::abs(have - exact) / std::max(Ulp(t, exact), Ulp(t, size));
+      if (err > worst) worst = err, worst_x = xd;
+    }
+    EXPECT_LE(worst, 1.0) << (backward ? "SiluGrad" : "Silu") << " at x = " << worst_x;
+  }
 }
 
 // SoftmaxCrossEntropyLoss and its gradient on fp32 rows (direct_loss.cc):

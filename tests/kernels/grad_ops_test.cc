@@ -204,6 +204,8 @@ TEST(GradOps, ActivationGrads) {
     a.Set("approximate", std::string(approx));
     CheckBackward(std::string("GeluGrad ") + approx, Fwd(OpKind::kGelu, a), {x}, OpKind::kGeluGrad, a, {r, x}, {0}, r);
   }
+  Tensor wide = Random({3, 17}, 5, DType::kFloat64, -9, 9, 0.05);
+  CheckBackward("SiluGrad", Fwd(OpKind::kSilu, none), {wide}, OpKind::kSiluGrad, none, {r, wide}, {0}, r);
   for (int64_t axis : {0, 1, -1}) {
     Tensor x3 = Random({2, 3, 4}, 3, DType::kFloat64, -2, 2), r3 = Random({2, 3, 4}, 4);
     Attributes a;

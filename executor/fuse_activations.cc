@@ -1,5 +1,5 @@
-// FuseGelu (executor/optimize.h): the exporters' GELU decompositions become
-// one Gelu node.
+// FuseGelu and FuseSilu (executor/optimize.h): the exporters' GELU and SiLU
+// decompositions become one Gelu or Silu node.
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -133,7 +133,7 @@ Status RemoveUnread(Graph& g, std::vector<Node*> nodes) {
         if (!n->uses(o).empty()) return false;
       return true;
     });
-    if (unread == nodes.end()) return Internal("fuse-gelu: a node of the pattern is still read");
+    if (unread == nodes.end()) return Internal("fusing an activation: a node of the pattern is still read");
     AMP_RETURN_IF_ERROR(g.RemoveNode(*unread));
     nodes.erase(unread);
   }
@@ -175,6 +175,38 @@ StatusOr<int> FuseGelu(Graph& g, const std::function<bool(const std::string&)>& 
 
 StatusOr<bool> FuseGeluPass::Run(Graph& g) {
   AMP_ASSIGN_OR_RETURN(int fused, FuseGelu(g, [](const std::string&) { return true; }));
+  return fused > 0;
+}
+
+StatusOr<int> FuseSilu(Graph& g, const std::function<bool(const Node&)>& keep) {
+  AMP_ASSIGN_OR_RETURN(std::vector<Node*> order, g.TopologicalOrder());
+  std::vector<Node*> sigmoids;
+  for (Node* n : order)
+    if (n->op() == OpKind::kSigmoid) sigmoids.push_back(n);
+  int fused = 0;
+  for (Node* sigmoid : sigmoids) {
+    const Value x = sigmoid->input(0), s = sigmoid->output(0);
+    if (g.is_graph_output(s) || g.uses(s).size() != 1) continue;
+    Node* mul = g.node(g.uses(s)[0].node);
+    if (mul->op() != OpKind::kMul || mul->input(0) == mul->input(1)) continue;  // Mul(s, s) is no SiLU
+    const Value y = mul->output(0);
+    if (mul->input(mul->input(0) == s ? 1 : 0) != x || g.is_graph_output(y)) continue;
+    if (!ir::IsFloat(g.type(x).dtype) || g.type(x).dtype != g.type(y).dtype || g.type(x).dtype != g.type(s).dtype)
+      continue;
+    if (keep && (keep(*sigmoid) || keep(*mul))) continue;
+    Node* silu = g.AddNode(OpKind::kSilu, {x}, 1, mul->name());
+    AMP_RETURN_IF_ERROR(g.InferNode(silu));
+    const std::string name = g.name(y);
+    g.ReplaceAllUsesWith(y, silu->output(0));
+    AMP_RETURN_IF_ERROR(RemoveUnread(g, {mul, sigmoid}));
+    AMP_RETURN_IF_ERROR(g.RenameValue(silu->output(0), name));
+    ++fused;
+  }
+  return fused;
+}
+
+StatusOr<bool> FuseSiluPass::Run(Graph& g) {
+  AMP_ASSIGN_OR_RETURN(int fused, FuseSilu(g, nullptr));
   return fused > 0;
 }
 
