@@ -111,8 +111,8 @@ void WarnLeftOut(int64_t batch, size_t samples, const char* what);
 // RandomUniformLike, RandomNormalLike, RandomUniform, RandomNormal,
 // Bernoulli), naming their count and the first
 // node: they draw in inference too (a training-mode export's
-// StochasticDepth drops blocks in `run` and `eval`), so `what` (the outputs,
-// the accuracy) depends on the draws.
+// StochasticDepth drops blocks in `run`; `eval` takes such masks at their
+// expectation), so `what` (the outputs) depends on the draws.
 void WarnIfModelDraws(const ir::Graph& model, const char* what);
 
 // The graph inputs' names, quoted ("'x', 'mask'"), or "none".

@@ -4,8 +4,11 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_set>
+
+#include <spdlog/spdlog.h>
 
 #include "amp/name_pattern.h"
 #include "autodiff/autodiff.h"
@@ -106,8 +109,97 @@ StatusOr<autodiff::LossHead> AttachLoss(Graph& g, Value logits, const TrainGraph
   return autodiff::AttachCrossEntropy(g, logits, CrossEntropy(opts));
 }
 
-// Inference mode: BatchNormalization with training_mode 0 and a single output.
+// The probability that `cmp` (Less, Greater, LessOrEqual, GreaterOrEqual)
+// is true when one operand is uniform random numbers (RandomUniformLike or
+// RandomUniform, [low, high)) and the other a constant scalar; nullopt for
+// any other comparison. Its random producer is returned in `random`.
+std::optional<double> MaskProbability(const Graph& g, const Node& cmp, const Node** random) {
+  for (size_t r = 0; r < 2; ++r) {
+    const Node* u = g.producer(cmp.input(r));
+    if (u->op() != OpKind::kRandomUniformLike && u->op() != OpKind::kRandomUniform) continue;
+    const ir::Tensor* c = g.ConstantValue(cmp.input(1 - r));
+    if (!c || c->num_elements() != 1) return std::nullopt;
+    const double low = u->attrs().Float("low", 0.0f), high = u->attrs().Float("high", 1.0f);
+    if (!(high > low)) return std::nullopt;
+    // P(u < c) (the same as P(u <= c) for a continuous u).
+    const double below = std::clamp((c->GetAsDouble(0) - low) / (high - low), 0.0, 1.0);
+    const bool u_first = r == 0;
+    const bool less = cmp.op() == OpKind::kLess || cmp.op() == OpKind::kLessOrEqual;
+    *random = u;
+    return less == u_first ? below : 1.0 - below;
+  }
+  return std::nullopt;
+}
+
+// Inference mode for the random masks that a training export computes with
+// ops: torchvision's StochasticDepth (and any dropout written by hand) is,
+// in both exporters, `x * Cast(Less(RandomUniformLike(T), p)) / p`. Each
+// float Cast (or CastLike) of such a comparison becomes its expectation,
+// the probability p of true, of the comparison's shape: x * p / p = x, what
+// the module computes in eval mode. Random nodes left in the graph are
+// named in a warning: their outputs vary from run to run.
+Status ExpectedRandomMasks(Graph& g) {
+  std::vector<Node*> comparisons;
+  for (Node* n : g.nodes())
+    if (n->op() == OpKind::kLess || n->op() == OpKind::kGreater || n->op() == OpKind::kLessOrEqual ||
+        n->op() == OpKind::kGreaterOrEqual)
+      comparisons.push_back(n);
+  int replaced = 0;
+  for (Node* cmp : comparisons) {
+    const Node* random = nullptr;
+    const std::optional<double> p = MaskProbability(g, *cmp, &random);
+    if (!p) continue;
+    std::vector<Node*> casts;
+    for (const ir::Use& u : g.uses(cmp->output(0))) {
+      Node* reader = g.node(u.node);
+      if ((reader->op() == OpKind::kCast || reader->op() == OpKind::kCastLike) && u.slot == 0 &&
+          ir::IsFloat(g.type(reader->output(0)).dtype))
+        casts.push_back(reader);
+    }
+    for (Node* cast : casts) {
+      const ir::DType dtype = g.type(cast->output(0)).dtype;
+      AMP_ASSIGN_OR_RETURN(ir::Tensor value, ir::Tensor::Zeros(dtype, {}));
+      ir::SetElementFromDouble(value, 0, *p);
+      const std::string base = cast->name() + "/expectation";
+      Node* constant = g.AddNode(OpKind::kConstant, {}, 1, g.UniqueName(base));
+      constant->attrs().Set("value", std::move(value));
+      AMP_RETURN_IF_ERROR(g.InferNode(constant));
+      // The mask's shape: the RandomUniformLike's input's, or RandomUniform's attribute.
+      Value shape;
+      if (random->op() == OpKind::kRandomUniformLike) {
+        Node* of = g.AddNode(OpKind::kShape, {random->input(0)}, 1, g.UniqueName(base + "/Shape"));
+        AMP_RETURN_IF_ERROR(g.InferNode(of));
+        shape = of->output(0);
+      } else {
+        AMP_ASSIGN_OR_RETURN(std::vector<int64_t> dims, random->attrs().GetInts("shape"));
+        Node* dims_node = g.AddNode(OpKind::kConstant, {}, 1, g.UniqueName(base + "/shape"));
+        dims_node->attrs().Set("value", ir::Tensor::Int64s(dims, {static_cast<int64_t>(dims.size())}));
+        AMP_RETURN_IF_ERROR(g.InferNode(dims_node));
+        shape = dims_node->output(0);
+      }
+      Node* expand = g.AddNode(OpKind::kExpand, {constant->output(0), shape}, 1, g.UniqueName(base + "/Expand"));
+      AMP_RETURN_IF_ERROR(g.InferNode(expand));
+      const std::string name = g.name(cast->output(0));
+      g.ReplaceAllUsesWith(cast->output(0), expand->output(0));
+      AMP_RETURN_IF_ERROR(g.RemoveNode(cast));
+      AMP_RETURN_IF_ERROR(g.RenameValue(expand->output(0), name));
+      ++replaced;
+    }
+  }
+  g.RemoveDeadNodes();
+  if (replaced > 0) spdlog::debug("inference mode: {} random masks replaced by their expectation", replaced);
+  for (const Node* n : g.nodes())
+    if (ir::Schema(n->op()).family == "random")
+      spdlog::warn("inference mode: {} still draws random numbers (not a dropout mask amptrain recognizes): "
+                   "its outputs vary from run to run",
+                   n->Describe());
+  return Status::Ok();
+}
+
+// Inference mode: BatchNormalization with training_mode 0 and a single
+// output; random masks replaced by their expectation (ExpectedRandomMasks).
 Status ToEvalMode(Graph& g) {
+  AMP_RETURN_IF_ERROR(ExpectedRandomMasks(g));
   for (Node* n : g.nodes()) {
     if (n->op() != OpKind::kBatchNormalization) continue;
     for (size_t k = 1; k < n->num_outputs(); ++k)

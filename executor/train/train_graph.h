@@ -226,8 +226,11 @@ StatusOr<TrainGraph> BuildEvalGraph(const ir::Graph& model, const TrainGraphOpti
 Status InitializerToInput(ir::Graph& g, const std::string& name);
 
 // Inference mode for export: BatchNormalization with training_mode 0 and one
-// output, Dropout nodes removed (their users read the input). Fails naming the
-// node when a BN running-stat or Dropout mask output is used.
+// output, Dropout nodes removed (their users read the input), and random
+// masks made of ops (StochasticDepth: Cast(Less(RandomUniformLike(T), p)))
+// replaced by their expectation p, of the mask's shape, as BuildEvalGraph
+// does; other random nodes stay, with a warning. Fails naming the node when a
+// BN running-stat or Dropout mask output is used.
 Status ToInferenceMode(ir::Graph& g);
 
 // `model` with initializer values replaced by `values` (by name; every name

@@ -2,8 +2,9 @@
 // RandomUniform, RandomNormal, Bernoulli: PyTorch's exports of randn_like,
 // rand_like, bernoulli and training-mode stochastic depth) import with their
 // output dtype pinned, run, train under AMP with a fresh draw each step
-// (reproducibly for one --seed), export what other tools load, and the
-// commands that run inference warn that the model draws.
+// (reproducibly for one --seed), export what other tools load; `run` warns
+// that the model draws, `eval` takes a dropout mask at its expectation and
+// warns about the random ops that are no such mask.
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
@@ -11,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "executor/npy.h"
 #include "executor/session.h"
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
@@ -151,12 +153,23 @@ TEST_F(RandomOpsCli, TrainsUnderAmpFreshEachStepReproduciblyAndExports) {
       random_nodes += n.op_type() == "RandomUniformLike" || n.op_type() == "RandomNormalLike";
     EXPECT_EQ(random_nodes, 2) << "the export keeps the model's random ops";
   }
-  // eval (and run, convert) say that the model draws in inference too.
+  // run (and convert) say that the model draws in inference too; eval takes
+  // the stochastic-depth mask at its expectation and names the noise only.
   testing::CliResult e = Cli("eval " + Path("a.onnx") + " --data " + testing::kSmallData + " --threads 1");
   ASSERT_EQ(e.code, 0) << e.err;
-  EXPECT_NE((e.out + e.err).find("the model has 2 random op(s), the first RandomUniformLike node 'uniform'"),
+  const std::string log_text = e.out + e.err;
+  EXPECT_NE(log_text.find("RandomNormalLike node"), std::string::npos) << log_text;
+  EXPECT_NE(log_text.find("still draws random numbers"), std::string::npos) << log_text;
+  EXPECT_EQ(log_text.find("RandomUniformLike node 'uniform'"), std::string::npos) << log_text;
+  const std::string x = Path("x.npy");
+  ir::Tensor ones = *ir::Tensor::Zeros(DType::kFloat32, {2, 1, 8, 8});
+  for (int64_t i = 0; i < ones.num_elements(); ++i) ones.data<float>()[i] = 1.0f;
+  ASSERT_TRUE(executor::WriteNpy(x, ones).ok());
+  testing::CliResult r = Cli("run " + Path("a.onnx") + " --input x=" + x + " --output-dir " + Path("run_out"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("the model has 2 random op(s), the first RandomUniformLike node 'uniform'"),
             std::string::npos)
-      << e.out << e.err;
+      << r.out << r.err;
   if (!testing::HaveOrt()) GTEST_SKIP() << testing::PySkip("onnxruntime, onnx");
   const std::string log = Path("ort.log");
   EXPECT_EQ(testing::Sh(testing::Py() +

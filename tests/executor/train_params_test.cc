@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "executor/session.h"
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
 #include "tests/common/count_nodes.h"
@@ -273,6 +274,111 @@ TEST(TrainGraph, ExportedGeluTrainsAsOneNodeUnlessThePolicyNamesItsOps) {
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
   EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kGelu), 0u);
   EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kErf), 1u);
+}
+
+// x [2, 8] -> MatMul -> Mul(h, Sigmoid(h)) (nn.SiLU as both exporters write it) -> MatMul -> logits.
+std::unique_ptr<ir::Graph> SiluMlp() {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {2, 8}));
+  ir::Value w1 = g->AddInitializer("w1", amptrain::testing::RouteTensor(ir::DType::kFloat32, {8, 6}, 7));
+  ir::Value w2 = g->AddInitializer("w2", amptrain::testing::RouteTensor(ir::DType::kFloat32, {6, 3}, 8));
+  ir::Value h = g->AddNode(ir::OpKind::kMatMul, {x, w1})->output(0);
+  ir::Value s = g->AddNode(ir::OpKind::kSigmoid, {h}, 1, "act/Sigmoid")->output(0);
+  ir::Value silu = g->AddNode(ir::OpKind::kMul, {h, s}, 1, "act/Mul")->output(0);
+  g->AddOutput(g->AddNode(ir::OpKind::kMatMul, {silu, w2}, 1, "logits", {"logits"})->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+// The training graph computes an exported SiLU as one Silu (and one
+// SiluGrad), unless the AMP policy names Sigmoid or Mul by type, or one of
+// the pair's nodes by name: then the policy finds the nodes it names.
+TEST(TrainGraph, ExportedSiluTrainsAsOneNodeUnlessThePolicyNamesIt) {
+  std::unique_ptr<ir::Graph> model = SiluMlp();
+  auto fused = BuildTrainGraph(*model, {});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(CountNodes(*fused->graph, ir::OpKind::kSilu), 1u);
+  EXPECT_EQ(CountNodes(*fused->graph, ir::OpKind::kSiluGrad), 1u);
+  EXPECT_EQ(CountNodes(*fused->graph, ir::OpKind::kSigmoid), 0u);
+  EXPECT_EQ(CountNodes(*model, ir::OpKind::kSigmoid), 1u) << "the model itself (what export writes) is unchanged";
+  for (int how = 0; how < 2; ++how) {
+    TrainGraphOptions opts;
+    opts.amp = amp::Policy{};
+    opts.amp->level = amp::Level::kO2;
+    if (how == 0) opts.amp->fp32_ops = {"Sigmoid"};
+    else opts.amp->node_overrides.push_back({"act/Sigmoid", false, ir::DType::kFloat32});
+    auto kept = BuildTrainGraph(*model, opts);
+    ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+    EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kSilu), 0u) << how;
+    EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kSigmoid), 1u) << how;
+  }
+}
+
+// y = x + x * Cast(mask) / 0.8 with mask = Less(U, 0.8), U uniform random
+// numbers of shape [4, 1]: torchvision's StochasticDepth as TorchScript
+// exports it; `variant` 1 is dynamo's (CastLike, the comparison written
+// Greater(0.8, U)), 2 a RandomUniform of static shape.
+std::unique_ptr<ir::Graph> StochasticDepth(int variant) {
+  using ir::OpKind;
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {4, 8}));
+  auto constant = [&](ir::Tensor t) {
+    ir::Node* c = g->AddNode(OpKind::kConstant, {});
+    c->attrs().Set("value", std::move(t));
+    return c->output(0);
+  };
+  auto op = [&](OpKind k, std::vector<ir::Value> in) { return g->AddNode(k, std::move(in))->output(0); };
+  ir::Value u;
+  if (variant == 2) {
+    ir::Node* r = g->AddNode(OpKind::kRandomUniform, {});
+    r->attrs().Set("shape", std::vector<int64_t>{4, 1});
+    u = r->output(0);
+  } else {
+    u = op(OpKind::kRandomUniformLike, {op(OpKind::kExpand, {constant(ir::Tensor::Scalar(0.0f)),
+                                                              constant(ir::Tensor::Int64s({4, 1}, {2}))})});
+  }
+  const ir::Value keep = constant(ir::Tensor::Scalar(0.8f));
+  ir::Value mask = variant == 1 ? op(OpKind::kGreater, {keep, u}) : op(OpKind::kLess, {u, keep});
+  ir::Value m;
+  if (variant == 1) {
+    m = op(OpKind::kCastLike, {mask, x});
+  } else {
+    ir::Node* cast = g->AddNode(OpKind::kCast, {mask});
+    cast->attrs().Set("to", int64_t{1});
+    m = cast->output(0);
+  }
+  ir::Value dropped = op(OpKind::kMul, {x, op(OpKind::kDiv, {m, keep})});
+  g->AddOutput(g->AddNode(OpKind::kAdd, {x, dropped}, 1, "y", {"y"})->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+// Inference mode (export and evaluation) takes each such mask at its
+// expectation, as the module's eval mode does: y = 2x exactly, no random
+// node left. Random numbers that are not such a mask stay (with a warning).
+TEST(TrainGraph, InferenceModeTakesStochasticDepthMasksAtTheirExpectation) {
+  std::vector<float> xs(32);
+  for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.37f * static_cast<float>(i) - 5.0f;
+  const ir::Tensor x = ir::Tensor::Floats(xs, {4, 8});
+  for (int variant = 0; variant < 3; ++variant) {
+    std::unique_ptr<ir::Graph> g = StochasticDepth(variant);
+    ASSERT_TRUE(ToInferenceMode(*g).ok()) << variant;
+    for (ir::OpKind random : {ir::OpKind::kRandomUniformLike, ir::OpKind::kRandomUniform, ir::OpKind::kLess,
+                              ir::OpKind::kGreater})
+      EXPECT_EQ(CountNodes(*g, random), 0u) << variant << ": " << ir::Schema(random).name;
+    auto session = InferenceSession::Create(std::move(g), {});
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    auto y = (*session)->Run({{"x", x}});
+    ASSERT_TRUE(y.ok()) << y.status().ToString();
+    for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ((*y)[0].data<float>()[i], 2.0f * xs[i]) << variant << " at " << i;
+  }
+  auto noise = std::make_unique<ir::Graph>();
+  ir::Value v = noise->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {4, 8}));
+  ir::Value n = noise->AddNode(ir::OpKind::kRandomNormalLike, {v})->output(0);
+  noise->AddOutput(noise->AddNode(ir::OpKind::kAdd, {v, n})->output(0));
+  ASSERT_TRUE(noise->InferShapes().ok());
+  ASSERT_TRUE(ToInferenceMode(*noise).ok());
+  EXPECT_EQ(CountNodes(*noise, ir::OpKind::kRandomNormalLike), 1u) << "noise that is not a mask is not replaced";
 }
 
 TEST(Freeze, PatternsResolveToParametersOnly) {
