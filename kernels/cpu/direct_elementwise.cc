@@ -7,13 +7,18 @@
 //   ReluGrad(dY, Y) (fp32, fp16, bf16): dY where Y > 0, else +0; a 2-byte
 //                            NaN dY is quieted as by the reference.
 //   Cast fp32 <-> fp16/bf16: the vectorized conversions of float_convert.h.
-//   Add (fp32, fp16, bf16) of two inputs of the output's dims (no
-//                            broadcast: ResNet's residual sums): float(a) +
-//                            float(b), rounded once, as the reference; 2-byte
-//                            values are widened in blocks on each thread.
-// Same bits as the reference kernels (unary.cc, grad_misc.cc, cast.cc) for
-// every input. Output 0 may overwrite input 0. SSE2 and AVX intrinsics: the
-// build's baseline (-mf16c implies AVX).
+//   Add, Mul (fp32, fp16, bf16) of two inputs of the output's dims (no
+//                            broadcast: ResNet's residual sums), or of
+//                            X [N, C, H, W] and one value per channel
+//                            (squeeze-excitation's scale, plain or
+//                            channels-last): float(a) op float(b), rounded
+//                            once, as the reference; 2-byte values are
+//                            widened in blocks on each thread.
+// Same bits as the reference kernels (unary.cc, grad_misc.cc, cast.cc,
+// binary.cc) for every input, except which NaN a sum or product of two NaNs
+// carries (IEEE 754 leaves it open; the compiler may commute the operands).
+// Output 0 may overwrite input 0. SSE2 and AVX intrinsics: the build's
+// baseline (-mf16c implies AVX).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -77,6 +82,7 @@ inline void Store8(uint16_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<_
 
 template <class Fn>
 void ForRange(int64_t n, int threads, Fn&& fn) {
+  if (n <= 0) return;  // an empty tensor (a zero step would divide by zero in the loop's trip count)
   const int t = n >= kParallelMin ? threads : 1;
   const int64_t step = ((n + t - 1) / t + 63) / 64 * 64;
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
@@ -143,20 +149,51 @@ class ReluGradKernel final : public Kernel {
   int threads_;
 };
 
-class AddKernel final : public Kernel {
+enum class Arith { kAdd, kMul };
+
+template <Arith op>
+inline __m256 Apply8(__m256 a, __m256 b) {
+  return op == Arith::kAdd ? _mm256_add_ps(a, b) : _mm256_mul_ps(a, b);
+}
+
+// y[j] = a[j] op b[j] over a row of fp32; b_step 0 broadcasts b[0] (a scalar).
+template <Arith op>
+void RowF32(const float* a, const float* b, int64_t b_step, float* y, int64_t n) {
+  const __m256 bv = _mm256_set1_ps(b[0]);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(y + j, Apply8<op>(_mm256_loadu_ps(a + j), b_step ? _mm256_loadu_ps(b + j) : bv));
+  for (; j < n; ++j) y[j] = op == Arith::kAdd ? a[j] + b[j * b_step] : a[j] * b[j * b_step];
+}
+
+// The same over 2-byte rows: a and y are fp16/bf16, b is fp32 (widened by the
+// caller); each block of `a` is widened, combined and narrowed once.
+template <Arith op>
+void RowTwoByte(DType t, const uint16_t* a, const float* b, int64_t b_step, uint16_t* y, int64_t n) {
+  constexpr int64_t kBlock = 512;
+  alignas(32) float fa[kBlock];
+  for (int64_t i = 0; i < n; i += kBlock) {
+    const int64_t m = std::min(kBlock, n - i);
+    WidenSpan(t, a + i, fa, m);
+    RowF32<op>(fa, b + i * b_step, b_step, fa, m);
+    NarrowSpan(t, fa, y + i, m);
+  }
+}
+
+// Add and Mul (fp32, fp16, bf16) of two inputs of the output's dims (no
+// broadcast: ResNet's residual sums, SiLU-free products): float(a) op
+// float(b), rounded once, as the reference; 2-byte values are widened in
+// blocks on each thread.
+template <Arith op>
+class SameDimsKernel final : public Kernel {
  public:
-  AddKernel(DType t, int threads) : dtype_(t), threads_(threads) {}
+  SameDimsKernel(DType t, int threads) : dtype_(t), threads_(threads) {}
   Status Run(KernelContext& ctx) override {
     const int64_t n = ctx.outputs[0].num_elements();
     if (dtype_ == DType::kFloat32) {
       const float* a = ctx.inputs[0].as<const float>();
       const float* b = ctx.inputs[1].as<const float>();
       float* y = ctx.outputs[0].as<float>();
-      ForRange(n, threads_, [a, b, y](int64_t lo, int64_t hi) {
-        int64_t i = lo;
-        for (; i + 8 <= hi; i += 8) _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
-        for (; i < hi; ++i) y[i] = a[i] + b[i];
-      });
+      ForRange(n, threads_, [a, b, y](int64_t lo, int64_t hi) { RowF32<op>(a + lo, b + lo, 1, y + lo, hi - lo); });
       return Status::Ok();
     }
     const auto* a = static_cast<const uint16_t*>(ctx.inputs[0].data);
@@ -165,15 +202,11 @@ class AddKernel final : public Kernel {
     const DType t = dtype_;
     ForRange(n, threads_, [a, b, y, t](int64_t lo, int64_t hi) {
       constexpr int64_t kBlock = 512;
-      alignas(32) float fa[kBlock], fb[kBlock];
+      alignas(32) float fb[kBlock];
       for (int64_t i = lo; i < hi; i += kBlock) {
         const int64_t m = std::min(kBlock, hi - i);
-        WidenSpan(t, a + i, fa, m);
         WidenSpan(t, b + i, fb, m);
-        int64_t j = 0;
-        for (; j + 8 <= m; j += 8) _mm256_store_ps(fa + j, _mm256_add_ps(_mm256_load_ps(fa + j), _mm256_load_ps(fb + j)));
-        for (; j < m; ++j) fa[j] = fa[j] + fb[j];
-        NarrowSpan(t, fa, y + i, m);
+        RowTwoByte<op>(t, a + i, fb, 1, y + i, m);
       }
     });
     return Status::Ok();
@@ -183,6 +216,57 @@ class AddKernel final : public Kernel {
 
  private:
   DType dtype_;
+  int threads_;
+};
+
+// Add and Mul (fp32, fp16, bf16) of X [N, C, H, W] (the output's dims) and one
+// value per channel, S [N, C, 1, 1] or [1, C, 1, 1] (or [C, 1, 1]), in either
+// input slot: squeeze-excitation's channel scale x * s and its gradient dY * s
+// (EfficientNet, MobileNetV3, RegNetY), a per-channel bias. X and Y plain or
+// both channels-last (S reads the same either way). The reference's bits.
+template <Arith op>
+class ChannelBroadcastKernel final : public Kernel {
+ public:
+  ChannelBroadcastKernel(DType t, int x_slot, std::vector<int64_t> dims, bool per_sample, bool channels_last, int threads)
+      : dtype_(t), x_slot_(x_slot), dims_(std::move(dims)), per_sample_(per_sample),
+        channels_last_(channels_last), threads_(threads) {}
+  Status Run(KernelContext& ctx) override {
+    const int64_t n = dims_[0], c = dims_[1], plane = dims_[2] * dims_[3];
+    const void* x = ctx.inputs[static_cast<size_t>(x_slot_)].data;
+    const void* s = ctx.inputs[static_cast<size_t>(1 - x_slot_)].data;
+    void* y = ctx.outputs[0].data;
+    const int64_t scales = (per_sample_ ? n : 1) * c;
+    std::vector<float> widened;
+    const float* sf = static_cast<const float*>(s);
+    if (dtype_ != DType::kFloat32) {
+      widened.resize(static_cast<size_t>(scales));
+      WidenSpan(dtype_, s, widened.data(), scales);
+      sf = widened.data();
+    }
+    // Rows: plain, one (n, c) plane times one scale; channels-last, one
+    // (n, pixel) row of C channels times the sample's C scales.
+    const int64_t rows = channels_last_ ? n * plane : n * c, len = channels_last_ ? c : plane;
+    const int t = rows * len >= kParallelMin ? threads_ : 1;
+    const DType dt = dtype_;
+    const bool last = channels_last_, per_sample = per_sample_;
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* scale = last ? sf + (per_sample ? (r / plane) * c : 0) : sf + (per_sample ? r : r % c);
+      const int64_t step = last ? 1 : 0;
+      if (dt == DType::kFloat32)
+        RowF32<op>(static_cast<const float*>(x) + r * len, scale, step, static_cast<float*>(y) + r * len, len);
+      else
+        RowTwoByte<op>(dt, static_cast<const uint16_t*>(x) + r * len, scale, step, static_cast<uint16_t*>(y) + r * len, len);
+    }
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 ? x_slot_ : -1; }
+
+ private:
+  DType dtype_;
+  int x_slot_;
+  std::vector<int64_t> dims_;
+  bool per_sample_, channels_last_;
   int threads_;
 };
 
@@ -225,9 +309,50 @@ StatusOr<std::unique_ptr<Kernel>> MakeReluGrad(const KernelInit& init) {
   return std::unique_ptr<Kernel>(new ReluGradKernel(init.inputs[0].dtype, Threads(init)));
 }
 
-StatusOr<std::unique_ptr<Kernel>> MakeAdd(const KernelInit& init) {
-  AMP_RETURN_IF_ERROR(SameTypes(init, 2));  // declines broadcasting Adds: the reference runs them
-  return std::unique_ptr<Kernel>(new AddKernel(init.inputs[0].dtype, Threads(init)));
+template <Arith op>
+StatusOr<std::unique_ptr<Kernel>> MakeSameDims(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(SameTypes(init, 2));  // broadcasts: ChannelBroadcastKernel or the reference
+  return std::unique_ptr<Kernel>(new SameDimsKernel<op>(init.inputs[0].dtype, Threads(init)));
+}
+
+// Whether `s` is one value per channel of the rank-4 `x`: [N or 1, C, 1, 1]
+// or [C, 1, 1]; `per_sample` tells [N, C, 1, 1] (N > 1) from the rest.
+bool PerChannel(const std::vector<int64_t>& s, const std::vector<int64_t>& x, bool* per_sample) {
+  if (x.size() != 4 || (s.size() != 4 && s.size() != 3)) return false;
+  std::vector<int64_t> p(4 - s.size(), 1);  // s's dims aligned to x's from the right
+  p.insert(p.end(), s.begin(), s.end());
+  if (p[1] != x[1] || p[2] != 1 || p[3] != 1 || (p[0] != 1 && p[0] != x[0])) return false;
+  *per_sample = p[0] == x[0] && x[0] > 1;
+  return true;
+}
+
+template <Arith op>
+StatusOr<std::unique_ptr<Kernel>> MakeChannelBroadcast(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 2, 2, 1, 1));
+  const TensorSpec& out = init.outputs[0];
+  if (init.inputs[0].dtype != out.dtype || init.inputs[1].dtype != out.dtype)
+    return init.Error("inputs and output must share a dtype");
+  int x_slot = -1;
+  bool per_sample = false;
+  for (int k = 0; k < 2 && x_slot < 0; ++k)
+    if (init.inputs[static_cast<size_t>(k)].dims == out.dims &&
+        PerChannel(init.inputs[static_cast<size_t>(1 - k)].dims, out.dims, &per_sample))
+      x_slot = k;
+  if (x_slot < 0) return init.Error("not X [N, C, H, W] with one value per channel");
+  const bool last = init.inputs[static_cast<size_t>(x_slot)].channels_last;
+  if (last != out.channels_last) return init.Error("X and Y in different layouts");
+  return std::unique_ptr<Kernel>(
+      new ChannelBroadcastKernel<op>(out.dtype, x_slot, out.dims, per_sample, last, Threads(init)));
+}
+
+// The channel-broadcast entry: X (either slot) and Y channels-last together;
+// S, one value per channel, reads the same in either layout.
+KernelEntry ChannelBroadcastEntry(OpKind op, KernelFactory factory) {
+  KernelEntry e = DirectEntry(op, std::move(factory));
+  e.channels_last_inputs = 0b11;
+  e.channels_last_outputs = 0b1;
+  e.channels_last_together = true;
+  return e;
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
@@ -255,7 +380,10 @@ void RegisterDirectElementwise(Registry& r) {
   KernelEntry cast = ElementwiseChannelsLast(DirectEntry(OpKind::kCast, MakeCast), 0b1, 0b1);
   cast.takes_widened = true;
   r.Add(std::move(cast));
-  r.Add(ElementwiseChannelsLast(DirectEntry(OpKind::kAdd, MakeAdd), 0b11, 0b1));
+  r.Add(ElementwiseChannelsLast(DirectEntry(OpKind::kAdd, MakeSameDims<Arith::kAdd>), 0b11, 0b1));
+  r.Add(ElementwiseChannelsLast(DirectEntry(OpKind::kMul, MakeSameDims<Arith::kMul>), 0b11, 0b1));
+  r.Add(ChannelBroadcastEntry(OpKind::kAdd, MakeChannelBroadcast<Arith::kAdd>));
+  r.Add(ChannelBroadcastEntry(OpKind::kMul, MakeChannelBroadcast<Arith::kMul>));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

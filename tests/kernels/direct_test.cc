@@ -46,7 +46,11 @@ Tensor Values(const I& dims, uint32_t seed, DType t, bool specials = true) {
 
 // Runs `op` on the direct kernel (which must accept it, and which the
 // registry must pick by default) and on the reference; every output bitwise.
-void ExpectSameAsReference(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in) {
+// `nan_payloads`: NaN results must carry the reference's payload too (off
+// for Add and Mul: SameBitsOrNaNs).
+void ExpectSameAsReference(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
+                           bool nan_payloads = true) {
+  const auto same = nan_payloads ? SameBits : SameBitsOrNaNs;
   Options direct, ref, any;
   direct.impl = "direct";
   any.impl = "";
@@ -55,7 +59,7 @@ void ExpectSameAsReference(const std::string& what, OpKind op, const Attributes&
   auto want = RunKernel(op, a, in, ref);
   ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
   for (size_t o = 0; o < want->size(); ++o)
-    EXPECT_TRUE(SameBits((*got)[o], (*want)[o])) << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
+    EXPECT_TRUE(same((*got)[o], (*want)[o])) << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
   auto picked = RunKernel(op, a, in, any);
   ASSERT_TRUE(picked.ok()) << what << ": " << picked.status().ToString();
   EXPECT_TRUE(SameBits((*picked)[0], (*got)[0])) << what << ": the registry's pick differs";
@@ -321,18 +325,62 @@ TEST_P(DirectPath, AddMatchesReferenceBitwise) {
   if (t != DType::kFloat32) {
     Tensor a = AllPatterns(t), b = AllPatterns(t);
     for (uint32_t i = 0; i < 65536; ++i) b.data<uint16_t>()[i] = static_cast<uint16_t>(i * 40503u + 17u);
-    ExpectSameAsReference("every pattern", OpKind::kAdd, Attributes{}, {a, b});
+    ExpectSameAsReference("every pattern", OpKind::kAdd, Attributes{}, {a, b}, false);
   } else {
     Tensor a = FloatPatterns(), b = FloatPatterns();
     std::reverse(b.data<uint32_t>(), b.data<uint32_t>() + b.num_elements());
-    ExpectSameAsReference("fp32 patterns", OpKind::kAdd, Attributes{}, {a, b});
+    ExpectSameAsReference("fp32 patterns", OpKind::kAdd, Attributes{}, {a, b}, false);
   }
-  ExpectSameAsReference("odd size", OpKind::kAdd, Attributes{}, {Values({3, 37, 41}, 6, t), Values({3, 37, 41}, 7, t)});
-  ExpectSameAsReference("one block and a bit", OpKind::kAdd, Attributes{}, {Values({513}, 8, t), Values({513}, 9, t)});
-  // A broadcasting Add is the reference's.
+  ExpectSameAsReference("odd size", OpKind::kAdd, Attributes{}, {Values({3, 37, 41}, 6, t), Values({3, 37, 41}, 7, t)}, false);
+  ExpectSameAsReference("one block and a bit", OpKind::kAdd, Attributes{}, {Values({513}, 8, t), Values({513}, 9, t)}, false);
+  // A broadcast that is not per channel is the reference's.
   EXPECT_FALSE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)},
                          Options{.impl = "direct"}).ok());
   EXPECT_TRUE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)}, Options{.impl = ""}).ok());
+}
+
+// Mul of two inputs of one shape, and Mul and Add of X [N, C, H, W] with one
+// value per channel ([N, C, 1, 1], [1, C, 1, 1], [C, 1, 1]) in either slot,
+// with X and Y plain or channels-last: the reference's bits, specials
+// included (a NaN of two NaNs may be either's); other broadcasts are the
+// reference's.
+TEST_P(DirectPath, MulAndChannelBroadcastsMatchReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  if (t != DType::kFloat32) {
+    Tensor a = AllPatterns(t), b = AllPatterns(t);
+    for (uint32_t i = 0; i < 65536; ++i) b.data<uint16_t>()[i] = static_cast<uint16_t>(i * 40503u + 17u);
+    ExpectSameAsReference("every pattern", OpKind::kMul, Attributes{}, {a, b}, false);
+  } else {
+    Tensor a = FloatPatterns(), b = FloatPatterns();
+    std::reverse(b.data<uint32_t>(), b.data<uint32_t>() + b.num_elements());
+    ExpectSameAsReference("fp32 patterns", OpKind::kMul, Attributes{}, {a, b}, false);
+  }
+  ExpectSameAsReference("odd size", OpKind::kMul, Attributes{}, {Values({3, 37, 41}, 6, t), Values({3, 37, 41}, 7, t)}, false);
+  ExpectSameAsReference("empty", OpKind::kMul, Attributes{}, {*Tensor::Zeros(t, {0, 5}), *Tensor::Zeros(t, {0, 5})});
+  ExpectSameAsReference("empty planes", OpKind::kMul, Attributes{}, {*Tensor::Zeros(t, {2, 3, 0, 4}), *Tensor::Zeros(t, {2, 3, 1, 1})});
+  const I x_dims = {3, 13, 5, 7};
+  for (const I& s_dims : {I{3, 13, 1, 1}, I{1, 13, 1, 1}, I{13, 1, 1}})
+    for (OpKind op : {OpKind::kMul, OpKind::kAdd})
+      for (int x_slot : {0, 1})
+        for (bool last : {false, true}) {
+          const std::string what = std::string(ir::Schema(op).name) + " of " + ir::Shape::FromStatic(x_dims).ToString() +
+                                   " and " + ir::Shape::FromStatic(s_dims).ToString() + ", X in slot " +
+                                   std::to_string(x_slot) + (last ? ", channels-last" : "");
+          const Tensor x = Values(x_dims, 11, t), sv = Values(s_dims, 12, t);
+          const std::vector<Tensor> in = x_slot == 0 ? std::vector<Tensor>{x, sv} : std::vector<Tensor>{sv, x};
+          Options direct{.impl = "direct"};
+          if (last) direct.channels_last_inputs = x_slot == 0 ? 0b1u : 0b10u, direct.channels_last_outputs = 0b1;
+          auto got = RunKernel(op, Attributes{}, in, direct);
+          auto want = RunKernel(op, Attributes{}, in, Options{});
+          ASSERT_TRUE(got.ok() && want.ok()) << what << ": " << got.status().ToString();
+          EXPECT_TRUE(SameBitsOrNaNs((*got)[0], (*want)[0])) << what << " " << ir::DTypeName(t);
+        }
+  // X channels-last with a plain Y is declined; so is a scale per column.
+  Options split{.impl = "direct"};
+  split.channels_last_inputs = 0b1;
+  EXPECT_FALSE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({3, 13, 1, 1}, 2, t)}, split).ok());
+  EXPECT_FALSE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({7}, 2, t)}, Options{.impl = "direct"}).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({7}, 2, t)}, Options{.impl = ""}).ok());
 }
 
 // ReduceSumTo(X, shape) with the shape as an int64 tensor.
