@@ -191,18 +191,6 @@ Status HardSigmoidGrad(GradContext& c) {
   return Status::Ok();
 }
 
-// y = x max(0, min(1, x / 6 + 1/2)): as PyTorch's hardswish_backward, 0 for
-// x <= -3, dy (x / 3 + 1/2) for -3 < x < 3, dy for x >= 3 (and for NaN).
-Status HardSwishGrad(GradContext& c) {
-  Value dy = c.grad_output(0), x = c.input(0);
-  Value ramp = c.Mul(dy, c.Add(c.Div(x, c.Scalar(3.0, x)), c.Scalar(0.5, x)));
-  Value above_lo = c.Emit1(OpKind::kGreater, {x, c.Scalar(-3.0, x)});
-  Value inner = c.Emit1(OpKind::kWhere, {above_lo, ramp, c.Scalar(0.0, dy)});
-  Value below_hi = c.Emit1(OpKind::kLess, {x, c.Scalar(3.0, x)});
-  c.SetGrad(0, c.Emit1(OpKind::kWhere, {below_hi, inner, dy}));
-  return Status::Ok();
-}
-
 // dY * f'(X) in one fused kernel (UnaryGrad, kernels/cpu/grad_misc.cc:
 // computed in float32 or wider and rounded once, the exponential units' unused
 // branch never evaluated, the inverse functions in their factored forms) for
@@ -269,7 +257,9 @@ void RegisterElementwiseRules(RuleTable& t) {
   SetRule(t, OpKind::kRelu, ReluGrad);
   SetRule(t, OpKind::kLeakyRelu, LeakyReluGrad);
   SetRule(t, OpKind::kHardSigmoid, HardSigmoidGrad);
-  SetRule(t, OpKind::kHardSwish, HardSwishGrad);
+  // x max(0, min(1, x / 6 + 1/2)): as PyTorch's hardswish_backward, 0 for x <= -3,
+  // dy (x / 3 + 1/2) for -3 < x < 3, dy for x >= 3 (and NaN); one pass for seven ops.
+  SetRule(t, OpKind::kHardSwish, FusedUnaryGrad);
   SetRule(t, OpKind::kGelu, GeluGrad);
   SetRule(t, OpKind::kSilu, SiluGrad);
   SetRule(t, OpKind::kSin, FusedUnaryGrad);

@@ -8,7 +8,8 @@
 //                            no overflow for either sign)
 //   UnaryGrad(dY, X), attr op  dY * op'(X) for Sin, Cos, Tan, Asin, Acos, Atan,
 //                            Sinh, Cosh, Asinh, Acosh, Atanh, Softplus, Mish,
-//                            Elu, Celu, Selu (their alpha / gamma attributes):
+//                            Elu, Celu, Selu (their alpha / gamma attributes),
+//                            HardSwish (MobileNetV3: one pass for seven ops):
 //                            one rounding, where a formula of ops rounds each
 //                            step
 //   DropoutGrad(dY, mask, ratio?)  dY * mask / (1 - ratio), ratio default 0.5
@@ -66,6 +67,8 @@ A Derivative(const UnaryFn& f, A x) {
     case OpKind::kCelu: return x > A(0) ? one : std::exp(x / A(f.alpha));
     case OpKind::kSelu: return x > A(0) ? A(f.gamma) : A(f.gamma * f.alpha) * std::exp(x);
     case OpKind::kErf: return A(1.1283791670955126) * std::exp(-(x * x));  // 2 / sqrt(pi) e^(-x^2)
+    // x HardSigmoid(x): PyTorch's hardswish_backward, 0 for x <= -3, x / 3 + 1/2 below 3, 1 from 3 (and for NaN).
+    case OpKind::kHardSwish: return x <= A(-3) ? A(0) : x < A(3) ? x / A(3) + A(0.5) : one;
     default: return A(NAN);
   }
 }
@@ -75,7 +78,7 @@ bool HasUnaryDerivative(OpKind op) {
     case OpKind::kSin: case OpKind::kCos: case OpKind::kTan: case OpKind::kAsin: case OpKind::kAcos:
     case OpKind::kAtan: case OpKind::kSinh: case OpKind::kCosh: case OpKind::kAsinh: case OpKind::kAcosh:
     case OpKind::kAtanh: case OpKind::kSoftplus: case OpKind::kMish: case OpKind::kElu: case OpKind::kCelu:
-    case OpKind::kSelu: case OpKind::kErf: return true;
+    case OpKind::kSelu: case OpKind::kErf: case OpKind::kHardSwish: return true;
     default: return false;
   }
 }

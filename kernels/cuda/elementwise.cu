@@ -81,6 +81,7 @@ __device__ __forceinline__ float Binary(BinaryOp op, float a, float b) {
       return a * d;
     }
     case BinaryOp::kErfGrad: return a * (1.1283791670955126f * expf(-(b * b)));
+    case BinaryOp::kHardSwishGrad: return b <= -3.0f ? 0.0f : b < 3.0f ? a * (b / 3.0f + 0.5f) : a;
     case BinaryOp::kSiluGrad: {
       const float s = SigmoidF(b);
       return a * (s + b * (s * (1.0f - s)));

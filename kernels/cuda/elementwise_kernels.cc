@@ -9,7 +9,7 @@
 //           0/1; the three floats in float, the integers as the CPU's
 //           Remainder: x mod 0 = 0; launchers: numeric.cu)
 //   Not     bool
-//   grads   ReluGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), UnaryGrad(dY, X) of Erf (one shape)
+//   grads   ReluGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), UnaryGrad(dY, X) of Erf and HardSwish (one shape)
 //   Cast between fp32, fp16 and bf16; Identity.
 // Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
 // grad_misc.cc, cast.cc): output 0 has the inferred type, may overwrite input 0.
@@ -199,10 +199,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
       break;
     }
     case OpKind::kSiluGrad: op = BinaryOp::kSiluGrad, same_shape_only = true; break;
-    case OpKind::kUnaryGrad: {  // the fused derivatives of kernels/cpu/grad_misc.cc; Erf's (GELU) here
+    case OpKind::kUnaryGrad: {  // the fused derivatives of kernels/cpu/grad_misc.cc; Erf's (GELU) and HardSwish's here
       AMP_ASSIGN_OR_RETURN(std::string forward, init.attrs->GetString("op", ""));
-      if (forward != "Erf") return Unimplemented(init.Describe(), ": no CUDA derivative of '", forward, "'");
-      op = BinaryOp::kErfGrad, same_shape_only = true;
+      if (forward == "Erf") op = BinaryOp::kErfGrad;
+      else if (forward == "HardSwish") op = BinaryOp::kHardSwishGrad;
+      else return Unimplemented(init.Describe(), ": no CUDA derivative of '", forward, "'");
+      same_shape_only = true;
       break;
     }
     default: return Internal(init.Describe(), ": not a CUDA binary op");
@@ -398,7 +400,7 @@ void RegisterElementwise(Registry& r) {
   for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin,
                     OpKind::kReluGrad, OpKind::kGeluGrad, OpKind::kSiluGrad, OpKind::kUnaryGrad}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeBinary);
-    // Variadic Max/Min: the two-input form only; UnaryGrad: Erf's only.
+    // Variadic Max/Min: the two-input form only; UnaryGrad: Erf's and HardSwish's only.
     e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && MakeBinary(init).ok(); };
     // Add and ReluGrad, on ResNet's activations and their gradients, take
     // channels-last operands of one shape (flat: the bytes are permuted alike).

@@ -38,6 +38,7 @@ enum class BinaryOp : int {
   kGeluTanhGrad,  // b = X: the tanh approximation's derivative
   kErfGrad,       // b = X: UnaryGrad of Erf, dY 2/sqrt(pi) e^(-x^2)
   kSiluGrad,      // b = X: dY (s + x s (1 - s)), s = sigmoid(x)
+  kHardSwishGrad, // b = X: UnaryGrad of HardSwish, 0 / dY (x / 3 + 1/2) / dY at -3 and 3
 };
 // Output element i (row-major over out_dims) reads a at sum_d idx_d *
 // a_strides[d] and b likewise; a stride 0 broadcasts that dim.

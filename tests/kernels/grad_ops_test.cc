@@ -160,7 +160,7 @@ TEST(GradOps, UnaryGradIsTheDerivativeRoundedOnce) {
       {OpKind::kAcosh, 1.1, 4, {}},     {OpKind::kAtanh, -0.9, 0.9, {}}, {OpKind::kSoftplus, -4, 4, {}},
       {OpKind::kMish, -4, 4, {}},       {OpKind::kElu, -3, 3, with({{"alpha", 0.5f}})},
       {OpKind::kCelu, -3, 3, with({{"alpha", 2.0f}})}, {OpKind::kSelu, -3, 3, {}},
-      {OpKind::kErf, -3, 3, {}},
+      {OpKind::kErf, -3, 3, {}},        {OpKind::kHardSwish, -2.5, 2.5, {}},
   };
   for (const Case& c : cases) {
     const std::string name(ir::Schema(c.op).onnx_type);
