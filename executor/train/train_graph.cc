@@ -131,12 +131,43 @@ std::optional<double> MaskProbability(const Graph& g, const Node& cmp, const Nod
   return std::nullopt;
 }
 
+// The reader of `v` when it has exactly one and `v` is no graph output.
+Node* SoleReader(Graph& g, Value v) {
+  if (g.is_graph_output(v) || g.uses(v).size() != 1) return nullptr;
+  return g.node(g.uses(v)[0].node);
+}
+
+// `mask` (the float mask, whose expectation is p) as the exporters use it:
+// Div(mask, p) (or Mul(mask, 1/p) where p/p rounds to 1), then Mul with x of
+// the result's type. That Mul is then x: its readers read x, and true is
+// returned (the rest becomes dead); false leaves the graph unchanged.
+bool BypassScaledMask(Graph& g, Value mask, double p) {
+  Node* scale = SoleReader(g, mask);
+  if (!scale || scale->input(0) != mask || scale->num_inputs() != 2) return false;
+  const ir::Tensor* k = g.ConstantValue(scale->input(1));
+  if (!k || k->num_elements() != 1) return false;
+  const float pf = static_cast<float>(p), kf = static_cast<float>(k->GetAsDouble(0));
+  const bool unit = scale->op() == OpKind::kDiv ? pf == kf : scale->op() == OpKind::kMul && pf * kf == 1.0f;
+  if (!unit) return false;
+  Node* mul = SoleReader(g, scale->output(0));
+  if (!mul || mul->op() != OpKind::kMul) return false;
+  const Value x = mul->input(mul->input(0) == scale->output(0) ? 1 : 0);
+  // The same type, dims as known (symbolic ones by name): the product broadcast nothing into x.
+  const ir::TensorType &xt = g.type(x), &yt = g.type(mul->output(0));
+  if (x == scale->output(0) || g.is_graph_output(mul->output(0)) || !xt.has_shape || xt.ToString() != yt.ToString())
+    return false;
+  g.ReplaceAllUsesWith(mul->output(0), x);
+  return true;
+}
+
 // Inference mode for the random masks that a training export computes with
 // ops: torchvision's StochasticDepth (and any dropout written by hand) is,
 // in both exporters, `x * Cast(Less(RandomUniformLike(T), p)) / p`. Each
 // float Cast (or CastLike) of such a comparison becomes its expectation,
 // the probability p of true, of the comparison's shape: x * p / p = x, what
-// the module computes in eval mode. Random nodes left in the graph are
+// the module computes in eval mode. Where the mask is scaled by 1/p and
+// multiplied into x (StochasticDepth, timm's DropPath, dynamo's dropout), the
+// product's readers read x itself and the chain goes. Random nodes left in the graph are
 // named in a warning: their outputs vary from run to run.
 Status ExpectedRandomMasks(Graph& g) {
   std::vector<Node*> comparisons;
@@ -157,6 +188,10 @@ Status ExpectedRandomMasks(Graph& g) {
         casts.push_back(reader);
     }
     for (Node* cast : casts) {
+      if (BypassScaledMask(g, cast->output(0), *p)) {
+        ++replaced;
+        continue;
+      }
       const ir::DType dtype = g.type(cast->output(0)).dtype;
       AMP_ASSIGN_OR_RETURN(ir::Tensor value, ir::Tensor::Zeros(dtype, {}));
       ir::SetElementFromDouble(value, 0, *p);

@@ -314,10 +314,11 @@ TEST(TrainGraph, ExportedSiluTrainsAsOneNodeUnlessThePolicyNamesIt) {
   }
 }
 
-// y = x + x * Cast(mask) / 0.8 with mask = Less(U, 0.8), U uniform random
+// y = x + x * (Cast(mask) / 0.8) with mask = Less(U, 0.8), U uniform random
 // numbers of shape [4, 1]: torchvision's StochasticDepth as TorchScript
 // exports it; `variant` 1 is dynamo's (CastLike, the comparison written
-// Greater(0.8, U)), 2 a RandomUniform of static shape.
+// Greater(0.8, U)), 2 a RandomUniform of static shape, 3 a mask that is not
+// scaled back (y = x + x * Cast(mask)).
 std::unique_ptr<ir::Graph> StochasticDepth(int variant) {
   using ir::OpKind;
   auto g = std::make_unique<ir::Graph>();
@@ -347,22 +348,25 @@ std::unique_ptr<ir::Graph> StochasticDepth(int variant) {
     cast->attrs().Set("to", int64_t{1});
     m = cast->output(0);
   }
-  ir::Value dropped = op(OpKind::kMul, {x, op(OpKind::kDiv, {m, keep})});
+  ir::Value dropped = variant == 3 ? op(OpKind::kMul, {x, m}) : op(OpKind::kMul, {op(OpKind::kDiv, {m, keep}), x});
   g->AddOutput(g->AddNode(OpKind::kAdd, {x, dropped}, 1, "y", {"y"})->output(0));
   EXPECT_TRUE(g->InferShapes().ok());
   return g;
 }
 
 // Inference mode (export and evaluation) takes each such mask at its
-// expectation, as the module's eval mode does: y = 2x exactly, no random
-// node left. Random numbers that are not such a mask stay (with a warning).
+// expectation, as the module's eval mode does: y = 2x exactly, the scaled
+// mask's chain gone (y = Add(x, x)), no random node left; the unscaled mask
+// is 0.8 (y = x + 0.8 x). Random numbers that are not such a mask stay
+// (with a warning).
 TEST(TrainGraph, InferenceModeTakesStochasticDepthMasksAtTheirExpectation) {
   std::vector<float> xs(32);
   for (size_t i = 0; i < xs.size(); ++i) xs[i] = 0.37f * static_cast<float>(i) - 5.0f;
   const ir::Tensor x = ir::Tensor::Floats(xs, {4, 8});
-  for (int variant = 0; variant < 3; ++variant) {
+  for (int variant = 0; variant < 4; ++variant) {
     std::unique_ptr<ir::Graph> g = StochasticDepth(variant);
     ASSERT_TRUE(ToInferenceMode(*g).ok()) << variant;
+    if (variant < 3) EXPECT_EQ(g->nodes().size(), 2u) << variant << ": the input and Add(x, x)";
     for (ir::OpKind random : {ir::OpKind::kRandomUniformLike, ir::OpKind::kRandomUniform, ir::OpKind::kLess,
                               ir::OpKind::kGreater})
       EXPECT_EQ(CountNodes(*g, random), 0u) << variant << ": " << ir::Schema(random).name;
@@ -370,7 +374,8 @@ TEST(TrainGraph, InferenceModeTakesStochasticDepthMasksAtTheirExpectation) {
     ASSERT_TRUE(session.ok()) << session.status().ToString();
     auto y = (*session)->Run({{"x", x}});
     ASSERT_TRUE(y.ok()) << y.status().ToString();
-    for (size_t i = 0; i < xs.size(); ++i) EXPECT_EQ((*y)[0].data<float>()[i], 2.0f * xs[i]) << variant << " at " << i;
+    for (size_t i = 0; i < xs.size(); ++i)
+      EXPECT_EQ((*y)[0].data<float>()[i], variant == 3 ? xs[i] + xs[i] * 0.8f : 2.0f * xs[i]) << variant << " at " << i;
   }
   auto noise = std::make_unique<ir::Graph>();
   ir::Value v = noise->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {4, 8}));
