@@ -37,7 +37,7 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
   AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, args.image_resize, &spec.params));
-  if (spec.kind == "npy") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
+  if (spec.kind == "npy" || spec.kind == "npz") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
   // Dropout masks made of random ops run at their expectation (train::BuildEvalGraph), which warns about the rest.

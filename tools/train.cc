@@ -285,7 +285,7 @@ Status Train(TrainArgs args) {
     loop.augmentation.window_width = std::stoll(spec.params.at("width"));
     spec.params["train_window"] = "1";
   }
-  if (spec.kind == "npy") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
+  if (spec.kind == "npy" || spec.kind == "npz") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   WarnIfBatchNormMayBeFolded(*model);
@@ -462,6 +462,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
       ->required();
   cmd->add_option("--data", a->data, "Data set: fashion-mnist[:DIR], mnist:DIR, cifar10:DIR, cifar100:DIR, npy:X,Y[,Xt,Yt], "
                                      "npy:INPUT=X,...,labels=Y[,test.INPUT=Xt,...,test.labels=Yt] (named model inputs), "
+                                     "npz:FILE.npz (x_train/y_train[/x_test/y_test], x/y, or INPUT arrays and labels), "
                                      "csv:FILE[,TEST_FILE][,label=COLUMN], images:DIR (DIR/CLASS/*.jpg|png, or DIR/train/ and DIR/val/), "
                                      "synthetic[:N=..,C=..,H=..,W=..,classes=..,seed=..]")->capture_default_str();
   cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");

@@ -18,7 +18,7 @@ namespace {
 
 constexpr char kFashionMnistRoot[] = "/usr/share/datasets/fashion-mnist";
 constexpr uint64_t kSplitSeed = 0x5eed90d10ull;
-const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "cifar100", "npy", "csv", "images", "synthetic"};
+const std::set<std::string> kKinds = {"fashion-mnist", "mnist", "cifar10", "cifar100", "npy", "npz", "csv", "images", "synthetic"};
 const std::set<std::string> kSyntheticKeys = {"N", "C", "H", "W", "classes", "seed"};
 
 std::vector<std::string> SplitOn(const std::string& s, char sep) {
@@ -58,7 +58,7 @@ StatusOr<DataSpec> ParseDataSpec(const std::string& spec) {
   out.kind = spec.substr(0, colon);
   if (!kKinds.count(out.kind))
     return InvalidArgument("data spec '", spec, "': unknown dataset '", out.kind,
-                           "' (expected fashion-mnist, mnist, cifar10, cifar100, npy, csv, images or synthetic)");
+                           "' (expected fashion-mnist, mnist, cifar10, cifar100, npy, npz, csv, images or synthetic)");
   const bool has_rest = colon != std::string::npos;
   std::string rest = has_rest ? spec.substr(colon + 1) : std::string();
   if (out.kind == "synthetic") {
@@ -71,7 +71,10 @@ StatusOr<DataSpec> ParseDataSpec(const std::string& spec) {
     out.path = kFashionMnistRoot;
   } else {
     return InvalidArgument("data spec '", spec, "': ", out.kind, " needs a path, e.g. '", out.kind,
-                           out.kind == "npy" ? ":X.npy,Y.npy'" : out.kind == "csv" ? ":data.csv'" : ":/dir'");
+                           out.kind == "npy"   ? ":X.npy,Y.npy'"
+                           : out.kind == "npz" ? ":data.npz'"
+                           : out.kind == "csv" ? ":data.csv'"
+                                               : ":/dir'");
   }
   return out;
 }
@@ -99,17 +102,18 @@ StatusOr<Dataset> LoadDataset(const DataSpec& spec, const std::string& split) {
     }
     return LoadCsvFiles(files, label, split);
   }
-  if (spec.kind == "npy") {
-    std::vector<std::string> files = SplitOn(spec.path, ',');
-    for (const std::string& f : files)
-      if (f.empty()) return InvalidArgument("npy: empty file name in '", spec.path, "'");
+  if (spec.kind == "npy" || spec.kind == "npz") {
     int64_t ignored = kDefaultIgnoredLabel;
     if (auto it = spec.params.find("ignore_index"); it != spec.params.end()) {
       const std::string& v = it->second;
       auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), ignored);
       if (ec != std::errc() || end != v.data() + v.size())
-        return InvalidArgument("npy: ignore_index '", v, "' is not an integer");
+        return InvalidArgument(spec.kind, ": ignore_index '", v, "' is not an integer");
     }
+    if (spec.kind == "npz") return LoadNpzFile(spec.path, split, ignored);
+    std::vector<std::string> files = SplitOn(spec.path, ',');
+    for (const std::string& f : files)
+      if (f.empty()) return InvalidArgument("npy: empty file name in '", spec.path, "'");
     return LoadNpyFiles(files, split, ignored);
   }
   return InvalidArgument("unknown dataset kind '", spec.kind, "'");

@@ -32,6 +32,14 @@ StatusOr<Dataset> LoadCifar(const std::string& kind, const std::string& dir, con
 StatusOr<Dataset> LoadNpyFiles(const std::vector<std::string>& files, const std::string& split,
                                int64_t ignored_label = kDefaultIgnoredLabel);
 
+// The arrays of one .npz archive (np.savez, np.savez_compressed;
+// executor/npz.h), taken as LoadNpyFiles takes files: x_train, y_train (and
+// x_test, y_test for a given test split; Keras's mnist.npz), or x and y (X,
+// Y), or arrays named as the model's inputs beside `labels` (test.NAME and
+// test.labels for a given test split).
+StatusOr<Dataset> LoadNpzFile(const std::string& path, const std::string& split,
+                              int64_t ignored_label = kDefaultIgnoredLabel);
+
 // An image folder (torchvision's ImageFolder layout): `dir`/<class>/...
 // or `dir`/train/<class>/... with `dir`/val/ (or test/) beside it; JPEG and
 // PNG files at any depth below a class folder, classes indexed in name order.
