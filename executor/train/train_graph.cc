@@ -167,8 +167,8 @@ bool BypassScaledMask(Graph& g, Value mask, double p) {
 // the probability p of true, of the comparison's shape: x * p / p = x, what
 // the module computes in eval mode. Where the mask is scaled by 1/p and
 // multiplied into x (StochasticDepth, timm's DropPath, dynamo's dropout), the
-// product's readers read x itself and the chain goes. Random nodes left in the graph are
-// named in a warning: their outputs vary from run to run.
+// product's readers read x itself and the chain goes. Random nodes left in
+// the graph are named in a warning: their outputs vary from run to run.
 Status ExpectedRandomMasks(Graph& g) {
   std::vector<Node*> comparisons;
   for (Node* n : g.nodes())
@@ -221,7 +221,17 @@ Status ExpectedRandomMasks(Graph& g) {
       ++replaced;
     }
   }
-  g.RemoveDeadNodes();
+  // What only the masks read goes; initializers stay (the eval graph turns its
+  // state names into inputs, and a float scalar that scaled a mask is one).
+  for (bool progress = replaced > 0; progress;) {
+    progress = false;
+    for (Node* n : g.nodes()) {
+      if (n->op() == OpKind::kInitializer || n->op() == OpKind::kInput) continue;
+      bool read = false;
+      for (size_t o = 0; o < n->num_outputs(); ++o) read = read || !n->uses(o).empty() || g.is_graph_output(n->output(o));
+      if (!read && g.RemoveNode(n).ok()) progress = true;
+    }
+  }
   if (replaced > 0) spdlog::debug("inference mode: {} random masks replaced by their expectation", replaced);
   for (const Node* n : g.nodes())
     if (ir::Schema(n->op()).family == "random")

@@ -6,6 +6,7 @@
 // unchanged through training while the others move.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include <random>
@@ -376,6 +377,24 @@ TEST(TrainGraph, InferenceModeTakesStochasticDepthMasksAtTheirExpectation) {
     ASSERT_TRUE(y.ok()) << y.status().ToString();
     for (size_t i = 0; i < xs.size(); ++i)
       EXPECT_EQ((*y)[0].data<float>()[i], variant == 3 ? xs[i] + xs[i] * 0.8f : 2.0f * xs[i]) << variant << " at " << i;
+  }
+  // The keep probability as a float initializer (a "parameter" of the
+  // training graph: Div's divisor gets a gradient): the evaluation graph
+  // still takes it as a state input when the mask's chain is gone.
+  {
+    std::unique_ptr<ir::Graph> g = StochasticDepth(0);
+    for (ir::Node* n : g->nodes())
+      if (n->op() == ir::OpKind::kDiv) {
+        const ir::Value keep = g->AddInitializer("keep", ir::Tensor::Scalar(0.8f));
+        g->SetInput(n, 1, keep);
+      }
+    ASSERT_TRUE(g->InferShapes().ok());
+    auto train = BuildTrainGraph(*g, {});
+    ASSERT_TRUE(train.ok()) << train.status().ToString();
+    ASSERT_NE(std::find(train->params.begin(), train->params.end(), "keep"), train->params.end());
+    auto eval = BuildEvalGraph(*g, {}, train->params);
+    ASSERT_TRUE(eval.ok()) << eval.status().ToString();
+    EXPECT_EQ(CountNodes(*eval->graph, ir::OpKind::kRandomUniformLike), 0u);
   }
   auto noise = std::make_unique<ir::Graph>();
   ir::Value v = noise->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {4, 8}));
