@@ -372,6 +372,29 @@ bool LiftedConstantName(const std::string& name) {
   return false;
 }
 
+// Whether `v` is a 0-d initializer named "embed_scale" (last dotted
+// component) equal to sqrt(d), with d the last dim of what every reader, a
+// Mul, scales: the buffer of Gemma's scaled word embedding (sqrt(hidden),
+// registered with persistent=False in PyTorch), which ONNX cannot tell from a
+// parameter. Within 1% (a bf16 model stores 45.25 for sqrt(2048)).
+bool EmbedScaleBuffer(const Graph& g, Value v) {
+  const std::string& name = g.name(v);
+  const size_t dot = name.rfind('.');
+  if ((dot == std::string::npos ? name : name.substr(dot + 1)) != "embed_scale") return false;
+  const ir::TensorType& t = g.type(v);
+  const ir::Tensor* value = g.ConstantValue(v);
+  if (!t.has_shape || t.shape.rank() != 0 || !value || g.uses(v).empty() || g.is_graph_output(v)) return false;
+  for (const ir::Use& u : g.uses(v)) {
+    const ir::Node* mul = g.node(u.node);
+    if (mul->op() != OpKind::kMul) return false;
+    const ir::TensorType& other = g.type(mul->input(1 - u.slot));
+    if (!other.has_shape || other.shape.rank() == 0 || !other.shape[other.shape.rank() - 1].is_static()) return false;
+    const double want = std::sqrt(static_cast<double>(other.shape[other.shape.rank() - 1].value));
+    if (std::abs(value->GetAsDouble(0) - want) > 0.01 * want) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::map<std::string, std::string> ConstantLikeInitializers(const Graph& g) {
@@ -395,6 +418,9 @@ std::map<std::string, std::string> ConstantLikeInitializers(const Graph& g) {
     if (LiftedConstantName(g.name(v))) {
       found[g.name(v)] = "a tensor that forward() creates, lifted out by torch.export as a constant "
                          "(lifted_tensor_N), is not a parameter; --train-all trains it";
+    } else if (EmbedScaleBuffer(g, v)) {
+      found[g.name(v)] = "a 0-d embed_scale equal to sqrt(hidden) (the buffer of Gemma's scaled word embedding, "
+                         "not a parameter in PyTorch) is taken for a constant; --train-all trains it";
     } else if (t.has_shape && t.shape.rank() == 0 && OnlyPowExponent(g, v)) {
       found[g.name(v)] = "a 0-d Pow exponent is taken for a constant (its gradient is NaN where the base is "
                          "negative); --train-all trains it";

@@ -176,6 +176,9 @@ ParameterReport ReportParameters(const ir::Graph& g, const autodiff::BackwardRes
 //   forward() ("lifted_tensor_N", "_tensor_constantN" as the last dotted
 //   component): a tensor made in forward, never a parameter (DeBERTa-v2's
 //   relative-position scale factors in the dynamo export).
+// - a 0-d initializer named "embed_scale" (last dotted component) equal to
+//   sqrt(d) within 1%, d the last dim of what its Muls scale: Gemma's scaled
+//   word embedding's buffer (registered with persistent=False in PyTorch).
 // `train --train-all` (TrainGraphOptions::train_all) trains them too.
 std::map<std::string, std::string> ConstantLikeInitializers(const ir::Graph& g);
 

@@ -226,6 +226,33 @@ TEST(TrainGraph, ConstantsLiftedByTorchExportAreNotParameters) {
   ExpectConstantLike(*model, {"lifted_tensor_gate", "w"}, "encoder.attn.lifted_tensor_2", "torch.export");
 }
 
+// Gemma's scaled word embedding: ids -> Gather(table [V, 16]) -> Mul by a 0-d
+// "embed_tokens.embed_scale" of `scale` -> MatMul -> logits.
+std::unique_ptr<ir::Graph> ScaledEmbedding(float scale) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value ids = g->AddInput("ids", ir::TensorType::Of(ir::DType::kInt64, {2}));
+  ir::Value table = g->AddInitializer("model.embed_tokens.weight",
+                                      amptrain::testing::RouteTensor(ir::DType::kFloat32, {11, 16}, 3));
+  ir::Value s = g->AddInitializer("model.embed_tokens.embed_scale", ir::Tensor::Scalar(scale));
+  ir::Value w = g->AddInitializer("w", amptrain::testing::RouteTensor(ir::DType::kFloat32, {16, 4}, 7));
+  ir::Value e = g->AddNode(ir::OpKind::kGather, {table, ids})->output(0);
+  ir::Value scaled = g->AddNode(ir::OpKind::kMul, {e, s})->output(0);
+  g->AddOutput(g->AddNode(ir::OpKind::kMatMul, {scaled, w}, 1, "logits", {"logits"})->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+// Its embed_scale (sqrt(16) = 4, a buffer in PyTorch) is a constant unless
+// asked for; one that is not sqrt of the width it scales trains.
+TEST(TrainGraph, GemmasEmbedScaleIsAConstantUnlessAskedFor) {
+  ExpectConstantLike(*ScaledEmbedding(4.0f), {"model.embed_tokens.weight", "w"}, "model.embed_tokens.embed_scale",
+                     "Gemma");
+  auto other = BuildTrainGraph(*ScaledEmbedding(3.0f), {});
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ(std::set<std::string>(other->params.begin(), other->params.end()),
+            (std::set<std::string>{"model.embed_tokens.weight", "model.embed_tokens.embed_scale", "w"}));
+}
+
 std::set<std::string> Statistics(const ir::Graph& g) {
   std::set<std::string> stats;
   for (ir::Value v : g.initializers())
