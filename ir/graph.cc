@@ -136,11 +136,13 @@ Status Graph::RemoveNode(Node* node) {
   return Status::Ok();
 }
 
-size_t Graph::RemoveDeadNodes() {
+size_t Graph::RemoveDeadNodes(bool keep_initializers) {
   std::vector<bool> live(nodes_.size(), false);
   std::vector<NodeId> stack;
   for (Value v : outputs_) stack.push_back(v.node);
   for (Value v : inputs_) stack.push_back(v.node);  // graph inputs always stay
+  if (keep_initializers)
+    for (Value v : initializers()) stack.push_back(v.node);
   while (!stack.empty()) {
     NodeId id = stack.back();
     stack.pop_back();

@@ -151,8 +151,9 @@ class Graph {
   void ClearOutputs() { outputs_.clear(); }
   // Removes a node whose outputs have no uses and are not graph outputs.
   Status RemoveNode(Node* node);
-  // Removes nodes (and unused initializers) that no graph output depends on. Returns the count.
-  size_t RemoveDeadNodes();
+  // Removes nodes (and unused initializers, unless `keep_initializers`) that
+  // no graph output depends on. Returns the count.
+  size_t RemoveDeadNodes(bool keep_initializers = false);
   // Renames a value; fails when the name is taken.
   Status RenameValue(Value v, const std::string& name);
 

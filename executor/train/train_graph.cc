@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "amp/amp_internal.h"
 #include "amp/name_pattern.h"
 #include "autodiff/autodiff.h"
 #include "autodiff/loss.h"
@@ -221,17 +222,9 @@ Status ExpectedRandomMasks(Graph& g) {
       ++replaced;
     }
   }
-  // What only the masks read goes; initializers stay (the eval graph turns its
-  // state names into inputs, and a float scalar that scaled a mask is one).
-  for (bool progress = replaced > 0; progress;) {
-    progress = false;
-    for (Node* n : g.nodes()) {
-      if (n->op() == OpKind::kInitializer || n->op() == OpKind::kInput) continue;
-      bool read = false;
-      for (size_t o = 0; o < n->num_outputs(); ++o) read = read || !n->uses(o).empty() || g.is_graph_output(n->output(o));
-      if (!read && g.RemoveNode(n).ok()) progress = true;
-    }
-  }
+  // The masks' chains go; initializers stay (the eval graph turns its state
+  // names into inputs, and a float scalar that scaled a mask is one).
+  if (replaced > 0) g.RemoveDeadNodes(/*keep_initializers=*/true);
   if (replaced > 0) spdlog::debug("inference mode: {} random masks replaced by their expectation", replaced);
   for (const Node* n : g.nodes())
     if (ir::Schema(n->op()).family == "random")
@@ -642,22 +635,14 @@ bool PolicyNamesGeluParts(const std::optional<amp::Policy>& policy) {
 }
 
 // Whether a node's name matches a pattern of the policy's node overrides or
-// pins: a fusion leaves such a node as it is, for the policy to find.
+// pins (the planner's CompiledPolicy): a fusion leaves such a node as it is,
+// for the policy to find. Null without a policy.
 StatusOr<std::function<bool(const ir::Node&)>> PolicyNamedNodes(const std::optional<amp::Policy>& policy) {
-  std::vector<amp::internal::NamePattern> patterns;
-  if (policy) {
-    for (const amp::NodeOverride& o : policy->node_overrides) {
-      AMP_ASSIGN_OR_RETURN(amp::internal::NamePattern p, amp::internal::NamePattern::Compile(o.pattern, o.is_regex, "node"));
-      patterns.push_back(std::move(p));
-    }
-    for (const amp::SlotPin& pin : policy->pins) {
-      AMP_ASSIGN_OR_RETURN(amp::internal::NamePattern p,
-                           amp::internal::NamePattern::Compile(pin.node_pattern, pin.is_regex, "pin"));
-      patterns.push_back(std::move(p));
-    }
-  }
-  return std::function<bool(const ir::Node&)>([patterns = std::move(patterns)](const ir::Node& n) {
-    return std::any_of(patterns.begin(), patterns.end(), [&](const auto& p) { return p.Matches(n.name()); });
+  if (!policy) return std::function<bool(const ir::Node&)>();
+  AMP_ASSIGN_OR_RETURN(amp::internal::CompiledPolicy compiled, amp::internal::CompiledPolicy::Compile(*policy));
+  return std::function<bool(const ir::Node&)>([c = std::move(compiled)](const ir::Node& n) {
+    auto named = [&](const auto& entry) { return entry.pattern.Matches(n.name()); };
+    return std::any_of(c.overrides.begin(), c.overrides.end(), named) || std::any_of(c.pins.begin(), c.pins.end(), named);
   });
 }
 
