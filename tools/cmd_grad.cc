@@ -27,6 +27,7 @@
 #include "autodiff/training_graph.h"
 #include "executor/npy.h"
 #include "executor/session.h"
+#include "executor/train/constant_like.h"
 #include "executor/train/train_graph.h"
 #include "importer/onnx_import.h"
 #include "ir/infer/infer_util.h"

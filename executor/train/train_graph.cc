@@ -1,14 +1,10 @@
 #include "executor/train/train_graph.h"
 
 #include <algorithm>
-#include <cmath>
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
-#include <unordered_set>
-
-#include <spdlog/spdlog.h>
 
 #include "amp/amp_internal.h"
 #include "amp/name_pattern.h"
@@ -16,6 +12,8 @@
 #include "autodiff/loss.h"
 #include "autodiff/training_graph.h"
 #include "executor/optimize.h"
+#include "executor/train/constant_like.h"
+#include "executor/train/eval_mode.h"
 #include "ir/infer/infer_util.h"
 #include "ir/onnx_dtype.h"
 #include "ir/pass.h"
@@ -110,155 +108,6 @@ StatusOr<autodiff::LossHead> AttachLoss(Graph& g, Value logits, const TrainGraph
   return autodiff::AttachCrossEntropy(g, logits, CrossEntropy(opts));
 }
 
-// The probability that `cmp` (Less, Greater, LessOrEqual, GreaterOrEqual)
-// is true when one operand is uniform random numbers (RandomUniformLike or
-// RandomUniform, [low, high)) and the other a constant scalar; nullopt for
-// any other comparison. Its random producer is returned in `random`.
-std::optional<double> MaskProbability(const Graph& g, const Node& cmp, const Node** random) {
-  for (size_t r = 0; r < 2; ++r) {
-    const Node* u = g.producer(cmp.input(r));
-    if (u->op() != OpKind::kRandomUniformLike && u->op() != OpKind::kRandomUniform) continue;
-    const ir::Tensor* c = g.ConstantValue(cmp.input(1 - r));
-    if (!c || c->num_elements() != 1) return std::nullopt;
-    const double low = u->attrs().Float("low", 0.0f), high = u->attrs().Float("high", 1.0f);
-    if (!(high > low)) return std::nullopt;
-    // P(u < c) (the same as P(u <= c) for a continuous u).
-    const double below = std::clamp((c->GetAsDouble(0) - low) / (high - low), 0.0, 1.0);
-    const bool u_first = r == 0;
-    const bool less = cmp.op() == OpKind::kLess || cmp.op() == OpKind::kLessOrEqual;
-    *random = u;
-    return less == u_first ? below : 1.0 - below;
-  }
-  return std::nullopt;
-}
-
-// The reader of `v` when it has exactly one and `v` is no graph output.
-Node* SoleReader(Graph& g, Value v) {
-  if (g.is_graph_output(v) || g.uses(v).size() != 1) return nullptr;
-  return g.node(g.uses(v)[0].node);
-}
-
-// `mask` (the float mask, whose expectation is p) as the exporters use it:
-// Div(mask, p) (or Mul(mask, 1/p) where p/p rounds to 1), then Mul with x of
-// the result's type. That Mul is then x: its readers read x, and true is
-// returned (the rest becomes dead); false leaves the graph unchanged.
-bool BypassScaledMask(Graph& g, Value mask, double p) {
-  Node* scale = SoleReader(g, mask);
-  if (!scale || scale->input(0) != mask || scale->num_inputs() != 2) return false;
-  const ir::Tensor* k = g.ConstantValue(scale->input(1));
-  if (!k || k->num_elements() != 1) return false;
-  const float pf = static_cast<float>(p), kf = static_cast<float>(k->GetAsDouble(0));
-  const bool unit = scale->op() == OpKind::kDiv ? pf == kf : scale->op() == OpKind::kMul && pf * kf == 1.0f;
-  if (!unit) return false;
-  Node* mul = SoleReader(g, scale->output(0));
-  if (!mul || mul->op() != OpKind::kMul) return false;
-  const Value x = mul->input(mul->input(0) == scale->output(0) ? 1 : 0);
-  // The same type, dims as known (symbolic ones by name): the product broadcast nothing into x.
-  const ir::TensorType &xt = g.type(x), &yt = g.type(mul->output(0));
-  if (x == scale->output(0) || g.is_graph_output(mul->output(0)) || !xt.has_shape || xt.ToString() != yt.ToString())
-    return false;
-  g.ReplaceAllUsesWith(mul->output(0), x);
-  return true;
-}
-
-// Inference mode for the random masks that a training export computes with
-// ops: torchvision's StochasticDepth (and any dropout written by hand) is,
-// in both exporters, `x * Cast(Less(RandomUniformLike(T), p)) / p`. Each
-// float Cast (or CastLike) of such a comparison becomes its expectation,
-// the probability p of true, of the comparison's shape: x * p / p = x, what
-// the module computes in eval mode. Where the mask is scaled by 1/p and
-// multiplied into x (StochasticDepth, timm's DropPath, dynamo's dropout), the
-// product's readers read x itself and the chain goes. Random nodes left in
-// the graph are named in a warning: their outputs vary from run to run.
-Status ExpectedRandomMasks(Graph& g) {
-  std::vector<Node*> comparisons;
-  for (Node* n : g.nodes())
-    if (n->op() == OpKind::kLess || n->op() == OpKind::kGreater || n->op() == OpKind::kLessOrEqual ||
-        n->op() == OpKind::kGreaterOrEqual)
-      comparisons.push_back(n);
-  int replaced = 0;
-  for (Node* cmp : comparisons) {
-    const Node* random = nullptr;
-    const std::optional<double> p = MaskProbability(g, *cmp, &random);
-    if (!p) continue;
-    std::vector<Node*> casts;
-    for (const ir::Use& u : g.uses(cmp->output(0))) {
-      Node* reader = g.node(u.node);
-      if ((reader->op() == OpKind::kCast || reader->op() == OpKind::kCastLike) && u.slot == 0 &&
-          ir::IsFloat(g.type(reader->output(0)).dtype))
-        casts.push_back(reader);
-    }
-    for (Node* cast : casts) {
-      if (BypassScaledMask(g, cast->output(0), *p)) {
-        ++replaced;
-        continue;
-      }
-      const ir::DType dtype = g.type(cast->output(0)).dtype;
-      AMP_ASSIGN_OR_RETURN(ir::Tensor value, ir::Tensor::Zeros(dtype, {}));
-      ir::SetElementFromDouble(value, 0, *p);
-      const std::string base = cast->name() + "/expectation";
-      Node* constant = g.AddNode(OpKind::kConstant, {}, 1, g.UniqueName(base));
-      constant->attrs().Set("value", std::move(value));
-      AMP_RETURN_IF_ERROR(g.InferNode(constant));
-      // The mask's shape: the RandomUniformLike's input's, or RandomUniform's attribute.
-      Value shape;
-      if (random->op() == OpKind::kRandomUniformLike) {
-        Node* of = g.AddNode(OpKind::kShape, {random->input(0)}, 1, g.UniqueName(base + "/Shape"));
-        AMP_RETURN_IF_ERROR(g.InferNode(of));
-        shape = of->output(0);
-      } else {
-        AMP_ASSIGN_OR_RETURN(std::vector<int64_t> dims, random->attrs().GetInts("shape"));
-        Node* dims_node = g.AddNode(OpKind::kConstant, {}, 1, g.UniqueName(base + "/shape"));
-        dims_node->attrs().Set("value", ir::Tensor::Int64s(dims, {static_cast<int64_t>(dims.size())}));
-        AMP_RETURN_IF_ERROR(g.InferNode(dims_node));
-        shape = dims_node->output(0);
-      }
-      Node* expand = g.AddNode(OpKind::kExpand, {constant->output(0), shape}, 1, g.UniqueName(base + "/Expand"));
-      AMP_RETURN_IF_ERROR(g.InferNode(expand));
-      const std::string name = g.name(cast->output(0));
-      g.ReplaceAllUsesWith(cast->output(0), expand->output(0));
-      AMP_RETURN_IF_ERROR(g.RemoveNode(cast));
-      AMP_RETURN_IF_ERROR(g.RenameValue(expand->output(0), name));
-      ++replaced;
-    }
-  }
-  // The masks' chains go; initializers stay (the eval graph turns its state
-  // names into inputs, and a float scalar that scaled a mask is one).
-  if (replaced > 0) g.RemoveDeadNodes(/*keep_initializers=*/true);
-  if (replaced > 0) spdlog::debug("inference mode: {} random masks replaced by their expectation", replaced);
-  for (const Node* n : g.nodes())
-    if (ir::Schema(n->op()).family == "random")
-      spdlog::warn("inference mode: {} still draws random numbers (not a dropout mask amptrain recognizes): "
-                   "its outputs vary from run to run",
-                   n->Describe());
-  return Status::Ok();
-}
-
-// Inference mode: BatchNormalization with training_mode 0 and a single
-// output; random masks replaced by their expectation (ExpectedRandomMasks).
-Status ToEvalMode(Graph& g) {
-  AMP_RETURN_IF_ERROR(ExpectedRandomMasks(g));
-  for (Node* n : g.nodes()) {
-    if (n->op() != OpKind::kBatchNormalization) continue;
-    for (size_t k = 1; k < n->num_outputs(); ++k)
-      if (!n->uses(k).empty() || g.is_graph_output(n->output(k)))
-        return FailedPrecondition(n->Describe(), ": its running-statistics output '", g.name(n->output(k)),
-                                  "' is used, so it cannot run in inference mode for evaluation");
-    Node* bn = n;
-    if (n->num_outputs() > 1) {
-      bn = g.AddNode(n->op(), n->inputs(), 1, n->name());
-      bn->attrs() = n->attrs();
-      std::string name = g.name(n->output(0));
-      g.ReplaceAllUsesWith(n->output(0), bn->output(0));
-      AMP_RETURN_IF_ERROR(g.RemoveNode(n));
-      AMP_RETURN_IF_ERROR(g.RenameValue(bn->output(0), name));
-    }
-    bn->attrs().Set("training_mode", int64_t{0});
-    AMP_RETURN_IF_ERROR(g.InferNode(bn));
-  }
-  return Status::Ok();
-}
-
 int64_t Elements(const Graph& g, Value v) {
   const ir::TensorType& t = g.type(v);
   return t.has_shape && t.shape.is_static() ? t.shape.num_elements() : 0;
@@ -287,145 +136,6 @@ std::vector<std::string> ParameterReport::Lines() const {
     }
   for (const auto& [reason, names] : by_reason) lines.push_back(StrCat("not trained (", reason, "): ", names));
   return lines;
-}
-
-namespace {
-
-// Whether every reader of `v` takes it as Pow's exponent.
-bool OnlyPowExponent(const Graph& g, Value v) {
-  if (g.uses(v).empty() || g.is_graph_output(v)) return false;
-  for (const ir::Use& u : g.uses(v))
-    if (g.node(u.node)->op() != OpKind::kPow || u.slot != 1) return false;
-  return true;
-}
-
-// Whether every path from `init` to a value that depends on the input data
-// (`data`) passes through Sin or Cos first, and one does.
-bool OnlyThroughSinusoids(const Graph& g, Value init, const std::unordered_set<Value, ir::ValueHash>& data) {
-  bool sinusoid = false;
-  std::vector<Value> stack{init};
-  std::unordered_set<Value, ir::ValueHash> seen{init};
-  while (!stack.empty()) {
-    const Value v = stack.back();
-    stack.pop_back();
-    if (g.is_graph_output(v)) return false;
-    for (const ir::Use& u : g.uses(v)) {
-      const ir::Node* n = g.node(u.node);
-      bool mixes = false;
-      for (size_t o = 0; o < n->num_outputs(); ++o) mixes = mixes || data.count(n->output(o)) > 0;
-      if (mixes) return false;
-      if (n->op() == OpKind::kSin || n->op() == OpKind::kCos) {
-        sinusoid = true;
-        continue;
-      }
-      for (size_t o = 0; o < n->num_outputs(); ++o)
-        if (seen.insert(n->output(o)).second) stack.push_back(n->output(o));
-    }
-  }
-  return sinusoid;
-}
-
-// Whether `t` is a precomputed sinusoidal position table [n, d]: column pairs
-// (k, d/2 + k) as Whisper's sinusoids() lays them out, or (2k, 2k + 1) as
-// the original Transformer's, holding sin(i f_k) and cos(i f_k) of the row
-// index i, each frequency read from row 1 (atan2 keeps the small ones
-// exact), within 2e-3: float32's error in i f at positions of thousands.
-bool SinusoidPositionTable(const ir::Tensor& t) {
-  if (t.rank() != 2 || t.dims()[0] < 4 || t.dims()[1] < 4 || t.dims()[1] % 2) return false;
-  const int64_t n = t.dims()[0], d = t.dims()[1], half = d / 2;
-  auto at = [&](int64_t i, int64_t j) { return t.GetAsDouble(i * d + j); };
-  for (bool interleaved : {false, true}) {
-    auto sin_col = [&](int64_t k) { return interleaved ? 2 * k : k; };
-    auto cos_col = [&](int64_t k) { return interleaved ? 2 * k + 1 : half + k; };
-    bool table = true;
-    for (int64_t k = 0; table && k < half; ++k) {
-      table = at(0, sin_col(k)) == 0.0 && std::abs(at(0, cos_col(k)) - 1.0) < 1e-6;
-      const double f = std::atan2(at(1, sin_col(k)), at(1, cos_col(k)));
-      table = table && f > 0;
-      for (int64_t i = 1; table && i < n; ++i)
-        table = std::abs(at(i, sin_col(k)) - std::sin(static_cast<double>(i) * f)) <= 2e-3 &&
-                std::abs(at(i, cos_col(k)) - std::cos(static_cast<double>(i) * f)) <= 2e-3;
-    }
-    if (table) return true;
-  }
-  return false;
-}
-
-// Whether `name` is what torch.export calls a tensor that forward() creates
-// and it lifts out as a constant: "lifted_tensor_N" or "_tensor_constantN"
-// as the last dotted component ("encoder.layer.0.attention.self.lifted_tensor_2").
-bool LiftedConstantName(const std::string& name) {
-  const size_t dot = name.rfind('.');
-  const std::string last = dot == std::string::npos ? name : name.substr(dot + 1);
-  for (const std::string prefix : {"lifted_tensor_", "c_lifted_tensor_", "_tensor_constant"})
-    if (last.size() > prefix.size() && last.compare(0, prefix.size(), prefix) == 0 &&
-        std::all_of(last.begin() + static_cast<std::ptrdiff_t>(prefix.size()), last.end(),
-                    [](char c) { return c >= '0' && c <= '9'; }))
-      return true;
-  return false;
-}
-
-// Whether `v` is a 0-d initializer named "embed_scale" (last dotted
-// component) equal to sqrt(d), with d the last dim of what every reader, a
-// Mul, scales: the buffer of Gemma's scaled word embedding (sqrt(hidden),
-// registered with persistent=False in PyTorch), which ONNX cannot tell from a
-// parameter. Within 1% (a bf16 model stores 45.25 for sqrt(2048)).
-bool EmbedScaleBuffer(const Graph& g, Value v) {
-  const std::string& name = g.name(v);
-  const size_t dot = name.rfind('.');
-  if ((dot == std::string::npos ? name : name.substr(dot + 1)) != "embed_scale") return false;
-  const ir::TensorType& t = g.type(v);
-  const ir::Tensor* value = g.ConstantValue(v);
-  if (!t.has_shape || t.shape.rank() != 0 || !value || g.uses(v).empty() || g.is_graph_output(v)) return false;
-  for (const ir::Use& u : g.uses(v)) {
-    const ir::Node* mul = g.node(u.node);
-    if (mul->op() != OpKind::kMul) return false;
-    const ir::TensorType& other = g.type(mul->input(1 - u.slot));
-    if (!other.has_shape || other.shape.rank() == 0 || !other.shape[other.shape.rank() - 1].is_static()) return false;
-    const double want = std::sqrt(static_cast<double>(other.shape[other.shape.rank() - 1].value));
-    if (std::abs(value->GetAsDouble(0) - want) > 0.01 * want) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-std::map<std::string, std::string> ConstantLikeInitializers(const Graph& g) {
-  std::map<std::string, std::string> found;
-  // The values that depend on the input data (a shape does not).
-  std::unordered_set<Value, ir::ValueHash> data;
-  auto order = g.TopologicalOrder();
-  if (order.ok()) {
-    for (Value v : g.inputs()) data.insert(v);
-    for (const ir::Node* n : *order) {
-      if (n->op() == OpKind::kShape || n->op() == OpKind::kSize) continue;
-      bool dependent = false;
-      for (Value in : n->inputs()) dependent = dependent || (in.valid() && data.count(in) > 0);
-      if (dependent)
-        for (size_t o = 0; o < n->num_outputs(); ++o) data.insert(n->output(o));
-    }
-  }
-  for (Value v : g.initializers()) {
-    const ir::TensorType& t = g.type(v);
-    if (!ir::IsFloat(t.dtype)) continue;
-    if (LiftedConstantName(g.name(v))) {
-      found[g.name(v)] = "a tensor that forward() creates, lifted out by torch.export as a constant "
-                         "(lifted_tensor_N), is not a parameter; --train-all trains it";
-    } else if (EmbedScaleBuffer(g, v)) {
-      found[g.name(v)] = "a 0-d embed_scale equal to sqrt(hidden) (the buffer of Gemma's scaled word embedding, "
-                         "not a parameter in PyTorch) is taken for a constant; --train-all trains it";
-    } else if (t.has_shape && t.shape.rank() == 0 && OnlyPowExponent(g, v)) {
-      found[g.name(v)] = "a 0-d Pow exponent is taken for a constant (its gradient is NaN where the base is "
-                         "negative); --train-all trains it";
-    } else if (order.ok() && OnlyThroughSinusoids(g, v, data)) {
-      found[g.name(v)] = "the frequencies of a sinusoid of constants (a rotary or sinusoidal position table, a "
-                         "buffer in PyTorch) are taken for constants; --train-all trains them";
-    } else if (const ir::Tensor* value = g.ConstantValue(v); value && SinusoidPositionTable(*value)) {
-      found[g.name(v)] = "a precomputed sinusoidal position table (sin and cos of position x frequency, frozen in "
-                         "PyTorch: Whisper's embed_positions) is taken for a constant; --train-all trains it";
-    }
-  }
-  return found;
 }
 
 ParameterReport ReportParameters(const Graph& g, const autodiff::BackwardResult& backward,
@@ -487,21 +197,6 @@ StatusOr<std::set<std::string>> ResolveFreeze(const Graph& g, const std::vector<
                              "statistics excluded) of the model");
   }
   return frozen;
-}
-
-Status ToInferenceMode(Graph& g) {
-  AMP_RETURN_IF_ERROR(ToEvalMode(g));
-  for (Node* n : g.nodes()) {
-    if (n->op() != OpKind::kDropout) continue;
-    if (n->num_outputs() > 1 && (!n->uses(1).empty() || g.is_graph_output(n->output(1))))
-      return FailedPrecondition(n->Describe(), ": its mask output is used, so it cannot be removed for inference");
-    Value y = n->output(0), x = n->input(0);
-    if (g.is_graph_output(y)) continue;  // keeps the output's name; an inference session makes it the identity
-    g.ReplaceAllUsesWith(y, x);
-    AMP_RETURN_IF_ERROR(g.RemoveNode(n));
-  }
-  g.RemoveDeadNodes();
-  return Status::Ok();
 }
 
 Status InitializerToInput(Graph& g, const std::string& name) {

@@ -11,6 +11,7 @@
 #include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/float_convert.h"
 #include "executor/train/clip.h"
+#include "executor/train/eval_mode.h"
 #include "executor/train/sha256.h"
 
 namespace amptrain::executor::train {

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "executor/session.h"
+#include "executor/train/eval_mode.h"
 #include "importer/onnx_export.h"
 #include "importer/onnx_import.h"
 #include "tests/common/count_nodes.h"

@@ -1,12 +1,16 @@
-// Helpers of the direct-kernel suites (direct_test.cc, direct_math_test.cc).
+// Helpers of the direct-kernel suites (direct_test.cc, direct_batchnorm_test.cc,
+// direct_math_test.cc).
 #pragma once
 
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <vector>
 
 #include "ir/tensor.h"
+#include "tests/kernels/grad_test_util.h"
 
 namespace amptrain::kernels::testing {
 
@@ -35,6 +39,20 @@ inline bool SameBitsOrNaNs(const ir::Tensor& a, const ir::Tensor& b) {
 inline uint32_t ElementBits(const ir::Tensor& t, int64_t i) {
   if (t.dtype() == ir::DType::kFloat32) return ir::FloatBits(t.data<float>()[i]);
   return t.data<uint16_t>()[i];
+}
+
+// Random values in [-1, 1) of `t`, with every 7th element a copy of its
+// neighbour (ties), and a few zeros, -0, +-inf and NaN when `specials`.
+inline ir::Tensor Values(const std::vector<int64_t>& dims, uint32_t seed, ir::DType t, bool specials = true) {
+  ir::Tensor x = gradtest::Random(dims, seed, t);
+  const int64_t n = x.num_elements();
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN()};
+  for (int64_t i = 1; i < n; ++i) {
+    if (i % 7 == 0) ir::SetElementFromDouble(x, i, x.GetAsDouble(i - 1));
+    if (specials && i % 53 == 0) ir::SetElementFromDouble(x, i, special[(i / 53) % 5]);
+  }
+  return x;
 }
 
 }  // namespace amptrain::kernels::testing
