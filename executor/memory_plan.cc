@@ -51,6 +51,23 @@ int InplaceBuffer(const Plan& plan, size_t s, size_t o) {
   return in.buffer;
 }
 
+// The slot whose memory output `o` of step `s` reads without a copy, or -1:
+// when the kernel is a view and its input is (a view of) a graph input,
+// constant or graph output, of the same bytes and storage type.
+int AliasOf(const Plan& plan, size_t s, size_t o) {
+  const Step& step = plan.steps[s];
+  if (o != 0 || !step.kernel || !step.kernel->is_view() || step.inputs.empty() || step.inputs[0] < 0) return -1;
+  const Slot& out = plan.slots[step.outputs[o]];
+  const Slot& in = plan.slots[step.inputs[0]];
+  const int root = in.storage == Storage::kAlias ? in.alias_of : step.inputs[0];
+  const Storage st = plan.slots[root].storage;
+  if (st != Storage::kInput && st != Storage::kConstant && st != Storage::kOutput) return -1;
+  if (in.bytes != out.bytes || in.dtype != out.dtype || in.holds != out.holds || in.channels_last ||
+      out.channels_last)
+    return -1;
+  return root;
+}
+
 // What is live at `step`, in MB by how it is stored: "float32 12.5, bfloat16
 // 3.1, float32 holding bfloat16 2.0, scratch 0.4" (buffers shared in place
 // count once, under their first slot).
@@ -87,6 +104,10 @@ void PlanMemory(Plan& plan, bool inplace) {
     for (size_t o = 0; o < step.outputs.size(); ++o) {
       Slot& out = plan.slots[step.outputs[o]];
       if (out.storage != Storage::kArena) continue;
+      if (inplace && (out.alias_of = AliasOf(plan, s, o)) >= 0) {
+        out.storage = Storage::kAlias;
+        continue;
+      }
       plan.naive_bytes += ArenaBytes(out.bytes);
       int shared = inplace ? InplaceBuffer(plan, s, o) : -1;
       if (shared >= 0) {

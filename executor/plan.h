@@ -38,7 +38,9 @@
 //     until its last reader, and nothing writes in place over it before.
 //     Graph inputs, constants and graph outputs are not in the arena: graph
 //     outputs get fresh tensors per run (a graph output that is an input or a
-//     constant is copied out).
+//     constant is copied out). A view of one of them reads its memory
+//     (Storage::kAlias; nothing writes in place over an alias) instead of a
+//     copy in the arena: the loss head's Reshape of the logits output.
 //
 //   input x ─▶ Relu ─▶ a ─▶ Relu ─▶ b ─▶ Add(a?) ...
 //   Value        storage   buffer  interval
@@ -82,6 +84,8 @@ enum class Storage {
   kArena,     // intermediate: Slot::offset into the arena
   kOutput,    // graph output computed by a node: a fresh tensor per run
   kAbsent,    // an optional output the node does not produce
+  kAlias,     // a view (Reshape, Flatten, ...) of a graph input, constant or
+              // graph output: that slot's memory (Slot::alias_of), no copy
 };
 
 // One runtime value.
@@ -99,6 +103,7 @@ struct Slot {
   // kArena, rank 4: stored channels-last (kernels::TensorSpec::channels_last).
   bool channels_last = false;
   int buffer = -1;      // kArena only: index into Plan::buffers
+  int alias_of = -1;    // kAlias only: the slot whose memory this one reads
   // Schedule steps of the definition and the last use (kArena only).
   int first = 0, last = 0;
 };

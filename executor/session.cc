@@ -280,6 +280,8 @@ Status InferenceSession::PrepareViews(CachedPlan& cp, const std::vector<const Te
     else if (slot.storage == Storage::kOutput) cp.views[i].data = const_cast<void*>(slot_outputs[i].raw());
     else if (slot.storage == Storage::kConstant && !cp.device_slots.empty()) cp.views[i].data = cp.device_slots[i].raw();
   }
+  for (size_t i = 0; i < plan.slots.size(); ++i)  // views of inputs, constants and outputs: their memory
+    if (plan.slots[i].storage == Storage::kAlias) cp.views[i].data = cp.views[plan.slots[i].alias_of].data;
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const Step& step = plan.steps[s];
     kernels::KernelContext& ctx = cp.contexts[s];

@@ -27,33 +27,6 @@ uint64_t StepSeed(uint64_t seed, int64_t step) {
   return z == 0 ? 1 : z;  // 0 would mean "no run seed"
 }
 
-Hits CountCorrect(const Tensor& logits, const Tensor& labels, int64_t class_axis, int64_t ignore_index) {
-  Hits h;
-  const int64_t rank = logits.rank();
-  if (rank < 2 || class_axis < 1 || class_axis >= rank || logits.dtype() != ir::DType::kFloat32 ||
-      labels.dtype() != ir::DType::kInt64)
-    return h;
-  const int64_t k = logits.dims()[class_axis];
-  if (k < 1 || labels.num_elements() * k != logits.num_elements()) return h;
-  int64_t outer = 1, inner = 1;  // logits viewed as [outer, k, inner], labels as [outer, inner]
-  for (int64_t d = 0; d < class_axis; ++d) outer *= logits.dims()[d];
-  for (int64_t d = class_axis + 1; d < rank; ++d) inner *= logits.dims()[d];
-  const float* x = logits.data<float>();
-  const int64_t* y = labels.data<int64_t>();
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t i = 0; i < inner; ++i) {
-      const int64_t label = y[o * inner + i];
-      if (label == ignore_index) continue;
-      const float* row = x + o * k * inner + i;
-      int64_t best = 0;
-      for (int64_t j = 1; j < k; ++j)
-        if (row[j * inner] > row[best * inner]) best = j;
-      h.correct += best == label;
-      ++h.counted;
-    }
-  return h;
-}
-
 namespace {
 
 std::map<std::string, int> OutputIndex(const ir::Graph& g) {
@@ -493,7 +466,7 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
       AMP_RETURN_IF_ERROR(dev_.CopyOut(logits_host_, logits));
       host_logits = &logits_host_;
     }
-    const Hits hits = CountCorrect(*host_logits, labels, train_.class_axis, config_.graph.ignore_index);
+    const Hits hits = CountCorrect(*host_logits, labels, train_.class_axis, config_.graph.ignore_index, config_.threads);
     r.correct = hits.correct;
     r.labelled = hits.counted;
     if (r.labelled == 0)

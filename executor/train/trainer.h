@@ -53,6 +53,7 @@
 
 #include "executor/data/dataset.h"
 #include "executor/session.h"
+#include "executor/train/accuracy.h"
 #include "executor/train/checkpoint.h"
 #include "executor/train/loss_scaler.h"
 #include "executor/train/lr_schedule.h"
@@ -292,16 +293,5 @@ class Evaluator {
   std::map<std::string, ir::TensorType> input_types_;
   int64_t ignore_index_ = autodiff::kDefaultIgnoreIndex;
 };
-
-// Top-1 hits of fp32 logits against int64 labels: [B, K] against [B], or
-// per position with the classes on `class_axis` ([B, K, d...] or
-// [B, d..., K] against [B, d...]). Labels equal to `ignore_index` are not
-// counted. Other shapes or types count nothing.
-struct Hits {
-  int64_t correct = 0;
-  int64_t counted = 0;  // labels that are not ignore_index
-};
-Hits CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels, int64_t class_axis = 1,
-                  int64_t ignore_index = autodiff::kDefaultIgnoreIndex);
 
 }  // namespace amptrain::executor::train

@@ -11,7 +11,9 @@
 //                            broadcast: ResNet's residual sums), or of
 //                            X [N, C, H, W] and one value per channel
 //                            (squeeze-excitation's scale, plain or
-//                            channels-last): float(a) op float(b), rounded
+//                            channels-last), or of X and a block of its
+//                            trailing dims (a Linear's bias, a position
+//                            table, a scalar): float(a) op float(b), rounded
 //                            once, as the reference; 2-byte values are
 //                            widened in blocks on each thread.
 // Same bits as the reference kernels (unary.cc, grad_misc.cc, cast.cc,
@@ -20,6 +22,7 @@
 // Output 0 may overwrite input 0. SSE2 and AVX intrinsics: the build's
 // baseline (-mf16c implies AVX).
 #include <immintrin.h>
+#include <omp.h>
 
 #include <algorithm>
 
@@ -270,6 +273,66 @@ class ChannelBroadcastKernel final : public Kernel {
   int threads_;
 };
 
+// Add and Mul (fp32, fp16, bf16) of X (the output's dims) and B, a block of
+// X's trailing dims repeated over its leading ones: B's dims, aligned to X's
+// from the right, are 1 up to some axis and X's from there on. A Linear's
+// bias over the last axis ([N, T, D] + [D]), a position table ([N, T, D] +
+// [1, T, D]), a scalar (x * 0.125). Either input slot. The reference's bits.
+template <Arith op>
+class RowBroadcastKernel final : public Kernel {
+ public:
+  RowBroadcastKernel(DType t, int x_slot, int64_t rows, int64_t len, int threads)
+      : dtype_(t), x_slot_(x_slot), rows_(rows), len_(len), threads_(threads) {}
+  // 2-byte types: B widened once per run.
+  size_t scratch_bytes() const override { return dtype_ == DType::kFloat32 ? 0 : static_cast<size_t>(len_) * 4; }
+  Status Run(KernelContext& ctx) override {
+    const void* x = ctx.inputs[static_cast<size_t>(x_slot_)].data;
+    const void* b = ctx.inputs[static_cast<size_t>(1 - x_slot_)].data;
+    void* y = ctx.outputs[0].data;
+    const float* bf = static_cast<const float*>(b);
+    if (dtype_ != DType::kFloat32) {
+      WidenSpan(dtype_, b, static_cast<float*>(ctx.scratch), len_);
+      bf = static_cast<const float*>(ctx.scratch);
+    }
+    const DType dt = dtype_;
+    const int64_t len = len_;
+    auto rows = [&](int64_t from, int64_t to) {
+      for (int64_t r = from; r < to; ++r)
+        if (dt == DType::kFloat32)
+          RowF32<op>(static_cast<const float*>(x) + r * len, bf, 1, static_cast<float*>(y) + r * len, len);
+        else
+          RowTwoByte<op>(dt, static_cast<const uint16_t*>(x) + r * len, bf, 1, static_cast<uint16_t*>(y) + r * len, len);
+    };
+    if (len == 1) {  // a scalar: one flat range, b[0] broadcast
+      ForRange(rows_, threads_, [&](int64_t lo, int64_t hi) {
+        if (dt == DType::kFloat32)
+          RowF32<op>(static_cast<const float*>(x) + lo, bf, 0, static_cast<float*>(y) + lo, hi - lo);
+        else
+          RowTwoByte<op>(dt, static_cast<const uint16_t*>(x) + lo, bf, 0, static_cast<uint16_t*>(y) + lo, hi - lo);
+      });
+      return Status::Ok();
+    }
+    const int t = rows_ * len >= kParallelMin && rows_ > 1 ? threads_ : 1;
+    if (t == 1) {
+      rows(0, rows_);
+      return Status::Ok();
+    }
+#pragma omp parallel num_threads(t)
+    {
+      const int k = omp_get_thread_num(), n = omp_get_num_threads();
+      rows(rows_ * k / n, rows_ * (k + 1) / n);
+    }
+    return Status::Ok();
+  }
+  int inplace_input(size_t output) const override { return output == 0 ? x_slot_ : -1; }
+
+ private:
+  DType dtype_;
+  int x_slot_;
+  int64_t rows_, len_;
+  int threads_;
+};
+
 class CastKernel final : public Kernel {
  public:
   // `widened`: the output is fp32 holding `to` values (TensorSpec::holds).
@@ -326,12 +389,18 @@ bool PerChannel(const std::vector<int64_t>& s, const std::vector<int64_t>& x, bo
   return true;
 }
 
+// Two inputs and one output, all of one dtype (their dims may differ).
+Status BinaryOfOneType(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 2, 2, 1, 1));
+  const DType t = init.outputs[0].dtype;
+  if (init.inputs[0].dtype != t || init.inputs[1].dtype != t) return init.Error("inputs and output must share a dtype");
+  return Status::Ok();
+}
+
 template <Arith op>
 StatusOr<std::unique_ptr<Kernel>> MakeChannelBroadcast(const KernelInit& init) {
-  AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 2, 2, 1, 1));
+  AMP_RETURN_IF_ERROR(BinaryOfOneType(init));
   const TensorSpec& out = init.outputs[0];
-  if (init.inputs[0].dtype != out.dtype || init.inputs[1].dtype != out.dtype)
-    return init.Error("inputs and output must share a dtype");
   int x_slot = -1;
   bool per_sample = false;
   for (int k = 0; k < 2 && x_slot < 0; ++k)
@@ -343,6 +412,37 @@ StatusOr<std::unique_ptr<Kernel>> MakeChannelBroadcast(const KernelInit& init) {
   if (last != out.channels_last) return init.Error("X and Y in different layouts");
   return std::unique_ptr<Kernel>(
       new ChannelBroadcastKernel<op>(out.dtype, x_slot, out.dims, per_sample, last, Threads(init)));
+}
+
+// The length of B's block when `b` is a block of `x`'s trailing dims (see
+// RowBroadcastKernel), else 0.
+int64_t TrailingBlock(const std::vector<int64_t>& b, const std::vector<int64_t>& x) {
+  if (b.size() > x.size()) return 0;
+  const size_t lead = x.size() - b.size();
+  size_t axis = 0;  // the first axis of x that b spans with x's own dim
+  while (axis < b.size() && b[axis] == 1) ++axis;
+  int64_t len = 1;
+  for (size_t k = axis; k < b.size(); ++k) {
+    if (b[k] != x[lead + k]) return 0;
+    len *= b[k];
+  }
+  return len;
+}
+
+template <Arith op>
+StatusOr<std::unique_ptr<Kernel>> MakeRowBroadcast(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(BinaryOfOneType(init));
+  const TensorSpec& out = init.outputs[0];
+  for (int k = 0; k < 2; ++k) {
+    const TensorSpec& x = init.inputs[static_cast<size_t>(k)];
+    if (x.dims != out.dims) continue;
+    const int64_t len = TrailingBlock(init.inputs[static_cast<size_t>(1 - k)].dims, out.dims);
+    if (len < 1) continue;
+    const int64_t n = out.num_elements();
+    return std::unique_ptr<Kernel>(
+        new RowBroadcastKernel<op>(out.dtype, k, len == 1 ? n : n / len, len, Threads(init)));
+  }
+  return init.Error("not X and a block of its trailing dims");
 }
 
 // The channel-broadcast entry: X (either slot) and Y channels-last together;
@@ -384,6 +484,8 @@ void RegisterDirectElementwise(Registry& r) {
   r.Add(ElementwiseChannelsLast(DirectEntry(OpKind::kMul, MakeSameDims<Arith::kMul>), 0b11, 0b1));
   r.Add(ChannelBroadcastEntry(OpKind::kAdd, MakeChannelBroadcast<Arith::kAdd>));
   r.Add(ChannelBroadcastEntry(OpKind::kMul, MakeChannelBroadcast<Arith::kMul>));
+  r.Add(DirectEntry(OpKind::kAdd, MakeRowBroadcast<Arith::kAdd>));
+  r.Add(DirectEntry(OpKind::kMul, MakeRowBroadcast<Arith::kMul>));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

@@ -18,9 +18,11 @@
 // one element is declined: the reference runs it.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/float_convert.h"
 #include "kernels/cpu/grad_kernels.h"
 
 namespace amptrain::kernels::cpu::direct {
@@ -113,7 +115,14 @@ class ReduceSumToKernel : public Kernel {
       double acc[kColumns] = {};
       for (int64_t c : l_.sum_offsets) {
         const T* row = base + c;
-        for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<double>(Load(row[j]));
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+          // Widened a block at a time (exact: the values Load gives).
+          alignas(64) float wide[kColumns];
+          WidenSpan(std::is_same_v<T, Half> ? DType::kFloat16 : DType::kBFloat16, row, wide, width);
+          for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<double>(wide[j]);
+        } else {
+          for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<double>(Load(row[j]));
+        }
       }
       for (int64_t j = 0; j < width; ++j) y[q * n + j0 + j] = Store<T>(acc[j]);
     }

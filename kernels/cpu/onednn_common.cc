@@ -356,7 +356,10 @@ class WidenedKernel : public Kernel {
         } else if (p.role == Role::kSum && !first) {
           auto* sum = reinterpret_cast<float*>(base + p.sum_offset);
           const auto* part = reinterpret_cast<const float*>(base + p.offset);
-          for (int64_t k = 0; k < p.row_elements; ++k) sum[k] += part[k];
+          const int64_t n = p.row_elements;
+          const int t = n >= (int64_t{1} << 16) ? s_.threads : 1;
+#pragma omp parallel for simd num_threads(t) schedule(static) if (t > 1)
+          for (int64_t k = 0; k < n; ++k) sum[k] += part[k];
         }
       }
     }

@@ -205,6 +205,54 @@ TEST(Plan, DiamondPlanAndOutputs) {
   EXPECT_EQ((*out)[0].dims(), (std::vector<int64_t>{8, 3}));
 }
 
+// x -> Neg y (a graph output); Flatten(y) -> Relu r; Flatten(x) -> Abs z.
+// The Flattens read the memory of y and x (Storage::kAlias), not copies in
+// the arena, and every run (new output tensors, a new batch) reads the
+// current ones: r = relu(-x), z = |x|.
+TEST(Plan, ViewsOfGraphInputsAndOutputsAreNotCopied) {
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", TensorType::Of(DType::kFloat32, Shape({Dim::Symbolic("batch"), Dim::Static(2),
+                                                                     Dim::Static(3)})));
+  Value y = Unary(*g, OpKind::kNeg, x, "y");
+  g->AddOutput(y);
+  Value fy = Unary(*g, OpKind::kFlatten, y, "fy");
+  g->AddOutput(Unary(*g, OpKind::kRelu, fy, "r"));
+  Value fx = Unary(*g, OpKind::kFlatten, x, "fx");
+  g->AddOutput(Unary(*g, OpKind::kAbs, fx, "z"));
+  for (bool inplace : {false, true}) {
+    PlanOptions options;
+    options.inplace = inplace;
+    auto plan = BuildPlan(*g, {{"x", TensorType::Of(DType::kFloat32, {4, 2, 3})}}, options);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    const Slot& sfy = plan->slots[plan->SlotOf(fy)];
+    const Slot& sfx = plan->slots[plan->SlotOf(fx)];
+    if (inplace) {
+      EXPECT_EQ(sfy.storage, Storage::kAlias);
+      EXPECT_EQ(sfy.alias_of, plan->SlotOf(y));
+      EXPECT_EQ(sfx.storage, Storage::kAlias);
+      EXPECT_EQ(sfx.alias_of, plan->SlotOf(x));
+      EXPECT_EQ(plan->peak_bytes, 0u);
+    } else {
+      EXPECT_EQ(sfy.storage, Storage::kArena);
+    }
+    ExpectNoOverlap(*plan);
+  }
+  auto session = InferenceSession::Create(std::move(g));
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  for (int64_t batch : {4, 4, 2}) {
+    std::vector<float> v;
+    for (int64_t i = 0; i < batch * 6; ++i) v.push_back(static_cast<float>(i % 7) - 3.0f + 0.5f * static_cast<float>(batch));
+    auto out = (*session)->Run({{"x", Tensor::Floats(v, {batch, 2, 3})}});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    std::vector<float> neg, relu, abs;
+    for (float e : v) neg.push_back(-e), relu.push_back(std::max(-e, 0.0f)), abs.push_back(std::abs(e));
+    ExpectFloats((*out)[0], neg);
+    ExpectFloats((*out)[1], relu);
+    ExpectFloats((*out)[2], abs);
+    EXPECT_EQ((*out)[1].dims(), (std::vector<int64_t>{batch, 6}));
+  }
+}
+
 TEST(Session, ReplansWhenTheBatchChanges) {
   auto session = InferenceSession::Create(Chain());
   ASSERT_TRUE(session.ok()) << session.status().ToString();

@@ -4,7 +4,10 @@
 // carries the trained state, and the hot ops run on oneDNN.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <limits>
+#include <random>
 #include <set>
 
 #include "executor/train/train_loop.h"
@@ -53,6 +56,45 @@ TEST(CountCorrect, PerSamplePerTokenAndPerPixelSkippingIgnoredLabels) {
   EXPECT_EQ(h.counted, 1);
   // Labels that do not fit count nothing.
   EXPECT_EQ(CountCorrect(pixels, ir::Tensor::Int64s({1, 1, 1}, {1, 3}), 1).counted, 0);
+}
+
+// The prediction is the first index of the largest logit, NaNs never winning
+// (a NaN first logit predicts 0): on long rows (the vectorized path), with
+// ties, +-0, infinities and NaNs at every lane position, one thread or two,
+// every row's prediction is checked through a label equal to it.
+TEST(CountCorrect, FirstLargestLogitOnLongRows) {
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> level(0, 6);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (int64_t k : {17, 24, 25, 40, 1000, 1031}) {
+    const int64_t rows = 300;
+    std::vector<float> x(static_cast<size_t>(rows * k));
+    std::vector<int64_t> want(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = x.data() + r * k;
+      for (int64_t j = 0; j < k; ++j) row[j] = static_cast<float>(level(rng));  // many ties
+      switch (r % 6) {
+        case 1: row[0] = nan; break;
+        case 2: row[r % k] = nan, row[(r * 7) % k] = 6.0f; break;
+        case 3: std::fill(row, row + k, 0.0f), row[(r * 5) % k] = -0.0f; break;
+        case 4: row[(r * 3) % k] = inf, row[(r * 11) % k] = inf; break;
+        case 5: std::fill(row, row + k, -inf), row[k - 1] = nan; break;
+        default: break;
+      }
+      int64_t best = 0;  // the definition, scalar
+      for (int64_t j = 1; j < k; ++j)
+        if (row[j] > row[best]) best = j;
+      want[static_cast<size_t>(r)] = best;
+    }
+    const ir::Tensor logits = ir::Tensor::Floats(x, {rows, k});
+    for (int threads : {1, 2}) {
+      const Hits all = CountCorrect(logits, ir::Tensor::Int64s(want, {rows}), 1, -100, threads);
+      EXPECT_EQ(all.correct, rows) << "k = " << k << ", " << threads << " threads";
+      std::vector<int64_t> off = want;
+      for (int64_t& v : off) v = (v + 1) % k;
+      EXPECT_EQ(CountCorrect(logits, ir::Tensor::Int64s(off, {rows}), 1, -100, threads).correct, 0) << "k = " << k;
+    }
+  }
 }
 
 TEST(Trainer, LossFallsAndTestAccuracyBeatsChance) {

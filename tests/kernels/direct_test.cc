@@ -320,16 +320,16 @@ TEST_P(DirectPath, AddMatchesReferenceBitwise) {
   }
   ExpectSameAsReference("odd size", OpKind::kAdd, Attributes{}, {Values({3, 37, 41}, 6, t), Values({3, 37, 41}, 7, t)}, false);
   ExpectSameAsReference("one block and a bit", OpKind::kAdd, Attributes{}, {Values({513}, 8, t), Values({513}, 9, t)}, false);
-  // A broadcast that is not per channel is the reference's.
-  EXPECT_FALSE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)},
+  // A broadcast of both inputs (an outer sum) is the reference's.
+  EXPECT_FALSE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 1}, 1, t), Values({8}, 2, t)},
                          Options{.impl = "direct"}).ok());
-  EXPECT_TRUE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 8}, 1, t), Values({8}, 2, t)}, Options{.impl = ""}).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kAdd, Attributes{}, {Values({4, 1}, 1, t), Values({8}, 2, t)}, Options{.impl = ""}).ok());
 }
 
 // Mul of two inputs of one shape, and Mul and Add of X [N, C, H, W] with one
 // value per channel ([N, C, 1, 1], [1, C, 1, 1], [C, 1, 1]) in either slot,
 // with X and Y plain or channels-last: the reference's bits, specials
-// included (a NaN of two NaNs may be either's); other broadcasts are the
+// included (a NaN of two NaNs may be either's); a per-row scale is the
 // reference's.
 TEST_P(DirectPath, MulAndChannelBroadcastsMatchReferenceBitwise) {
   const DType t = GetParam().dtype;
@@ -362,12 +362,44 @@ TEST_P(DirectPath, MulAndChannelBroadcastsMatchReferenceBitwise) {
           ASSERT_TRUE(got.ok() && want.ok()) << what << ": " << got.status().ToString();
           EXPECT_TRUE(SameBitsOrNaNs((*got)[0], (*want)[0])) << what << " " << ir::DTypeName(t);
         }
-  // X channels-last with a plain Y is declined; so is a scale per column.
+  // X channels-last with a plain Y is declined; so is a scale per row (H).
   Options split{.impl = "direct"};
   split.channels_last_inputs = 0b1;
   EXPECT_FALSE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({3, 13, 1, 1}, 2, t)}, split).ok());
-  EXPECT_FALSE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({7}, 2, t)}, Options{.impl = "direct"}).ok());
-  EXPECT_TRUE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({7}, 2, t)}, Options{.impl = ""}).ok());
+  EXPECT_FALSE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({5, 1}, 2, t)}, Options{.impl = "direct"}).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kMul, Attributes{}, {Values(x_dims, 1, t), Values({5, 1}, 2, t)}, Options{.impl = ""}).ok());
+}
+
+// Add and Mul of X and a block of its trailing dims (a Linear's bias, a
+// position table, a scalar), in either slot, on one thread and two: the
+// reference's bits, and the registry picks the direct kernel.
+TEST_P(DirectPath, TrailingBlockBroadcastsMatchReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  struct Case {
+    I x, b;
+  };
+  const std::vector<Case> cases = {{{4, 9, 37}, {37}},   {{4, 9, 37}, {1, 37}},   {{4, 9, 37}, {9, 37}},
+                                   {{4, 9, 37}, {1, 9, 37}}, {{4, 9, 37}, {}},   {{4, 9, 37}, {1, 1, 1}},
+                                   {{3, 5, 7, 2}, {7, 2}},  {{0, 37}, {37}},       {{2, 40, 1031}, {1031}},
+                                   {{70001}, {1}},          {{300, 257}, {1, 257}}};
+  for (const Case& c : cases)
+    for (OpKind op : {OpKind::kAdd, OpKind::kMul})
+      for (int x_slot : {0, 1})
+        for (int threads : {1, 2}) {
+          const std::string what = std::string(ir::Schema(op).name) + " of " + ir::Shape::FromStatic(c.x).ToString() +
+                                   " and " + ir::Shape::FromStatic(c.b).ToString() + ", X in slot " +
+                                   std::to_string(x_slot) + ", " + std::to_string(threads) + " threads";
+          const Tensor x = Values(c.x, 21, t), b = Values(c.b, 22, t);
+          const std::vector<Tensor> in = x_slot == 0 ? std::vector<Tensor>{x, b} : std::vector<Tensor>{b, x};
+          Options direct{.impl = "direct", .threads = threads}, ref{.threads = threads};
+          auto got = RunKernel(op, Attributes{}, in, direct);
+          auto want = RunKernel(op, Attributes{}, in, ref);
+          ASSERT_TRUE(got.ok() && want.ok()) << what << ": " << got.status().ToString();
+          EXPECT_TRUE(SameBitsOrNaNs((*got)[0], (*want)[0])) << what << " " << ir::DTypeName(t);
+          auto picked = RunKernel(op, Attributes{}, in, Options{.impl = "", .threads = threads});
+          ASSERT_TRUE(picked.ok()) << what;
+          EXPECT_TRUE(SameBitsOrNaNs((*picked)[0], (*got)[0])) << what << ": the registry's pick differs";
+        }
 }
 
 // ReduceSumTo(X, shape) with the shape as an int64 tensor.
