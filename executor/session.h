@@ -133,6 +133,7 @@ class InferenceSession {
   const Profile& profile() const { return profile_; }
   // The plan of the latest successful Run (or of Create's eager plan); nullptr before.
   const Plan* last_plan() const { return last_plan_; }
+  int threads() const { return threads_; }  // the kernels' thread count (resolved: >= 1)
   // Frees the arena (the plans stay; the next Run allocates it again). The
   // trainer calls it on its training session before evaluating, so that the
   // training and the evaluation arenas are never held at once.

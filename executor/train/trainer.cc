@@ -591,7 +591,7 @@ StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& 
     AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session.Run(in));
     Hits hits{0, batch.size()};  // regression: the mean over samples
     if (batch.labels.dtype() == ir::DType::kInt64)
-      hits = CountCorrect(outs[out_index.at(g.logits)], batch.labels, g.class_axis, ignore_index);
+      hits = CountCorrect(outs[out_index.at(g.logits)], batch.labels, g.class_axis, ignore_index, session.threads());
     // The batch's loss is the mean over its counted labels; a batch whose
     // every label is ignored has a NaN mean and weighs nothing.
     if (hits.counted > 0) loss_sum += outs[out_index.at(g.loss)].GetAsDouble(0) * static_cast<double>(hits.counted);
