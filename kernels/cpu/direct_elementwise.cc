@@ -233,18 +233,19 @@ class ChannelBroadcastKernel final : public Kernel {
   ChannelBroadcastKernel(DType t, int x_slot, std::vector<int64_t> dims, bool per_sample, bool channels_last, int threads)
       : dtype_(t), x_slot_(x_slot), dims_(std::move(dims)), per_sample_(per_sample),
         channels_last_(channels_last), threads_(threads) {}
+  // 2-byte types: the scales widened once per run.
+  size_t scratch_bytes() const override {
+    return dtype_ == DType::kFloat32 ? 0 : static_cast<size_t>(Scales()) * sizeof(float);
+  }
   Status Run(KernelContext& ctx) override {
     const int64_t n = dims_[0], c = dims_[1], plane = dims_[2] * dims_[3];
     const void* x = ctx.inputs[static_cast<size_t>(x_slot_)].data;
     const void* s = ctx.inputs[static_cast<size_t>(1 - x_slot_)].data;
     void* y = ctx.outputs[0].data;
-    const int64_t scales = (per_sample_ ? n : 1) * c;
-    std::vector<float> widened;
     const float* sf = static_cast<const float*>(s);
     if (dtype_ != DType::kFloat32) {
-      widened.resize(static_cast<size_t>(scales));
-      WidenSpan(dtype_, s, widened.data(), scales);
-      sf = widened.data();
+      WidenSpan(dtype_, s, static_cast<float*>(ctx.scratch), Scales());
+      sf = static_cast<const float*>(ctx.scratch);
     }
     // Rows: plain, one (n, c) plane times one scale; channels-last, one
     // (n, pixel) row of C channels times the sample's C scales.
@@ -266,6 +267,8 @@ class ChannelBroadcastKernel final : public Kernel {
   int inplace_input(size_t output) const override { return output == 0 ? x_slot_ : -1; }
 
  private:
+  int64_t Scales() const { return (per_sample_ ? dims_[0] : 1) * dims_[1]; }
+
   DType dtype_;
   int x_slot_;
   std::vector<int64_t> dims_;
