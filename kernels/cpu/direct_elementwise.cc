@@ -22,7 +22,6 @@
 // Output 0 may overwrite input 0. SSE2 and AVX intrinsics: the build's
 // baseline (-mf16c implies AVX).
 #include <immintrin.h>
-#include <omp.h>
 
 #include <algorithm>
 
@@ -182,6 +181,16 @@ void RowTwoByte(DType t, const uint16_t* a, const float* b, int64_t b_step, uint
   }
 }
 
+// y[at + j] = x[at + j] op b[j * b_step], j < n, of x and y of type t
+// (fp32, or fp16/bf16 through RowTwoByte); b is fp32.
+template <Arith op>
+void RowAt(DType t, const void* x, int64_t at, const float* b, int64_t b_step, void* y, int64_t n) {
+  if (t == DType::kFloat32)
+    RowF32<op>(static_cast<const float*>(x) + at, b, b_step, static_cast<float*>(y) + at, n);
+  else
+    RowTwoByte<op>(t, static_cast<const uint16_t*>(x) + at, b, b_step, static_cast<uint16_t*>(y) + at, n);
+}
+
 // Add and Mul (fp32, fp16, bf16) of two inputs of the output's dims (no
 // broadcast: ResNet's residual sums, SiLU-free products): float(a) op
 // float(b), rounded once, as the reference; 2-byte values are widened in
@@ -256,11 +265,7 @@ class ChannelBroadcastKernel final : public Kernel {
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
     for (int64_t r = 0; r < rows; ++r) {
       const float* scale = last ? sf + (per_sample ? (r / plane) * c : 0) : sf + (per_sample ? r : r % c);
-      const int64_t step = last ? 1 : 0;
-      if (dt == DType::kFloat32)
-        RowF32<op>(static_cast<const float*>(x) + r * len, scale, step, static_cast<float*>(y) + r * len, len);
-      else
-        RowTwoByte<op>(dt, static_cast<const uint16_t*>(x) + r * len, scale, step, static_cast<uint16_t*>(y) + r * len, len);
+      RowAt<op>(dt, x, r * len, scale, last ? 1 : 0, y, len);
     }
     return Status::Ok();
   }
@@ -287,7 +292,9 @@ class RowBroadcastKernel final : public Kernel {
   RowBroadcastKernel(DType t, int x_slot, int64_t rows, int64_t len, int threads)
       : dtype_(t), x_slot_(x_slot), rows_(rows), len_(len), threads_(threads) {}
   // 2-byte types: B widened once per run.
-  size_t scratch_bytes() const override { return dtype_ == DType::kFloat32 ? 0 : static_cast<size_t>(len_) * 4; }
+  size_t scratch_bytes() const override {
+    return dtype_ == DType::kFloat32 ? 0 : static_cast<size_t>(len_) * sizeof(float);
+  }
   Status Run(KernelContext& ctx) override {
     const void* x = ctx.inputs[static_cast<size_t>(x_slot_)].data;
     const void* b = ctx.inputs[static_cast<size_t>(1 - x_slot_)].data;
@@ -299,32 +306,13 @@ class RowBroadcastKernel final : public Kernel {
     }
     const DType dt = dtype_;
     const int64_t len = len_;
-    auto rows = [&](int64_t from, int64_t to) {
-      for (int64_t r = from; r < to; ++r)
-        if (dt == DType::kFloat32)
-          RowF32<op>(static_cast<const float*>(x) + r * len, bf, 1, static_cast<float*>(y) + r * len, len);
-        else
-          RowTwoByte<op>(dt, static_cast<const uint16_t*>(x) + r * len, bf, 1, static_cast<uint16_t*>(y) + r * len, len);
-    };
     if (len == 1) {  // a scalar: one flat range, b[0] broadcast
-      ForRange(rows_, threads_, [&](int64_t lo, int64_t hi) {
-        if (dt == DType::kFloat32)
-          RowF32<op>(static_cast<const float*>(x) + lo, bf, 0, static_cast<float*>(y) + lo, hi - lo);
-        else
-          RowTwoByte<op>(dt, static_cast<const uint16_t*>(x) + lo, bf, 0, static_cast<uint16_t*>(y) + lo, hi - lo);
-      });
+      ForRange(rows_, threads_, [&](int64_t lo, int64_t hi) { RowAt<op>(dt, x, lo, bf, 0, y, hi - lo); });
       return Status::Ok();
     }
-    const int t = rows_ * len >= kParallelMin && rows_ > 1 ? threads_ : 1;
-    if (t == 1) {
-      rows(0, rows_);
-      return Status::Ok();
-    }
-#pragma omp parallel num_threads(t)
-    {
-      const int k = omp_get_thread_num(), n = omp_get_num_threads();
-      rows(rows_ * k / n, rows_ * (k + 1) / n);
-    }
+    const int t = rows_ * len >= kParallelMin ? threads_ : 1;
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1)
+    for (int64_t r = 0; r < rows_; ++r) RowAt<op>(dt, x, r * len, bf, 1, y, len);
     return Status::Ok();
   }
   int inplace_input(size_t output) const override { return output == 0 ? x_slot_ : -1; }
