@@ -4,8 +4,9 @@
 #   AMP=build-perf/tools/amptrain bash tools/bench/resnet50_inference.sh 2   (another build)
 # Writes a markdown table to docs/benchmarks/resnet50_inference.md: fp32 at
 # batch 1 and 32 for amptrain (OpenMP default and OMP_WAIT_POLICY=passive)
-# and ONNX Runtime, plus amptrain bf16 (`amptrain convert --amp O2 --dtype bf16`)
-# when the conversion succeeds, and amptrain fp32 with `--no-winograd` (direct
+# and ONNX Runtime, plus amptrain bf16 (`amptrain convert --amp O2 --dtype bf16
+# --opset 22`: ONNX allows bf16 Conv and pooling from opset 22 only, so at the
+# model's own opset 17 every Conv would stay fp32) when the conversion succeeds, and amptrain fp32 with `--no-winograd` (direct
 # convolutions only). GFLOP/s counts 8.2 GFLOP (4.1 GMACs) per image.
 # OUTMD=docs/benchmarks/resnet50_inference_<machine>.md to keep another machine's.
 set -euo pipefail
@@ -16,7 +17,7 @@ WORK=${WORK:-build/bench}
 mkdir -p "$WORK" docs/benchmarks
 $AMP models write resnet --depth 50 --eval -o "$WORK/resnet50.onnx" >/dev/null
 BF16=""
-if $AMP convert --amp O2 --dtype bf16 "$WORK/resnet50.onnx" -o "$WORK/resnet50.bf16.onnx" >/dev/null 2>&1; then
+if $AMP convert --amp O2 --dtype bf16 --opset 22 "$WORK/resnet50.onnx" -o "$WORK/resnet50.bf16.onnx" >/dev/null 2>&1; then
   BF16="$WORK/resnet50.bf16.onnx"
 fi
 OUTMD=${OUTMD:-docs/benchmarks/resnet50_inference.md}
@@ -30,7 +31,10 @@ OUTMD=${OUTMD:-docs/benchmarks/resnet50_inference.md}
   echo "sleep instead of spinning at barriers), which matters when other processes share the cores."
   GHZ=$(lscpu | sed -n 's/^BogoMIPS: *//p' | awk '{printf "%.2f", $1 / 2000}')
   echo "Peak estimate: $(nproc) cores x 2 FMA units x 16 fp32 lanes x 2 flops x ${GHZ} GHz (BogoMIPS/2, the TSC clock;"
-  echo "turbo not reported under KVM) = $(awk -v g="$GHZ" -v c="$(nproc)" 'BEGIN {printf "%.0f", c * 2 * 16 * 2 * g}') GFLOP/s fp32."
+  echo "turbo not reported under KVM) = $(awk -v g="$GHZ" -v c="$(nproc)" 'BEGIN {printf "%.0f", c * 2 * 16 * 2 * g}') GFLOP/s fp32;"
+  echo "measured (\`amptrain bench --fma-peak --threads $THREADS\`): $($AMP bench --fma-peak --threads "$THREADS" 2>&1 | sed -n 's/.*peak: \([0-9.]*\) GFLOP.*/\1/p') GFLOP/s."
+  echo "bf16 rows: the model converted by \`amptrain convert --amp O2 --dtype bf16 --opset 22\` (at the model's"
+  echo "opset 17 ONNX has no bf16 Conv, so every Conv would stay fp32); oneDNN's ISA here: $($AMP --version | sed -n 's/^onednn isa: //p')."
   echo
   echo "| batch | runtime | dtype | median ms | min ms | max ms | images/s | GFLOP/s | / ORT time |"
   echo "|---|---|---|---|---|---|---|---|---|"
