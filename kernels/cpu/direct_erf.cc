@@ -105,6 +105,10 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void GeluGradSpan(c
   }
 }
 
+}  // namespace
+
+// TanhSpan and SigmoidSpan are also the gates of the recurrent layers
+// (direct_rnn.cc; declared in direct_kernels.h). y may be x.
 // tanh(x) in double, rounded once: x (1 - x^2/3 + 2x^4/15 - 17x^6/315 +
 // 62x^8/2835) below |x| = 1/16 (truncation below 1e-13 relative), else
 // sign(x) (1 - t)/(1 + t), t = e^(-2|x|) (ExpNegative; 1 beyond |x| = 354,
@@ -139,6 +143,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void SigmoidSpan(co
     y[i] = static_cast<float>(Select(Bits(std::fabs(v)) > kInfBits, v, Sigmoid(v).s));  // NaN
   }
 }
+
+namespace {
 
 // Silu(x) = x sigmoid(x) in double, rounded once: +inf gives +inf, -inf
 // gives NaN (-inf * 0, as x * sigmoid(x) does in PyTorch), NaN kept.

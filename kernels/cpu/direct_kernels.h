@@ -107,6 +107,11 @@ void StoreNarrowed(const float* f, T* out, int64_t n) {
 
 // Entry with impl "direct", priority 20, for fp32/fp16/bf16 (or `dtypes`);
 // its `accepts` runs `factory`, so a declined configuration falls through.
+// tanh and sigmoid of n fp32 values, in double and rounded once (within one
+// ulp of the exact value; NaN kept); y may be x (direct_erf.cc).
+void TanhSpan(const float* x, float* y, int64_t n);
+void SigmoidSpan(const float* x, float* y, int64_t n);
+
 KernelEntry DirectEntry(OpKind op, KernelFactory factory,
                         std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16});
 
@@ -119,5 +124,6 @@ void RegisterDirectLoss(Registry& r);         // direct_loss.cc: SoftmaxCrossEnt
 void RegisterDirectDepthwise(Registry& r);    // direct_depthwise.cc: ConvGrad of depthwise convs oneDNN declines
 void RegisterDirectLayerNorm(Registry& r);    // direct_layernorm.cc: LayerNormalization and its grad, unbroadcast Scale/B
 void RegisterDirectReduce(Registry& r);       // direct_reduce.cc: ReduceSumTo (any layout but a sum to one element)
+void RegisterDirectRnn(Registry& r);          // direct_rnn.cc: RNN, GRU, LSTM and their backward ops (GEMMs per step)
 
 }  // namespace amptrain::kernels::cpu::direct

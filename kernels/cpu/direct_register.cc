@@ -24,6 +24,7 @@ void RegisterDirect(Registry& r) {
   direct::RegisterDirectErf(r);
   direct::RegisterDirectLoss(r);
   direct::RegisterDirectDropout(r);
+  direct::RegisterDirectRnn(r);
 }
 
 }  // namespace amptrain::kernels::cpu

@@ -28,6 +28,7 @@
 #include "kernels/cpu/element.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/register.h"
+#include "kernels/cpu/rnn_geometry.h"
 #include "kernels/cpu/shape_kernels.h"
 
 namespace amptrain::kernels::cpu {
@@ -67,20 +68,6 @@ void Write(const Vec& values, ir::TensorView& v) {
   });
 }
 
-// Sizes and index maps of one op instance.
-struct Geometry {
-  int64_t seq = 0, batch = 0, input = 0, hidden = 0, dirs = 1, gates = 1, layout = 0;
-  int64_t x(int64_t t, int64_t b) const { return (layout == 0 ? t * batch + b : b * seq + t) * input; }
-  int64_t y(int64_t t, int64_t d, int64_t b) const {
-    return (layout == 0 ? (t * dirs + d) * batch + b : (b * seq + t) * dirs + d) * hidden;
-  }
-  int64_t state(int64_t d, int64_t b) const { return (layout == 0 ? d * batch + b : b * dirs + d) * hidden; }
-  int64_t w(int64_t d, int64_t row) const { return (d * gates * hidden + row) * input; }
-  int64_t r(int64_t d, int64_t row) const { return (d * gates * hidden + row) * hidden; }
-  int64_t wb(int64_t d, int64_t row) const { return d * 2 * gates * hidden + row; }
-  int64_t rb(int64_t d, int64_t row) const { return d * 2 * gates * hidden + gates * hidden + row; }
-};
-
 // One step of one (direction, batch row): the values the backward pass needs.
 struct StepRecord {
   Vec gates;   // activated gate values, gates * hidden (LSTM i o f c, GRU z r n, RNN h)
@@ -91,7 +78,7 @@ struct StepRecord {
 
 class RnnKernel final : public Kernel {
  public:
-  RnnKernel(RnnConfig c, Geometry g, bool backward) : c_(std::move(c)), g_(g), backward_(backward) {}
+  RnnKernel(RnnConfig c, RnnGeometry g, bool backward) : c_(std::move(c)), g_(g), backward_(backward) {}
 
   Status Run(KernelContext& ctx) override {
     const size_t n = c_.forward_inputs();
@@ -101,15 +88,7 @@ class RnnKernel final : public Kernel {
     c0_ = c_.cell == ir::OpKind::kLSTM ? in(RnnConfig::kInitialC) : Vec();
     p_ = c_.cell == ir::OpKind::kLSTM ? in(RnnConfig::kP) : Vec();
     if (b_.empty()) b_.assign(static_cast<size_t>(g_.dirs * 2 * g_.gates * g_.hidden), 0.0);
-    lens_.assign(static_cast<size_t>(g_.batch), g_.seq);
-    if (ctx.inputs.size() > RnnConfig::kSequenceLens && ctx.inputs[RnnConfig::kSequenceLens].data) {
-      const auto* l = static_cast<const int32_t*>(ctx.inputs[RnnConfig::kSequenceLens].data);
-      for (int64_t b = 0; b < g_.batch; ++b) {
-        if (l[b] < 0 || l[b] > g_.seq)
-          return InvalidArgument("sequence_lens[", b, "] is ", l[b], ", outside 0..", g_.seq, " (the sequence length)");
-        lens_[b] = l[b];
-      }
-    }
+    AMP_RETURN_IF_ERROR(ReadSequenceLens(ctx, g_, lens_));
     if (!backward_) return Forward(ctx);
     dy_ = in(n), dyh_ = in(n + 1), dyc_ = c_.cell == ir::OpKind::kLSTM ? in(n + 2) : Vec();
     return Backward(ctx);
@@ -347,7 +326,7 @@ class RnnKernel final : public Kernel {
   }
 
   RnnConfig c_;
-  Geometry g_;
+  RnnGeometry g_;
   bool backward_;
   // Per run: the inputs in double.
   Vec x_, w_, r_, b_, h0_, c0_, p_, dy_, dyh_, dyc_;
@@ -358,24 +337,43 @@ StatusOr<std::unique_ptr<Kernel>> MakeRnn(const KernelInit& init) {
   const bool backward = init.op == ir::OpKind::kRNNGrad || init.op == ir::OpKind::kGRUGrad || init.op == ir::OpKind::kLSTMGrad;
   StatusOr<RnnConfig> c = ir::ParseRnnConfig(init.op, *init.attrs);
   if (!c.ok()) return init.Error(c.status().message());
+  StatusOr<RnnGeometry> g = RnnGeometryOf(init, *c);
+  if (!g.ok()) return g.status();
+  return std::unique_ptr<Kernel>(new RnnKernel(*std::move(c), *g, backward));
+}
+
+}  // namespace
+
+StatusOr<RnnGeometry> RnnGeometryOf(const KernelInit& init, const RnnConfig& c) {
   if (init.inputs.size() < 3) return init.Error("needs X, W and R");
   const TensorSpec& x = init.inputs[RnnConfig::kX];
   const TensorSpec& r = init.inputs[RnnConfig::kR];
   if (x.dims.size() != 3 || r.dims.size() != 3) return init.Error("X and R must have rank 3");
-  Geometry g;
-  g.layout = c->layout;
-  g.seq = x.dims[c->layout == 0 ? 0 : 1];
-  g.batch = x.dims[c->layout == 0 ? 1 : 0];
+  RnnGeometry g;
+  g.layout = c.layout;
+  g.seq = x.dims[c.layout == 0 ? 0 : 1];
+  g.batch = x.dims[c.layout == 0 ? 1 : 0];
   g.input = x.dims[2];
   g.hidden = r.dims[2];
-  g.dirs = c->directions;
-  g.gates = c->gates;
+  g.dirs = c.directions;
+  g.gates = c.gates;
   for (const TensorSpec& t : init.inputs)
     if (t.present() && t.dtype != x.dtype && t.dtype != DType::kInt32) return init.Error("inputs must share X's dtype");
-  return std::unique_ptr<Kernel>(new RnnKernel(*std::move(c), g, backward));
+  return g;
 }
 
-}  // namespace
+Status ReadSequenceLens(const KernelContext& ctx, const RnnGeometry& g, std::vector<int64_t>& lens) {
+  lens.assign(static_cast<size_t>(g.batch), g.seq);
+  if (ctx.inputs.size() <= RnnConfig::kSequenceLens || !ctx.inputs[RnnConfig::kSequenceLens].data)
+    return Status::Ok();
+  const auto* l = static_cast<const int32_t*>(ctx.inputs[RnnConfig::kSequenceLens].data);
+  for (int64_t b = 0; b < g.batch; ++b) {
+    if (l[b] < 0 || l[b] > g.seq)
+      return InvalidArgument("sequence_lens[", b, "] is ", l[b], ", outside 0..", g.seq, " (the sequence length)");
+    lens[b] = l[b];
+  }
+  return Status::Ok();
+}
 
 void RegisterReferenceRnn(Registry& r) {
   for (ir::OpKind op : {ir::OpKind::kRNN, ir::OpKind::kGRU, ir::OpKind::kLSTM, ir::OpKind::kRNNGrad,

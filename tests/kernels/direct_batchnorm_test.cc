@@ -42,18 +42,7 @@ double BatchNormTolerance(DType t) { return t == DType::kFloat16 ? 2e-3 : t == D
 // Compares every output of the direct kernel and the reference.
 void ExpectCloseToReference(const std::string& what, OpKind op, const Attributes& a, const std::vector<Tensor>& in,
                             Options opt) {
-  Options ref = opt;
-  opt.impl = "direct";
-  ref.impl = "reference";
-  auto got = RunKernel(op, a, in, opt);
-  ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
-  auto want = RunKernel(op, a, in, ref);
-  ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
-  for (size_t o = 0; o < want->size(); ++o) {
-    if (o < opt.unused.size() && opt.unused[o]) continue;
-    EXPECT_LT(NormalizedError((*got)[o], (*want)[o]), BatchNormTolerance((*want)[o].dtype()))
-        << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
-  }
+  ExpectDirectCloseToReference(what, op, a, in, opt, BatchNormTolerance);
 }
 
 // X of `t` around `offset`, parameters of `p` (fp32; X's type at O3).

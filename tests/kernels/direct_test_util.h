@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "ir/tensor.h"
@@ -53,6 +54,26 @@ inline ir::Tensor Values(const std::vector<int64_t>& dims, uint32_t seed, ir::DT
     if (specials && i % 53 == 0) ir::SetElementFromDouble(x, i, special[(i / 53) % 5]);
   }
   return x;
+}
+
+// Runs `op` on the direct kernel and on the reference (opt.impl is set for
+// each) and checks every output but those in opt.unused: its error normalized
+// by the reference's largest magnitude below tolerance(its dtype).
+inline void ExpectDirectCloseToReference(const std::string& what, ir::OpKind op, const ir::Attributes& a,
+                                         const std::vector<ir::Tensor>& in, gradtest::Options opt,
+                                         double (*tolerance)(ir::DType)) {
+  gradtest::Options ref = opt;
+  opt.impl = "direct";
+  ref.impl = "reference";
+  auto got = gradtest::RunKernel(op, a, in, opt);
+  ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+  auto want = gradtest::RunKernel(op, a, in, ref);
+  ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
+  for (size_t o = 0; o < want->size(); ++o) {
+    if (o < opt.unused.size() && opt.unused[o]) continue;
+    EXPECT_LT(gradtest::NormalizedError((*got)[o], (*want)[o]), tolerance((*want)[o].dtype()))
+        << what << " output " << o << " " << ir::DTypeName(in[0].dtype());
+  }
 }
 
 }  // namespace amptrain::kernels::testing

@@ -100,7 +100,7 @@ def set_image_sizes(spec):
         if name not in TORCHVISION or not px.isdigit():
             raise ValueError(f"--image-size wants NAME=PX with a torchvision model name, got '{item}'")
         SIZE_OVERRIDES[name] = int(px)
-CUSTOM = ["lstm_classifier", "transformer_classifier"]
+CUSTOM = ["lstm_classifier", "gru_classifier", "transformer_classifier"]
 # timm (PyPI's timm in the same venv, not a project dependency): "timm.NAME" -> (timm.create_model keyword
 # arguments, image size). --models timm runs them all. A diverse set: each brings op patterns the
 # torchvision classifiers lack (weight standardization, split attention, relative position biases,
@@ -273,6 +273,20 @@ def build(name, seed=0):
                 y, _ = self.lstm(self.emb(tokens))
                 return self.head(y[:, -1])
         model = LSTMClassifier()
+        x = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+    elif name == "gru_classifier":
+        class GRUClassifier(nn.Module):
+            """Token ids -> Embedding -> bidirectional GRU (linear_before_reset, as PyTorch's) -> mean -> Linear."""
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(VOCAB, 32)
+                self.gru = nn.GRU(32, 40, batch_first=True, bidirectional=True)
+                self.head = nn.Linear(80, NUM_CLASSES)
+
+            def forward(self, tokens):
+                y, _ = self.gru(self.emb(tokens))
+                return self.head(y.mean(dim=1))
+        model = GRUClassifier()
         x = torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
     elif name == "transformer_classifier":
         class TransformerClassifier(nn.Module):

@@ -1,0 +1,551 @@
+// Direct kernels of the recurrent layers RNN, GRU and LSTM and of their
+// backward ops (ONNX semantics, attributes in ir/rnn.h; the equations are the
+// reference's, kernels/cpu/rnn.cc), fp32, fp16 and bf16, computed in fp32 as
+// PyTorch's CPU kernels compute them:
+//   forward, per direction: the input part of every step in one GEMM
+//     (X W^T + Wb + Rb over all seq * batch rows of X), then per step one
+//     GEMM h R^T for all batch rows (two for GRU with linear_before_reset 0,
+//     whose candidate reads r * h) and the gates row by row: sigmoid and tanh
+//     in double, rounded once (SigmoidSpan, TanhSpan);
+//   backward: the forward again, keeping each step's gates and states (rows
+//     in X's order), then back through time with one GEMM per step for the
+//     state's gradient (two for GRU with linear_before_reset 0), and dX, dW
+//     and dR in one GEMM each over all steps; the bias and peephole
+//     gradients are column sums in double.
+// The GEMMs are oneDNN's sgemm on the session's OpenMP threads; the gates of
+// the batch rows split over the kernel's threads. fp16 and bf16 inputs are
+// widened into scratch once per run, and the outputs are rounded once.
+// Sequence lengths: all rows step together; a row whose sequence has ended
+// keeps its state (and its gradient passes through unchanged).
+// Not the reference's bits (the reference computes in double): fp32 GEMM
+// and gate rounding, within the tolerances of tests/kernels/direct_rnn_test.cc.
+// The reference kernels stay for fp64 and for the tests.
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/rnn_geometry.h"
+
+namespace amptrain::kernels::cpu::direct {
+
+namespace {
+
+using ir::OpKind;
+using ir::RnnActivation;
+using ir::RnnConfig;
+
+// C = op(A) op(B) + beta C, row-major, on oneDNN's sgemm.
+Status Gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
+            int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return Status::Ok();
+  if (k == 0) {
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
+    return Status::Ok();
+  }
+  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
+    return Internal("oneDNN sgemm failed (", m, "x", n, "x", k, ")");
+  return Status::Ok();
+}
+
+// v := f(v) over n values.
+void Activate(RnnActivation f, float* v, int64_t n) {
+  switch (f) {
+    case RnnActivation::kSigmoid: return SigmoidSpan(v, v, n);
+    case RnnActivation::kTanh: return TanhSpan(v, v, n);
+    case RnnActivation::kRelu:
+      for (int64_t i = 0; i < n; ++i) v[i] = v[i] > 0.0f ? v[i] : 0.0f;  // NaN -> 0, as the reference
+      return;
+  }
+}
+
+// The derivative of f at the point where it gave y.
+inline float Derivative(RnnActivation f, float y) {
+  switch (f) {
+    case RnnActivation::kSigmoid: return y * (1.0f - y);
+    case RnnActivation::kTanh: return 1.0f - y * y;
+    case RnnActivation::kRelu: return y > 0.0f ? 1.0f : 0.0f;
+  }
+  return 1.0f;
+}
+
+// Pre-activations clamped to [-clip, clip] (clip > 0); pass (when given)
+// gets 1 where a value was inside, 0 where it was clamped.
+void Clip(float clip, float* v, float* pass, int64_t n) {
+  if (clip <= 0) {
+    if (pass) std::fill(pass, pass + n, 1.0f);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const bool out = std::fabs(v[i]) > clip;
+    if (pass) pass[i] = out ? 0.0f : 1.0f;
+    if (out) v[i] = v[i] > 0 ? clip : -clip;
+  }
+}
+
+// Hands out 64-byte aligned float arrays of one scratch block; with a null
+// base it only counts (the kernel's scratch_bytes at creation).
+class Carver {
+ public:
+  explicit Carver(void* base) : base_(static_cast<float*>(base)) {}
+  float* Take(int64_t n) {
+    float* p = base_ ? base_ + used_ : nullptr;
+    used_ += (n + 15) / 16 * 16;
+    return p;
+  }
+  size_t bytes() const { return static_cast<size_t>(used_) * sizeof(float); }
+
+ private:
+  float* base_;
+  int64_t used_ = 0;
+};
+
+class DirectRnn final : public Kernel {
+ public:
+  DirectRnn(RnnConfig c, RnnGeometry g, DType t, bool backward, int threads)
+      : c_(std::move(c)), g_(g), dtype_(t), backward_(backward), threads_(threads) {
+    Carver count(nullptr);
+    Carve(count);
+    scratch_bytes_ = count.bytes() + static_cast<size_t>(std::max<int64_t>(G(), 3 * H())) * sizeof(double) + 64;
+  }
+
+  size_t scratch_bytes() const override { return scratch_bytes_; }
+
+  Status Run(KernelContext& ctx) override {
+    Carver carve(ctx.scratch);
+    Carve(carve);
+    sums_ = reinterpret_cast<double*>(static_cast<std::byte*>(ctx.scratch) + (carve.bytes() + 63) / 64 * 64);
+    AMP_RETURN_IF_ERROR(ReadSequenceLens(ctx, g_, lens_));
+    Inputs(ctx);
+    if (backward_) {
+      AMP_RETURN_IF_ERROR(Backward());
+    } else {
+      std::fill(out_[0], out_[0] + Size(0), 0.0f);  // Y is 0 past a sequence's end
+      for (int64_t d = 0; d < g_.dirs; ++d) AMP_RETURN_IF_ERROR(Forward(d, false));
+    }
+    for (size_t o = 0; o < ctx.outputs.size() && o < out_.size(); ++o) {
+      ir::TensorView& v = ctx.outputs[o];
+      if (!v.data) continue;
+      if (dtype_ == DType::kFloat32) std::memcpy(v.data, out_[o], static_cast<size_t>(Size(o)) * sizeof(float));
+      else NarrowSpan(dtype_, out_[o], v.data, Size(o));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  bool Lstm() const { return c_.cell == OpKind::kLSTM; }
+  bool Gru() const { return c_.cell == OpKind::kGRU; }
+  int64_t H() const { return g_.hidden; }
+  int64_t G() const { return g_.gates * g_.hidden; }
+  int64_t Rows() const { return g_.seq * g_.batch; }
+  int64_t StateSize() const { return g_.dirs * g_.batch * H(); }
+  bool Reverse(int64_t d) const { return c_.reverse || d == 1; }
+  // The time step of row b at step s (s < lens_[b]).
+  int64_t Time(int64_t d, int64_t b, int64_t s) const { return Reverse(d) ? lens_[b] - 1 - s : s; }
+
+  // Elements of output o: forward Y, Y_h, Y_c; backward dX, dW, dR, dB,
+  // dinitial_h, dinitial_c, dP.
+  int64_t Size(size_t o) const {
+    const int64_t dg = g_.dirs * G();
+    if (!backward_) return o == 0 ? g_.seq * StateSize() : StateSize();
+    const int64_t sizes[] = {Rows() * g_.input, dg * g_.input, dg * H(), 2 * dg, StateSize(), StateSize(),
+                             g_.dirs * 3 * H()};
+    return sizes[o];
+  }
+
+  // The scratch arrays, in one fixed order (counted at creation).
+  void Carve(Carver& s) {
+    const int64_t rows = Rows(), bh = g_.batch * H(), bg = g_.batch * G(), rh = rows * H(), rg = rows * G();
+    const bool wide = dtype_ != DType::kFloat32;
+    const int64_t in_sizes[] = {rows * g_.input, g_.dirs * G() * g_.input, g_.dirs * G() * H(), 2 * g_.dirs * G(),
+                                StateSize(), StateSize(), g_.dirs * 3 * H(), g_.seq * StateSize(), StateSize(),
+                                StateSize()};
+    for (size_t i = 0; i < wide_.size(); ++i) wide_[i] = wide ? s.Take(in_sizes[i]) : nullptr;
+    const size_t outputs = backward_ ? 7 : 3;
+    out_.assign(outputs, nullptr);
+    for (size_t o = 0; o < outputs; ++o) out_[o] = s.Take(Size(o));
+    xw_ = s.Take(rg);
+    bias_ = s.Take(G());
+    tmp_ = s.Take(bg);
+    rh_step_ = s.Take(bh);
+    h_ = s.Take(bh);
+    c_state_ = s.Take(bh);
+    if (!backward_) return;
+    hprev_ = s.Take(rh);
+    cnew_ = Lstm() ? s.Take(rh) : nullptr;
+    cprev_ = Lstm() ? s.Take(rh) : nullptr;
+    q_ = Gru() && c_.linear_before_reset ? s.Take(rh) : nullptr;
+    rh_ = Gru() && !c_.linear_before_reset ? s.Take(rh) : nullptr;
+    pass_ = c_.clip > 0 ? s.Take(rg) : nullptr;
+    da_ = s.Take(rg);
+    dar_ = Gru() && c_.linear_before_reset ? s.Take(rg) : nullptr;
+    da_step_ = s.Take(bg);
+    dar_step_ = s.Take(bg);
+    dh_ = s.Take(bh);
+    dc_ = s.Take(bh);
+    dhp_ = s.Take(bh);
+    dcp_ = s.Take(bh);
+    drh_ = s.Take(bh);
+  }
+
+  // The inputs as fp32 (the tensors themselves, or widened into scratch).
+  void Inputs(const KernelContext& ctx) {
+    const size_t n = c_.forward_inputs();
+    const size_t slots[] = {RnnConfig::kX, RnnConfig::kW,  RnnConfig::kR, RnnConfig::kB,  RnnConfig::kInitialH,
+                            RnnConfig::kInitialC, RnnConfig::kP, n, n + 1, n + 2};
+    for (size_t i = 0; i < in_.size(); ++i) {
+      const size_t slot = slots[i];
+      const bool lstm_only = i == 5 || i == 6 || i == 9;  // initial_c, P, dY_c
+      const bool backward_only = i >= 7;                  // dY, dY_h, dY_c
+      const bool present = slot < ctx.inputs.size() && ctx.inputs[slot].data && (Lstm() || !lstm_only) &&
+                           (backward_ || !backward_only);
+      in_[i] = nullptr;
+      if (!present) continue;
+      const ir::TensorView& v = ctx.inputs[slot];
+      if (dtype_ == DType::kFloat32) {
+        in_[i] = static_cast<const float*>(v.data);
+      } else {
+        WidenSpan(dtype_, v.data, wide_[i], v.num_elements());
+        in_[i] = wide_[i];
+      }
+    }
+  }
+  const float* X() const { return in_[0]; }
+  const float* W(int64_t d) const { return in_[1] + g_.w(d, 0); }
+  const float* R(int64_t d) const { return in_[2] + g_.r(d, 0); }
+  const float* B() const { return in_[3]; }
+  const float* P(int64_t d) const { return in_[6] ? in_[6] + d * 3 * H() : nullptr; }
+  // GRU with linear_before_reset: the candidate's Rb goes inside r * (...).
+  bool RbInside(int64_t k) const { return Gru() && c_.linear_before_reset && k >= 2 * H(); }
+
+  template <class F>
+  void ForRows(F&& f) const {
+    const int64_t rows = g_.batch;
+#pragma omp parallel for num_threads(threads_) schedule(static) if (threads_ > 1 && rows * G() >= (int64_t{1} << 18))
+    for (int64_t b = 0; b < rows; ++b) f(b);
+  }
+
+  // Direction d forward over all steps. With `record`, keeps per row of X:
+  // the activated gates (in xw_), the state before the step (hprev_), the
+  // cell states (cprev_, cnew_), GRU's q or r * h, and the clip masks.
+  Status Forward(int64_t d, bool record) {
+    const int64_t hs = H(), gs = G(), batch = g_.batch;
+    const auto& act = c_.activations[d];
+    // Input part of every step, with the biases.
+    AMP_RETURN_IF_ERROR(Gemm('N', 'T', Rows(), gs, g_.input, X(), g_.input, W(d), g_.input, 0.0f, xw_, gs));
+    for (int64_t k = 0; k < gs; ++k)
+      bias_[k] = B() ? B()[g_.wb(d, k)] + (RbInside(k) ? 0.0f : B()[g_.rb(d, k)]) : 0.0f;
+    const float* rb_inside = B() && Gru() && c_.linear_before_reset ? B() + g_.rb(d, 2 * hs) : nullptr;
+#pragma omp parallel for num_threads(threads_) schedule(static) if (threads_ > 1 && Rows() * gs >= 65536)
+    for (int64_t row = 0; row < Rows(); ++row) {
+      float* x = xw_ + row * gs;
+      for (int64_t k = 0; k < gs; ++k) x[k] += bias_[k];
+    }
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* h0 = in_[4] ? in_[4] + g_.state(d, b) : nullptr;
+      const float* c0 = in_[5] ? in_[5] + g_.state(d, b) : nullptr;
+      for (int64_t j = 0; j < hs; ++j) {
+        h_[b * hs + j] = h0 ? h0[j] : 0.0f;
+        c_state_[b * hs + j] = c0 ? c0[j] : 0.0f;
+      }
+    }
+    if (record) {  // rows past a sequence's end meet zero gradients in the GEMMs over all steps
+      const size_t bytes = static_cast<size_t>(Rows() * hs) * sizeof(float);
+      for (float* m : {hprev_, cnew_, cprev_, rh_})
+        if (m) std::memset(m, 0, bytes);
+    }
+    const float* p = P(d);
+    const float* rd = R(d);
+    float* y = backward_ ? nullptr : out_[0];
+    for (int64_t s = 0; s < g_.seq; ++s) {
+      // Recurrent part: all rows (a finished row's result is not used).
+      const int64_t first = Gru() && !c_.linear_before_reset ? 2 * hs : gs;
+      AMP_RETURN_IF_ERROR(Gemm('N', 'T', batch, first, hs, h_, hs, rd, hs, 0.0f, tmp_, gs));
+      auto active = [&](int64_t b) { return s < lens_[b]; };
+      ForRows([&](int64_t b) {
+        if (!active(b)) return;
+        const int64_t row = g_.row(Time(d, b, s), b);
+        float* a = tmp_ + b * gs;
+        const float* xw = xw_ + row * gs;
+        float* h = h_ + b * hs;
+        float* pass = record && pass_ ? pass_ + row * gs : nullptr;
+        if (record) std::memcpy(hprev_ + row * hs, h, static_cast<size_t>(hs) * sizeof(float));
+        if (c_.cell == OpKind::kRNN) {
+          for (int64_t k = 0; k < gs; ++k) a[k] += xw[k];
+          Clip(c_.clip, a, pass, gs);
+          Activate(act[0], a, gs);
+          std::memcpy(h, a, static_cast<size_t>(hs) * sizeof(float));
+        } else if (Lstm()) {
+          float* c = c_state_ + b * hs;
+          float *i = a, *o = a + hs, *f = a + 2 * hs, *g = a + 3 * hs;
+          for (int64_t k = 0; k < gs; ++k) a[k] += xw[k];
+          if (p)
+            for (int64_t j = 0; j < hs; ++j) {
+              i[j] += p[j] * c[j];
+              f[j] += p[2 * hs + j] * c[j];
+            }
+          Clip(c_.clip, i, pass, hs);
+          Clip(c_.clip, f, pass ? pass + 2 * hs : nullptr, hs);
+          Clip(c_.clip, g, pass ? pass + 3 * hs : nullptr, hs);
+          Activate(act[0], i, hs);
+          Activate(act[0], f, hs);
+          Activate(act[1], g, hs);
+          if (record) std::memcpy(cprev_ + row * hs, c, static_cast<size_t>(hs) * sizeof(float));
+          for (int64_t j = 0; j < hs; ++j) c[j] = f[j] * c[j] + i[j] * g[j];
+          if (p)
+            for (int64_t j = 0; j < hs; ++j) o[j] += p[hs + j] * c[j];
+          Clip(c_.clip, o, pass ? pass + hs : nullptr, hs);
+          Activate(act[0], o, hs);
+          std::memcpy(h, c, static_cast<size_t>(hs) * sizeof(float));
+          Activate(act[2], h, hs);
+          for (int64_t j = 0; j < hs; ++j) h[j] *= o[j];
+          if (record) std::memcpy(cnew_ + row * hs, c, static_cast<size_t>(hs) * sizeof(float));
+        } else {  // GRU: z, r
+          for (int64_t k = 0; k < 2 * hs; ++k) a[k] += xw[k];
+          Clip(c_.clip, a, pass, 2 * hs);
+          Activate(act[0], a, 2 * hs);
+          if (!c_.linear_before_reset) {
+            float* rh = rh_step_ + b * hs;
+            for (int64_t j = 0; j < hs; ++j) rh[j] = a[hs + j] * h[j];
+            if (record) std::memcpy(rh_ + row * hs, rh, static_cast<size_t>(hs) * sizeof(float));
+          }
+        }
+      });
+      if (Gru()) {
+        if (!c_.linear_before_reset)  // the candidate's recurrent part reads r * h
+          AMP_RETURN_IF_ERROR(Gemm('N', 'T', batch, hs, hs, rh_step_, hs, rd + 2 * hs * hs, hs, 0.0f, tmp_ + 2 * hs, gs));
+        ForRows([&](int64_t b) {
+          if (!active(b)) return;
+          const int64_t row = g_.row(Time(d, b, s), b);
+          float* a = tmp_ + b * gs;
+          const float* xw = xw_ + row * gs;
+          float *z = a, *r = a + hs, *n = a + 2 * hs, *h = h_ + b * hs;
+          if (c_.linear_before_reset) {
+            float* q = record ? q_ + row * hs : nullptr;
+            for (int64_t j = 0; j < hs; ++j) {
+              const float qj = n[j] + (rb_inside ? rb_inside[j] : 0.0f);
+              if (q) q[j] = qj;
+              n[j] = xw[2 * hs + j] + r[j] * qj;
+            }
+          } else {
+            for (int64_t j = 0; j < hs; ++j) n[j] += xw[2 * hs + j];
+          }
+          Clip(c_.clip, n, record && pass_ ? pass_ + row * gs + 2 * hs : nullptr, hs);
+          Activate(act[1], n, hs);
+          for (int64_t j = 0; j < hs; ++j) h[j] = (1.0f - z[j]) * n[j] + z[j] * h[j];
+        });
+      }
+      ForRows([&](int64_t b) {
+        if (!active(b)) return;
+        const int64_t t = Time(d, b, s), row = g_.row(t, b);
+        if (record) std::memcpy(xw_ + row * gs, tmp_ + b * gs, static_cast<size_t>(gs) * sizeof(float));
+        if (y) std::memcpy(y + g_.y(t, d, b), h_ + b * hs, static_cast<size_t>(hs) * sizeof(float));
+      });
+    }
+    if (!backward_) {
+      for (int64_t b = 0; b < batch; ++b) {
+        std::memcpy(out_[1] + g_.state(d, b), h_ + b * hs, static_cast<size_t>(hs) * sizeof(float));
+        if (Lstm()) std::memcpy(out_[2] + g_.state(d, b), c_state_ + b * hs, static_cast<size_t>(hs) * sizeof(float));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // Column sums of m ([rows, ld], the first `cols` columns) in double, into out.
+  void ColumnSums(const float* m, int64_t cols, int64_t ld, float* out, const float* times = nullptr,
+                  int64_t times_ld = 0) const {
+    std::fill(sums_, sums_ + cols, 0.0);
+    for (int64_t row = 0; row < Rows(); ++row) {
+      const float* v = m + row * ld;
+      if (times) {
+        const float* u = times + row * times_ld;
+        for (int64_t k = 0; k < cols; ++k) sums_[k] += static_cast<double>(v[k]) * static_cast<double>(u[k]);
+      } else {
+        for (int64_t k = 0; k < cols; ++k) sums_[k] += static_cast<double>(v[k]);
+      }
+    }
+    for (int64_t k = 0; k < cols; ++k) out[k] = static_cast<float>(sums_[k]);
+  }
+
+  Status Backward() {
+    const int64_t hs = H(), gs = G(), batch = g_.batch, rows = Rows();
+    float *dx = out_[0], *dw = out_[1], *dr = out_[2], *db = out_[3], *dh0 = out_[4], *dc0 = out_[5], *dp = out_[6];
+    const float *dy = in_[7], *dyh = in_[8], *dyc = in_[9];
+    std::fill(dp, dp + Size(6), 0.0f);
+    std::fill(dc0, dc0 + Size(5), 0.0f);
+    for (int64_t d = 0; d < g_.dirs; ++d) {
+      const auto& act = c_.activations[d];
+      AMP_RETURN_IF_ERROR(Forward(d, true));
+      std::fill(da_, da_ + rows * gs, 0.0f);
+      if (dar_) std::fill(dar_, dar_ + rows * gs, 0.0f);
+      for (int64_t b = 0; b < batch; ++b)
+        for (int64_t j = 0; j < hs; ++j) {
+          dh_[b * hs + j] = dyh ? dyh[g_.state(d, b) + j] : 0.0f;
+          dc_[b * hs + j] = dyc ? dyc[g_.state(d, b) + j] : 0.0f;
+        }
+      const float* p = P(d);
+      const float* rd = R(d);
+      for (int64_t s = g_.seq - 1; s >= 0; --s) {
+        auto active = [&](int64_t b) { return s < lens_[b]; };
+        ForRows([&](int64_t b) {
+          float* da = da_step_ + b * gs;
+          float* dar = dar_step_ + b * gs;
+          if (!active(b)) {
+            std::fill(da, da + gs, 0.0f);
+            std::fill(dar, dar + gs, 0.0f);
+            return;
+          }
+          const int64_t t = Time(d, b, s), row = g_.row(t, b);
+          const float* gate = xw_ + row * gs;
+          const float* pass = pass_ ? pass_ + row * gs : nullptr;
+          const float* hp = hprev_ + row * hs;
+          float* dh = dh_ + b * hs;
+          if (dy)
+            for (int64_t j = 0; j < hs; ++j) dh[j] += dy[g_.y(t, d, b) + j];
+          auto masked = [&](int64_t k, float v) { return pass ? v * pass[k] : v; };
+          if (c_.cell == OpKind::kRNN) {
+            for (int64_t j = 0; j < hs; ++j) da[j] = masked(j, dh[j] * Derivative(act[0], gate[j]));
+          } else if (Lstm()) {
+            const float *i = gate, *o = gate + hs, *f = gate + 2 * hs, *g = gate + 3 * hs;
+            const float *c = cnew_ + row * hs, *cp = cprev_ + row * hs;
+            float* tc = dhp_ + b * hs;  // h(c'), in a row the GEMM below overwrites
+            std::memcpy(tc, c, static_cast<size_t>(hs) * sizeof(float));
+            Activate(act[2], tc, hs);
+            float* dc = dc_ + b * hs;
+            float* dcp = dcp_ + b * hs;
+            for (int64_t j = 0; j < hs; ++j) {
+              const float dao = masked(hs + j, dh[j] * tc[j] * Derivative(act[0], o[j]));
+              float dcj = dc[j] + dh[j] * o[j] * Derivative(act[2], tc[j]);
+              if (p) dcj += dao * p[hs + j];
+              const float dai = masked(j, dcj * g[j] * Derivative(act[0], i[j]));
+              const float daf = masked(2 * hs + j, dcj * cp[j] * Derivative(act[0], f[j]));
+              da[j] = dai;
+              da[hs + j] = dao;
+              da[2 * hs + j] = daf;
+              da[3 * hs + j] = masked(3 * hs + j, dcj * i[j] * Derivative(act[1], g[j]));
+              dcp[j] = dcj * f[j] + (p ? dai * p[j] + daf * p[2 * hs + j] : 0.0f);
+            }
+          } else {  // GRU
+            const float *z = gate, *r = gate + hs, *n = gate + 2 * hs;
+            float* dhp = dhp_ + b * hs;
+            for (int64_t j = 0; j < hs; ++j) {
+              dhp[j] = dh[j] * z[j];
+              da[2 * hs + j] = masked(2 * hs + j, dh[j] * (1.0f - z[j]) * Derivative(act[1], n[j]));
+              da[j] = masked(j, dh[j] * (hp[j] - n[j]) * Derivative(act[0], z[j]));
+            }
+            if (c_.linear_before_reset) {
+              const float* q = q_ + row * hs;
+              for (int64_t j = 0; j < hs; ++j) {
+                da[hs + j] = masked(hs + j, da[2 * hs + j] * q[j] * Derivative(act[0], r[j]));
+                dar[j] = da[j];
+                dar[hs + j] = da[hs + j];
+                dar[2 * hs + j] = da[2 * hs + j] * r[j];
+              }
+            }
+          }
+        });
+        // The state's gradient through R.
+        if (c_.cell == OpKind::kRNN || Lstm()) {
+          AMP_RETURN_IF_ERROR(Gemm('N', 'N', batch, hs, gs, da_step_, gs, rd, hs, 0.0f, dhp_, hs));
+        } else if (c_.linear_before_reset) {
+          AMP_RETURN_IF_ERROR(Gemm('N', 'N', batch, hs, gs, dar_step_, gs, rd, hs, 1.0f, dhp_, hs));
+        } else {
+          AMP_RETURN_IF_ERROR(
+              Gemm('N', 'N', batch, hs, hs, da_step_ + 2 * hs, gs, rd + 2 * hs * hs, hs, 0.0f, drh_, hs));
+          ForRows([&](int64_t b) {
+            if (!active(b)) return;
+            const int64_t row = g_.row(Time(d, b, s), b);
+            const float *r = xw_ + row * gs + hs, *hp = hprev_ + row * hs, *pass = pass_ ? pass_ + row * gs : nullptr;
+            const float* drh = drh_ + b * hs;
+            float *da = da_step_ + b * gs, *dhp = dhp_ + b * hs;
+            for (int64_t j = 0; j < hs; ++j) {
+              const float v = drh[j] * hp[j] * Derivative(act[0], r[j]);
+              da[hs + j] = pass ? v * pass[hs + j] : v;
+              dhp[j] += drh[j] * r[j];
+            }
+          });
+          AMP_RETURN_IF_ERROR(Gemm('N', 'N', batch, hs, 2 * hs, da_step_, gs, rd, hs, 1.0f, dhp_, hs));
+        }
+        ForRows([&](int64_t b) {
+          if (!active(b)) {  // the state did not change at this step
+            std::memcpy(dhp_ + b * hs, dh_ + b * hs, static_cast<size_t>(hs) * sizeof(float));
+            if (Lstm()) std::memcpy(dcp_ + b * hs, dc_ + b * hs, static_cast<size_t>(hs) * sizeof(float));
+            return;
+          }
+          const int64_t row = g_.row(Time(d, b, s), b);
+          std::memcpy(da_ + row * gs, da_step_ + b * gs, static_cast<size_t>(gs) * sizeof(float));
+          if (dar_) std::memcpy(dar_ + row * gs, dar_step_ + b * gs, static_cast<size_t>(gs) * sizeof(float));
+        });
+        std::swap(dh_, dhp_);
+        std::swap(dc_, dcp_);
+      }
+      for (int64_t b = 0; b < batch; ++b) {
+        std::memcpy(dh0 + g_.state(d, b), dh_ + b * hs, static_cast<size_t>(hs) * sizeof(float));
+        if (Lstm()) std::memcpy(dc0 + g_.state(d, b), dc_ + b * hs, static_cast<size_t>(hs) * sizeof(float));
+      }
+      // Over all steps: dX (both directions add up), dW, dR, the biases, P.
+      const int64_t in = g_.input;
+      AMP_RETURN_IF_ERROR(Gemm('N', 'N', rows, in, gs, da_, gs, W(d), in, d == 0 ? 0.0f : 1.0f, dx, in));
+      AMP_RETURN_IF_ERROR(Gemm('T', 'N', gs, in, rows, da_, gs, X(), in, 0.0f, dw + g_.w(d, 0), in));
+      float* drd = dr + g_.r(d, 0);
+      if (Gru() && !c_.linear_before_reset) {
+        AMP_RETURN_IF_ERROR(Gemm('T', 'N', 2 * hs, hs, rows, da_, gs, hprev_, hs, 0.0f, drd, hs));
+        AMP_RETURN_IF_ERROR(Gemm('T', 'N', hs, hs, rows, da_ + 2 * hs, gs, rh_, hs, 0.0f, drd + 2 * hs * hs, hs));
+      } else {
+        AMP_RETURN_IF_ERROR(Gemm('T', 'N', gs, hs, rows, dar_ ? dar_ : da_, gs, hprev_, hs, 0.0f, drd, hs));
+      }
+      ColumnSums(da_, gs, gs, db + g_.wb(d, 0));
+      ColumnSums(dar_ ? dar_ : da_, gs, gs, db + g_.rb(d, 0));
+      if (p) {
+        float* dpd = dp + d * 3 * hs;
+        ColumnSums(da_, hs, gs, dpd, cprev_, hs);                    // i
+        ColumnSums(da_ + hs, hs, gs, dpd + hs, cnew_, hs);           // o
+        ColumnSums(da_ + 2 * hs, hs, gs, dpd + 2 * hs, cprev_, hs);  // f
+      }
+    }
+    return Status::Ok();
+  }
+
+  RnnConfig c_;
+  RnnGeometry g_;
+  DType dtype_;
+  bool backward_;
+  int threads_;
+  size_t scratch_bytes_ = 0;
+  std::vector<int64_t> lens_;
+  // Inputs as fp32: X, W, R, B, initial_h, initial_c, P, dY, dY_h, dY_c
+  // (null when absent), and their widened copies (2-byte dtypes).
+  std::array<const float*, 10> in_{};
+  std::array<float*, 10> wide_{};
+  std::vector<float*> out_;  // fp32 results of the outputs
+  float *xw_ = nullptr, *bias_ = nullptr, *tmp_ = nullptr, *rh_step_ = nullptr, *h_ = nullptr, *c_state_ = nullptr;
+  float *hprev_ = nullptr, *cnew_ = nullptr, *cprev_ = nullptr, *q_ = nullptr, *rh_ = nullptr, *pass_ = nullptr;
+  float *da_ = nullptr, *dar_ = nullptr, *da_step_ = nullptr, *dar_step_ = nullptr;
+  float *dh_ = nullptr, *dc_ = nullptr, *dhp_ = nullptr, *dcp_ = nullptr, *drh_ = nullptr;
+  double* sums_ = nullptr;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeDirectRnn(const KernelInit& init) {
+  const bool backward = init.op == OpKind::kRNNGrad || init.op == OpKind::kGRUGrad || init.op == OpKind::kLSTMGrad;
+  StatusOr<RnnConfig> c = ir::ParseRnnConfig(init.op, *init.attrs);
+  if (!c.ok()) return init.Error(c.status().message());
+  AMP_ASSIGN_OR_RETURN(RnnGeometry g, RnnGeometryOf(init, *c));
+  const DType t = init.inputs[RnnConfig::kX].dtype;
+  if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16)
+    return Unimplemented("direct recurrent kernels take fp32, fp16 and bf16");
+  return std::unique_ptr<Kernel>(new DirectRnn(*std::move(c), g, t, backward, Threads(init)));
+}
+
+}  // namespace
+
+void RegisterDirectRnn(Registry& r) {
+  for (OpKind op : {OpKind::kRNN, OpKind::kGRU, OpKind::kLSTM, OpKind::kRNNGrad, OpKind::kGRUGrad, OpKind::kLSTMGrad})
+    r.Add(DirectEntry(op, MakeDirectRnn));
+}
+
+}  // namespace amptrain::kernels::cpu::direct
