@@ -1,5 +1,7 @@
 #include "autodiff/training_graph.h"
 
+#include "ir/rnn.h"
+
 namespace amptrain::autodiff {
 
 using ir::Graph;
@@ -9,16 +11,19 @@ using ir::Value;
 
 namespace {
 
-// `old` replaced by a copy with `n` outputs; the first output keeps its name and users.
+// `old` replaced by a copy with `n` outputs; its outputs keep their names and users.
 StatusOr<Node*> WithOutputs(Graph& g, Node* old, size_t n) {
   if (old->num_outputs() >= n) return old;
   Node* copy = g.AddNode(old->op(), old->inputs(), n, old->name());
   copy->attrs() = old->attrs();
-  std::string name = g.name(old->output(0));
-  g.mutable_info(copy->output(0)).type = g.type(old->output(0));
-  g.ReplaceAllUsesWith(old->output(0), copy->output(0));
+  std::vector<std::string> names;
+  for (size_t i = 0; i < old->num_outputs(); ++i) {
+    names.push_back(g.name(old->output(i)));
+    g.mutable_info(copy->output(i)).type = g.type(old->output(i));
+    g.ReplaceAllUsesWith(old->output(i), copy->output(i));
+  }
   AMP_RETURN_IF_ERROR(g.RemoveNode(old).WithContext("while putting the graph in training mode"));
-  AMP_RETURN_IF_ERROR(g.RenameValue(copy->output(0), name));
+  for (size_t i = 0; i < names.size(); ++i) AMP_RETURN_IF_ERROR(g.RenameValue(copy->output(i), names[i]));
   return copy;
 }
 
@@ -54,6 +59,15 @@ Status TrainDropout(Graph& g, Node* d, bool enabled) {
   return g.InferNode(d);
 }
 
+// A recurrent layer gets its reserve output (ir/rnn.h), which its gradient
+// reads instead of running the forward again.
+Status TrainRecurrent(Graph& g, Node* n) {
+  StatusOr<ir::RnnConfig> c = ir::ParseRnnConfig(n->op(), n->attrs());
+  if (!c.ok()) return n->Annotate(c.status());
+  AMP_ASSIGN_OR_RETURN(n, WithOutputs(g, n, c->reserve_output() + 1));
+  return g.InferNode(n);
+}
+
 }  // namespace
 
 StatusOr<TrainingGraphInfo> ToTrainingMode(Graph& g, const TrainingGraphOptions& opts) {
@@ -64,6 +78,7 @@ StatusOr<TrainingGraphInfo> ToTrainingMode(Graph& g, const TrainingGraphOptions&
     const OpKind op = n->op();
     if (op == OpKind::kBatchNormalization) AMP_RETURN_IF_ERROR(TrainBatchNorm(g, n, info));
     else if (op == OpKind::kDropout) AMP_RETURN_IF_ERROR(TrainDropout(g, n, opts.dropout));
+    else if (op == OpKind::kRNN || op == OpKind::kGRU || op == OpKind::kLSTM) AMP_RETURN_IF_ERROR(TrainRecurrent(g, n));
   }
   return info;
 }

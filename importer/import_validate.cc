@@ -100,8 +100,11 @@ Status CheckNode(const onnx::NodeProto& node, int index, const ir::ModelInfo& in
   int nin = TrimmedCount(node.input()), nout = TrimmedCount(node.output());
   if (nin < s.min_inputs || (s.max_inputs >= 0 && nin > s.max_inputs))
     return InvalidArgument(where, " has ", nin, " inputs, expected ", s.min_inputs, "..", s.max_inputs);
-  if (nout < s.min_outputs || (s.max_outputs >= 0 && nout > s.max_outputs))
-    return InvalidArgument(where, " has ", nout, " outputs, expected ", s.min_outputs, "..", s.max_outputs);
+  // The recurrent layers' last output in ir/ops.def is amptrain's internal reserve (ir/rnn.h), not ONNX's.
+  const bool recurrent = *k == ir::OpKind::kRNN || *k == ir::OpKind::kGRU || *k == ir::OpKind::kLSTM;
+  const int max_outputs = recurrent ? s.max_outputs - 1 : s.max_outputs;
+  if (nout < s.min_outputs || (max_outputs >= 0 && nout > max_outputs))
+    return InvalidArgument(where, " has ", nout, " outputs, expected ", s.min_outputs, "..", max_outputs);
   if (nin > 0 && node.input(0).empty()) return InvalidArgument(where, ": input 0 is empty");
   // Output 0 may be left out (empty name) only where it is optional (the
   // recurrent layers' Y); some output must be named.

@@ -69,4 +69,25 @@ StatusOr<RnnConfig> ParseRnnConfig(OpKind op, const Attributes& attrs) {
   return c;
 }
 
+RnnReserveLayout ReserveLayout(const RnnConfig& c, int64_t rows, int64_t hidden) {
+  RnnReserveLayout l;
+  const int64_t gates = rows * c.gates * hidden, states = rows * hidden;
+  int64_t at = 0;
+  auto take = [&](int64_t n) {
+    const int64_t offset = at;
+    at += n;
+    return offset;
+  };
+  l.gates = take(gates);
+  l.hprev = take(states);
+  if (c.cell == OpKind::kLSTM) {
+    l.cprev = take(states);
+    l.cnew = take(states);
+  }
+  if (c.cell == OpKind::kGRU) (c.linear_before_reset ? l.q : l.rh) = take(states);
+  if (c.clip > 0) l.pass = take(gates);
+  l.per_direction = at;
+  return l;
+}
+
 }  // namespace amptrain::ir

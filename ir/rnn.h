@@ -38,7 +38,26 @@ struct RnnConfig {
   static constexpr size_t kX = 0, kW = 1, kR = 2, kB = 3, kSequenceLens = 4, kInitialH = 5, kInitialC = 6, kP = 7;
   // Inputs of the forward op (6 or 8); the backward op appends dY, dY_h (and dY_c).
   size_t forward_inputs() const { return cell == OpKind::kLSTM ? 8 : 6; }
+  // The reserve: an internal fp32 output of the forward op after Y, Y_h (and
+  // Y_c) that keeps what the backward op needs from every step (the layout
+  // below). The training graph adds it (autodiff::ToTrainingMode) and passes
+  // it to the backward op as its last input, after dY, dY_h (, dY_c); a
+  // backward op given it need not run the forward again.
+  size_t reserve_output() const { return cell == OpKind::kLSTM ? 3 : 2; }
+  size_t reserve_input() const { return forward_inputs() + reserve_output(); }
 };
+
+// The reserve's layout: per direction, in X's row order (seq * batch rows),
+// blocks of the activated gates [rows, gates * H] and of the hidden state
+// before each step [rows, H]; LSTM adds the cell state before and after the
+// step, GRU its q = Rh h + Rbh (linear_before_reset 1) or r * h (0), and a
+// clip the masks of the pre-activations inside it (1, else 0) [rows, gates * H].
+// Offsets within a direction; -1 where the block does not exist.
+struct RnnReserveLayout {
+  int64_t gates = 0, hprev = 0, cprev = -1, cnew = -1, q = -1, rh = -1, pass = -1;
+  int64_t per_direction = 0;
+};
+RnnReserveLayout ReserveLayout(const RnnConfig& c, int64_t rows, int64_t hidden);
 
 // The cell of a forward or backward recurrent op (kRNN for kRNNGrad, ...).
 OpKind RnnCellOf(OpKind op);

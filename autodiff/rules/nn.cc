@@ -101,9 +101,10 @@ Status ResizeGrad(GradContext& c) {
   return Status::Ok();
 }
 
-// RNN, GRU, LSTM: one backward op runs the forward again and goes back
-// through time (kernels/cpu/rnn.cc); its inputs are the forward's, absent
-// ones kept absent, then the gradients of Y, Y_h (and Y_c).
+// RNN, GRU, LSTM: one backward op goes back through time (kernels/cpu/rnn.cc,
+// direct_rnn.cc); its inputs are the forward's, absent ones kept absent, the
+// gradients of Y, Y_h (and Y_c), then the forward's reserve where the
+// training graph gave it one (ir/rnn.h; without it the forward runs again).
 Status RecurrentGrad(GradContext& c) {
   const OpKind op = c.node().op();
   const OpKind grad = op == OpKind::kLSTM ? OpKind::kLSTMGrad : op == OpKind::kGRU ? OpKind::kGRUGrad : OpKind::kRNNGrad;
@@ -111,6 +112,7 @@ Status RecurrentGrad(GradContext& c) {
   std::vector<Value> in;
   for (size_t i = 0; i < inputs; ++i) in.push_back(c.has_input(i) ? c.input(i) : Value{});
   for (size_t o = 0; o < outputs; ++o) in.push_back(c.grad_output(o));
+  if (c.node().num_outputs() > outputs) in.push_back(c.output(outputs));
   // dX, dW, dR, dB, dinitial_h (, dinitial_c, dP): the gradients of inputs 0-3, 5 (, 6, 7).
   const std::vector<size_t> of = op == OpKind::kLSTM ? std::vector<size_t>{0, 1, 2, 3, 5, 6, 7}
                                                        : std::vector<size_t>{0, 1, 2, 3, 5};

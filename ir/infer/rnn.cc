@@ -4,9 +4,10 @@
 //   W [dirs, gates*H, input], R [dirs, gates*H, H], B [dirs, 2*gates*H]
 //   sequence_lens int32 [batch]; initial_h, initial_c [dirs, batch, H]
 //   (layout 1: [batch, dirs, H]); P [dirs, 3*H]
-//   Y [seq, dirs, batch, H] (layout 1: [batch, seq, dirs, H]); Y_h, Y_c like initial_h
+//   Y [seq, dirs, batch, H] (layout 1: [batch, seq, dirs, H]); Y_h, Y_c like initial_h;
+//   the internal reserve (training graphs) float32 [dirs * ReserveLayout(...).per_direction]
 // Backward: the forward inputs, then dY, dY_h (and dY_c for LSTM), each
-// optional; outputs dX, dW, dR, dB, dinitial_h (, dinitial_c, dP) with the
+// optional, and the reserve (float32); outputs dX, dW, dR, dB, dinitial_h (, dinitial_c, dP) with the
 // types of X, W, R, B, initial_h, ... (B, initial_h, ... when absent: the
 // types they would have).
 #include "ir/infer/infer_util.h"
@@ -103,7 +104,12 @@ Status InferForward(InferContext& ctx, OpKind op) {
   const Dim dirs = Dim::Static(c.directions), h = HiddenDim(t);
   if (!ctx.outputs.empty())
     ctx.outputs[0] = TensorType::Of(t.dtype, c.layout == 0 ? Shape({t.seq, dirs, t.batch, h}) : Shape({t.batch, t.seq, dirs, h}));
-  for (size_t o = 1; o < ctx.outputs.size(); ++o) ctx.outputs[o] = StateType(c, t);
+  for (size_t o = 1; o < ctx.outputs.size() && o < c.reserve_output(); ++o) ctx.outputs[o] = StateType(c, t);
+  if (ctx.outputs.size() > c.reserve_output()) {
+    const bool known = t.seq.is_static() && t.batch.is_static() && t.hidden >= 0;
+    const int64_t n = known ? c.directions * ReserveLayout(c, t.seq.value * t.batch.value, t.hidden).per_direction : 0;
+    ctx.outputs[c.reserve_output()] = TensorType::Of(DType::kFloat32, Shape({known ? Dim::Static(n) : UnknownDim()}));
+  }
   return Status::Ok();
 }
 
@@ -111,9 +117,12 @@ Status InferBackward(InferContext& ctx, OpKind op) {
   AMP_ASSIGN_OR_RETURN(RnnConfig c, Config(ctx, op));
   AMP_ASSIGN_OR_RETURN(RnnTypes t, CheckInputs(ctx, c));
   const size_t base = c.forward_inputs();
-  for (size_t i = base; i < ctx.inputs.size(); ++i)
-    if (ctx.has_input(i) && ctx.inputs[i].dtype != t.dtype)
-      return ctx.Error("gradient input ", i, " has dtype ", DTypeName(ctx.inputs[i].dtype), ", expected ", DTypeName(t.dtype));
+  for (size_t i = base; i < ctx.inputs.size(); ++i) {
+    const DType want = i == c.reserve_input() ? DType::kFloat32 : t.dtype;
+    if (ctx.has_input(i) && ctx.inputs[i].dtype != want)
+      return ctx.Error(i == c.reserve_input() ? "the reserve" : "gradient input ", i == c.reserve_input() ? "" : std::to_string(i),
+                       " has dtype ", DTypeName(ctx.inputs[i].dtype), ", expected ", DTypeName(want));
+  }
   const int64_t gh = t.hidden < 0 ? -1 : c.gates * t.hidden;
   auto dims = [](std::vector<int64_t> v) {
     std::vector<Dim> d;

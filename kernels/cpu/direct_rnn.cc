@@ -7,8 +7,9 @@
 //     GEMM h R^T for all batch rows (two for GRU with linear_before_reset 0,
 //     whose candidate reads r * h) and the gates row by row: sigmoid and tanh
 //     in double, rounded once (SigmoidSpan, TanhSpan);
-//   backward: the forward again, keeping each step's gates and states (rows
-//     in X's order), then back through time with one GEMM per step for the
+//   backward: the steps' gates and states (rows in X's order) from the
+//     forward's reserve (ir/rnn.h: training graphs add it), or from running
+//     the forward again where there is none, then back through time with one GEMM per step for the
 //     state's gradient (two for GRU with linear_before_reset 0), and dX, dW
 //     and dR in one GEMM each over all steps; the bias and peephole
 //     gradients are column sums in double.
@@ -107,8 +108,9 @@ class Carver {
 
 class DirectRnn final : public Kernel {
  public:
-  DirectRnn(RnnConfig c, RnnGeometry g, DType t, bool backward, int threads)
-      : c_(std::move(c)), g_(g), dtype_(t), backward_(backward), threads_(threads) {
+  DirectRnn(RnnConfig c, RnnGeometry g, DType t, bool backward, bool reserve, int threads)
+      : c_(std::move(c)), g_(g), dtype_(t), backward_(backward), reserve_(reserve), threads_(threads) {
+    layout_ = ir::ReserveLayout(c_, Rows(), H());
     Carver count(nullptr);
     Carve(count);
     scratch_bytes_ = count.bytes() + static_cast<size_t>(std::max<int64_t>(G(), 3 * H())) * sizeof(double) + 64;
@@ -123,12 +125,17 @@ class DirectRnn final : public Kernel {
     AMP_RETURN_IF_ERROR(ReadSequenceLens(ctx, g_, lens_));
     Inputs(ctx);
     if (backward_) {
-      AMP_RETURN_IF_ERROR(Backward());
+      AMP_RETURN_IF_ERROR(
+          Backward(reserve_ ? static_cast<const float*>(ctx.inputs[c_.reserve_input()].data) : nullptr));
     } else {
       std::fill(out_[0], out_[0] + Size(0), 0.0f);  // Y is 0 past a sequence's end
-      for (int64_t d = 0; d < g_.dirs; ++d) AMP_RETURN_IF_ERROR(Forward(d, false));
+      for (int64_t d = 0; d < g_.dirs; ++d) {
+        if (reserve_) PointRecords(static_cast<float*>(ctx.outputs[c_.reserve_output()].data) + d * layout_.per_direction);
+        AMP_RETURN_IF_ERROR(Forward(d, reserve_));
+      }
     }
-    for (size_t o = 0; o < ctx.outputs.size() && o < out_.size(); ++o) {
+    const size_t outputs = backward_ ? out_.size() : c_.reserve_output();
+    for (size_t o = 0; o < ctx.outputs.size() && o < outputs; ++o) {
       ir::TensorView& v = ctx.outputs[o];
       if (!v.data) continue;
       if (dtype_ == DType::kFloat32) std::memcpy(v.data, out_[o], static_cast<size_t>(Size(o)) * sizeof(float));
@@ -169,19 +176,17 @@ class DirectRnn final : public Kernel {
     const size_t outputs = backward_ ? 7 : 3;
     out_.assign(outputs, nullptr);
     for (size_t o = 0; o < outputs; ++o) out_[o] = s.Take(Size(o));
-    xw_ = s.Take(rg);
+    xw_ = reserve_ || backward_ ? nullptr : s.Take(rg);  // else the records' gates block (PointRecords)
     bias_ = s.Take(G());
     tmp_ = s.Take(bg);
     rh_step_ = s.Take(bh);
     h_ = s.Take(bh);
     c_state_ = s.Take(bh);
     if (!backward_) return;
-    hprev_ = s.Take(rh);
-    cnew_ = Lstm() ? s.Take(rh) : nullptr;
-    cprev_ = Lstm() ? s.Take(rh) : nullptr;
-    q_ = Gru() && c_.linear_before_reset ? s.Take(rh) : nullptr;
-    rh_ = Gru() && !c_.linear_before_reset ? s.Take(rh) : nullptr;
-    pass_ = c_.clip > 0 ? s.Take(rg) : nullptr;
+    if (!reserve_) {  // the forward again, its steps kept here (one direction at a time)
+      float* records = s.Take(layout_.per_direction);
+      if (records) PointRecords(records);
+    }
     da_ = s.Take(rg);
     dar_ = Gru() && c_.linear_before_reset ? s.Take(rg) : nullptr;
     da_step_ = s.Take(bg);
@@ -191,6 +196,20 @@ class DirectRnn final : public Kernel {
     dhp_ = s.Take(bh);
     dcp_ = s.Take(bh);
     drh_ = s.Take(bh);
+  }
+
+  // The step records of one direction (gates, states, masks) at `base`, in
+  // the reserve's layout (ir/rnn.h). The gates block first takes the input
+  // part of every step (Forward), then the activated gates.
+  void PointRecords(float* base) {
+    auto at = [&](int64_t offset) { return offset >= 0 ? base + offset : nullptr; };
+    xw_ = base + layout_.gates;
+    hprev_ = at(layout_.hprev);
+    cprev_ = at(layout_.cprev);
+    cnew_ = at(layout_.cnew);
+    q_ = at(layout_.q);
+    rh_ = at(layout_.rh);
+    pass_ = at(layout_.pass);
   }
 
   // The inputs as fp32 (the tensors themselves, or widened into scratch).
@@ -254,7 +273,8 @@ class DirectRnn final : public Kernel {
         c_state_[b * hs + j] = c0 ? c0[j] : 0.0f;
       }
     }
-    if (record) {  // rows past a sequence's end meet zero gradients in the GEMMs over all steps
+    const bool ended_early = std::any_of(lens_.begin(), lens_.end(), [&](int64_t l) { return l < g_.seq; });
+    if (record && ended_early) {  // rows past a sequence's end meet zero gradients in the GEMMs over all steps
       const size_t bytes = static_cast<size_t>(Rows() * hs) * sizeof(float);
       for (float* m : {hprev_, cnew_, cprev_, rh_})
         if (m) std::memset(m, 0, bytes);
@@ -372,7 +392,9 @@ class DirectRnn final : public Kernel {
     for (int64_t k = 0; k < cols; ++k) out[k] = static_cast<float>(sums_[k]);
   }
 
-  Status Backward() {
+  // `reserve`: the forward's records of every direction, or null (the
+  // forward runs again here, one direction at a time).
+  Status Backward(const float* reserve) {
     const int64_t hs = H(), gs = G(), batch = g_.batch, rows = Rows();
     float *dx = out_[0], *dw = out_[1], *dr = out_[2], *db = out_[3], *dh0 = out_[4], *dc0 = out_[5], *dp = out_[6];
     const float *dy = in_[7], *dyh = in_[8], *dyc = in_[9];
@@ -380,7 +402,8 @@ class DirectRnn final : public Kernel {
     std::fill(dc0, dc0 + Size(5), 0.0f);
     for (int64_t d = 0; d < g_.dirs; ++d) {
       const auto& act = c_.activations[d];
-      AMP_RETURN_IF_ERROR(Forward(d, true));
+      if (reserve) PointRecords(const_cast<float*>(reserve) + d * layout_.per_direction);  // read only
+      else AMP_RETURN_IF_ERROR(Forward(d, true));
       std::fill(da_, da_ + rows * gs, 0.0f);
       if (dar_) std::fill(dar_, dar_ + rows * gs, 0.0f);
       for (int64_t b = 0; b < batch; ++b)
@@ -515,7 +538,9 @@ class DirectRnn final : public Kernel {
   RnnGeometry g_;
   DType dtype_;
   bool backward_;
+  bool reserve_;  // forward: writes the reserve output; backward: reads the reserve input
   int threads_;
+  ir::RnnReserveLayout layout_;
   size_t scratch_bytes_ = 0;
   std::vector<int64_t> lens_;
   // Inputs as fp32: X, W, R, B, initial_h, initial_c, P, dY, dY_h, dY_c
@@ -538,7 +563,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeDirectRnn(const KernelInit& init) {
   const DType t = init.inputs[RnnConfig::kX].dtype;
   if (t != DType::kFloat32 && t != DType::kFloat16 && t != DType::kBFloat16)
     return Unimplemented("direct recurrent kernels take fp32, fp16 and bf16");
-  return std::unique_ptr<Kernel>(new DirectRnn(*std::move(c), g, t, backward, Threads(init)));
+  const bool reserve = backward ? init.inputs.size() > c->reserve_input() && init.inputs[c->reserve_input()].present()
+                                : init.outputs.size() > c->reserve_output();
+  return std::unique_ptr<Kernel>(new DirectRnn(*std::move(c), g, t, backward, reserve, Threads(init)));
 }
 
 }  // namespace

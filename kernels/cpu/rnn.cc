@@ -17,7 +17,9 @@
 //   LSTM: i = f(Wi x + Wbi + Ri h + Rbi + Pi c), f_ = f(... + Pf c),
 //         g_ = g(Wc x + ...), c' = f_ c + i g_, o = f(Wo x + ... + Po c'),
 //         h' = o h(c')
-// The backward ops run the forward again, keeping every step, then go back
+// The forward op writes the internal reserve (ir/rnn.h) when the training
+// graph asks for it, in fp32, for the direct backward kernel; the backward
+// ops here ignore it: they run the forward again, keeping every step, then go back
 // through time (BPTT): dX, dW, dR, dB, the initial states' and P's
 // gradients, from dY, dY_h, dY_c (each may be absent: zero).
 #include <algorithm>
@@ -196,10 +198,45 @@ class RnnKernel final : public Kernel {
     Vec y(static_cast<size_t>(g_.seq * g_.dirs * g_.batch * H()), 0.0);
     Vec yh(static_cast<size_t>(g_.dirs * g_.batch * H()), 0.0), yc;
     if (c_.cell == ir::OpKind::kLSTM) yc.assign(yh.size(), 0.0);
-    RunForward(y, yh, yc, nullptr);
+    const size_t reserve = c_.reserve_output();
+    const bool keep = ctx.outputs.size() > reserve && ctx.outputs[reserve].data;
+    std::vector<std::vector<std::vector<StepRecord>>> rec(g_.dirs, std::vector<std::vector<StepRecord>>(g_.batch));
+    RunForward(y, yh, yc, keep ? &rec : nullptr);
     const Vec* outs[] = {&y, &yh, &yc};
-    for (size_t o = 0; o < ctx.outputs.size() && o < 3; ++o) Write(*outs[o], ctx.outputs[o]);
+    for (size_t o = 0; o < ctx.outputs.size() && o < reserve; ++o) Write(*outs[o], ctx.outputs[o]);
+    if (keep) WriteReserve(rec, static_cast<float*>(ctx.outputs[reserve].data));
     return Status::Ok();
+  }
+
+  // The steps in the reserve's layout (ir/rnn.h), in fp32: what the direct
+  // backward kernel reads (this one runs the forward again in double).
+  void WriteReserve(const std::vector<std::vector<std::vector<StepRecord>>>& rec, float* out) const {
+    const int64_t hs = H(), gs = g_.gates * hs, rows = g_.seq * g_.batch;
+    const ir::RnnReserveLayout l = ir::ReserveLayout(c_, rows, hs);
+    std::fill(out, out + g_.dirs * l.per_direction, 0.0f);
+    for (int64_t d = 0; d < g_.dirs; ++d) {
+      float* base = out + d * l.per_direction;
+      for (int64_t b = 0; b < g_.batch; ++b) {
+        Vec h = Initial(h0_, d, b), c = Initial(c0_, d, b);
+        for (int64_t s = 0; s < lens_[b]; ++s) {
+          const StepRecord& st = rec[d][b][s];
+          const int64_t row = g_.row(Time(d, b, s), b);
+          for (int64_t k = 0; k < gs; ++k) {
+            base[l.gates + row * gs + k] = static_cast<float>(st.gates[k]);
+            if (l.pass >= 0) base[l.pass + row * gs + k] = static_cast<float>(st.pass[k]);
+          }
+          for (int64_t j = 0; j < hs; ++j) {
+            base[l.hprev + row * hs + j] = static_cast<float>(h[j]);
+            if (l.cprev >= 0) base[l.cprev + row * hs + j] = static_cast<float>(c[j]);
+            if (l.cnew >= 0) base[l.cnew + row * hs + j] = static_cast<float>(st.c[j]);
+            if (l.q >= 0) base[l.q + row * hs + j] = static_cast<float>(st.q[j]);
+            if (l.rh >= 0) base[l.rh + row * hs + j] = static_cast<float>(st.gates[hs + j] * h[j]);
+          }
+          h = st.h;
+          if (c_.cell == ir::OpKind::kLSTM) c = st.c;
+        }
+      }
+    }
   }
 
   Status Backward(KernelContext& ctx) const {
@@ -357,8 +394,12 @@ StatusOr<RnnGeometry> RnnGeometryOf(const KernelInit& init, const RnnConfig& c) 
   g.hidden = r.dims[2];
   g.dirs = c.directions;
   g.gates = c.gates;
-  for (const TensorSpec& t : init.inputs)
-    if (t.present() && t.dtype != x.dtype && t.dtype != DType::kInt32) return init.Error("inputs must share X's dtype");
+  for (size_t i = 0; i < init.inputs.size(); ++i) {
+    const TensorSpec& t = init.inputs[i];
+    const DType want = i == c.reserve_input() ? DType::kFloat32 : i == RnnConfig::kSequenceLens ? DType::kInt32 : x.dtype;
+    if (t.present() && t.dtype != want)
+      return init.Error("input ", i, " has dtype ", ir::DTypeName(t.dtype), ", expected ", ir::DTypeName(want));
+  }
   return g;
 }
 

@@ -31,7 +31,8 @@ struct RnnGeometry {
 };
 
 // The geometry of `init` under `c` (X and R of rank 3, the other inputs of
-// X's dtype), or the error naming what is wrong.
+// X's dtype but sequence_lens, int32, and the reserve, fp32), or the error
+// naming what is wrong.
 StatusOr<RnnGeometry> RnnGeometryOf(const KernelInit& init, const ir::RnnConfig& c);
 
 // The length of each batch row's sequence: input sequence_lens (int32) where

@@ -55,6 +55,37 @@ TEST(ToTrainingMode, DropoutOffBypassesDropout) {
   EXPECT_EQ(m.g.producer(m.g.outputs()[0])->op(), OpKind::kBatchNormalization);
 }
 
+// A recurrent layer gets its reserve output (ir/rnn.h), its outputs keep
+// their names and readers, and its backward op reads the reserve instead of
+// running the forward again.
+TEST(ToTrainingMode, RecurrentLayerKeepsItsStepsForTheBackwardOp) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {5, 3, 2}));  // seq 5, batch 3, input 2
+  Value w = g.AddInitializer("w", ir::Tensor::Floats(std::vector<float>(32, 0.1f), {1, 16, 2}));  // 4 gates x hidden 4
+  Value r = g.AddInitializer("r", ir::Tensor::Floats(std::vector<float>(64, 0.1f), {1, 16, 4}));
+  ir::Node* lstm = g.AddNode(OpKind::kLSTM, {x, w, r}, 2, "lstm", {"y", "yh"});
+  g.AddOutput(lstm->output(1));
+  Value loss = Op(g, OpKind::kReduceSum, {lstm->output(0)});
+  ASSERT_TRUE(g.InferShapes().ok()) << g.InferShapes().ToString();
+  ASSERT_TRUE(ToTrainingMode(g).ok());
+  const ir::Node* n = g.producer(g.FindValue("y"));
+  ASSERT_EQ(n->num_outputs(), 4u);
+  EXPECT_EQ(n->name(), "lstm");
+  EXPECT_EQ(g.producer(g.FindValue("yh")), n);
+  EXPECT_TRUE(g.is_graph_output(n->output(1)));
+  EXPECT_EQ(g.producer(loss)->input(0), n->output(0));
+  // gates 16 + h 4 + c before and after 8 = 28 per row, 15 rows.
+  EXPECT_EQ(g.type(n->output(3)).ToString(), "float32[420]");
+  auto back = BuildBackward(g, g.producer(loss)->output(0), g.AddInitializer("one", ir::Tensor::Floats({1.0f}, {})));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  const ir::Node* grad = nullptr;
+  for (const ir::Node* k : std::as_const(g).nodes())
+    if (k->op() == OpKind::kLSTMGrad) grad = k;
+  ASSERT_NE(grad, nullptr);
+  ASSERT_EQ(grad->num_inputs(), 12u);
+  EXPECT_EQ(grad->input(11), n->output(3));
+}
+
 TEST(LossHeads, CrossEntropyAddsLabelsAndTrains) {
   Graph g;
   Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, ir::Shape({ir::Dim::Symbolic("N"), ir::Dim::Static(3)})));

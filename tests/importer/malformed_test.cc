@@ -235,6 +235,18 @@ TEST(Malformed, WrongInputCountAndLongNames) {
   ExpectError(n, {"node name is 5004 bytes long"});
 }
 
+// ONNX's LSTM has 3 outputs: a fourth, amptrain's internal reserve slot
+// (ir/rnn.h), is not a file's to give.
+TEST(Malformed, RecurrentLayerWithTheInternalReserveOutput) {
+  onnx::ModelProto m = NewModel(17);
+  AddInput(m, "x", {5, 3, 2});
+  AddInitializer(m, "w", {1, 16, 2});
+  AddInitializer(m, "r", {1, 16, 4});
+  AddNode(m, "LSTM", {"x", "w", "r"}, {"y", "yh", "yc", "reserve"}, "lstm");
+  AddOutput(m, "y");
+  ExpectError(m, {"LSTM node 'lstm' has 4 outputs, expected 0..3"});
+}
+
 // ---- external data ----------------------------------------------------------
 
 class ExternalData : public ::testing::Test {

@@ -136,6 +136,48 @@ TEST_P(DirectRnn, BackwardCloseToReference) {
   }
 }
 
+// Training graphs give the forward op its reserve output and the backward op
+// that reserve (ir/rnn.h): the backward reads the steps from it instead of
+// running the forward again. Its gradients match the reference's (which
+// ignores the reserve), whether the direct or the reference forward wrote
+// it; the forward's own outputs are the same bits with or without it.
+TEST_P(DirectRnn, BackwardFromReserveCloseToReference) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
+  for (const Case& c : Cases()) {
+    const ir::RnnConfig config = *ir::ParseRnnConfig(c.op, c.attrs);
+    const size_t outputs = config.reserve_output();
+    std::vector<Tensor> in = ForwardInputs(c, t, 31);
+    auto plain = RunKernel(c.op, c.attrs, in, Options{.impl = "direct", .num_outputs = outputs});
+    ASSERT_TRUE(plain.ok()) << c.name << ": " << plain.status().ToString();
+    std::vector<Tensor> reserves;
+    for (const char* impl : {"direct", "reference"}) {
+      auto forward = RunKernel(c.op, c.attrs, in, Options{.impl = impl, .num_outputs = outputs + 1});
+      ASSERT_TRUE(forward.ok()) << c.name << " " << impl << ": " << forward.status().ToString();
+      if (std::string(impl) == "direct")
+        for (size_t o = 0; o < outputs; ++o)
+          EXPECT_TRUE(SameBits((*forward)[o], (*plain)[o])) << c.name << ": output " << o << " with a reserve";
+      reserves.push_back((*forward)[outputs]);
+    }
+    for (size_t o = 0; o < outputs; ++o)
+      in.push_back(gradtest::Random((*plain)[o].dims(), 50 + static_cast<uint32_t>(o), t));
+    const std::vector<Tensor> without = in;
+    for (size_t k = 0; k < reserves.size(); ++k) {
+      std::vector<Tensor> with = without;
+      with.push_back(reserves[k]);
+      const std::string what = c.name + (k == 0 ? ", reserve of the direct forward" : ", reserve of the reference forward");
+      Options opt{.impl = "direct", .num_outputs = c.op == OpKind::kLSTM ? size_t{7} : size_t{5}};
+      auto got = RunKernel(GradOf(c.op), c.attrs, with, opt);
+      ASSERT_TRUE(got.ok()) << what << ": " << got.status().ToString();
+      opt.impl = "reference";
+      auto want = RunKernel(GradOf(c.op), c.attrs, without, opt);
+      ASSERT_TRUE(want.ok()) << what << ": " << want.status().ToString();
+      for (size_t o = 0; o < want->size(); ++o)
+        EXPECT_LT(gradtest::NormalizedError((*got)[o], (*want)[o]), RnnTolerance(t)) << what << " output " << o;
+    }
+  }
+}
+
 // The direct kernels are the ones a session picks for fp32, fp16 and bf16.
 TEST_P(DirectRnn, ChosenOverTheReference) {
   const DType t = GetParam().dtype;
