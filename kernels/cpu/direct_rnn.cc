@@ -13,8 +13,9 @@
 //     state's gradient (two for GRU with linear_before_reset 0), and dX, dW
 //     and dR in one GEMM each over all steps; the bias and peephole
 //     gradients are column sums in double.
-// The GEMMs are oneDNN's sgemm on the session's OpenMP threads; the gates of
-// the batch rows split over the kernel's threads. fp16 and bf16 inputs are
+// The GEMMs over all steps are oneDNN's sgemm, those of each step oneDNN
+// matmuls made once (StepMatmul), on the session's OpenMP threads; the gates
+// of the batch rows split over the kernel's threads where there are many. fp16 and bf16 inputs are
 // widened into scratch once per run, and the outputs are rounded once.
 // Sequence lengths: all rows step together; a row whose sequence has ended
 // keeps its state (and its gradient passes through unchanged).
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/rnn_geometry.h"
 
 namespace amptrain::kernels::cpu::direct {
@@ -53,6 +55,97 @@ Status Gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, i
     return Internal("oneDNN sgemm failed (", m, "x", n, "x", k, ")");
   return Status::Ok();
 }
+
+// One product of every step, C (+)= A B with fixed shapes: a oneDNN matmul
+// made at creation, whose B (a block of R, read with strides) is reordered
+// once per run and direction into the layout the primitive prefers, in the
+// kernel's scratch (as its scratchpad). oneDNN's sgemm packs B again at
+// every call and allocates for it: for the small A of one step (batch rows)
+// that cost as much as the product. Where oneDNN has no matmul for the
+// shapes, Run falls back to Gemm.
+class StepMatmul {
+ public:
+  StepMatmul() = default;
+  // A [m, k], rows lda apart; B [k, n] with element (i, j) at i * bk + j * bn;
+  // C [m, n], rows ldc apart; `accumulate`: C += A B.
+  StepMatmul(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t bk, int64_t bn, int64_t ldc, bool accumulate)
+      : m_(m), n_(n), k_(k), lda_(lda), bk_(bk), bn_(bn), ldc_(ldc), accumulate_(accumulate) {
+    if (m == 0 || n == 0 || k == 0) return;
+    try {
+      using desc = dnnl::memory::desc;
+      const auto f32 = dnnl::memory::data_type::f32;
+      const desc a({m, k}, f32, dnnl::memory::dims{lda, 1}), b({k, n}, f32, dnnl::memory::dims{bk, bn});
+      const desc c({m, n}, f32, dnnl::memory::dims{ldc, 1});
+      const desc b_any({k, n}, f32, dnnl::memory::format_tag::any);
+      dnnl::post_ops ops;
+      if (accumulate) ops.append_sum(1.0f);
+      dnnl::primitive_attr attr;
+      attr.set_post_ops(ops);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b_any, c), onednn::UserScratchpad(attr), onednn::Engine());
+      pack_ = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::Engine(), b, onednn::Engine(), pd.weights_desc(),
+                                                          onednn::UserScratchpad()));
+      matmul_ = dnnl::matmul(pd);
+      packed_bytes_ = (pd.weights_desc().get_size() + 63) / 64 * 64;
+      scratchpad_bytes_ = (onednn::ScratchpadBytes(pd) + 63) / 64 * 64;
+      args_.Add(DNNL_ARG_SRC, a);
+      weights_ = args_.Add(DNNL_ARG_WEIGHTS, pd.weights_desc());
+      args_.Add(DNNL_ARG_DST, c);
+      args_.AddScratchpad(onednn::ScratchpadBytes(pd));
+      pack_args_.Add(DNNL_ARG_FROM, b);
+      pack_args_.Add(DNNL_ARG_TO, pd.weights_desc());
+      stream_ = dnnl::stream(onednn::Engine());
+    } catch (const dnnl::error&) {
+      matmul_ = dnnl::matmul();  // Gemm instead
+      packed_bytes_ = scratchpad_bytes_ = 0;
+    }
+  }
+  // Scratch for the packed B and the scratchpad.
+  size_t scratch_bytes() const { return packed_bytes_ + scratchpad_bytes_; }
+
+  // B from `b` (the strides above) into `scratch` (scratch_bytes()).
+  Status Pack(const float* b, void* scratch) {
+    b_ = b;
+    scratch_ = static_cast<std::byte*>(scratch);
+    if (!matmul_) return Status::Ok();
+    try {
+      pack_args_.Set(0, const_cast<float*>(b));
+      pack_args_.Set(1, scratch_);
+      pack_args_.Execute(pack_, stream_);
+    } catch (const dnnl::error& e) {
+      return Internal("oneDNN reorder of a recurrent weight failed: ", e.what());
+    }
+    return Status::Ok();
+  }
+
+  Status Run(const float* a, float* c) {
+    if (!matmul_) {
+      // Gemm takes B row-major or transposed: bn == 1 (rows bk apart) or bk == 1 (columns bn apart).
+      if (bn_ == 1) return Gemm('N', 'N', m_, n_, k_, a, lda_, b_, bk_, accumulate_ ? 1.0f : 0.0f, c, ldc_);
+      return Gemm('N', 'T', m_, n_, k_, a, lda_, b_, bn_, accumulate_ ? 1.0f : 0.0f, c, ldc_);
+    }
+    try {
+      args_.Set(0, const_cast<float*>(a));
+      args_.Set(weights_, scratch_);
+      args_.Set(2, c);
+      args_.SetScratchpad(scratch_ + packed_bytes_);
+      args_.Execute(matmul_, stream_);
+    } catch (const dnnl::error& e) {
+      return Internal("oneDNN matmul of a recurrent step failed: ", e.what());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int64_t m_ = 0, n_ = 0, k_ = 0, lda_ = 0, bk_ = 0, bn_ = 0, ldc_ = 0;
+  bool accumulate_ = false;
+  dnnl::matmul matmul_;
+  dnnl::reorder pack_;
+  onednn::ExecArgs args_, pack_args_;
+  size_t weights_ = 0, packed_bytes_ = 0, scratchpad_bytes_ = 0;
+  dnnl::stream stream_;
+  const float* b_ = nullptr;
+  std::byte* scratch_ = nullptr;
+};
 
 // v := f(v) over n values.
 void Activate(RnnActivation f, float* v, int64_t n) {
@@ -111,6 +204,20 @@ class DirectRnn final : public Kernel {
   DirectRnn(RnnConfig c, RnnGeometry g, DType t, bool backward, bool reserve, int threads)
       : c_(std::move(c)), g_(g), dtype_(t), backward_(backward), reserve_(reserve), threads_(threads) {
     layout_ = ir::ReserveLayout(c_, Rows(), H());
+    const int64_t hs = H(), gs = G(), b = g_.batch;
+    const bool candidate_apart = Gru() && !c_.linear_before_reset;  // its recurrent part reads r * h
+    if (!backward_ || !reserve_) {  // h R^T of the gates, R read transposed
+      fwd_rec_ = StepMatmul(b, candidate_apart ? 2 * hs : gs, hs, hs, 1, hs, gs, false);
+      if (candidate_apart) fwd_cand_ = StepMatmul(b, hs, hs, hs, 1, hs, gs, false);
+    }
+    if (backward_) {  // the state's gradient: da R
+      if (candidate_apart) {
+        bwd_drh_ = StepMatmul(b, hs, hs, gs, hs, 1, hs, false);
+        bwd_dh_ = StepMatmul(b, hs, 2 * hs, gs, hs, 1, hs, true);
+      } else {
+        bwd_dh_ = StepMatmul(b, hs, gs, gs, hs, 1, hs, Gru());  // GRU: onto dh z
+      }
+    }
     Carver count(nullptr);
     Carve(count);
     scratch_bytes_ = count.bytes() + static_cast<size_t>(std::max<int64_t>(G(), 3 * H())) * sizeof(double) + 64;
@@ -175,7 +282,10 @@ class DirectRnn final : public Kernel {
     for (size_t i = 0; i < wide_.size(); ++i) wide_[i] = wide ? s.Take(in_sizes[i]) : nullptr;
     const size_t outputs = backward_ ? 7 : 3;
     out_.assign(outputs, nullptr);
+    packs_.clear();
     for (size_t o = 0; o < outputs; ++o) out_[o] = s.Take(Size(o));
+    for (StepMatmul* m : {&fwd_rec_, &fwd_cand_, &bwd_dh_, &bwd_drh_})
+      packs_.push_back(s.Take(static_cast<int64_t>(m->scratch_bytes() / sizeof(float))));
     xw_ = reserve_ || backward_ ? nullptr : s.Take(rg);  // else the records' gates block (PointRecords)
     bias_ = s.Take(G());
     tmp_ = s.Take(bg);
@@ -282,10 +392,11 @@ class DirectRnn final : public Kernel {
     const float* p = P(d);
     const float* rd = R(d);
     float* y = backward_ ? nullptr : out_[0];
+    AMP_RETURN_IF_ERROR(fwd_rec_.Pack(rd, packs_[0]));
+    if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(fwd_cand_.Pack(rd + 2 * hs * hs, packs_[1]));
     for (int64_t s = 0; s < g_.seq; ++s) {
       // Recurrent part: all rows (a finished row's result is not used).
-      const int64_t first = Gru() && !c_.linear_before_reset ? 2 * hs : gs;
-      AMP_RETURN_IF_ERROR(Gemm('N', 'T', batch, first, hs, h_, hs, rd, hs, 0.0f, tmp_, gs));
+      AMP_RETURN_IF_ERROR(fwd_rec_.Run(h_, tmp_));
       auto active = [&](int64_t b) { return s < lens_[b]; };
       ForRows([&](int64_t b) {
         if (!active(b)) return;
@@ -338,7 +449,7 @@ class DirectRnn final : public Kernel {
       });
       if (Gru()) {
         if (!c_.linear_before_reset)  // the candidate's recurrent part reads r * h
-          AMP_RETURN_IF_ERROR(Gemm('N', 'T', batch, hs, hs, rh_step_, hs, rd + 2 * hs * hs, hs, 0.0f, tmp_ + 2 * hs, gs));
+          AMP_RETURN_IF_ERROR(fwd_cand_.Run(rh_step_, tmp_ + 2 * hs));
         ForRows([&](int64_t b) {
           if (!active(b)) return;
           const int64_t row = g_.row(Time(d, b, s), b);
@@ -413,6 +524,8 @@ class DirectRnn final : public Kernel {
         }
       const float* p = P(d);
       const float* rd = R(d);
+      AMP_RETURN_IF_ERROR(bwd_dh_.Pack(rd, packs_[2]));
+      if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(bwd_drh_.Pack(rd + 2 * hs * hs, packs_[3]));
       for (int64_t s = g_.seq - 1; s >= 0; --s) {
         auto active = [&](int64_t b) { return s < lens_[b]; };
         ForRows([&](int64_t b) {
@@ -474,12 +587,11 @@ class DirectRnn final : public Kernel {
         });
         // The state's gradient through R.
         if (c_.cell == OpKind::kRNN || Lstm()) {
-          AMP_RETURN_IF_ERROR(Gemm('N', 'N', batch, hs, gs, da_step_, gs, rd, hs, 0.0f, dhp_, hs));
+          AMP_RETURN_IF_ERROR(bwd_dh_.Run(da_step_, dhp_));
         } else if (c_.linear_before_reset) {
-          AMP_RETURN_IF_ERROR(Gemm('N', 'N', batch, hs, gs, dar_step_, gs, rd, hs, 1.0f, dhp_, hs));
+          AMP_RETURN_IF_ERROR(bwd_dh_.Run(dar_step_, dhp_));
         } else {
-          AMP_RETURN_IF_ERROR(
-              Gemm('N', 'N', batch, hs, hs, da_step_ + 2 * hs, gs, rd + 2 * hs * hs, hs, 0.0f, drh_, hs));
+          AMP_RETURN_IF_ERROR(bwd_drh_.Run(da_step_ + 2 * hs, drh_));
           ForRows([&](int64_t b) {
             if (!active(b)) return;
             const int64_t row = g_.row(Time(d, b, s), b);
@@ -492,7 +604,7 @@ class DirectRnn final : public Kernel {
               dhp[j] += drh[j] * r[j];
             }
           });
-          AMP_RETURN_IF_ERROR(Gemm('N', 'N', batch, hs, 2 * hs, da_step_, gs, rd, hs, 1.0f, dhp_, hs));
+          AMP_RETURN_IF_ERROR(bwd_dh_.Run(da_step_, dhp_));
         }
         ForRows([&](int64_t b) {
           if (!active(b)) {  // the state did not change at this step
@@ -553,6 +665,11 @@ class DirectRnn final : public Kernel {
   float *da_ = nullptr, *dar_ = nullptr, *da_step_ = nullptr, *dar_step_ = nullptr;
   float *dh_ = nullptr, *dc_ = nullptr, *dhp_ = nullptr, *dcp_ = nullptr, *drh_ = nullptr;
   double* sums_ = nullptr;
+  // The products of every step (see StepMatmul): h R^T (GRU with
+  // linear_before_reset 0: of z and r, then r * h Rh^T of the candidate), and
+  // back: da R (GRU 0: da_n Rh, then da_zr R_zr); their packed B in packs_.
+  StepMatmul fwd_rec_, fwd_cand_, bwd_dh_, bwd_drh_;
+  std::vector<float*> packs_;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeDirectRnn(const KernelInit& init) {
