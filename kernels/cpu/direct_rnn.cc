@@ -28,8 +28,10 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/direct_kernels.h"
 #include "kernels/cpu/onednn_common.h"
 #include "kernels/cpu/rnn_geometry.h"
@@ -56,59 +58,68 @@ Status Gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, i
   return Status::Ok();
 }
 
-// One product of every step, C (+)= A B with fixed shapes: a oneDNN matmul
-// made at creation, whose B (a block of R, read with strides) is reordered
-// once per run and direction into the layout the primitive prefers, in the
-// kernel's scratch (as its scratchpad). oneDNN's sgemm packs B again at
-// every call and allocates for it: for the small A of one step (batch rows)
-// that cost as much as the product. Where oneDNN has no matmul for the
-// shapes, Run falls back to Gemm.
-class StepMatmul {
+// A product C (+)= A B of fixed shapes: a oneDNN matmul made at creation,
+// A and B fp32 or (the native bf16 path) bf16, C fp32, any strides. With
+// `pack` (the products of every step, whose B is a block of R) B is
+// reordered once per run and direction into the layout the primitive
+// prefers, in the kernel's scratch, as is the scratchpad: oneDNN's sgemm
+// packed B again at every call and allocated for it, which for the small A
+// of one step (batch rows) cost as much as the product. Without `pack` B is
+// read where it is. Where oneDNN has no fp32 matmul for the shapes, Run
+// falls back to Gemm; ok() is false where it has no bf16 one.
+class Product {
  public:
-  StepMatmul() = default;
-  // A [m, k], rows lda apart; B [k, n] with element (i, j) at i * bk + j * bn;
-  // C [m, n], rows ldc apart; `accumulate`: C += A B.
-  StepMatmul(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t bk, int64_t bn, int64_t ldc, bool accumulate)
-      : m_(m), n_(n), k_(k), lda_(lda), bk_(bk), bn_(bn), ldc_(ldc), accumulate_(accumulate) {
+  Product() = default;
+  // A [m, k] with element (i, l) at i * am + l * ak; B [k, n] with (l, j) at
+  // l * bk + j * bn; C [m, n], rows ldc apart; `accumulate`: C += A B.
+  Product(int64_t m, int64_t n, int64_t k, std::array<int64_t, 2> a_strides, std::array<int64_t, 2> b_strides,
+          int64_t ldc, DType t, bool pack, bool accumulate)
+      : m_(m), n_(n), k_(k), a_(a_strides), b_(b_strides), ldc_(ldc), accumulate_(accumulate), pack_b_(pack) {
     if (m == 0 || n == 0 || k == 0) return;
     try {
       using desc = dnnl::memory::desc;
-      const auto f32 = dnnl::memory::data_type::f32;
-      const desc a({m, k}, f32, dnnl::memory::dims{lda, 1}), b({k, n}, f32, dnnl::memory::dims{bk, bn});
-      const desc c({m, n}, f32, dnnl::memory::dims{ldc, 1});
-      const desc b_any({k, n}, f32, dnnl::memory::format_tag::any);
+      const auto dt = onednn::DataType(t);
+      const desc a({m, k}, dt, dnnl::memory::dims{a_[0], a_[1]}), b({k, n}, dt, dnnl::memory::dims{b_[0], b_[1]});
+      const desc c({m, n}, dnnl::memory::data_type::f32, dnnl::memory::dims{ldc, 1});
+      const desc weights = pack ? desc({k, n}, dt, dnnl::memory::format_tag::any) : b;
       dnnl::post_ops ops;
       if (accumulate) ops.append_sum(1.0f);
       dnnl::primitive_attr attr;
       attr.set_post_ops(ops);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b_any, c), onednn::UserScratchpad(attr), onednn::Engine());
-      pack_ = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::Engine(), b, onednn::Engine(), pd.weights_desc(),
-                                                          onednn::UserScratchpad()));
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, weights, c), onednn::UserScratchpad(attr), onednn::Engine());
+      if (t != DType::kFloat32 && std::string(pd.impl_info_str()).find("ref") != std::string::npos)
+        return;  // oneDNN's reference bf16 matmul: ok() stays false, the widened fp32 path runs
+      if (pack) {
+        pack_ = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::Engine(), b, onednn::Engine(), pd.weights_desc(),
+                                                            onednn::UserScratchpad()));
+        packed_bytes_ = (pd.weights_desc().get_size() + 63) / 64 * 64;
+        pack_args_.Add(DNNL_ARG_FROM, b);
+        pack_args_.Add(DNNL_ARG_TO, pd.weights_desc());
+      }
       matmul_ = dnnl::matmul(pd);
-      packed_bytes_ = (pd.weights_desc().get_size() + 63) / 64 * 64;
       scratchpad_bytes_ = (onednn::ScratchpadBytes(pd) + 63) / 64 * 64;
       args_.Add(DNNL_ARG_SRC, a);
-      weights_ = args_.Add(DNNL_ARG_WEIGHTS, pd.weights_desc());
+      args_.Add(DNNL_ARG_WEIGHTS, pd.weights_desc());
       args_.Add(DNNL_ARG_DST, c);
       args_.AddScratchpad(onednn::ScratchpadBytes(pd));
-      pack_args_.Add(DNNL_ARG_FROM, b);
-      pack_args_.Add(DNNL_ARG_TO, pd.weights_desc());
       stream_ = dnnl::stream(onednn::Engine());
     } catch (const dnnl::error&) {
-      matmul_ = dnnl::matmul();  // Gemm instead
+      matmul_ = dnnl::matmul();
       packed_bytes_ = scratchpad_bytes_ = 0;
     }
+    ok_ = matmul_ || t == DType::kFloat32;
   }
+  bool ok() const { return ok_ || m_ == 0 || n_ == 0 || k_ == 0; }
   // Scratch for the packed B and the scratchpad.
   size_t scratch_bytes() const { return packed_bytes_ + scratchpad_bytes_; }
 
-  // B from `b` (the strides above) into `scratch` (scratch_bytes()).
-  Status Pack(const float* b, void* scratch) {
-    b_ = b;
+  // The B of the next runs (packed into `scratch`, scratch_bytes(), first).
+  Status SetB(const void* b, void* scratch) {
+    b_data_ = b;
     scratch_ = static_cast<std::byte*>(scratch);
-    if (!matmul_) return Status::Ok();
+    if (!matmul_ || !pack_b_) return Status::Ok();
     try {
-      pack_args_.Set(0, const_cast<float*>(b));
+      pack_args_.Set(0, const_cast<void*>(b));
       pack_args_.Set(1, scratch_);
       pack_args_.Execute(pack_, stream_);
     } catch (const dnnl::error& e) {
@@ -117,33 +128,38 @@ class StepMatmul {
     return Status::Ok();
   }
 
-  Status Run(const float* a, float* c) {
-    if (!matmul_) {
-      // Gemm takes B row-major or transposed: bn == 1 (rows bk apart) or bk == 1 (columns bn apart).
-      if (bn_ == 1) return Gemm('N', 'N', m_, n_, k_, a, lda_, b_, bk_, accumulate_ ? 1.0f : 0.0f, c, ldc_);
-      return Gemm('N', 'T', m_, n_, k_, a, lda_, b_, bn_, accumulate_ ? 1.0f : 0.0f, c, ldc_);
+  Status Run(const void* a, float* c) {
+    if (m_ == 0 || n_ == 0) return Status::Ok();
+    if (!matmul_) {  // fp32 (ok()): A and B row-major or transposed
+      const auto* fa = static_cast<const float*>(a);
+      const auto* fb = static_cast<const float*>(b_data_);
+      const char ta = a_[1] == 1 ? 'N' : 'T', tb = b_[1] == 1 ? 'N' : 'T';
+      return Gemm(ta, tb, m_, n_, k_, fa, ta == 'N' ? a_[0] : a_[1], fb, tb == 'N' ? b_[0] : b_[1],
+                  accumulate_ ? 1.0f : 0.0f, c, ldc_);
     }
     try {
-      args_.Set(0, const_cast<float*>(a));
-      args_.Set(weights_, scratch_);
+      args_.Set(0, const_cast<void*>(a));
+      args_.Set(1, pack_b_ ? static_cast<void*>(scratch_) : const_cast<void*>(b_data_));
       args_.Set(2, c);
       args_.SetScratchpad(scratch_ + packed_bytes_);
       args_.Execute(matmul_, stream_);
     } catch (const dnnl::error& e) {
-      return Internal("oneDNN matmul of a recurrent step failed: ", e.what());
+      return Internal("oneDNN matmul of a recurrent layer failed: ", e.what());
     }
     return Status::Ok();
   }
 
  private:
-  int64_t m_ = 0, n_ = 0, k_ = 0, lda_ = 0, bk_ = 0, bn_ = 0, ldc_ = 0;
-  bool accumulate_ = false;
+  int64_t m_ = 0, n_ = 0, k_ = 0;
+  std::array<int64_t, 2> a_{}, b_{};
+  int64_t ldc_ = 0;
+  bool accumulate_ = false, pack_b_ = false, ok_ = false;
   dnnl::matmul matmul_;
   dnnl::reorder pack_;
   onednn::ExecArgs args_, pack_args_;
-  size_t weights_ = 0, packed_bytes_ = 0, scratchpad_bytes_ = 0;
+  size_t packed_bytes_ = 0, scratchpad_bytes_ = 0;
   dnnl::stream stream_;
-  const float* b_ = nullptr;
+  const void* b_data_ = nullptr;
   std::byte* scratch_ = nullptr;
 };
 
@@ -204,26 +220,56 @@ class DirectRnn final : public Kernel {
   DirectRnn(RnnConfig c, RnnGeometry g, DType t, bool backward, bool reserve, int threads)
       : c_(std::move(c)), g_(g), dtype_(t), backward_(backward), reserve_(reserve), threads_(threads) {
     layout_ = ir::ReserveLayout(c_, Rows(), H());
-    const int64_t hs = H(), gs = G(), b = g_.batch;
-    const bool candidate_apart = Gru() && !c_.linear_before_reset;  // its recurrent part reads r * h
-    if (!backward_ || !reserve_) {  // h R^T of the gates, R read transposed
-      fwd_rec_ = StepMatmul(b, candidate_apart ? 2 * hs : gs, hs, hs, 1, hs, gs, false);
-      if (candidate_apart) fwd_cand_ = StepMatmul(b, hs, hs, hs, 1, hs, gs, false);
-    }
-    if (backward_) {  // the state's gradient: da R
-      if (candidate_apart) {
-        bwd_drh_ = StepMatmul(b, hs, hs, gs, hs, 1, hs, false);
-        bwd_dh_ = StepMatmul(b, hs, 2 * hs, gs, hs, 1, hs, true);
-      } else {
-        bwd_dh_ = StepMatmul(b, hs, gs, gs, hs, 1, hs, Gru());  // GRU: onto dh z
-      }
-    }
+    MakeProducts(dtype_ == DType::kBFloat16 && cpu::Cpu().bf16_faster());
+    if (native_ && !ProductsOk()) MakeProducts(false);  // a bf16 product oneDNN lacks: the widened path
     Carver count(nullptr);
     Carve(count);
     scratch_bytes_ = count.bytes() + static_cast<size_t>(std::max<int64_t>(G(), 3 * H())) * sizeof(double) + 64;
   }
 
   size_t scratch_bytes() const override { return scratch_bytes_; }
+
+ private:
+  // The products (Product): those of every step always; with `native` (bf16
+  // on a CPU where oneDNN's bf16 is faster than fp32) bf16 ones, and those
+  // over all steps too (oneDNN has no bf16 sgemm).
+  void MakeProducts(bool native) {
+    native_ = native;
+    const DType t = native ? DType::kBFloat16 : DType::kFloat32;
+    const int64_t hs = H(), gs = G(), b = g_.batch, rows = Rows(), in = g_.input;
+    const bool candidate_apart = Gru() && !c_.linear_before_reset;  // its recurrent part reads r * h
+    auto step = [&](int64_t m, int64_t n, int64_t k, std::array<int64_t, 2> a, std::array<int64_t, 2> bs,
+                    int64_t ldc, bool accumulate) { return Product(m, n, k, a, bs, ldc, t, true, accumulate); };
+    auto all = [&](int64_t m, int64_t n, int64_t k, std::array<int64_t, 2> a, std::array<int64_t, 2> bs,
+                   int64_t ldc, bool accumulate) { return Product(m, n, k, a, bs, ldc, t, false, accumulate); };
+    fwd_rec_ = fwd_cand_ = fwd_x_ = bwd_dh_ = bwd_drh_ = bwd_dx_[0] = bwd_dx_[1] = bwd_dw_ = bwd_dr_ = bwd_dr_n_ = Product();
+    if (!backward_ || !reserve_) {  // the forward: h R^T (R read transposed), X W^T
+      fwd_rec_ = step(b, candidate_apart ? 2 * hs : gs, hs, {hs, 1}, {1, hs}, gs, false);
+      if (candidate_apart) fwd_cand_ = step(b, hs, hs, {hs, 1}, {1, hs}, gs, false);
+      if (native) fwd_x_ = all(rows, gs, in, {in, 1}, {1, in}, gs, false);
+    }
+    if (!backward_) return;
+    if (candidate_apart) {  // the state's gradient: da_n Rh, then da_zr R_zr onto it
+      bwd_drh_ = step(b, hs, hs, {gs, 1}, {hs, 1}, hs, false);
+      bwd_dh_ = step(b, hs, 2 * hs, {gs, 1}, {hs, 1}, hs, true);
+    } else {
+      bwd_dh_ = step(b, hs, gs, {gs, 1}, {hs, 1}, hs, Gru());  // GRU: onto dh z
+    }
+    if (!native) return;
+    bwd_dx_[0] = all(rows, in, gs, {gs, 1}, {in, 1}, in, false);  // DA W; the second direction adds
+    bwd_dx_[1] = all(rows, in, gs, {gs, 1}, {in, 1}, in, true);
+    bwd_dw_ = all(gs, in, rows, {1, gs}, {in, 1}, in, false);  // DA^T X
+    bwd_dr_ = all(candidate_apart ? 2 * hs : gs, hs, rows, {1, gs}, {hs, 1}, hs, false);  // DA^T H
+    if (candidate_apart) bwd_dr_n_ = all(hs, hs, rows, {1, gs}, {hs, 1}, hs, false);  // DA_n^T (r * h)
+  }
+  bool ProductsOk() const {
+    for (const Product* p : {&fwd_rec_, &fwd_cand_, &fwd_x_, &bwd_dh_, &bwd_drh_, &bwd_dx_[0], &bwd_dx_[1], &bwd_dw_,
+                             &bwd_dr_, &bwd_dr_n_})
+      if (!p->ok()) return false;
+    return true;
+  }
+
+ public:
 
   Status Run(KernelContext& ctx) override {
     Carver carve(ctx.scratch);
@@ -284,8 +330,20 @@ class DirectRnn final : public Kernel {
     out_.assign(outputs, nullptr);
     packs_.clear();
     for (size_t o = 0; o < outputs; ++o) out_[o] = s.Take(Size(o));
-    for (StepMatmul* m : {&fwd_rec_, &fwd_cand_, &bwd_dh_, &bwd_drh_})
+    for (Product* m : {&fwd_rec_, &fwd_cand_, &fwd_x_, &bwd_dh_, &bwd_drh_, &bwd_dx_[0], &bwd_dx_[1], &bwd_dw_,
+                       &bwd_dr_, &bwd_dr_n_})
       packs_.push_back(s.Take(static_cast<int64_t>(m->scratch_bytes() / sizeof(float))));
+    // The native path's bf16 copies of the products' fp32 operands (two per float).
+    auto half = [&](int64_t n) { return native_ ? reinterpret_cast<uint16_t*>(s.Take((n + 1) / 2)) : nullptr; };
+    h16_ = half(bh);
+    rh16_ = half(bh);
+    if (backward_) {
+      da16_step_ = half(bg);
+      da16_ = half(rg);
+      dar16_ = Gru() && c_.linear_before_reset ? half(rg) : nullptr;
+      hprev16_ = half(rh);
+      rh16_all_ = Gru() && !c_.linear_before_reset ? half(rh) : nullptr;
+    }
     xw_ = reserve_ || backward_ ? nullptr : s.Take(rg);  // else the records' gates block (PointRecords)
     bias_ = s.Take(G());
     tmp_ = s.Take(bg);
@@ -334,7 +392,8 @@ class DirectRnn final : public Kernel {
       const bool present = slot < ctx.inputs.size() && ctx.inputs[slot].data && (Lstm() || !lstm_only) &&
                            (backward_ || !backward_only);
       in_[i] = nullptr;
-      if (!present) continue;
+      if (i < raw_.size()) raw_[i] = present ? ctx.inputs[slot].data : nullptr;
+      if (!present || (native_ && i < raw_.size())) continue;  // the native path reads X, W, R as they are
       const ir::TensorView& v = ctx.inputs[slot];
       if (dtype_ == DType::kFloat32) {
         in_[i] = static_cast<const float*>(v.data);
@@ -344,6 +403,8 @@ class DirectRnn final : public Kernel {
       }
     }
   }
+  // X, W and R as they are (bf16 on the native path).
+  const uint16_t* Raw16(size_t i, int64_t offset) const { return static_cast<const uint16_t*>(raw_[i]) + offset; }
   const float* X() const { return in_[0]; }
   const float* W(int64_t d) const { return in_[1] + g_.w(d, 0); }
   const float* R(int64_t d) const { return in_[2] + g_.r(d, 0); }
@@ -366,7 +427,12 @@ class DirectRnn final : public Kernel {
     const int64_t hs = H(), gs = G(), batch = g_.batch;
     const auto& act = c_.activations[d];
     // Input part of every step, with the biases.
-    AMP_RETURN_IF_ERROR(Gemm('N', 'T', Rows(), gs, g_.input, X(), g_.input, W(d), g_.input, 0.0f, xw_, gs));
+    if (native_) {
+      AMP_RETURN_IF_ERROR(fwd_x_.SetB(Raw16(1, g_.w(d, 0)), packs_[2]));
+      AMP_RETURN_IF_ERROR(fwd_x_.Run(raw_[0], xw_));
+    } else {
+      AMP_RETURN_IF_ERROR(Gemm('N', 'T', Rows(), gs, g_.input, X(), g_.input, W(d), g_.input, 0.0f, xw_, gs));
+    }
     for (int64_t k = 0; k < gs; ++k)
       bias_[k] = B() ? B()[g_.wb(d, k)] + (RbInside(k) ? 0.0f : B()[g_.rb(d, k)]) : 0.0f;
     const float* rb_inside = B() && Gru() && c_.linear_before_reset ? B() + g_.rb(d, 2 * hs) : nullptr;
@@ -392,11 +458,13 @@ class DirectRnn final : public Kernel {
     const float* p = P(d);
     const float* rd = R(d);
     float* y = backward_ ? nullptr : out_[0];
-    AMP_RETURN_IF_ERROR(fwd_rec_.Pack(rd, packs_[0]));
-    if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(fwd_cand_.Pack(rd + 2 * hs * hs, packs_[1]));
+    const void* r_all = native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 0))) : rd;
+    const void* r_cand = native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 2 * hs))) : rd + 2 * hs * hs;
+    AMP_RETURN_IF_ERROR(fwd_rec_.SetB(r_all, packs_[0]));
+    if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(fwd_cand_.SetB(r_cand, packs_[1]));
     for (int64_t s = 0; s < g_.seq; ++s) {
       // Recurrent part: all rows (a finished row's result is not used).
-      AMP_RETURN_IF_ERROR(fwd_rec_.Run(h_, tmp_));
+      AMP_RETURN_IF_ERROR(fwd_rec_.Run(Operand(h_, h16_, batch * hs), tmp_));
       auto active = [&](int64_t b) { return s < lens_[b]; };
       ForRows([&](int64_t b) {
         if (!active(b)) return;
@@ -449,7 +517,7 @@ class DirectRnn final : public Kernel {
       });
       if (Gru()) {
         if (!c_.linear_before_reset)  // the candidate's recurrent part reads r * h
-          AMP_RETURN_IF_ERROR(fwd_cand_.Run(rh_step_, tmp_ + 2 * hs));
+          AMP_RETURN_IF_ERROR(fwd_cand_.Run(Operand(rh_step_, rh16_, batch * hs), tmp_ + 2 * hs));
         ForRows([&](int64_t b) {
           if (!active(b)) return;
           const int64_t row = g_.row(Time(d, b, s), b);
@@ -524,8 +592,10 @@ class DirectRnn final : public Kernel {
         }
       const float* p = P(d);
       const float* rd = R(d);
-      AMP_RETURN_IF_ERROR(bwd_dh_.Pack(rd, packs_[2]));
-      if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(bwd_drh_.Pack(rd + 2 * hs * hs, packs_[3]));
+      AMP_RETURN_IF_ERROR(bwd_dh_.SetB(native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 0))) : rd, packs_[3]));
+      if (Gru() && !c_.linear_before_reset)
+        AMP_RETURN_IF_ERROR(bwd_drh_.SetB(
+            native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 2 * hs))) : rd + 2 * hs * hs, packs_[4]));
       for (int64_t s = g_.seq - 1; s >= 0; --s) {
         auto active = [&](int64_t b) { return s < lens_[b]; };
         ForRows([&](int64_t b) {
@@ -586,12 +656,13 @@ class DirectRnn final : public Kernel {
           }
         });
         // The state's gradient through R.
+        const int64_t bg = batch * gs;
         if (c_.cell == OpKind::kRNN || Lstm()) {
-          AMP_RETURN_IF_ERROR(bwd_dh_.Run(da_step_, dhp_));
+          AMP_RETURN_IF_ERROR(bwd_dh_.Run(Operand(da_step_, da16_step_, bg), dhp_));
         } else if (c_.linear_before_reset) {
-          AMP_RETURN_IF_ERROR(bwd_dh_.Run(dar_step_, dhp_));
+          AMP_RETURN_IF_ERROR(bwd_dh_.Run(Operand(dar_step_, da16_step_, bg), dhp_));
         } else {
-          AMP_RETURN_IF_ERROR(bwd_drh_.Run(da_step_ + 2 * hs, drh_));
+          AMP_RETURN_IF_ERROR(bwd_drh_.Run(Offset(Operand(da_step_, da16_step_, bg), 2 * hs), drh_));
           ForRows([&](int64_t b) {
             if (!active(b)) return;
             const int64_t row = g_.row(Time(d, b, s), b);
@@ -604,7 +675,7 @@ class DirectRnn final : public Kernel {
               dhp[j] += drh[j] * r[j];
             }
           });
-          AMP_RETURN_IF_ERROR(bwd_dh_.Run(da_step_, dhp_));
+          AMP_RETURN_IF_ERROR(bwd_dh_.Run(Operand(da_step_, da16_step_, bg), dhp_));  // da_r is new: again
         }
         ForRows([&](int64_t b) {
           if (!active(b)) {  // the state did not change at this step
@@ -625,25 +696,61 @@ class DirectRnn final : public Kernel {
       }
       // Over all steps: dX (both directions add up), dW, dR, the biases, P.
       const int64_t in = g_.input;
+      float* drd = dr + g_.r(d, 0);
+      if (native_) {
+        const void* da = Operand(da_, da16_, rows * gs);
+        const void* hp = Operand(hprev_, hprev16_, rows * hs);
+        AMP_RETURN_IF_ERROR(bwd_dx_[d > 0].SetB(Raw16(1, g_.w(d, 0)), packs_[5 + (d > 0)]));
+        AMP_RETURN_IF_ERROR(bwd_dx_[d > 0].Run(da, dx));
+        AMP_RETURN_IF_ERROR(bwd_dw_.SetB(raw_[0], packs_[7]));
+        AMP_RETURN_IF_ERROR(bwd_dw_.Run(da, dw + g_.w(d, 0)));
+        AMP_RETURN_IF_ERROR(bwd_dr_.SetB(hp, packs_[8]));
+        AMP_RETURN_IF_ERROR(bwd_dr_.Run(dar_ ? Operand(dar_, dar16_, rows * gs) : da, drd));
+        if (Gru() && !c_.linear_before_reset) {
+          AMP_RETURN_IF_ERROR(bwd_dr_n_.SetB(Operand(rh_, rh16_all_, rows * hs), packs_[9]));
+          AMP_RETURN_IF_ERROR(bwd_dr_n_.Run(Offset(da, 2 * hs), drd + 2 * hs * hs));
+        }
+        AMP_RETURN_IF_ERROR(BiasAndPeepholeGradients(d, db, dp));
+        continue;
+      }
       AMP_RETURN_IF_ERROR(Gemm('N', 'N', rows, in, gs, da_, gs, W(d), in, d == 0 ? 0.0f : 1.0f, dx, in));
       AMP_RETURN_IF_ERROR(Gemm('T', 'N', gs, in, rows, da_, gs, X(), in, 0.0f, dw + g_.w(d, 0), in));
-      float* drd = dr + g_.r(d, 0);
       if (Gru() && !c_.linear_before_reset) {
         AMP_RETURN_IF_ERROR(Gemm('T', 'N', 2 * hs, hs, rows, da_, gs, hprev_, hs, 0.0f, drd, hs));
         AMP_RETURN_IF_ERROR(Gemm('T', 'N', hs, hs, rows, da_ + 2 * hs, gs, rh_, hs, 0.0f, drd + 2 * hs * hs, hs));
       } else {
         AMP_RETURN_IF_ERROR(Gemm('T', 'N', gs, hs, rows, dar_ ? dar_ : da_, gs, hprev_, hs, 0.0f, drd, hs));
       }
-      ColumnSums(da_, gs, gs, db + g_.wb(d, 0));
-      ColumnSums(dar_ ? dar_ : da_, gs, gs, db + g_.rb(d, 0));
-      if (p) {
-        float* dpd = dp + d * 3 * hs;
-        ColumnSums(da_, hs, gs, dpd, cprev_, hs);                    // i
-        ColumnSums(da_ + hs, hs, gs, dpd + hs, cnew_, hs);           // o
-        ColumnSums(da_ + 2 * hs, hs, gs, dpd + 2 * hs, cprev_, hs);  // f
-      }
+      AMP_RETURN_IF_ERROR(BiasAndPeepholeGradients(d, db, dp));
     }
     return Status::Ok();
+  }
+
+  // Direction d's dWb, dRb (and dP) from the gate gradients of every step.
+  Status BiasAndPeepholeGradients(int64_t d, float* db, float* dp) const {
+    const int64_t hs = H(), gs = G();
+    ColumnSums(da_, gs, gs, db + g_.wb(d, 0));
+    ColumnSums(dar_ ? dar_ : da_, gs, gs, db + g_.rb(d, 0));
+    if (P(d)) {
+      float* dpd = dp + d * 3 * hs;
+      ColumnSums(da_, hs, gs, dpd, cprev_, hs);                    // i
+      ColumnSums(da_ + hs, hs, gs, dpd + hs, cnew_, hs);           // o
+      ColumnSums(da_ + 2 * hs, hs, gs, dpd + 2 * hs, cprev_, hs);  // f
+    }
+    return Status::Ok();
+  }
+
+  // The operand of a product: `f` itself (fp32 path), or its n values
+  // rounded into the bf16 copy `h` (native path).
+  const void* Operand(const float* f, uint16_t* h, int64_t n) const {
+    if (!native_) return f;
+    NarrowSpan(DType::kBFloat16, f, h, n);
+    return h;
+  }
+  // `p` advanced by n elements of the products' type.
+  const void* Offset(const void* p, int64_t n) const {
+    return native_ ? static_cast<const void*>(static_cast<const uint16_t*>(p) + n)
+                   : static_cast<const void*>(static_cast<const float*>(p) + n);
   }
 
   RnnConfig c_;
@@ -668,8 +775,15 @@ class DirectRnn final : public Kernel {
   // The products of every step (see StepMatmul): h R^T (GRU with
   // linear_before_reset 0: of z and r, then r * h Rh^T of the candidate), and
   // back: da R (GRU 0: da_n Rh, then da_zr R_zr); their packed B in packs_.
-  StepMatmul fwd_rec_, fwd_cand_, bwd_dh_, bwd_drh_;
-  std::vector<float*> packs_;
+  Product fwd_rec_, fwd_cand_, bwd_dh_, bwd_drh_;
+  // The native bf16 path's products over all steps: X W^T; DA W (the first
+  // direction, then adding), DA^T X, DA^T H (GRU 0: of z and r, then DA_n^T (r h)).
+  Product fwd_x_, bwd_dx_[2], bwd_dw_, bwd_dr_, bwd_dr_n_;
+  std::vector<float*> packs_;  // each product's scratch, in MakeProducts' order
+  bool native_ = false;
+  std::array<const void*, 3> raw_{};  // X, W, R as given
+  uint16_t *h16_ = nullptr, *rh16_ = nullptr, *da16_step_ = nullptr, *da16_ = nullptr, *dar16_ = nullptr;
+  uint16_t *hprev16_ = nullptr, *rh16_all_ = nullptr;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeDirectRnn(const KernelInit& init) {
