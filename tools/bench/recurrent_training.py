@@ -112,7 +112,7 @@ def main():
     lines = ["# Recurrent-model training on the CPU: amptrain against PyTorch", "",
              f"`tools/bench/recurrent_training.py --threads {a.threads} --rounds {a.rounds}` on "
              f"{time.strftime('%Y-%m-%d')}: {cpu_model()}, {os.cpu_count()} cores, {a.threads} threads; "
-             f"PyTorch {torch.__version__}; {time.time() - t0:.0f} s in all. " + __doc__.split("\n\n")[1].replace("\n", " "),
+             f"PyTorch {torch.__version__}; {time.time() - t0:.0f} s in all.", "", __doc__.split("\n\n")[2].replace("\n", " "),
              ""]
     for policy, results in tables.items():
         lines += [f"## OMP_WAIT_POLICY={'passive' if policy == 'passive' else '(unset)'}", "",
