@@ -99,6 +99,21 @@ TEST(RoundTrip, ConvReluGemmKeepsEverything) {
   EXPECT_EQ(*bytes, *bytes2) << "re-imported model exports differently";
 }
 
+// A recurrent layer with the training graph's reserve output (ir/rnn.h)
+// has no ONNX form: the export says so rather than write a 4-output LSTM.
+TEST(RoundTrip, RecurrentReserveOutputIsNotExported) {
+  ir::Graph g;
+  ir::Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {5, 3, 2}));
+  ir::Value w = g.AddInitializer("w", ir::Tensor::Floats(std::vector<float>(32, 0.1f), {1, 16, 2}));
+  ir::Value r = g.AddInitializer("r", ir::Tensor::Floats(std::vector<float>(64, 0.1f), {1, 16, 4}));
+  ir::Node* lstm = g.AddNode(OpKind::kLSTM, {x, w, r}, 4, "lstm");
+  g.AddOutput(lstm->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  auto bytes = ExportModelBytes(g);
+  ASSERT_FALSE(bytes.ok());
+  EXPECT_NE(bytes.status().message().find("reserve output"), std::string::npos) << bytes.status().ToString();
+}
+
 TEST(RoundTrip, ExportWritesValueInfoAndSymbolicDims) {
   auto g = MustImport(ConvReluGemm());
   ASSERT_TRUE(g);
