@@ -1,39 +1,42 @@
 // Direct kernels of the recurrent layers RNN, GRU and LSTM and of their
 // backward ops (ONNX semantics, attributes in ir/rnn.h; the equations are the
-// reference's, kernels/cpu/rnn.cc), fp32, fp16 and bf16, computed in fp32 as
+// reference's, kernels/cpu/rnn.cc), fp32, fp16 and bf16, computed as
 // PyTorch's CPU kernels compute them:
-//   forward, per direction: the input part of every step in one GEMM
+//   forward, per direction: the input part of every step in one product
 //     (X W^T + Wb + Rb over all seq * batch rows of X), then per step one
-//     GEMM h R^T for all batch rows (two for GRU with linear_before_reset 0,
-//     whose candidate reads r * h) and the gates row by row: sigmoid and tanh
-//     in double, rounded once (SigmoidSpan, TanhSpan);
+//     product h R^T for all batch rows (two for GRU with linear_before_reset
+//     0, whose candidate reads r * h) and the gates row by row in fp32:
+//     sigmoid and tanh in double, rounded once (SigmoidSpan, TanhSpan);
 //   backward: the steps' gates and states (rows in X's order) from the
 //     forward's reserve (ir/rnn.h: training graphs add it), or from running
-//     the forward again where there is none, then back through time with one GEMM per step for the
-//     state's gradient (two for GRU with linear_before_reset 0), and dX, dW
-//     and dR in one GEMM each over all steps; the bias and peephole
-//     gradients are column sums in double.
-// The GEMMs over all steps are oneDNN's sgemm, those of each step oneDNN
-// matmuls made once (StepMatmul), on the session's OpenMP threads; the gates
-// of the batch rows split over the kernel's threads where there are many. fp16 and bf16 inputs are
-// widened into scratch once per run, and the outputs are rounded once.
+//     the forward again where there is none, then back through time with one
+//     product per step for the state's gradient (two for GRU with
+//     linear_before_reset 0), and dX, dW and dR in one product each over all
+//     steps; the bias and peephole gradients are column sums in double.
+// Products: each step's are oneDNN matmuls made once with R packed once per
+// run (Product); those over all steps oneDNN's sgemm; all on the session's
+// OpenMP threads. The gates of the batch rows split over the kernel's
+// threads only where there are many (an OpenMP region per step costs a
+// wake-up under OMP_WAIT_POLICY=passive).
+// Types: fp16, and bf16 where oneDNN's bf16 is not faster than fp32, are
+// widened into scratch once per run and the outputs rounded once; bf16 on a
+// CPU with AVX512_BF16 or AMX runs bf16 products with fp32 accumulation (the
+// fp32 states and gate gradients rounded to bf16 as operands, as oneDNN's and
+// PyTorch autocast's bf16 kernels do), the gates and states in fp32.
 // Sequence lengths: all rows step together; a row whose sequence has ended
 // keeps its state (and its gradient passes through unchanged).
-// Not the reference's bits (the reference computes in double): fp32 GEMM
-// and gate rounding, within the tolerances of tests/kernels/direct_rnn_test.cc.
-// The reference kernels stay for fp64 and for the tests.
-#include <oneapi/dnnl/dnnl.h>
-
+// Not the reference's bits (the reference computes in double): within the
+// tolerances of tests/kernels/direct_rnn_test.cc. The reference kernels stay
+// for fp64 and as the tests' oracle.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
-#include <string>
 #include <vector>
 
 #include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/direct_kernels.h"
-#include "kernels/cpu/onednn_common.h"
+#include "kernels/cpu/direct_product.h"
 #include "kernels/cpu/rnn_geometry.h"
 
 namespace amptrain::kernels::cpu::direct {
@@ -43,125 +46,6 @@ namespace {
 using ir::OpKind;
 using ir::RnnActivation;
 using ir::RnnConfig;
-
-// C = op(A) op(B) + beta C, row-major, on oneDNN's sgemm.
-Status Gemm(char ta, char tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b,
-            int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return Status::Ok();
-  if (k == 0) {
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0.0f : beta * c[i * ldc + j];
-    return Status::Ok();
-  }
-  if (dnnl_sgemm(ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc) != dnnl_success)
-    return Internal("oneDNN sgemm failed (", m, "x", n, "x", k, ")");
-  return Status::Ok();
-}
-
-// A product C (+)= A B of fixed shapes: a oneDNN matmul made at creation,
-// A and B fp32 or (the native bf16 path) bf16, C fp32, any strides. With
-// `pack` (the products of every step, whose B is a block of R) B is
-// reordered once per run and direction into the layout the primitive
-// prefers, in the kernel's scratch, as is the scratchpad: oneDNN's sgemm
-// packed B again at every call and allocated for it, which for the small A
-// of one step (batch rows) cost as much as the product. Without `pack` B is
-// read where it is. Where oneDNN has no fp32 matmul for the shapes, Run
-// falls back to Gemm; ok() is false where it has no bf16 one.
-class Product {
- public:
-  Product() = default;
-  // A [m, k] with element (i, l) at i * am + l * ak; B [k, n] with (l, j) at
-  // l * bk + j * bn; C [m, n], rows ldc apart; `accumulate`: C += A B.
-  Product(int64_t m, int64_t n, int64_t k, std::array<int64_t, 2> a_strides, std::array<int64_t, 2> b_strides,
-          int64_t ldc, DType t, bool pack, bool accumulate)
-      : m_(m), n_(n), k_(k), a_(a_strides), b_(b_strides), ldc_(ldc), accumulate_(accumulate), pack_b_(pack) {
-    if (m == 0 || n == 0 || k == 0) return;
-    try {
-      using desc = dnnl::memory::desc;
-      const auto dt = onednn::DataType(t);
-      const desc a({m, k}, dt, dnnl::memory::dims{a_[0], a_[1]}), b({k, n}, dt, dnnl::memory::dims{b_[0], b_[1]});
-      const desc c({m, n}, dnnl::memory::data_type::f32, dnnl::memory::dims{ldc, 1});
-      const desc weights = pack ? desc({k, n}, dt, dnnl::memory::format_tag::any) : b;
-      dnnl::post_ops ops;
-      if (accumulate) ops.append_sum(1.0f);
-      dnnl::primitive_attr attr;
-      attr.set_post_ops(ops);
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, weights, c), onednn::UserScratchpad(attr), onednn::Engine());
-      if (t != DType::kFloat32 && std::string(pd.impl_info_str()).find("ref") != std::string::npos)
-        return;  // oneDNN's reference bf16 matmul: ok() stays false, the widened fp32 path runs
-      if (pack) {
-        pack_ = dnnl::reorder(dnnl::reorder::primitive_desc(onednn::Engine(), b, onednn::Engine(), pd.weights_desc(),
-                                                            onednn::UserScratchpad()));
-        packed_bytes_ = (pd.weights_desc().get_size() + 63) / 64 * 64;
-        pack_args_.Add(DNNL_ARG_FROM, b);
-        pack_args_.Add(DNNL_ARG_TO, pd.weights_desc());
-      }
-      matmul_ = dnnl::matmul(pd);
-      scratchpad_bytes_ = (onednn::ScratchpadBytes(pd) + 63) / 64 * 64;
-      args_.Add(DNNL_ARG_SRC, a);
-      args_.Add(DNNL_ARG_WEIGHTS, pd.weights_desc());
-      args_.Add(DNNL_ARG_DST, c);
-      args_.AddScratchpad(onednn::ScratchpadBytes(pd));
-      stream_ = dnnl::stream(onednn::Engine());
-    } catch (const dnnl::error&) {
-      matmul_ = dnnl::matmul();
-      packed_bytes_ = scratchpad_bytes_ = 0;
-    }
-    ok_ = matmul_ || t == DType::kFloat32;
-  }
-  bool ok() const { return ok_ || m_ == 0 || n_ == 0 || k_ == 0; }
-  // Scratch for the packed B and the scratchpad.
-  size_t scratch_bytes() const { return packed_bytes_ + scratchpad_bytes_; }
-
-  // The B of the next runs (packed into `scratch`, scratch_bytes(), first).
-  Status SetB(const void* b, void* scratch) {
-    b_data_ = b;
-    scratch_ = static_cast<std::byte*>(scratch);
-    if (!matmul_ || !pack_b_) return Status::Ok();
-    try {
-      pack_args_.Set(0, const_cast<void*>(b));
-      pack_args_.Set(1, scratch_);
-      pack_args_.Execute(pack_, stream_);
-    } catch (const dnnl::error& e) {
-      return Internal("oneDNN reorder of a recurrent weight failed: ", e.what());
-    }
-    return Status::Ok();
-  }
-
-  Status Run(const void* a, float* c) {
-    if (m_ == 0 || n_ == 0) return Status::Ok();
-    if (!matmul_) {  // fp32 (ok()): A and B row-major or transposed
-      const auto* fa = static_cast<const float*>(a);
-      const auto* fb = static_cast<const float*>(b_data_);
-      const char ta = a_[1] == 1 ? 'N' : 'T', tb = b_[1] == 1 ? 'N' : 'T';
-      return Gemm(ta, tb, m_, n_, k_, fa, ta == 'N' ? a_[0] : a_[1], fb, tb == 'N' ? b_[0] : b_[1],
-                  accumulate_ ? 1.0f : 0.0f, c, ldc_);
-    }
-    try {
-      args_.Set(0, const_cast<void*>(a));
-      args_.Set(1, pack_b_ ? static_cast<void*>(scratch_) : const_cast<void*>(b_data_));
-      args_.Set(2, c);
-      args_.SetScratchpad(scratch_ + packed_bytes_);
-      args_.Execute(matmul_, stream_);
-    } catch (const dnnl::error& e) {
-      return Internal("oneDNN matmul of a recurrent layer failed: ", e.what());
-    }
-    return Status::Ok();
-  }
-
- private:
-  int64_t m_ = 0, n_ = 0, k_ = 0;
-  std::array<int64_t, 2> a_{}, b_{};
-  int64_t ldc_ = 0;
-  bool accumulate_ = false, pack_b_ = false, ok_ = false;
-  dnnl::matmul matmul_;
-  dnnl::reorder pack_;
-  onednn::ExecArgs args_, pack_args_;
-  size_t packed_bytes_ = 0, scratchpad_bytes_ = 0;
-  dnnl::stream stream_;
-  const void* b_data_ = nullptr;
-  std::byte* scratch_ = nullptr;
-};
 
 // v := f(v) over n values.
 void Activate(RnnActivation f, float* v, int64_t n) {
@@ -772,7 +656,7 @@ class DirectRnn final : public Kernel {
   float *da_ = nullptr, *dar_ = nullptr, *da_step_ = nullptr, *dar_step_ = nullptr;
   float *dh_ = nullptr, *dc_ = nullptr, *dhp_ = nullptr, *dcp_ = nullptr, *drh_ = nullptr;
   double* sums_ = nullptr;
-  // The products of every step (see StepMatmul): h R^T (GRU with
+  // The products of every step (see Product): h R^T (GRU with
   // linear_before_reset 0: of z and r, then r * h Rh^T of the candidate), and
   // back: da R (GRU 0: da_n Rh, then da_zr R_zr); their packed B in packs_.
   Product fwd_rec_, fwd_cand_, bwd_dh_, bwd_drh_;
