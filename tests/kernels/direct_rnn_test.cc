@@ -112,6 +112,8 @@ std::vector<Case> Cases() {
       {"GRU batch-first, reverse", OpKind::kGRU, 5, 3, 4, 6, 1, 1, true, false, false, {}, A({rev, batch_first, lbr})},
       {"GRU rows over threads", OpKind::kGRU, 4, 64, 9, 48, 1, 0, true, true, false, {}, A({lbr})},
       {"RNN tanh", OpKind::kRNN, 5, 3, 4, 6, 1, 0, true, true, false, {}, {}},
+      {"LSTM without steps", OpKind::kLSTM, 0, 3, 4, 6, 2, 0, true, true, true, {}, A({bidi})},
+      {"GRU without rows", OpKind::kGRU, 4, 0, 4, 6, 1, 0, true, true, false, {}, A({lbr})},
       {"RNN relu, bidirectional, lengths, clipped", OpKind::kRNN, 6, 4, 5, 7, 2, 0, true, true, false,
        {6, 3, 0, 1}, A({bidi, relu, clip})},
   };
