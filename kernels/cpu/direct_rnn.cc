@@ -68,6 +68,21 @@ inline float Derivative(RnnActivation f, float y) {
   return 1.0f;
 }
 
+// d[i] = f'(x) where f(x) = y[i] (Derivative), over n values.
+void DerivativeSpan(RnnActivation f, const float* y, float* d, int64_t n) {
+  switch (f) {
+    case RnnActivation::kSigmoid:
+      for (int64_t i = 0; i < n; ++i) d[i] = y[i] * (1.0f - y[i]);
+      return;
+    case RnnActivation::kTanh:
+      for (int64_t i = 0; i < n; ++i) d[i] = 1.0f - y[i] * y[i];
+      return;
+    case RnnActivation::kRelu:
+      for (int64_t i = 0; i < n; ++i) d[i] = y[i] > 0.0f ? 1.0f : 0.0f;
+      return;
+  }
+}
+
 // Pre-activations clamped to [-clip, clip] (clip > 0); pass (when given)
 // gets 1 where a value was inside, 0 where it was clamped.
 void Clip(float clip, float* v, float* pass, int64_t n) {
@@ -160,6 +175,8 @@ class DirectRnn final : public Kernel {
     Carve(carve);
     sums_ = reinterpret_cast<double*>(static_cast<std::byte*>(ctx.scratch) + (carve.bytes() + 63) / 64 * 64);
     AMP_RETURN_IF_ERROR(ReadSequenceLens(ctx, g_, lens_));
+    std::fill(ones_, ones_ + G(), 1.0f);
+    std::fill(zeros_, zeros_ + 3 * H(), 0.0f);
     Inputs(ctx);
     if (backward_) {
       AMP_RETURN_IF_ERROR(
@@ -230,6 +247,8 @@ class DirectRnn final : public Kernel {
     }
     xw_ = reserve_ || backward_ ? nullptr : s.Take(rg);  // else the records' gates block (PointRecords)
     bias_ = s.Take(G());
+    ones_ = s.Take(G());
+    zeros_ = s.Take(3 * H());
     tmp_ = s.Take(bg);
     rh_step_ = s.Take(bh);
     h_ = s.Take(bh);
@@ -497,41 +516,51 @@ class DirectRnn final : public Kernel {
           float* dh = dh_ + b * hs;
           if (dy)
             for (int64_t j = 0; j < hs; ++j) dh[j] += dy[g_.y(t, d, b) + j];
-          auto masked = [&](int64_t k, float v) { return pass ? v * pass[k] : v; };
+          // Derivatives first (one span per gate: loops without calls that
+          // vectorize), then the gradients, masked where clip clamped.
+          const float* keep = pass ? pass : ones_;
           if (c_.cell == OpKind::kRNN) {
-            for (int64_t j = 0; j < hs; ++j) da[j] = masked(j, dh[j] * Derivative(act[0], gate[j]));
+            DerivativeSpan(act[0], gate, da, hs);
+            for (int64_t j = 0; j < hs; ++j) da[j] *= dh[j] * keep[j];
           } else if (Lstm()) {
             const float *i = gate, *o = gate + hs, *f = gate + 2 * hs, *g = gate + 3 * hs;
-            const float *c = cnew_ + row * hs, *cp = cprev_ + row * hs;
-            float* tc = dhp_ + b * hs;  // h(c'), in a row the GEMM below overwrites
+            const float *c = cnew_ + row * hs, *cp = cprev_ + row * hs, *pp = p ? p : zeros_;
+            float* tc = dhp_ + b * hs;  // h(c'), in a row the product below overwrites
             std::memcpy(tc, c, static_cast<size_t>(hs) * sizeof(float));
             Activate(act[2], tc, hs);
             float* dc = dc_ + b * hs;
-            float* dcp = dcp_ + b * hs;
+            float* dcp = dcp_ + b * hs;  // first h'(c'), then the previous cell state's gradient
+            DerivativeSpan(act[0], i, da, hs);
+            DerivativeSpan(act[0], o, da + hs, hs);
+            DerivativeSpan(act[0], f, da + 2 * hs, hs);
+            DerivativeSpan(act[1], g, da + 3 * hs, hs);
+            DerivativeSpan(act[2], tc, dcp, hs);
             for (int64_t j = 0; j < hs; ++j) {
-              const float dao = masked(hs + j, dh[j] * tc[j] * Derivative(act[0], o[j]));
-              float dcj = dc[j] + dh[j] * o[j] * Derivative(act[2], tc[j]);
-              if (p) dcj += dao * p[hs + j];
-              const float dai = masked(j, dcj * g[j] * Derivative(act[0], i[j]));
-              const float daf = masked(2 * hs + j, dcj * cp[j] * Derivative(act[0], f[j]));
+              const float dao = dh[j] * tc[j] * da[hs + j] * keep[hs + j];
+              const float dcj = dc[j] + dh[j] * o[j] * dcp[j] + (p ? dao * pp[hs + j] : 0.0f);
+              const float dai = dcj * g[j] * da[j] * keep[j];
+              const float daf = dcj * cp[j] * da[2 * hs + j] * keep[2 * hs + j];
               da[j] = dai;
               da[hs + j] = dao;
               da[2 * hs + j] = daf;
-              da[3 * hs + j] = masked(3 * hs + j, dcj * i[j] * Derivative(act[1], g[j]));
-              dcp[j] = dcj * f[j] + (p ? dai * p[j] + daf * p[2 * hs + j] : 0.0f);
+              da[3 * hs + j] = dcj * i[j] * da[3 * hs + j] * keep[3 * hs + j];
+              dcp[j] = dcj * f[j] + (p ? dai * pp[j] + daf * pp[2 * hs + j] : 0.0f);
             }
           } else {  // GRU
             const float *z = gate, *r = gate + hs, *n = gate + 2 * hs;
             float* dhp = dhp_ + b * hs;
+            DerivativeSpan(act[0], z, da, hs);
+            DerivativeSpan(act[1], n, da + 2 * hs, hs);
             for (int64_t j = 0; j < hs; ++j) {
               dhp[j] = dh[j] * z[j];
-              da[2 * hs + j] = masked(2 * hs + j, dh[j] * (1.0f - z[j]) * Derivative(act[1], n[j]));
-              da[j] = masked(j, dh[j] * (hp[j] - n[j]) * Derivative(act[0], z[j]));
+              da[2 * hs + j] *= dh[j] * (1.0f - z[j]) * keep[2 * hs + j];
+              da[j] *= dh[j] * (hp[j] - n[j]) * keep[j];
             }
             if (c_.linear_before_reset) {
               const float* q = q_ + row * hs;
+              DerivativeSpan(act[0], r, da + hs, hs);
               for (int64_t j = 0; j < hs; ++j) {
-                da[hs + j] = masked(hs + j, da[2 * hs + j] * q[j] * Derivative(act[0], r[j]));
+                da[hs + j] *= da[2 * hs + j] * q[j] * keep[hs + j];
                 dar[j] = da[j];
                 dar[hs + j] = da[hs + j];
                 dar[2 * hs + j] = da[2 * hs + j] * r[j];
@@ -656,6 +685,9 @@ class DirectRnn final : public Kernel {
   float *da_ = nullptr, *dar_ = nullptr, *da_step_ = nullptr, *dar_step_ = nullptr;
   float *dh_ = nullptr, *dc_ = nullptr, *dhp_ = nullptr, *dcp_ = nullptr, *drh_ = nullptr;
   double* sums_ = nullptr;
+  // The masks without a clip; P's stand-in without peepholes (read, then
+  // not used: every loop stays free of branches and calls).
+  float *ones_ = nullptr, *zeros_ = nullptr;
   // The products of every step (see Product): h R^T (GRU with
   // linear_before_reset 0: of z and r, then r * h Rh^T of the candidate), and
   // back: da R (GRU 0: da_n Rh, then da_zr R_zr); their packed B in packs_.
