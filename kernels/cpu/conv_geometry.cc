@@ -73,4 +73,28 @@ template std::vector<int32_t> BuildWindowTable<int32_t>(const ir::WindowGeometry
 template std::vector<int64_t> BuildWindowTable<int64_t>(const ir::WindowGeometry&, const std::vector<int64_t>&,
                                                         const std::vector<int64_t>&, bool);
 
+std::optional<KernelInit> LiftConv1d(const KernelInit& init, ir::Attributes& attrs) {
+  if (init.inputs.empty() || init.inputs[0].dims.size() != 3 || !init.attrs) return std::nullopt;
+  KernelInit lifted = init;
+  auto lift = [](TensorSpec& spec) {
+    if (spec.present() && spec.dims.size() == 3) spec.dims.insert(spec.dims.begin() + 2, 1);
+  };
+  for (TensorSpec& spec : lifted.inputs) lift(spec);
+  for (TensorSpec& spec : lifted.outputs) lift(spec);
+  attrs = *init.attrs;
+  for (const char* name : {"kernel_shape", "strides", "dilations"}) {
+    if (!attrs.Has(name)) continue;
+    StatusOr<std::vector<int64_t>> v = attrs.GetInts(name);
+    if (!v.ok() || v->size() != 1) return std::nullopt;  // the 2-D kernel would not read it right: decline
+    attrs.Set(name, std::vector<int64_t>{1, (*v)[0]});
+  }
+  if (attrs.Has("pads")) {
+    StatusOr<std::vector<int64_t>> v = attrs.GetInts("pads");
+    if (!v.ok() || v->size() != 2) return std::nullopt;
+    attrs.Set("pads", std::vector<int64_t>{0, (*v)[0], 0, (*v)[1]});
+  }
+  lifted.attrs = &attrs;
+  return lifted;
+}
+
 }  // namespace amptrain::kernels::cpu

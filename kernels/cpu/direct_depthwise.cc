@@ -189,13 +189,15 @@ class DepthwiseConvGradKernel : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeDepthwiseConvGrad(const KernelInit& init) {
+  ir::Attributes lifted_attrs;  // a 1-D depthwise convolution runs as the 2-D one it is (LiftConv1d)
+  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeDepthwiseConvGrad(*lifted);
   if (init.inputs.size() != 3 || init.outputs.empty() || init.outputs.size() > 3)
     return init.Error("expects dY, X, W and up to 3 outputs");
   const auto& dy = init.inputs[0].dims;
   const auto& x = init.inputs[1].dims;
   const auto& w = init.inputs[2].dims;
   const DType t = init.inputs[0].dtype;
-  if (x.size() != 4 || w.size() != 4 || dy.size() != 4) return init.Error("takes 2-D convolutions only");
+  if (x.size() != 4 || w.size() != 4 || dy.size() != 4) return init.Error("takes 1-D and 2-D convolutions only");
   if (init.inputs[1].dtype != t || init.inputs[2].dtype != t) return init.Error("dY, X and W differ in dtype");
   AMP_ASSIGN_OR_RETURN(int64_t group, init.attrs->GetInt("group", 1));
   if (group < 2 || group != x[1] || w[0] != x[1] || w[1] != 1 || dy[0] != x[0] || dy[1] != x[1])

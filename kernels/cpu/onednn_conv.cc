@@ -14,7 +14,8 @@
 // reference implementation too, the plain one is used without reorders.
 // A constant weight is reordered once at creation into the layout oneDNN
 // picked; a computed weight (a parameter in training) is reordered into
-// scratch at every run (it is small beside the activations). Other ranks, and
+// scratch at every run (it is small beside the activations). A 1-D
+// convolution runs as the 2-D one it is (LiftConv1d). Other ranks, and
 // configurations for which oneDNN only has its reference implementation,
 // fall back to the reference kernel.
 //
@@ -170,6 +171,8 @@ class ConvKernel : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
+  ir::Attributes lifted_attrs;  // a 1-D convolution runs as the 2-D one it is (LiftConv1d)
+  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeConv(*lifted);
   const bool fused = init.op == OpKind::kFusedConv;
   if (!init.attrs || init.inputs.size() < 2 || init.inputs.size() > (fused ? 4u : 3u) || init.outputs.size() != 1)
     return init.Error(fused ? "expects inputs X, W[, B[, Z]] and one output" : "expects inputs X, W[, B] and one output");
@@ -180,7 +183,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
   ConvSetup s;
   s.has_bias = init.inputs.size() > 2 && init.inputs[2].present();
   s.residual = init.inputs.size() > 3 && init.inputs[3].present();
-  if (x.size() != 4 || w.size() != 4) return init.Error("oneDNN conv takes 2-D convolutions only");
+  if (x.size() != 4 || w.size() != 4) return init.Error("oneDNN conv takes 1-D and 2-D convolutions only");
   if (init.inputs[1].dtype != t || (s.has_bias && init.inputs[2].dtype != t)) return init.Error("mixed dtypes");
   if (s.residual && (init.inputs[3].dtype != t || init.inputs[3].dims != y))
     return init.Error("residual Z must have the dtype and shape of Y");

@@ -13,7 +13,8 @@
 // they are first (its nhwc backward convolutions need no activation
 // reorders; weights still in its layout), before letting it pick. Outputs with data == nullptr: dX's
 // primitive is skipped; dW or dB alone still run the weights primitive,
-// writing the unused one into scratch. Other ranks, and configurations for
+// writing the unused one into scratch. A 1-D convolution runs as the 2-D one
+// it is (LiftConv1d). Other ranks, and configurations for
 // which oneDNN has only its reference implementation, fall back to the
 // reference kernel (kernels/cpu/grad_conv.cc).
 
@@ -118,13 +119,15 @@ class ConvGradKernel : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
+  ir::Attributes lifted_attrs;  // a 1-D convolution runs as the 2-D one it is (LiftConv1d)
+  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeConvGrad(*lifted);
   AMP_RETURN_IF_ERROR(grad::CheckArity(init, 3, 3, 1, 3));
   AMP_RETURN_IF_ERROR(grad::CheckSameDType(init, 0, {1, 2}));
   const DType t = init.inputs[0].dtype;
   const auto& dy = init.inputs[0].dims;
   const auto& x = init.inputs[1].dims;
   const auto& w = init.inputs[2].dims;
-  if (x.size() != 4 || w.size() != 4 || dy.size() != 4) return init.Error("oneDNN ConvGrad takes 2-D convolutions only");
+  if (x.size() != 4 || w.size() != 4 || dy.size() != 4) return init.Error("oneDNN ConvGrad takes 1-D and 2-D convolutions only");
   AMP_ASSIGN_OR_RETURN(int64_t group, init.attrs->GetInt("group", 1));
   if (group < 1 || w[0] % group != 0 || x[1] != w[1] * group) return init.Error("channels do not match group");
   AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(grad::ForwardInit(init, 1), {w[2], w[3]}, false));
