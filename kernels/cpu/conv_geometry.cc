@@ -93,6 +93,18 @@ std::optional<KernelInit> LiftConv1d(const KernelInit& init, ir::Attributes& att
     if (!v.ok() || v->size() != 2) return std::nullopt;
     attrs.Set("pads", std::vector<int64_t>{0, (*v)[0], 0, (*v)[1]});
   }
+  if (attrs.Has("output_padding")) {  // ConvTranspose
+    StatusOr<std::vector<int64_t>> v = attrs.GetInts("output_padding");
+    if (!v.ok() || v->size() != 1) return std::nullopt;
+    attrs.Set("output_padding", std::vector<int64_t>{0, (*v)[0]});
+  }
+  if (attrs.Has("output_shape")) {  // ConvTranspose: [L] or [N, C, L]
+    StatusOr<std::vector<int64_t>> v = attrs.GetInts("output_shape");
+    if (!v.ok() || v->empty()) return std::nullopt;
+    std::vector<int64_t> shape = *v;
+    shape.insert(shape.end() - 1, 1);
+    attrs.Set("output_shape", shape);
+  }
   lifted.attrs = &attrs;
   return lifted;
 }

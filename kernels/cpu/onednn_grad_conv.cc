@@ -14,7 +14,7 @@
 // reorders; weights still in its layout), before letting it pick. Outputs with data == nullptr: dX's
 // primitive is skipped; dW or dB alone still run the weights primitive,
 // writing the unused one into scratch. A 1-D convolution runs as the 2-D one
-// it is (LiftConv1d). Other ranks, and configurations for
+// it is (LiftConv1d); ConvTranspose runs as its data gradient (below). Other ranks, and configurations for
 // which oneDNN has only its reference implementation, fall back to the
 // reference kernel (kernels/cpu/grad_conv.cc).
 
@@ -216,7 +216,89 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
   });
 }
 
+// ConvTranspose: Y = ConvTranspose(X, W) is the data gradient of the Conv
+// that maps Y-shaped input to X with the same W ([C_in, C_out/group, k...] is
+// that Conv's [out, in/group, k...]) and window, its pads resolved; so it
+// runs as that ConvGrad's dX-only primitive with X in dY's place (the Conv's
+// input is not read: Y's own buffer stands in for it). The bias, if any, is
+// added per channel after, in fp32 (2-byte types with a bias go to the
+// widened kernel, which rounds once after it). Declined, for the reference:
+// an output_padding of a stride or more (that Conv would not map Y back to X).
+class ConvTransposeKernel final : public Kernel {
+ public:
+  ConvTransposeKernel(std::unique_ptr<Kernel> data_grad, bool bias, int64_t batch, int64_t channels, int64_t plane,
+                      int threads)
+      : data_grad_(std::move(data_grad)), bias_(bias), batch_(batch), channels_(channels), plane_(plane),
+        threads_(threads) {}
+  size_t scratch_bytes() const override { return data_grad_->scratch_bytes(); }
+  Status Run(KernelContext& ctx) override {
+    inner_.inputs.assign({ctx.inputs[0], ctx.outputs[0], ctx.inputs[1]});
+    inner_.outputs.assign({ctx.outputs[0]});
+    inner_.scratch = ctx.scratch;
+    inner_.seed = ctx.seed;
+    inner_.run = ctx.run;
+    AMP_RETURN_IF_ERROR(data_grad_->Run(inner_));
+    if (!bias_) return Status::Ok();
+    const float* b = ctx.inputs[2].as<const float>();
+    float* y = ctx.outputs[0].as<float>();
+    const int64_t planes = batch_ * channels_, plane = plane_, channels = channels_;
+#pragma omp parallel for num_threads(threads_) schedule(static) if (threads_ > 1 && planes * plane >= (1 << 16))
+    for (int64_t i = 0; i < planes; ++i) {
+      const float v = b[i % channels];
+      float* row = y + i * plane;
+      for (int64_t k = 0; k < plane; ++k) row[k] += v;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<Kernel> data_grad_;
+  bool bias_;
+  int64_t batch_, channels_, plane_;
+  int threads_;
+  KernelContext inner_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeConvTranspose(const KernelInit& init) {
+  ir::Attributes lifted_attrs;  // a 1-D one runs as the 2-D one it is (LiftConv1d)
+  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeConvTranspose(*lifted);
+  if (!init.attrs || init.inputs.size() < 2 || init.inputs.size() > 3 || init.outputs.size() != 1)
+    return init.Error("expects inputs X, W[, B] and one output");
+  const DType t = init.inputs[0].dtype;
+  const auto& x = init.inputs[0].dims;
+  const auto& w = init.inputs[1].dims;
+  const auto& y = init.outputs[0].dims;
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4) return init.Error("oneDNN ConvTranspose takes 1-D and 2-D only");
+  if (init.inputs[1].dtype != t) return init.Error("mixed dtypes");
+  const bool bias = init.inputs.size() > 2 && init.inputs[2].present();
+  if (bias && (t != DType::kFloat32 || init.inputs[2].dtype != t))
+    return init.Error("a bias in ", ir::DTypeName(t), " (the widened kernel adds it in fp32)");
+  AMP_ASSIGN_OR_RETURN(int64_t group, init.attrs->GetInt("group", 1));
+  if (group < 1 || x[1] != w[0] || x[1] % group != 0 || y[1] != w[1] * group)
+    return init.Error("channels do not match group");
+  AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(init, {w[2], w[3]}, /*transposed=*/true));
+  for (size_t d = 0; d < 2; ++d)
+    if (d < g.output_padding.size() && g.output_padding[d] >= g.strides[d])
+      return init.Error("output_padding of a stride or more");
+  ir::Attributes conv;
+  conv.Set("group", group);
+  conv.Set("kernel_shape", std::vector<int64_t>{w[2], w[3]});
+  conv.Set("strides", g.strides);
+  conv.Set("dilations", g.dilations);
+  conv.Set("pads", std::vector<int64_t>{g.pads_begin[0], g.pads_begin[1], g.pads_end[0], g.pads_end[1]});
+  KernelInit c = init;
+  c.op = OpKind::kConvGrad;
+  c.attrs = &conv;
+  c.inputs = {init.inputs[0], TensorSpec{t, y}, init.inputs[1]};
+  c.outputs = {init.outputs[0]};
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> data_grad, MakeConvGrad(c));
+  return std::unique_ptr<Kernel>(
+      new ConvTransposeKernel(std::move(data_grad), bias, y[0], y[1], y[2] * y[3], init.threads));
+}
+
 }  // namespace
+
+void RegisterOneDnnConvTranspose(Registry& r) { AddOneDnn(r, OpKind::kConvTranspose, MakeConvTranspose); }
 
 void RegisterOneDnnConvGrad(Registry& r) {
   // An unused dX (the first convolution's) skips its primitive, widened too:

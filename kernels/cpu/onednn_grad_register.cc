@@ -8,6 +8,7 @@ namespace amptrain::kernels::cpu {
 
 void RegisterOneDnnTraining(Registry& r) {
   onednn::RegisterOneDnnConvGrad(r);
+  onednn::RegisterOneDnnConvTranspose(r);
   onednn::RegisterOneDnnPoolGrad(r);
   onednn::RegisterOneDnnBatchNormGrad(r);
 }

@@ -97,6 +97,43 @@ TEST_P(OneDnnGradPath, Conv1dMatchesReference) {
   }
 }
 
+// ConvTranspose (decoders, UNets, GANs) runs on oneDNN as the data gradient
+// of its Conv (MakeConvTranspose): 1-D and 2-D, strides, pads,
+// output_padding, groups, dilations, output_shape, auto_pad and a bias. A
+// bias in a 2-byte type goes to the widened kernel (it adds the bias in fp32
+// and rounds once).
+TEST_P(OneDnnGradPath, ConvTransposeMatchesReference) {
+  SKIP_UNLESS_CPU_RUNS(GetParam());
+  const DType t = GetParam().dtype;
+  const char* impl = GetParam().impl;
+  auto attrs = [](int64_t group, I strides, I pads, I output_padding, I dilations = {}) {
+    Attributes a = ConvAttrs(group, std::move(strides), std::move(pads), std::move(dilations));
+    if (!output_padding.empty()) a.Set("output_padding", output_padding);
+    return a;
+  };
+  Attributes shape = ConvAttrs(1, {2, 2}, {});
+  shape.Set("output_shape", I{15, 14});
+  Attributes same = ConvAttrs(1, {2, 2}, {});
+  same.Set("auto_pad", std::string("SAME_UPPER"));
+  struct Case { const char* name; I x, w; Attributes a; bool bias; };
+  const std::vector<Case> cases = {
+      {"k4 stride 2 pad 1 (UNet up)", {2, 16, 8, 8}, {16, 8, 4, 4}, attrs(1, {2, 2}, {1, 1, 1, 1}, {}), false},
+      {"k3 stride 2 pad 1 output_padding 1, bias", {2, 8, 7, 6}, {8, 12, 3, 3}, attrs(1, {2, 2}, {1, 1, 1, 1}, {1, 1}),
+       true},
+      {"groups 2 dilation 2", {1, 8, 6, 6}, {8, 3, 3, 3}, attrs(2, {}, {2, 2, 2, 2}, {}, {2, 2}), false},
+      {"32 channels k2 stride 2, bias", {2, 32, 5, 5}, {32, 16, 2, 2}, attrs(1, {2, 2}, {}, {}), true},
+      {"output_shape", {1, 4, 7, 7}, {4, 6, 3, 3}, shape, false},
+      {"auto_pad SAME_UPPER", {1, 4, 5, 5}, {4, 6, 3, 3}, same, false},
+      {"1-D k4 stride 2 pad 1", {2, 16, 20}, {16, 8, 4}, attrs(1, {2}, {1, 1}, {}), true},
+  };
+  for (const Case& c : cases) {
+    std::vector<Tensor> in = {Random(c.x, 1, t), Random(c.w, 2, t)};
+    if (c.bias) in.push_back(Random({c.w[1] * c.a.Int("group", 1)}, 3, t));
+    const char* path = c.bias && t != DType::kFloat32 ? "onednn-widened" : impl;
+    ExpectMatchesReference(c.name, OpKind::kConvTranspose, c.a, in, 1, {}, path);
+  }
+}
+
 // oneDNN's scratchpad lives in the kernel's scratch (UserScratchpad), which
 // the executor's arena reuses between kernels: whatever an earlier kernel left
 // there (here all zero bits, then all one bits: NaNs in every float type) must
