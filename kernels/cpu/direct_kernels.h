@@ -125,5 +125,6 @@ void RegisterDirectDepthwise(Registry& r);    // direct_depthwise.cc: ConvGrad o
 void RegisterDirectLayerNorm(Registry& r);    // direct_layernorm.cc: LayerNormalization and its grad, unbroadcast Scale/B
 void RegisterDirectReduce(Registry& r);       // direct_reduce.cc: ReduceSumTo (any layout but a sum to one element)
 void RegisterDirectRnn(Registry& r);          // direct_rnn.cc: RNN, GRU, LSTM and their backward ops (GEMMs per step)
+void RegisterDirectResize(Registry& r);       // direct_resize.cc: Resize, ResizeGrad of the last two axes
 
 }  // namespace amptrain::kernels::cpu::direct

@@ -25,6 +25,7 @@ void RegisterDirect(Registry& r) {
   direct::RegisterDirectLoss(r);
   direct::RegisterDirectDropout(r);
   direct::RegisterDirectRnn(r);
+  direct::RegisterDirectResize(r);
 }
 
 }  // namespace amptrain::kernels::cpu

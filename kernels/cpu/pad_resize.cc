@@ -157,6 +157,27 @@ std::vector<double> ResampleAxisAdjoint(const ir::ResizeAttrs& a, const ir::Resi
   return src;
 }
 
+}  // namespace
+
+StatusOr<ResizeRun> ResolveResizeRun(const ir::ResizeAttrs& a, const ParamInput& roi, const ParamInput& scales,
+                                     const ParamInput& sizes, const KernelContext& ctx,
+                                     const std::vector<int64_t>& x_dims, const std::vector<int64_t>& y_dims,
+                                     const std::string& describe) {
+  std::vector<double> s = scales.Doubles(ctx);
+  std::vector<int64_t> z = sizes.Ints(ctx);
+  std::vector<double> r = a.coord == ir::CoordMode::kTfCropAndResize ? roi.Doubles(ctx) : std::vector<double>{};
+  auto g = ir::ResolveResize(a, x_dims, r, z.empty() ? s : std::vector<double>{}, z);
+  if (!g.ok()) return InvalidArgument(describe, ": ", g.status().message());
+  if (g->out_dims != y_dims) return InvalidArgument(describe, ": scales/sizes do not match the resized dims");
+  ResizeRun run{*g, {}};
+  for (size_t d = 0; d < x_dims.size(); ++d)
+    run.identity.push_back(g->out_dims[d] == x_dims[d] && g->scales[d] == 1.0 &&
+                           (a.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1)));
+  return run;
+}
+
+namespace {
+
 // Resize and ResizeGrad: one kernel. The forward resamples axis by axis; the
 // backward (ResizeGrad(dY, x_shape, roi?, scales?, sizes?)) applies each
 // axis's adjoint, in reverse order (extrapolated positions take no gradient).
@@ -175,16 +196,9 @@ class ResizeKernel : public Kernel {
     // The forward's input dims: ours, or (backward) those of the output dX.
     const std::vector<int64_t>& x_dims = backward_ ? out.dims : in.dims;
     const std::vector<int64_t>& y_dims = backward_ ? in.dims : out.dims;
-    std::vector<double> scales = scales_.Doubles(ctx);
-    std::vector<int64_t> sizes = sizes_.Ints(ctx);
-    std::vector<double> roi = attrs_.coord == ir::CoordMode::kTfCropAndResize ? roi_.Doubles(ctx) : std::vector<double>{};
-    auto g = ir::ResolveResize(attrs_, x_dims, roi, sizes.empty() ? scales : std::vector<double>{}, sizes);
-    if (!g.ok()) return InvalidArgument(describe_, ": ", g.status().message());
-    if (g->out_dims != y_dims) return InvalidArgument(describe_, ": scales/sizes do not match the resized dims");
-    auto identity = [&](size_t d) {
-      return g->out_dims[d] == x_dims[d] && g->scales[d] == 1.0 &&
-             (attrs_.coord != ir::CoordMode::kTfCropAndResize || (g->roi_start[d] == 0 && g->roi_end[d] == 1));
-    };
+    AMP_ASSIGN_OR_RETURN(ResizeRun run, ResolveResizeRun(attrs_, roi_, scales_, sizes_, ctx, x_dims, y_dims, describe_));
+    const ir::ResizeGeometry* g = &run.g;
+    auto identity = [&](size_t d) { return run.identity[d]; };
     return DispatchFloat(in.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::vector<double> buf(static_cast<size_t>(in.num_elements()));

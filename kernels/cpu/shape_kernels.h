@@ -9,10 +9,12 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <omp.h>
 
+#include "ir/infer/shape_params.h"
 #include "kernels/cpu/register.h"
 
 namespace amptrain::kernels::cpu {
@@ -151,6 +153,19 @@ class ParamInput {
   std::optional<std::vector<double>> known_doubles_;
   std::optional<std::vector<int64_t>> known_ints_;
 };
+
+// One Resize/ResizeGrad run's geometry from its roi, scales and sizes inputs
+// (checked against the resized dims y_dims), and the axes it leaves as they
+// are (same size, scale 1, the whole roi): those take no pass. Shared by the
+// reference (pad_resize.cc) and the direct kernel (direct_resize.cc).
+struct ResizeRun {
+  ir::ResizeGeometry g;
+  std::vector<bool> identity;
+};
+StatusOr<ResizeRun> ResolveResizeRun(const ir::ResizeAttrs& a, const ParamInput& roi, const ParamInput& scales,
+                                     const ParamInput& sizes, const KernelContext& ctx,
+                                     const std::vector<int64_t>& x_dims, const std::vector<int64_t>& y_dims,
+                                     const std::string& describe);
 
 // A registry entry of the reference set for factory K::Create.
 template <class K>
