@@ -15,7 +15,8 @@
 // A constant weight is reordered once at creation into the layout oneDNN
 // picked; a computed weight (a parameter in training) is reordered into
 // scratch at every run (it is small beside the activations). A 1-D
-// convolution runs as the 2-D one it is (LiftConv1d). Other ranks, and
+// convolution runs as the 2-D one it is (LiftConv1d); 3-D ones (ncdhw) as
+// themselves. Other ranks, and
 // configurations for which oneDNN only has its reference implementation,
 // fall back to the reference kernel.
 //
@@ -41,6 +42,7 @@
 // gather and the stride-1 convolution together: ResNet-50's layer3
 // downsample, 512->1024 channels, 28x28 -> 14x14 at batch 32, 22-51 ms
 // against 16 ms).
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/conv_geometry.h"
@@ -183,7 +185,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
   ConvSetup s;
   s.has_bias = init.inputs.size() > 2 && init.inputs[2].present();
   s.residual = init.inputs.size() > 3 && init.inputs[3].present();
-  if (x.size() != 4 || w.size() != 4) return init.Error("oneDNN conv takes 1-D and 2-D convolutions only");
+  if ((x.size() != 4 && x.size() != 5) || w.size() != x.size())
+    return init.Error("oneDNN conv takes 1-D, 2-D and 3-D convolutions only");
   if (init.inputs[1].dtype != t || (s.has_bias && init.inputs[2].dtype != t)) return init.Error("mixed dtypes");
   if (s.residual && (init.inputs[3].dtype != t || init.inputs[3].dims != y))
     return init.Error("residual Z must have the dtype and shape of Y");
@@ -191,18 +194,25 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
   if (group < 1 || w[0] % group != 0 || x[1] != w[1] * group) return init.Error("channels do not match group");
   AMP_ASSIGN_OR_RETURN(std::string act, init.attrs->GetString("activation", ""));
   if (act != "" && act != "Relu") return init.Error("activation '", act, "' is not supported");
-  AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(init, {w[2], w[3]}, false));
-  const bool pointwise = w[2] == 1 && w[3] == 1, strided = g.strides[0] > 1 || g.strides[1] > 1;
-  const bool unpadded = g.pads_begin == std::vector<int64_t>{0, 0} && g.pads_end == std::vector<int64_t>{0, 0};
-  const bool undilated = g.dilations == std::vector<int64_t>{1, 1};
-  if (pointwise && strided && unpadded && undilated && init.inputs[0].channels_last)
+  const std::vector<int64_t> kernel(w.begin() + 2, w.end());
+  AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(init, kernel, false));
+  auto all = [](const std::vector<int64_t>& v, int64_t value) {
+    return std::all_of(v.begin(), v.end(), [&](int64_t e) { return e == value; });
+  };
+  const bool pointwise = all(kernel, 1), strided = !all(g.strides, 1);
+  const bool unpadded = all(g.pads_begin, 0) && all(g.pads_end, 0), undilated = all(g.dilations, 1);
+  if (x.size() == 4 && pointwise && strided && unpadded && undilated && init.inputs[0].channels_last)
     s.subsample = {x[0], x[2], x[3], x[1], y[2], y[3], g.strides[0], g.strides[1], ir::DTypeSize(t)};
   const std::vector<int64_t> x_read = s.subsample.active() ? std::vector<int64_t>{x[0], x[1], y[2], y[3]} : x;
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
     s.src_plain = s.subsample.active() ? desc(Dims(x_read), DataType(t), tag::acdb) : SpecDesc(init.inputs[0]);
     s.dst_plain = SpecDesc(init.outputs[0]);
     if (s.residual) s.z_plain = SpecDesc(init.inputs[3]);
-    std::vector<int64_t> wdims = group == 1 ? w : std::vector<int64_t>{group, w[0] / group, w[1], w[2], w[3]};
+    std::vector<int64_t> wdims = w;
+    if (group > 1) {
+      wdims = {group, w[0] / group};
+      wdims.insert(wdims.end(), w.begin() + 1, w.end());
+    }
     s.w_plain = PlainDesc(wdims, t);
     s.bias = PlainDesc({w[0]}, t);
     const ir::Tensor* wval = init.inputs[1].value;
@@ -213,7 +223,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
     if (act == "Relu") ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
     const dnnl::memory::dims strides = s.subsample.active() ? dnnl::memory::dims{1, 1} : Dims(g.strides);
-    const dnnl::memory::dims dil = {g.dilations[0] - 1, g.dilations[1] - 1};
+    dnnl::memory::dims dil;  // oneDNN counts the gaps: dilation - 1
+    for (int64_t d : g.dilations) dil.push_back(d - 1);
     const dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
     const auto direct = dnnl::algorithm::convolution_direct;
     auto forward = [&](const desc& src, const desc& wd, const desc& dst, dnnl::algorithm alg) {
@@ -228,7 +239,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
       };
       return forward(any(s.src_plain, x_read), any(s.w_plain, wdims), any(s.dst_plain, y), alg);
     };
-    const bool wino_shape = t == DType::kFloat32 && !init.training && const_weights && group == 1 && w[2] == 3 && w[3] == 3 &&
+    const bool wino_shape = t == DType::kFloat32 && !init.training && const_weights && group == 1 && w.size() == 4 &&
+                            w[2] == 3 && w[3] == 3 &&
                             !strided && undilated && init.winograd;
     bool wino = false;
     if (wino_shape) {

@@ -14,7 +14,7 @@
 // reorders; weights still in its layout), before letting it pick. Outputs with data == nullptr: dX's
 // primitive is skipped; dW or dB alone still run the weights primitive,
 // writing the unused one into scratch. A 1-D convolution runs as the 2-D one
-// it is (LiftConv1d); ConvTranspose runs as its data gradient (below). Other ranks, and configurations for
+// it is (LiftConv1d), a 3-D one as itself; ConvTranspose runs as its data gradient (below). Other ranks, and configurations for
 // which oneDNN has only its reference implementation, fall back to the
 // reference kernel (kernels/cpu/grad_conv.cc).
 
@@ -127,13 +127,19 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
   const auto& dy = init.inputs[0].dims;
   const auto& x = init.inputs[1].dims;
   const auto& w = init.inputs[2].dims;
-  if (x.size() != 4 || w.size() != 4 || dy.size() != 4) return init.Error("oneDNN ConvGrad takes 1-D and 2-D convolutions only");
+  if ((x.size() != 4 && x.size() != 5) || w.size() != x.size() || dy.size() != x.size())
+    return init.Error("oneDNN ConvGrad takes 1-D, 2-D and 3-D convolutions only");
   AMP_ASSIGN_OR_RETURN(int64_t group, init.attrs->GetInt("group", 1));
   if (group < 1 || w[0] % group != 0 || x[1] != w[1] * group) return init.Error("channels do not match group");
-  AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(grad::ForwardInit(init, 1), {w[2], w[3]}, false));
+  AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g,
+                       ResolveWindow(grad::ForwardInit(init, 1), std::vector<int64_t>(w.begin() + 2, w.end()), false));
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
     using desc = dnnl::memory::desc;
-    const std::vector<int64_t> wdims = group == 1 ? w : std::vector<int64_t>{group, w[0] / group, w[1], w[2], w[3]};
+    std::vector<int64_t> wdims = w;
+    if (group > 1) {
+      wdims = {group, w[0] / group};
+      wdims.insert(wdims.end(), w.begin() + 1, w.end());
+    }
     // The buffers' layouts: plain, or channels-last where the executor keeps the value so.
     const desc x_plain = SpecDesc(init.inputs[1]), dy_plain = SpecDesc(init.inputs[0]), w_plain = PlainDesc(wdims, t);
     const desc dx_plain = init.outputs[0].present() ? SpecDesc(init.outputs[0]) : PlainDesc(x, t);
@@ -143,7 +149,9 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
     p.b = PlainDesc({w[0]}, t);
     p.has_weights = init.outputs.size() > 1;
     p.has_bias = init.outputs.size() > 2;
-    const dnnl::memory::dims strides = Dims(g.strides), dil = {g.dilations[0] - 1, g.dilations[1] - 1};
+    const dnnl::memory::dims strides = Dims(g.strides);
+    dnnl::memory::dims dil;  // oneDNN counts the gaps: dilation - 1
+    for (int64_t d : g.dilations) dil.push_back(d - 1);
     const dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
     const auto alg = dnnl::algorithm::convolution_direct;
     // kBuffers: the activations as their buffers hold them, oneDNN picks the

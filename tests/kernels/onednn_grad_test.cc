@@ -72,8 +72,9 @@ TEST_P(OneDnnGradPath, ConvGradMatchesReference) {
 }
 
 // 1-D convolutions (Conv1d: audio, text) run on oneDNN as the 2-D ones they
-// are ([N, C, L] read as [N, C, 1, L]; LiftConv1d), forward and gradient.
-TEST_P(OneDnnGradPath, Conv1dMatchesReference) {
+// are ([N, C, L] read as [N, C, 1, L]; LiftConv1d), 3-D ones (Conv3d: video,
+// volumes) on its ncdhw ones; forward and gradient.
+TEST_P(OneDnnGradPath, ConvOfOtherRanksMatchesReference) {
   SKIP_UNLESS_CPU_RUNS(GetParam());
   const DType t = GetParam().dtype;
   const char* impl = GetParam().impl;
@@ -85,6 +86,12 @@ TEST_P(OneDnnGradPath, Conv1dMatchesReference) {
       // oneDNN 2.6 has only its gemm for this gradient: the direct depthwise kernel takes it.
       {"1-D depthwise 32", {2, 32, 25}, {32, 1, 5}, ConvAttrs(32, {}, {2, 2}), "direct"},
       {"1-D no attributes", {2, 4, 12}, {6, 4, 1}, Attributes{}, impl},
+      {"3-D k3 pad 1", {2, 4, 5, 6, 7}, {8, 4, 3, 3, 3}, ConvAttrs(1, {}, {1, 1, 1, 1, 1, 1}), impl},
+      {"3-D stride 2 groups 2 asymmetric pads", {1, 8, 7, 6, 6}, {8, 4, 3, 3, 3},
+       ConvAttrs(2, {2, 2, 1}, {1, 0, 1, 0, 1, 1}), impl},
+      {"3-D dilation 2, 16 channels", {1, 16, 6, 6, 6}, {16, 16, 3, 3, 3},
+       ConvAttrs(1, {}, {2, 2, 2, 2, 2, 2}, {2, 2, 2}), impl},
+      {"3-D pointwise", {2, 16, 3, 4, 5}, {8, 16, 1, 1, 1}, Attributes{}, impl},
   };
   for (const Case& c : cases) {
     Tensor x = Random(c.x, 1, t), w = Random(c.w, 2, t);
@@ -251,10 +258,10 @@ TEST_P(OneDnnGradPath, SoftmaxMatchesReference) {
 }
 
 TEST(OneDnnGrad, DeclinesWhatItCannotDo) {
-  // 3-D conv, bf16 BN: no oneDNN kernel; the registry falls back to the reference.
+  // 4-D conv, bf16 BN: no oneDNN kernel; the registry falls back to the reference.
   Attributes conv = ConvAttrs(1, {}, {});
-  Tensor x = Random({1, 2, 5, 5, 5}, 1, DType::kFloat32), w = Random({3, 2, 3, 3, 3}, 2, DType::kFloat32);
-  std::vector<Tensor> in = {Random({1, 3, 3, 3, 3}, 3, DType::kFloat32), x, w};
+  Tensor x = Random({1, 2, 4, 4, 4, 4}, 1, DType::kFloat32), w = Random({3, 2, 2, 2, 2, 2}, 2, DType::kFloat32);
+  std::vector<Tensor> in = {Random({1, 3, 3, 3, 3, 3}, 3, DType::kFloat32), x, w};
   Options dnn, any;
   dnn.impl = "onednn";
   any.impl = "";
