@@ -78,7 +78,7 @@ StatusOr<TrainingGraphInfo> ToTrainingMode(Graph& g, const TrainingGraphOptions&
     const OpKind op = n->op();
     if (op == OpKind::kBatchNormalization) AMP_RETURN_IF_ERROR(TrainBatchNorm(g, n, info));
     else if (op == OpKind::kDropout) AMP_RETURN_IF_ERROR(TrainDropout(g, n, opts.dropout));
-    else if (op == OpKind::kRNN || op == OpKind::kGRU || op == OpKind::kLSTM) AMP_RETURN_IF_ERROR(TrainRecurrent(g, n));
+    else if (ir::IsRecurrent(op)) AMP_RETURN_IF_ERROR(TrainRecurrent(g, n));
   }
   return info;
 }

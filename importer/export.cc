@@ -20,6 +20,7 @@
 #include "importer/tensor_proto.h"
 #include "ir/onnx_dtype.h"
 #include "ir/output_path.h"
+#include "ir/rnn.h"
 
 namespace amptrain::importer {
 
@@ -131,8 +132,7 @@ Status BuildModel(const ir::Graph& g, int64_t opset, onnx::ModelProto* m) {
   for (const ir::Node* n : order) {
     if (n->schema().onnx_type.empty())
       return Unimplemented(n->Describe(), ": an IR-only op (no ONNX op type) cannot be exported");
-    const bool recurrent = n->op() == ir::OpKind::kRNN || n->op() == ir::OpKind::kGRU || n->op() == ir::OpKind::kLSTM;
-    if (recurrent && n->num_outputs() > (n->op() == ir::OpKind::kLSTM ? 3u : 2u))
+    if (ir::IsRecurrent(n->op()) && n->num_outputs() > ir::RecurrentOnnxOutputs(n->op()))
       return Unimplemented(n->Describe(), ": its training-graph reserve output (ir/rnn.h) has no ONNX form");
     onnx::NodeProto* p = gp->add_node();
     NodeToProto(g, *n, p);

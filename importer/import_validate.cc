@@ -9,6 +9,7 @@
 #include "importer/opset_adapters.h"
 #include "importer/tensor_proto.h"
 #include "ir/onnx_dtype.h"
+#include "ir/rnn.h"
 
 namespace amptrain::importer::detail {
 
@@ -101,8 +102,7 @@ Status CheckNode(const onnx::NodeProto& node, int index, const ir::ModelInfo& in
   if (nin < s.min_inputs || (s.max_inputs >= 0 && nin > s.max_inputs))
     return InvalidArgument(where, " has ", nin, " inputs, expected ", s.min_inputs, "..", s.max_inputs);
   // The recurrent layers' last output in ir/ops.def is amptrain's internal reserve (ir/rnn.h), not ONNX's.
-  const bool recurrent = *k == ir::OpKind::kRNN || *k == ir::OpKind::kGRU || *k == ir::OpKind::kLSTM;
-  const int max_outputs = recurrent ? s.max_outputs - 1 : s.max_outputs;
+  const int max_outputs = ir::IsRecurrent(*k) ? static_cast<int>(ir::RecurrentOnnxOutputs(*k)) : s.max_outputs;
   if (nout < s.min_outputs || (max_outputs >= 0 && nout > max_outputs))
     return InvalidArgument(where, " has ", nout, " outputs, expected ", s.min_outputs, "..", max_outputs);
   if (nin > 0 && node.input(0).empty()) return InvalidArgument(where, ": input 0 is empty");

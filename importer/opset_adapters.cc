@@ -4,6 +4,7 @@
 
 #include "ir/infer/infer_util.h"
 #include "ir/onnx_dtype.h"
+#include "ir/rnn.h"
 
 namespace amptrain::importer {
 
@@ -220,8 +221,7 @@ Status DowngradeNode(ir::Graph& g, ir::Node* n, int64_t opset) {
     AMP_RETURN_IF_ERROR(InputToAttr(g, n, *r));
   }
   if (n->op() == OpKind::kSplit && opset < 18) n->attrs().Erase("num_outputs");
-  const bool recurrent = n->op() == OpKind::kRNN || n->op() == OpKind::kGRU || n->op() == OpKind::kLSTM;
-  if (recurrent && opset < 14 && n->attrs().Int("layout", 0) != 0)
+  if (ir::IsRecurrent(n->op()) && opset < 14 && n->attrs().Int("layout", 0) != 0)
     return Unimplemented(n->Describe(), ": layout=1 (batch first) needs opset 14, writing opset ", opset);
   if (IsSoftmaxLike(n->op()) && opset < 13) {
     int64_t axis = n->attrs().Int("axis", -1);

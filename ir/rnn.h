@@ -21,6 +21,15 @@ namespace amptrain::ir {
 
 enum class RnnActivation { kSigmoid, kTanh, kRelu };
 
+// RNN, GRU, LSTM (the forward ops); RNNGrad, GRUGrad, LSTMGrad.
+inline bool IsRecurrent(OpKind op) { return op == OpKind::kRNN || op == OpKind::kGRU || op == OpKind::kLSTM; }
+inline bool IsRecurrentGrad(OpKind op) {
+  return op == OpKind::kRNNGrad || op == OpKind::kGRUGrad || op == OpKind::kLSTMGrad;
+}
+// ONNX's outputs of a recurrent layer (Y, Y_h, and Y_c for LSTM); ir/ops.def
+// allows one more, the internal reserve (RnnConfig::reserve_output).
+inline size_t RecurrentOnnxOutputs(OpKind cell) { return cell == OpKind::kLSTM ? 3 : 2; }
+
 struct RnnConfig {
   OpKind cell = OpKind::kRNN;  // kRNN, kGRU or kLSTM (also for the backward ops)
   int64_t gates = 1;           // rows of W per hidden unit: RNN 1, GRU 3 (z r h), LSTM 4 (i o f c)
@@ -43,7 +52,7 @@ struct RnnConfig {
   // below). The training graph adds it (autodiff::ToTrainingMode) and passes
   // it to the backward op as its last input, after dY, dY_h (, dY_c); a
   // backward op given it need not run the forward again.
-  size_t reserve_output() const { return cell == OpKind::kLSTM ? 3 : 2; }
+  size_t reserve_output() const { return RecurrentOnnxOutputs(cell); }
   size_t reserve_input() const { return forward_inputs() + reserve_output(); }
 };
 

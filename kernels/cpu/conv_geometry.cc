@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
+#include <utility>
 
 namespace amptrain::kernels::cpu {
 
@@ -82,21 +84,15 @@ std::optional<KernelInit> LiftConv1d(const KernelInit& init, ir::Attributes& att
   for (TensorSpec& spec : lifted.inputs) lift(spec);
   for (TensorSpec& spec : lifted.outputs) lift(spec);
   attrs = *init.attrs;
-  for (const char* name : {"kernel_shape", "strides", "dilations"}) {
+  // Each window attribute gets the unit dim's entry in front (pads: at both ends).
+  const std::pair<const char*, int64_t> leading[] = {
+      {"kernel_shape", 1}, {"strides", 1}, {"dilations", 1}, {"output_padding", 0}, {"pads", 0}};
+  for (const auto& [name, unit] : leading) {
     if (!attrs.Has(name)) continue;
     StatusOr<std::vector<int64_t>> v = attrs.GetInts(name);
-    if (!v.ok() || v->size() != 1) return std::nullopt;  // the 2-D kernel would not read it right: decline
-    attrs.Set(name, std::vector<int64_t>{1, (*v)[0]});
-  }
-  if (attrs.Has("pads")) {
-    StatusOr<std::vector<int64_t>> v = attrs.GetInts("pads");
-    if (!v.ok() || v->size() != 2) return std::nullopt;
-    attrs.Set("pads", std::vector<int64_t>{0, (*v)[0], 0, (*v)[1]});
-  }
-  if (attrs.Has("output_padding")) {  // ConvTranspose
-    StatusOr<std::vector<int64_t>> v = attrs.GetInts("output_padding");
-    if (!v.ok() || v->size() != 1) return std::nullopt;
-    attrs.Set("output_padding", std::vector<int64_t>{0, (*v)[0]});
+    const size_t n = std::string(name) == "pads" ? 2 : 1;
+    if (!v.ok() || v->size() != n) return std::nullopt;  // the 2-D kernel would not read it right: decline
+    attrs.Set(name, n == 1 ? std::vector<int64_t>{unit, (*v)[0]} : std::vector<int64_t>{unit, (*v)[0], unit, (*v)[1]});
   }
   if (attrs.Has("output_shape")) {  // ConvTranspose: [L] or [N, C, L]
     StatusOr<std::vector<int64_t>> v = attrs.GetInts("output_shape");

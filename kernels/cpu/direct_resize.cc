@@ -6,12 +6,14 @@
 // forward, the adjoints W then H backward, an axis that does not change
 // taking no pass. What changes is the shape of the work: one [N, C] plane
 // at a time on each thread, in a scratch row block of doubles, with the
-// taps flattened into arrays, where the reference resamples the whole
-// tensor axis by axis through vectors of doubles, single-threaded forward.
-// Any other set of resized axes is declined (the reference runs it).
+// taps flattened into arrays and resolved once at creation, where the
+// reference resamples the whole tensor axis by axis through vectors of
+// doubles, single-threaded forward. Declined (the reference runs them): any
+// other set of resized axes, and roi/scales/sizes known only at run time.
 #include <omp.h>
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "kernels/cpu/direct_kernels.h"
@@ -41,42 +43,30 @@ AxisTaps Flatten(const ResizeAxisTaps& at, double extrapolation) {
   return f;
 }
 
+// The taps of the last two axes, resolved once at creation (null where an
+// axis does not change), as the reference takes them at each pass.
+struct PlaneTaps {
+  int64_t planes = 1, h = 0, w = 0, ho = 0, wo = 0;
+  std::optional<AxisTaps> th, tw;
+};
+
 template <class T>
 class ResizePlanes final : public Kernel {
  public:
-  ResizePlanes(const KernelInit& init, ir::ResizeAttrs attrs, bool backward, int64_t planes, int64_t h, int64_t w,
-               int64_t ho, int64_t wo, int threads)
-      : attrs_(std::move(attrs)),
-        backward_(backward),
-        roi_(init, backward ? 2 : 1),
-        scales_(init, backward ? 3 : 2),
-        sizes_(init, backward ? 4 : 3),
-        describe_(init.Describe()),
-        planes_(planes), h_(h), w_(w), ho_(ho), wo_(wo), threads_(threads) {}
+  ResizePlanes(PlaneTaps taps, bool backward, int threads)
+      : p_(std::move(taps)), backward_(backward), threads_(threads), planes_(p_.planes), h_(p_.h), w_(p_.w),
+        ho_(p_.ho), wo_(p_.wo) {}
 
   // Per thread: [ho, w] after the H pass (forward) or the W adjoint, and
   // [h, w] for the H adjoint.
   size_t scratch_bytes() const override { return static_cast<size_t>(threads_) * PerThread() * sizeof(double); }
 
   Status Run(KernelContext& ctx) override {
-    const ir::TensorView &in = ctx.inputs[0], &out = ctx.outputs[0];
-    const std::vector<int64_t>& x_dims = backward_ ? out.dims : in.dims;
-    const std::vector<int64_t>& y_dims = backward_ ? in.dims : out.dims;
-    AMP_ASSIGN_OR_RETURN(ResizeRun run, ResolveResizeRun(attrs_, roi_, scales_, sizes_, ctx, x_dims, y_dims, describe_));
-    const size_t rank = x_dims.size(), hd = rank - 2, wd = rank - 1;
-    for (size_t d = 0; d + 2 < rank; ++d)
-      if (!run.identity[d]) return Internal(describe_, ": a leading axis resizes at run time");
-    const bool rh = !run.identity[hd], rw = !run.identity[wd];
-    // The taps of each changing axis, as the reference takes them (its dims
-    // at that pass: H first over the input, W over [.., ho, w]).
-    std::vector<int64_t> dims = x_dims;
-    AxisTaps th, tw;
-    if (rh) th = Flatten(ResizeTapsOfAxis(attrs_, run.g, dims, hd, h_, ho_), attrs_.extrapolation_value);
-    dims[hd] = ho_;
-    if (rw) tw = Flatten(ResizeTapsOfAxis(attrs_, run.g, dims, wd, w_, wo_), attrs_.extrapolation_value);
-    const T* x = in.as<const T>();
-    T* y = out.as<T>();
+    const T* x = ctx.inputs[0].as<const T>();
+    T* y = ctx.outputs[0].as<T>();
     double* scratch = static_cast<double*>(ctx.scratch);
+    const AxisTaps* th = p_.th ? &*p_.th : nullptr;
+    const AxisTaps* tw = p_.tw ? &*p_.tw : nullptr;
     const int64_t in_plane = backward_ ? ho_ * wo_ : h_ * w_, out_plane = backward_ ? h_ * w_ : ho_ * wo_;
 #pragma omp parallel num_threads(threads_) if (threads_ > 1 && planes_ > 1)
     {
@@ -86,8 +76,8 @@ class ResizePlanes final : public Kernel {
       for (int64_t p = 0; p < planes_; ++p) {
         const T* xp = x + p * in_plane;
         T* yp = y + p * out_plane;
-        if (backward_) Adjoint(xp, yp, a, b, rh ? &th : nullptr, rw ? &tw : nullptr);
-        else Forward(xp, yp, a, rh ? &th : nullptr, rw ? &tw : nullptr);
+        if (backward_) Adjoint(xp, yp, a, b, th, tw);
+        else Forward(xp, yp, a, th, tw);
       }
     }
     return Status::Ok();
@@ -161,33 +151,40 @@ class ResizePlanes final : public Kernel {
     for (int64_t i = 0; i < h_ * w_; ++i) dx[i] = Round(b[i]);
   }
 
-  ir::ResizeAttrs attrs_;
+  PlaneTaps p_;
   bool backward_;
-  ParamInput roi_, scales_, sizes_;
-  std::string describe_;
-  int64_t planes_, h_, w_, ho_, wo_;
   int threads_;
+  int64_t planes_, h_, w_, ho_, wo_;
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeResize(const KernelInit& init) {
   const bool backward = init.op == OpKind::kResizeGrad;
   if (init.inputs.empty() || init.outputs.size() != 1) return init.Error("expects an input and one output");
+  if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("the output's dtype differs");
   auto attrs = ir::ParseResizeAttrs(init.attrs ? *init.attrs : ir::Attributes());
   if (!attrs.ok()) return init.Error(attrs.status().message());
   const std::vector<int64_t>& x = backward ? init.outputs[0].dims : init.inputs[0].dims;
   const std::vector<int64_t>& y = backward ? init.inputs[0].dims : init.outputs[0].dims;
   if (x.size() < 3 || x.size() != y.size()) return init.Error("takes rank 3 and more");
-  const size_t r = x.size();
-  int64_t planes = 1;
-  for (size_t d = 0; d + 2 < r; ++d) {
-    if (x[d] != y[d]) return init.Error("resizes a leading axis");
-    planes *= x[d];
+  // roi, scales and sizes are inputs 1-3 of Resize, 2-4 of ResizeGrad; they
+  // must be known now (constants), so the taps are resolved once.
+  const ParamInput roi(init, backward ? 2 : 1), scales(init, backward ? 3 : 2), sizes(init, backward ? 4 : 3);
+  if (!roi.known() || !scales.known() || !sizes.known()) return init.Error("roi, scales or sizes computed at run time");
+  AMP_ASSIGN_OR_RETURN(ResizeRun run, ResolveResizeRun(*attrs, roi, scales, sizes, KernelContext{}, x, y, init.Describe()));
+  const size_t r = x.size(), hd = r - 2, wd = r - 1;
+  PlaneTaps p;
+  for (size_t d = 0; d < hd; ++d) {
+    if (!run.identity[d]) return init.Error("resizes a leading axis");
+    p.planes *= x[d];
   }
-  if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("the output's dtype differs");
+  p.h = x[hd], p.w = x[wd], p.ho = y[hd], p.wo = y[wd];
+  // The taps as the reference takes them at each pass: H over the input, W over [.., ho, w].
+  std::vector<int64_t> dims = x;
+  if (!run.identity[hd]) p.th = Flatten(ResizeTapsOfAxis(*attrs, run.g, dims, hd, p.h, p.ho), attrs->extrapolation_value);
+  dims[hd] = p.ho;
+  if (!run.identity[wd]) p.tw = Flatten(ResizeTapsOfAxis(*attrs, run.g, dims, wd, p.w, p.wo), attrs->extrapolation_value);
   return WithDType(init.inputs[0].dtype, [&](auto tag) -> StatusOr<std::unique_ptr<Kernel>> {
-    using T = typename decltype(tag)::type;
-    return std::unique_ptr<Kernel>(new ResizePlanes<T>(init, *attrs, backward, planes, x[r - 2], x[r - 1], y[r - 2],
-                                                       y[r - 1], Threads(init)));
+    return std::unique_ptr<Kernel>(new ResizePlanes<typename decltype(tag)::type>(std::move(p), backward, Threads(init)));
   });
 }
 

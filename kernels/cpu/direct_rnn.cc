@@ -58,17 +58,7 @@ void Activate(RnnActivation f, float* v, int64_t n) {
   }
 }
 
-// The derivative of f at the point where it gave y.
-inline float Derivative(RnnActivation f, float y) {
-  switch (f) {
-    case RnnActivation::kSigmoid: return y * (1.0f - y);
-    case RnnActivation::kTanh: return 1.0f - y * y;
-    case RnnActivation::kRelu: return y > 0.0f ? 1.0f : 0.0f;
-  }
-  return 1.0f;
-}
-
-// d[i] = f'(x) where f(x) = y[i] (Derivative), over n values.
+// d[i] = f'(x) where f(x) = y[i], over n values.
 void DerivativeSpan(RnnActivation f, const float* y, float* d, int64_t n) {
   switch (f) {
     case RnnActivation::kSigmoid:
@@ -169,7 +159,6 @@ class DirectRnn final : public Kernel {
   }
 
  public:
-
   Status Run(KernelContext& ctx) override {
     Carver carve(ctx.scratch);
     Carve(carve);
@@ -310,7 +299,11 @@ class DirectRnn final : public Kernel {
   const uint16_t* Raw16(size_t i, int64_t offset) const { return static_cast<const uint16_t*>(raw_[i]) + offset; }
   const float* X() const { return in_[0]; }
   const float* W(int64_t d) const { return in_[1] + g_.w(d, 0); }
-  const float* R(int64_t d) const { return in_[2] + g_.r(d, 0); }
+  // Direction d's R from gate row `row` on, as the products read it (bf16 as
+  // given on the native path, else fp32).
+  const void* RFrom(int64_t d, int64_t row) const {
+    return native_ ? static_cast<const void*>(Raw16(2, g_.r(d, row))) : in_[2] + g_.r(d, row);
+  }
   const float* B() const { return in_[3]; }
   const float* P(int64_t d) const { return in_[6] ? in_[6] + d * 3 * H() : nullptr; }
   // GRU with linear_before_reset: the candidate's Rb goes inside r * (...).
@@ -359,12 +352,9 @@ class DirectRnn final : public Kernel {
         if (m) std::memset(m, 0, bytes);
     }
     const float* p = P(d);
-    const float* rd = R(d);
     float* y = backward_ ? nullptr : out_[0];
-    const void* r_all = native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 0))) : rd;
-    const void* r_cand = native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 2 * hs))) : rd + 2 * hs * hs;
-    AMP_RETURN_IF_ERROR(fwd_rec_.SetB(r_all, packs_[0]));
-    if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(fwd_cand_.SetB(r_cand, packs_[1]));
+    AMP_RETURN_IF_ERROR(fwd_rec_.SetB(RFrom(d, 0), packs_[0]));
+    if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(fwd_cand_.SetB(RFrom(d, 2 * hs), packs_[1]));
     for (int64_t s = 0; s < g_.seq; ++s) {
       // Recurrent part: all rows (a finished row's result is not used).
       AMP_RETURN_IF_ERROR(fwd_rec_.Run(Operand(h_, h16_, batch * hs), tmp_));
@@ -494,11 +484,8 @@ class DirectRnn final : public Kernel {
           dc_[b * hs + j] = dyc ? dyc[g_.state(d, b) + j] : 0.0f;
         }
       const float* p = P(d);
-      const float* rd = R(d);
-      AMP_RETURN_IF_ERROR(bwd_dh_.SetB(native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 0))) : rd, packs_[3]));
-      if (Gru() && !c_.linear_before_reset)
-        AMP_RETURN_IF_ERROR(bwd_drh_.SetB(
-            native_ ? static_cast<const void*>(Raw16(2, g_.r(d, 2 * hs))) : rd + 2 * hs * hs, packs_[4]));
+      AMP_RETURN_IF_ERROR(bwd_dh_.SetB(RFrom(d, 0), packs_[3]));
+      if (Gru() && !c_.linear_before_reset) AMP_RETURN_IF_ERROR(bwd_drh_.SetB(RFrom(d, 2 * hs), packs_[4]));
       for (int64_t s = g_.seq - 1; s >= 0; --s) {
         auto active = [&](int64_t b) { return s < lens_[b]; };
         ForRows([&](int64_t b) {
@@ -579,12 +566,13 @@ class DirectRnn final : public Kernel {
           ForRows([&](int64_t b) {
             if (!active(b)) return;
             const int64_t row = g_.row(Time(d, b, s), b);
-            const float *r = xw_ + row * gs + hs, *hp = hprev_ + row * hs, *pass = pass_ ? pass_ + row * gs : nullptr;
+            const float *r = xw_ + row * gs + hs, *hp = hprev_ + row * hs;
+            const float* keep = pass_ ? pass_ + row * gs : ones_;
             const float* drh = drh_ + b * hs;
             float *da = da_step_ + b * gs, *dhp = dhp_ + b * hs;
+            DerivativeSpan(act[0], r, da + hs, hs);
             for (int64_t j = 0; j < hs; ++j) {
-              const float v = drh[j] * hp[j] * Derivative(act[0], r[j]);
-              da[hs + j] = pass ? v * pass[hs + j] : v;
+              da[hs + j] *= drh[j] * hp[j] * keep[hs + j];
               dhp[j] += drh[j] * r[j];
             }
           });
@@ -623,7 +611,7 @@ class DirectRnn final : public Kernel {
           AMP_RETURN_IF_ERROR(bwd_dr_n_.SetB(Operand(rh_, rh16_all_, rows * hs), packs_[9]));
           AMP_RETURN_IF_ERROR(bwd_dr_n_.Run(Offset(da, 2 * hs), drd + 2 * hs * hs));
         }
-        AMP_RETURN_IF_ERROR(BiasAndPeepholeGradients(d, db, dp));
+        BiasAndPeepholeGradients(d, db, dp);
         continue;
       }
       AMP_RETURN_IF_ERROR(Gemm('N', 'N', rows, in, gs, da_, gs, W(d), in, d == 0 ? 0.0f : 1.0f, dx, in));
@@ -634,13 +622,13 @@ class DirectRnn final : public Kernel {
       } else {
         AMP_RETURN_IF_ERROR(Gemm('T', 'N', gs, hs, rows, dar_ ? dar_ : da_, gs, hprev_, hs, 0.0f, drd, hs));
       }
-      AMP_RETURN_IF_ERROR(BiasAndPeepholeGradients(d, db, dp));
+      BiasAndPeepholeGradients(d, db, dp);
     }
     return Status::Ok();
   }
 
   // Direction d's dWb, dRb (and dP) from the gate gradients of every step.
-  Status BiasAndPeepholeGradients(int64_t d, float* db, float* dp) const {
+  void BiasAndPeepholeGradients(int64_t d, float* db, float* dp) const {
     const int64_t hs = H(), gs = G();
     ColumnSums(da_, gs, gs, db + g_.wb(d, 0));
     ColumnSums(dar_ ? dar_ : da_, gs, gs, db + g_.rb(d, 0));
@@ -650,7 +638,6 @@ class DirectRnn final : public Kernel {
       ColumnSums(da_ + hs, hs, gs, dpd + hs, cnew_, hs);           // o
       ColumnSums(da_ + 2 * hs, hs, gs, dpd + 2 * hs, cprev_, hs);  // f
     }
-    return Status::Ok();
   }
 
   // The operand of a product: `f` itself (fp32 path), or its n values
@@ -703,7 +690,7 @@ class DirectRnn final : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeDirectRnn(const KernelInit& init) {
-  const bool backward = init.op == OpKind::kRNNGrad || init.op == OpKind::kGRUGrad || init.op == OpKind::kLSTMGrad;
+  const bool backward = ir::IsRecurrentGrad(init.op);
   StatusOr<RnnConfig> c = ir::ParseRnnConfig(init.op, *init.attrs);
   if (!c.ok()) return init.Error(c.status().message());
   AMP_ASSIGN_OR_RETURN(RnnGeometry g, RnnGeometryOf(init, *c));

@@ -32,6 +32,19 @@ dnnl::memory::data_type DataType(DType t) {
 
 dnnl::memory::dims Dims(const std::vector<int64_t>& dims) { return dnnl::memory::dims(dims.begin(), dims.end()); }
 
+dnnl::memory::dims Dilations(const std::vector<int64_t>& dilations) {
+  dnnl::memory::dims gaps;
+  for (int64_t d : dilations) gaps.push_back(d - 1);
+  return gaps;
+}
+
+std::vector<int64_t> GroupedWeightDims(const std::vector<int64_t>& w, int64_t group) {
+  if (group == 1) return w;
+  std::vector<int64_t> dims = {group, w[0] / group};
+  dims.insert(dims.end(), w.begin() + 1, w.end());
+  return dims;
+}
+
 dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t) {
   dnnl::memory::dims strides(dims.size(), 1);
   for (size_t i = dims.size(); i-- > 1;) strides[i - 1] = strides[i] * dims[i];

@@ -25,6 +25,11 @@ dnnl::engine& Engine();
 // f32 for kFloat32, bf16 for kBFloat16; undef otherwise.
 dnnl::memory::data_type DataType(DType t);
 dnnl::memory::dims Dims(const std::vector<int64_t>& dims);
+// A convolution's dilations as oneDNN counts them (the gaps: dilation - 1).
+dnnl::memory::dims Dilations(const std::vector<int64_t>& dilations);
+// A convolution weight [O, I/group, k...] as oneDNN's grouped one
+// [group, O/group, I/group, k...] (unchanged for one group).
+std::vector<int64_t> GroupedWeightDims(const std::vector<int64_t>& w, int64_t group);
 // Row-major (a, ab, abc, ...) descriptor of `dims` and `t`.
 dnnl::memory::desc PlainDesc(const std::vector<int64_t>& dims, DType t);
 // The desc of a kernel spec's buffer: plain, or nhwc for a channels-last one.

@@ -208,11 +208,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
     s.src_plain = s.subsample.active() ? desc(Dims(x_read), DataType(t), tag::acdb) : SpecDesc(init.inputs[0]);
     s.dst_plain = SpecDesc(init.outputs[0]);
     if (s.residual) s.z_plain = SpecDesc(init.inputs[3]);
-    std::vector<int64_t> wdims = w;
-    if (group > 1) {
-      wdims = {group, w[0] / group};
-      wdims.insert(wdims.end(), w.begin() + 1, w.end());
-    }
+    const std::vector<int64_t> wdims = GroupedWeightDims(w, group);
     s.w_plain = PlainDesc(wdims, t);
     s.bias = PlainDesc({w[0]}, t);
     const ir::Tensor* wval = init.inputs[1].value;
@@ -223,8 +219,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
     if (act == "Relu") ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attr.set_post_ops(ops);
     const dnnl::memory::dims strides = s.subsample.active() ? dnnl::memory::dims{1, 1} : Dims(g.strides);
-    dnnl::memory::dims dil;  // oneDNN counts the gaps: dilation - 1
-    for (int64_t d : g.dilations) dil.push_back(d - 1);
+    const dnnl::memory::dims dil = Dilations(g.dilations);
     const dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
     const auto direct = dnnl::algorithm::convolution_direct;
     auto forward = [&](const desc& src, const desc& wd, const desc& dst, dnnl::algorithm alg) {

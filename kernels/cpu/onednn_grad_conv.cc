@@ -14,9 +14,10 @@
 // reorders; weights still in its layout), before letting it pick. Outputs with data == nullptr: dX's
 // primitive is skipped; dW or dB alone still run the weights primitive,
 // writing the unused one into scratch. A 1-D convolution runs as the 2-D one
-// it is (LiftConv1d), a 3-D one as itself; ConvTranspose runs as its data gradient (below). Other ranks, and configurations for
-// which oneDNN has only its reference implementation, fall back to the
-// reference kernel (kernels/cpu/grad_conv.cc).
+// it is (LiftConv1d), a 3-D one as itself; ConvTranspose runs as its data
+// gradient (below). Other ranks, and configurations for which oneDNN has only
+// its reference implementation, fall back to the reference kernel
+// (kernels/cpu/grad_conv.cc).
 
 #include <algorithm>
 
@@ -135,11 +136,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
                        ResolveWindow(grad::ForwardInit(init, 1), std::vector<int64_t>(w.begin() + 2, w.end()), false));
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
     using desc = dnnl::memory::desc;
-    std::vector<int64_t> wdims = w;
-    if (group > 1) {
-      wdims = {group, w[0] / group};
-      wdims.insert(wdims.end(), w.begin() + 1, w.end());
-    }
+    const std::vector<int64_t> wdims = GroupedWeightDims(w, group);
     // The buffers' layouts: plain, or channels-last where the executor keeps the value so.
     const desc x_plain = SpecDesc(init.inputs[1]), dy_plain = SpecDesc(init.inputs[0]), w_plain = PlainDesc(wdims, t);
     const desc dx_plain = init.outputs[0].present() ? SpecDesc(init.outputs[0]) : PlainDesc(x, t);
@@ -149,9 +146,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
     p.b = PlainDesc({w[0]}, t);
     p.has_weights = init.outputs.size() > 1;
     p.has_bias = init.outputs.size() > 2;
-    const dnnl::memory::dims strides = Dims(g.strides);
-    dnnl::memory::dims dil;  // oneDNN counts the gaps: dilation - 1
-    for (int64_t d : g.dilations) dil.push_back(d - 1);
+    const dnnl::memory::dims strides = Dims(g.strides), dil = Dilations(g.dilations);
     const dnnl::memory::dims pl = Dims(g.pads_begin), pr = Dims(g.pads_end);
     const auto alg = dnnl::algorithm::convolution_direct;
     // kBuffers: the activations as their buffers hold them, oneDNN picks the

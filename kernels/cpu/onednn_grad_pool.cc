@@ -66,7 +66,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
     const dnnl::memory::desc src = PlainDesc(x, t), dst = PlainDesc(y, t);
     const dnnl::memory::dims strides = Dims(g.strides), kernel = Dims(g.kernel), pl = Dims(g.pads_begin);
-    const dnnl::memory::dims dil = {g.dilations[0] - 1, g.dilations[1] - 1};
+    const dnnl::memory::dims dil = Dilations(g.dilations);
     const auto alg = dnnl::algorithm::pooling_max;
     dnnl::pooling_v2_forward::primitive_desc fwd(
         dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_training, alg, src, dst, strides, kernel, dil, pl, pr),

@@ -36,7 +36,7 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   return Guarded(init, [&]() -> StatusOr<std::unique_ptr<Kernel>> {
     dnnl::memory::desc src = PlainDesc(x, t), dst = PlainDesc(y, t);
     dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src, dst, Dims(g.strides),
-                                        Dims(g.kernel), {g.dilations[0] - 1, g.dilations[1] - 1}, Dims(g.pads_begin),
+                                        Dims(g.kernel), Dilations(g.dilations), Dims(g.pads_begin),
                                         pr);
     dnnl::pooling_v2_forward::primitive_desc pd(desc, UserScratchpad(), Engine());
     if (IsReferenceImpl(pd)) return Unimplemented(init.Describe(), ": oneDNN has only its reference pooling here");

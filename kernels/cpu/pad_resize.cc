@@ -197,8 +197,6 @@ class ResizeKernel : public Kernel {
     const std::vector<int64_t>& x_dims = backward_ ? out.dims : in.dims;
     const std::vector<int64_t>& y_dims = backward_ ? in.dims : out.dims;
     AMP_ASSIGN_OR_RETURN(ResizeRun run, ResolveResizeRun(attrs_, roi_, scales_, sizes_, ctx, x_dims, y_dims, describe_));
-    const ir::ResizeGeometry* g = &run.g;
-    auto identity = [&](size_t d) { return run.identity[d]; };
     return DispatchFloat(in.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       std::vector<double> buf(static_cast<size_t>(in.num_elements()));
@@ -207,8 +205,9 @@ class ResizeKernel : public Kernel {
       const size_t rank = dims.size();
       for (size_t k = 0; k < rank; ++k) {
         const size_t d = backward_ ? rank - 1 - k : k;
-        if (identity(d)) continue;
-        buf = backward_ ? ResampleAxisAdjoint(attrs_, *g, buf, dims, d, x_dims[d]) : ResampleAxis(attrs_, *g, buf, dims, d);
+        if (run.identity[d]) continue;
+        buf = backward_ ? ResampleAxisAdjoint(attrs_, run.g, buf, dims, d, x_dims[d])
+                        : ResampleAxis(attrs_, run.g, buf, dims, d);
       }
       for (size_t i = 0; i < buf.size(); ++i) out.as<T>()[i] = T(static_cast<Acc<T>>(buf[i]));
       return Status::Ok();

@@ -371,7 +371,7 @@ class RnnKernel final : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeRnn(const KernelInit& init) {
-  const bool backward = init.op == ir::OpKind::kRNNGrad || init.op == ir::OpKind::kGRUGrad || init.op == ir::OpKind::kLSTMGrad;
+  const bool backward = ir::IsRecurrentGrad(init.op);
   StatusOr<RnnConfig> c = ir::ParseRnnConfig(init.op, *init.attrs);
   if (!c.ok()) return init.Error(c.status().message());
   StatusOr<RnnGeometry> g = RnnGeometryOf(init, *c);

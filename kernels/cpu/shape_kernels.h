@@ -144,6 +144,8 @@ class ParamInput {
   ParamInput() = default;
   ParamInput(const KernelInit& init, size_t i);
   bool present() const { return present_; }
+  // Absent, or its value known at creation (Ints/Doubles then read no input).
+  bool known() const { return !present_ || known_doubles_.has_value(); }
   std::vector<int64_t> Ints(const KernelContext& ctx) const;
   std::vector<double> Doubles(const KernelContext& ctx) const;
 

@@ -3,8 +3,9 @@
 // the same bits, forward and gradient, over the modes, coordinate
 // transforms, tf_crop_and_resize's extrapolation, scales or
 // sizes, an image or a signal, one axis or two; and what the direct kernel
-// declines (a resized channel axis) still runs.
+// declines (a resized channel axis, run-time scales) still runs.
 #include <string>
+#include <tuple>
 
 #include "tests/kernels/direct_test_util.h"
 #include "tests/kernels/grad_test_util.h"
@@ -76,7 +77,8 @@ TEST_P(DirectResize, SameBitsAsReference) {
   for (const Case& c : Cases()) {
     const Attributes a = AttrsOf(c);
     const std::vector<Tensor> in = Inputs(c, Values(c.x, 7, t));
-    auto got = RunKernel(OpKind::kResize, a, in, Options{.impl = "direct"});
+    // roi, scales and sizes are constants, as the exporters write them.
+    auto got = RunKernel(OpKind::kResize, a, in, Options{.impl = "direct", .constant_inputs = 0b1110});
     ASSERT_TRUE(got.ok()) << c.name << ": " << got.status().ToString();
     auto want = RunKernel(OpKind::kResize, a, in, Options{.impl = "reference"});
     ASSERT_TRUE(want.ok()) << c.name << ": " << want.status().ToString();
@@ -84,7 +86,7 @@ TEST_P(DirectResize, SameBitsAsReference) {
     // ResizeGrad(dY, shape of X, roi, scales, sizes).
     std::vector<Tensor> back = {Values((*want)[0].dims(), 9, t), ir::Tensor::Int64s(c.x, {static_cast<int64_t>(c.x.size())})};
     back.insert(back.end(), in.begin() + 1, in.end());
-    auto dgot = RunKernel(OpKind::kResizeGrad, a, back, Options{.impl = "direct"});
+    auto dgot = RunKernel(OpKind::kResizeGrad, a, back, Options{.impl = "direct", .constant_inputs = 0b11110});
     ASSERT_TRUE(dgot.ok()) << c.name << ": " << dgot.status().ToString();
     auto dwant = RunKernel(OpKind::kResizeGrad, a, back, Options{.impl = "reference"});
     ASSERT_TRUE(dwant.ok()) << c.name << ": " << dwant.status().ToString();
@@ -92,15 +94,20 @@ TEST_P(DirectResize, SameBitsAsReference) {
   }
 }
 
-TEST_P(DirectResize, DeclinesAResizedChannelAxis) {
+// What the direct kernel declines still runs (on the reference): a resized
+// channel axis, and scales known only at run time.
+TEST_P(DirectResize, DeclinesWhatTheReferenceRuns) {
   const DType t = GetParam().dtype;
   Attributes a;
   a.Set("mode", std::string("linear"));
-  const std::vector<Tensor> in = {Values({1, 3, 4, 4}, 3, t), Tensor(), Floats({1, 2, 2, 2}), Tensor()};
-  EXPECT_FALSE(RunKernel(OpKind::kResize, a, in, Options{.impl = "direct"}).ok());
-  auto any = RunKernel(OpKind::kResize, a, in, Options{.impl = ""});
-  ASSERT_TRUE(any.ok()) << any.status().ToString();
-  EXPECT_EQ((*any)[0].dims(), (I{1, 6, 8, 8}));
+  const std::vector<Tensor> channels = {Values({1, 3, 4, 4}, 3, t), Tensor(), Floats({1, 2, 2, 2}), Tensor()};
+  const std::vector<Tensor> planes = {Values({1, 3, 4, 4}, 3, t), Tensor(), Floats({1, 1, 2, 2}), Tensor()};
+  for (const auto& [what, in, constants] : {std::tuple{"channels", channels, 0b1110u}, std::tuple{"run-time scales", planes, 0u}}) {
+    EXPECT_FALSE(RunKernel(OpKind::kResize, a, in, Options{.impl = "direct", .constant_inputs = constants}).ok()) << what;
+    auto any = RunKernel(OpKind::kResize, a, in, Options{.impl = "", .constant_inputs = constants});
+    ASSERT_TRUE(any.ok()) << what << ": " << any.status().ToString();
+    EXPECT_EQ((*any)[0].dims(), (I{1, std::string(what) == "channels" ? 6 : 3, 8, 8})) << what;
+  }
 }
 
 }  // namespace

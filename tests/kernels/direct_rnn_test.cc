@@ -164,9 +164,10 @@ TEST_P(DirectRnn, BackwardFromReserveCloseToReference) {
     for (const char* impl : {"direct", "reference"}) {
       auto forward = RunKernel(c.op, c.attrs, in, Options{.impl = impl, .num_outputs = outputs + 1});
       ASSERT_TRUE(forward.ok()) << c.name << " " << impl << ": " << forward.status().ToString();
-      if (std::string(impl) == "direct")
+      if (std::string(impl) == "direct") {
         for (size_t o = 0; o < outputs; ++o)
           EXPECT_TRUE(SameBits((*forward)[o], (*plain)[o])) << c.name << ": output " << o << " with a reserve";
+      }
       reserves.push_back((*forward)[outputs]);
     }
     for (size_t o = 0; o < outputs; ++o)
