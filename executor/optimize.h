@@ -91,6 +91,23 @@ class FuseSiluPass : public ir::Pass {
 // which `keep` is true stays (a policy names it; null: none does).
 StatusOr<int> FuseSilu(ir::Graph& graph, const std::function<bool(const ir::Node&)>& keep);
 
+// FuseTransposedWeights (the training graph, before autodiff; exact): a
+// MatMul whose B is a Transpose of a 2-D value (the exporters' nn.Linear on
+// inputs of rank 3 and more: MatMul(x, Transpose(weight))) becomes one Gemm
+// reading W transposed in place (transB, a strided operand, no copy), its A
+// the rows of x ([.., K] -> [M, K], a view) and its result viewed back as
+// [.., N]:
+//   before:  x ─▶ MatMul(x, t) ─▶ y        W ─▶ Transpose ─▶ t
+//   after:   x ─▶ Flatten ─▶ Gemm(rows, W; transB=1) ─▶ Reshape ─▶ y
+// The Transpose goes when nothing else reads it. Its gradient is then one
+// GEMM straight into dW's layout (dY^T rows) instead of a GEMM into W^T's and
+// a transposed copy, and W^T is never materialized either way (a transformer
+// LM's step at O2 bf16: a third of its Transpose time). The Gemm keeps the
+// MatMul's node name; A of rank > 2 needs at most one symbolic dim before
+// its last; a pair with a node for which `keep` is true stays. Returns the
+// number of MatMuls rewritten.
+StatusOr<int> FuseTransposedWeights(ir::Graph& graph, const std::function<bool(const ir::Node&)>& keep);
+
 // FuseGeluPass, FuseSiluPass, FoldBatchNormPass then FuseConvPass, verifying the graph
 // after each; true when anything changed.
 StatusOr<bool> OptimizeForInference(ir::Graph& graph);

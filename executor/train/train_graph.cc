@@ -411,6 +411,12 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
       return FuseSilu(graph, named).status();
     });
   }
+  if (!PolicyNamesOps(opts.amp, {"MatMul", "Transpose"})) {
+    step("fuse-transposed-weights", [&](Graph& graph) -> Status {
+      AMP_ASSIGN_OR_RETURN(auto named, PolicyNamedNodes(opts.amp));
+      return FuseTransposedWeights(graph, named).status();
+    });
+  }
   if (opts.relu_after_max_pool) step("relu-after-max-pool", ReluAfterMaxPool);
   if (opts.amp && opts.amp->level != amp::Level::kO0) {
     // Planning, cast insertion and elimination (amp::Convert verifies after each of its own passes too).

@@ -9,6 +9,10 @@
 // initializers are left alone. FuseSilu: Mul(x, Sigmoid(x)), either operand
 // order, becomes one Silu with the same outputs; a Sigmoid read elsewhere, a
 // product with another value, and the nodes a policy names are left alone.
+// FuseTransposedWeights: MatMul(x, Transpose(w)) of a 2-D w becomes one Gemm
+// (transB) with the same outputs for x of rank 2 to 4; a Transpose read
+// elsewhere stays, and so do batched transposes, rows that cannot be viewed
+// back, and the nodes a policy names.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -361,6 +365,77 @@ TEST(FuseSilu, LeavesWhatIsNotASilu) {
   g = SiluModel(true);
   EXPECT_EQ(*FuseSilu(*g, [](const ir::Node& n) { return n.name() == "act/Sigmoid"; }), 0);
   EXPECT_EQ(*FuseSilu(*g, [](const ir::Node& n) { return n.name() == "elsewhere"; }), 1);
+}
+
+// x [dims..., 8] -> MatMul(x, Transpose(w [5, 8])) -> y (nn.Linear without its
+// bias, as the exporters write it on inputs of rank 3 and more).
+std::unique_ptr<Graph> LinearModel(const std::vector<ir::Dim>& x_dims, bool transpose_is_output = false) {
+  std::mt19937 rng(9);
+  auto g = std::make_unique<Graph>();
+  Value x = g->AddInput("x", TensorType::Of(DType::kFloat32, ir::Shape(x_dims)));
+  ir::Node* t = g->AddNode(OpKind::kTranspose, {g->AddInitializer("w", Random({5, 8}, rng, -1.0f, 1.0f))}, 1, "fc/T");
+  t->attrs().Set("perm", std::vector<int64_t>{1, 0});
+  ir::Node* mm = g->AddNode(OpKind::kMatMul, {x, t->output(0)}, 1, "fc/MatMul", {"y"});
+  g->AddOutput(mm->output(0));
+  if (transpose_is_output) g->AddOutput(t->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+std::vector<ir::Dim> Static(const std::vector<int64_t>& dims) {
+  std::vector<ir::Dim> d;
+  for (int64_t v : dims) d.push_back(ir::Dim::Static(v));
+  return d;
+}
+
+TEST(FuseTransposedWeights, LinearOfEveryRankBecomesOneGemmWithTheSameOutputs) {
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{6, 8}, {2, 3, 8}, {2, 2, 3, 8}}) {
+    std::mt19937 rng(4);
+    const Tensor x = Random(dims, rng, -1.0f, 1.0f);
+    auto g = LinearModel(Static(dims));
+    const std::vector<float> want = Outputs(LinearModel(Static(dims)), x);
+    auto fused = FuseTransposedWeights(*g, nullptr);
+    ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+    EXPECT_EQ(*fused, 1);
+    EXPECT_EQ(CountNodes(*g, OpKind::kGemm), 1u);
+    EXPECT_EQ(CountNodes(*g, OpKind::kTranspose) + CountNodes(*g, OpKind::kMatMul), 0u);
+    EXPECT_TRUE(ir::Verify(*g).ok());
+    const Value y = g->FindValue("y");
+    ASSERT_TRUE(y.valid()) << "the MatMul's value name is gone";
+    EXPECT_EQ(g->type(y).shape.rank(), dims.size());
+    for (const ir::Node* n : g->nodes())
+      if (n->op() == OpKind::kGemm) EXPECT_EQ(n->name(), "fc/MatMul");
+    const std::vector<float> got = Outputs(std::move(g), x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)  // 8 products summed in another order at most
+      EXPECT_NEAR(got[i], want[i], 1e-6f * std::max(1.0f, std::abs(want[i])));
+  }
+}
+
+TEST(FuseTransposedWeights, KeepsWhatItCannotReadInPlace) {
+  // W^T read elsewhere too (a graph output): the MatMul still becomes a Gemm, the Transpose stays.
+  auto g = LinearModel(Static({2, 3, 8}), /*transpose_is_output=*/true);
+  EXPECT_EQ(*FuseTransposedWeights(*g, nullptr), 1);
+  EXPECT_EQ(CountNodes(*g, OpKind::kTranspose), 1u);
+  // Two symbolic dims before the last: the rows could not be viewed back.
+  g = LinearModel({ir::Dim::Symbolic("batch"), ir::Dim::Symbolic("seq"), ir::Dim::Static(8)});
+  EXPECT_EQ(*FuseTransposedWeights(*g, nullptr), 0);
+  // One symbolic dim is fine.
+  g = LinearModel({ir::Dim::Symbolic("batch"), ir::Dim::Static(3), ir::Dim::Static(8)});
+  EXPECT_EQ(*FuseTransposedWeights(*g, nullptr), 1);
+  EXPECT_EQ(g->type(g->FindValue("y")).shape[0], ir::Dim::Symbolic("batch"));
+  // A batched K^T (perm over 3 axes) is no 2-D weight.
+  g = std::make_unique<Graph>();
+  Value q = g->AddInput("q", TensorType::Of(DType::kFloat32, {2, 4, 8}));
+  Value k = g->AddInput("k", TensorType::Of(DType::kFloat32, {2, 4, 8}));
+  ir::Node* t = g->AddNode(OpKind::kTranspose, {k});
+  t->attrs().Set("perm", std::vector<int64_t>{0, 2, 1});
+  g->AddOutput(Op(*g, OpKind::kMatMul, {q, t->output(0)}));
+  ASSERT_TRUE(g->InferShapes().ok());
+  EXPECT_EQ(*FuseTransposedWeights(*g, nullptr), 0);
+  // A node that a policy names stays for the policy to find.
+  g = LinearModel(Static({2, 3, 8}));
+  EXPECT_EQ(*FuseTransposedWeights(*g, [](const ir::Node& n) { return n.name() == "fc/T"; }), 0);
 }
 
 }  // namespace

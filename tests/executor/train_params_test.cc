@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <random>
 #include <set>
@@ -303,6 +304,100 @@ TEST(TrainGraph, ExportedGeluTrainsAsOneNodeUnlessThePolicyNamesItsOps) {
   ASSERT_TRUE(kept.ok()) << kept.status().ToString();
   EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kGelu), 0u);
   EXPECT_EQ(CountNodes(*kept->graph, ir::OpKind::kErf), 1u);
+}
+
+// x [2, 3, 8] -> nn.Linear(8, 5) as the exporters write it on a 3-D input
+// (MatMul(x, Transpose(w)) + b; with `pre_transposed`, the same function with
+// w^T stored as the initializer "wt" and no Transpose) -> Flatten -> MatMul
+// -> logits [2, 4].
+std::unique_ptr<ir::Graph> LinearOnTokens(bool pre_transposed) {
+  auto g = std::make_unique<ir::Graph>();
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {2, 3, 8}));
+  ir::Tensor w = amptrain::testing::RouteTensor(ir::DType::kFloat32, {5, 8}, 7);
+  ir::Value b = g->AddInitializer("b", amptrain::testing::RouteTensor(ir::DType::kFloat32, {5}, 9));
+  ir::Value wt;
+  if (pre_transposed) {
+    ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kFloat32, {8, 5});
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t k = 0; k < 8; ++k) t.data<float>()[k * 5 + i] = w.data<float>()[i * 8 + k];
+    wt = g->AddInitializer("wt", std::move(t));
+  } else {
+    ir::Node* transpose = g->AddNode(ir::OpKind::kTranspose, {g->AddInitializer("w", std::move(w))}, 1, "fc/Transpose");
+    transpose->attrs().Set("perm", std::vector<int64_t>{1, 0});
+    wt = transpose->output(0);
+  }
+  ir::Value h = g->AddNode(ir::OpKind::kMatMul, {x, wt}, 1, "fc/MatMul", {"fc_out"})->output(0);
+  ir::Value a = g->AddNode(ir::OpKind::kAdd, {h, b}, 1, "fc/Add")->output(0);
+  ir::Node* flat = g->AddNode(ir::OpKind::kFlatten, {a}, 1, "flat");
+  flat->attrs().Set("axis", int64_t{1});
+  ir::Value w2 = g->AddInitializer("w2", amptrain::testing::RouteTensor(ir::DType::kFloat32, {15, 4}, 8));
+  g->AddOutput(g->AddNode(ir::OpKind::kMatMul, {flat->output(0), w2}, 1, "logits", {"logits"})->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+// The loss and each parameter's gradient (by parameter name) of one
+// training step of `model` on fixed data.
+std::map<std::string, ir::Tensor> GradientsOf(const ir::Graph& model, const TrainGraph& t) {
+  std::map<std::string, ir::Tensor> inputs;
+  for (ir::Value v : model.initializers()) inputs[model.name(v)] = *model.ConstantValue(v);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {2, 3, 8});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = normal(rng);
+  inputs[t.data_inputs[0]] = x;
+  inputs[t.target_input] = ir::Tensor::Int64s({1, 3}, {2});
+  inputs[t.loss_scale] = ir::Tensor::Scalar(1.0f);
+  SessionOptions so;
+  so.training = true;
+  so.threads = 1;
+  auto session = InferenceSession::Create(t.graph->Clone(), so);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return {};
+  auto out = (*session)->Run(inputs);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  if (!out.ok()) return {};
+  std::map<std::string, ir::Tensor> result;
+  for (size_t i = 0; i < out->size(); ++i) {
+    const std::string& name = t.graph->name(t.graph->outputs()[i]);
+    if (name == t.loss) result["loss"] = (*out)[i];
+    for (const auto& [param, grad] : t.grads)
+      if (grad == name) result[param] = (*out)[i];
+  }
+  return result;
+}
+
+// A Linear layer on tokens reads its weight through Transpose -> MatMul; the
+// training graph computes it as one Gemm against W in place (no Transpose,
+// forward or backward), and W still trains, with the gradient of the same
+// function written with W^T stored (transposed back), and the same loss.
+TEST(TrainGraph, ATransposedWeightIsReadInPlaceAndStillTrains) {
+  std::unique_ptr<ir::Graph> model = LinearOnTokens(false), stored = LinearOnTokens(true);
+  auto fused = BuildTrainGraph(*model, {});
+  ASSERT_TRUE(fused.ok()) << fused.status().ToString();
+  EXPECT_EQ(CountNodes(*fused->graph, ir::OpKind::kTranspose), 0u);
+  EXPECT_EQ(Names(fused->parameters.trained), (std::set<std::string>{"w", "b", "w2"}));
+  EXPECT_EQ(CountNodes(*model, ir::OpKind::kTranspose), 1u) << "the model itself (what export writes) is unchanged";
+  auto plain = BuildTrainGraph(*stored, {});
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  std::map<std::string, ir::Tensor> got = GradientsOf(*model, *fused), want = GradientsOf(*stored, *plain);
+  ASSERT_TRUE(got.count("w") && want.count("wt") && got.count("loss") && want.count("loss"));
+  EXPECT_TRUE(got["loss"] == want["loss"]);
+  EXPECT_TRUE(got["b"] == want["b"]);
+  EXPECT_TRUE(got["w2"] == want["w2"]);
+  const ir::Tensor &dw = got["w"], &dwt = want["wt"];
+  ASSERT_EQ(dw.dims(), (std::vector<int64_t>{5, 8}));
+  for (int64_t i = 0; i < 5; ++i)
+    for (int64_t k = 0; k < 8; ++k)  // sums of 6 products: the same up to their order
+      EXPECT_NEAR(dw.data<float>()[i * 8 + k], dwt.data<float>()[k * 5 + i], 1e-6f) << "dW[" << i << ", " << k << "]";
+  // A policy that names MatMul by type keeps the exported pair.
+  TrainGraphOptions opts;
+  opts.amp = amp::Policy{};
+  opts.amp->level = amp::Level::kO2;
+  opts.amp->fp32_ops = {"MatMul"};
+  auto kept = BuildTrainGraph(*model, opts);
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  EXPECT_GE(CountNodes(*kept->graph, ir::OpKind::kTranspose), 1u);
 }
 
 // x [2, 8] -> MatMul -> Mul(h, Sigmoid(h)) (nn.SiLU as both exporters write it) -> MatMul -> logits.
