@@ -1,6 +1,8 @@
-// Direct 2-D pooling over NCHW planes, impl "direct", priority 20 (above
-// oneDNN 2.6, whose plain-layout pooling is its slow simple_nchw): MaxPool,
-// AveragePool, GlobalAveragePool and MaxPoolGrad in fp32, fp16 and bf16;
+// Direct 1-D and 2-D pooling over NCHW planes, impl "direct", priority 20
+// (above oneDNN 2.6, whose plain-layout pooling is its slow simple_nchw):
+// MaxPool, AveragePool, GlobalAveragePool, MaxPoolGrad and AveragePoolGrad
+// (plain planes) in fp32, fp16 and bf16, a 1-D pool [N, C, L] as the 2-D one
+// over [N, C, 1, L];
 // the forward pools and MaxPoolGrad also over channels-last X and Y (dY, X
 // and dX) (TensorSpec::channels_last), per pixel across the channels with the
 // same taps in the same order. Y (dY) may stay plain beside a channels-last X:
@@ -27,7 +29,8 @@
 // usual downsampling) take a path with the same taps in the same order, 16
 // or 8 windows (channels-last: channels) at a time, and none of the general
 // per-tap bookkeeping (kernels/cpu/direct_pool_2x2.cc). The Indices output
-// of MaxPool and other ranks go to the reference kernel.
+// of MaxPool goes to the reference kernel, 3-D pools to oneDNN
+// (kernels/cpu/onednn_pool.cc).
 #include <omp.h>
 
 #include <algorithm>
@@ -51,10 +54,27 @@ using pool::Max2x2Grad;
 using pool::Max2x2Nhwc;
 using pool::Wins;
 
-StatusOr<Geometry2d> Resolve(const KernelInit& init, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
+// X [N, C, L] (a 1-D pool) as [N, C, 1, L], with a unit window over the
+// added axis: the same taps in the same order.
+ir::WindowGeometry LiftedTo2d(ir::WindowGeometry g) {
+  g.kernel.insert(g.kernel.begin(), 1);
+  g.strides.insert(g.strides.begin(), 1);
+  g.dilations.insert(g.dilations.begin(), 1);
+  g.pads_begin.insert(g.pads_begin.begin(), 0);
+  g.pads_end.insert(g.pads_end.begin(), 0);
+  return g;
+}
+
+StatusOr<Geometry2d> Resolve(const KernelInit& init, std::vector<int64_t> x, std::vector<int64_t> y,
                              bool include_pad) {
-  if (x.size() != 4 || y.size() != 4) return init.Error("the direct pools take 2-D pools only");
+  if (x.size() != y.size() || (x.size() != 3 && x.size() != 4))
+    return init.Error("the direct pools take 1-D and 2-D pools only");
   AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(init, {}, false));
+  if (x.size() == 3) {
+    g = LiftedTo2d(std::move(g));
+    x.insert(x.begin() + 2, 1);
+    y.insert(y.begin() + 2, 1);
+  }
   Geometry2d p{x[0] * x[1], x[2], x[3], y[2], y[3], g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
                g.dilations[0], g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
   for (int64_t k = 0; k < p.kw; ++k) {
@@ -398,6 +418,66 @@ class MaxPoolGradKernel final : public Kernel {
   ImageStaging<T> staging_;
 };
 
+// AveragePoolGrad(dY, X) -> dX, plain planes: dX[i] = sum over the windows o
+// that hold i of dY[o] / divisor[o], each term in double and added in the
+// reference's order (grad_pool.cc: kernel offsets row-major, then outputs
+// row-major), rounded once. Where windows cannot overlap (stride >= the
+// window's extent in both dims: the usual downsampling) each element gets at
+// most one term, which needs no accumulator: the same bits (+0 + term).
+template <class T>
+class AveragePoolGradKernel final : public Kernel {
+ public:
+  AveragePoolGradKernel(Geometry2d p, int threads) : p_(std::move(p)), threads_(threads) {}
+
+  Status Run(KernelContext& ctx) override {
+    const T* dy = ctx.inputs[0].as<const T>();
+    T* dx = ctx.outputs[0].as<T>();
+    const int64_t in_size = p_.in_size(), out_size = p_.out_size();
+#pragma omp parallel num_threads(threads_)
+    {
+      std::vector<float> dybuf, sum(static_cast<size_t>(in_size));
+      std::vector<double> term(static_cast<size_t>(out_size)), acc(p_.overlapping() ? static_cast<size_t>(in_size) : 0);
+#pragma omp for schedule(static)
+      for (int64_t plane = 0; plane < p_.planes; ++plane) {
+        const float* g = Widened(dy + plane * out_size, out_size, dybuf);
+        for (int64_t r = 0; r < p_.oh; ++r)
+          for (int64_t c = 0; c < p_.ow; ++c)
+            term[r * p_.ow + c] = static_cast<double>(g[r * p_.ow + c]) / (p_.div_h[r] * p_.div_w[c]);
+        if (acc.empty()) {
+          std::fill(sum.begin(), sum.end(), 0.0f);
+          // +0 + term, as the reference's sum from +0: a -0 term gives +0.
+          ForEachWindowTap([&](int64_t i, int64_t o) { sum[i] = static_cast<float>(0.0 + term[o]); });
+        } else {
+          std::fill(acc.begin(), acc.end(), 0.0);
+          ForEachWindowTap([&](int64_t i, int64_t o) { acc[i] += term[o]; });
+          for (int64_t i = 0; i < in_size; ++i) sum[i] = static_cast<float>(acc[i]);
+        }
+        StoreNarrowed(sum.data(), dx + plane * in_size, in_size);
+      }
+    }
+    return Status::Ok();
+  }
+
+ private:
+  // fn(input offset, output offset) for every in-plane tap, kernel offsets
+  // row-major outermost, then output rows and columns.
+  template <class Fn>
+  void ForEachWindowTap(Fn&& fn) const {
+    for (int64_t i = 0; i < p_.kh; ++i)
+      for (int64_t j = 0; j < p_.kw; ++j) {
+        const int64_t off = j * p_.dw - p_.pw;
+        for (int64_t r = 0; r < p_.oh; ++r) {
+          const int64_t ih = p_.Row(r, i);
+          if (ih < 0 || ih >= p_.h) continue;
+          for (int64_t c = p_.lo[j]; c < p_.hi[j]; ++c) fn(ih * p_.w + c * p_.sw + off, r * p_.ow + c);
+        }
+      }
+  }
+
+  Geometry2d p_;
+  int threads_;
+};
+
 StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("Y must have X's dtype");
@@ -407,6 +487,7 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   // Y channels-last beside a plain X is declined (the executor then keeps both plain).
   const bool x_nhwc = init.inputs[0].channels_last, y_nhwc = init.outputs[0].channels_last;
   if (y_nhwc && !x_nhwc) return init.Error("a channels-last Y needs a channels-last X");
+  if (x_nhwc && init.inputs[0].dims.size() != 4) return init.Error("channels-last X of a 1-D pool");
   const int64_t channels = x_nhwc ? init.inputs[0].dims[1] : 0;
   return ForDType<PoolKernel>(init.inputs[0].dtype, std::move(p), is_max, Threads(init), channels,
                               x_nhwc && !y_nhwc);
@@ -419,31 +500,44 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
 StatusOr<std::unique_ptr<Kernel>> MakeGlobalAveragePool(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   const auto& x = init.inputs[0].dims;
-  if (x.size() != 4) return init.Error("the direct GlobalAveragePool takes [N, C, H, W]");
+  if (x.size() != 3 && x.size() != 4) return init.Error("the direct GlobalAveragePool takes [N, C, L] or [N, C, H, W]");
   ir::Attributes window;
-  window.Set("kernel_shape", std::vector<int64_t>{x[2], x[3]});
+  window.Set("kernel_shape", std::vector<int64_t>(x.begin() + 2, x.end()));
   KernelInit pool = init;  // keeps the op, so errors name the GlobalAveragePool node
   pool.attrs = &window;
   return MakePool(pool);
 }
 
-StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
+// The forward window of a pool gradient (dY, X) -> dX, checked.
+StatusOr<Geometry2d> ResolveGrad(const KernelInit& init, bool include_pad) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 2, 2, 1, 1));
   const DType t = init.inputs[0].dtype;
   if (init.inputs[1].dtype != t || init.outputs[0].dtype != t) return init.Error("dY, X and dX must share a dtype");
   const auto &dy = init.inputs[0].dims, &x = init.inputs[1].dims;
-  if (dy.size() != 4 || x.size() != 4 || dy[0] != x[0] || dy[1] != x[1])
-    return init.Error("X must be [N, C, H, W] and dY [N, C, OH, OW]");
+  if (dy.size() != x.size() || dy[0] != x[0] || dy[1] != x[1])
+    return init.Error("X must be [N, C, spatial...] and dY [N, C, out...]");
   KernelInit fwd = init;
   fwd.inputs = {init.inputs[1]};
   fwd.outputs = {init.inputs[0]};
-  AMP_ASSIGN_OR_RETURN(Geometry2d p, Resolve(fwd, x, dy, false));
+  return Resolve(fwd, x, dy, include_pad);
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
+  AMP_ASSIGN_OR_RETURN(Geometry2d p, ResolveGrad(init, false));
   // X and dX in one layout; dY channels-last or, beside a channels-last X, plain.
   const bool nhwc = init.inputs[1].channels_last;
   if (init.outputs[0].channels_last != nhwc) return init.Error("X and dX in different layouts");
+  if (nhwc && init.inputs[1].dims.size() != 4) return init.Error("channels-last X of a 1-D pool");
   if (init.inputs[0].channels_last && !nhwc) return init.Error("a channels-last dY needs a channels-last X");
-  const int64_t channels = nhwc ? x[1] : 0;
-  return ForDType<MaxPoolGradKernel>(t, std::move(p), Threads(init), channels, nhwc && !init.inputs[0].channels_last);
+  const int64_t channels = nhwc ? init.inputs[1].dims[1] : 0;
+  return ForDType<MaxPoolGradKernel>(init.inputs[0].dtype, std::move(p), Threads(init), channels,
+                                     nhwc && !init.inputs[0].channels_last);
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakeAveragePoolGrad(const KernelInit& init) {
+  AMP_ASSIGN_OR_RETURN(int64_t include_pad, init.attrs->GetInt("count_include_pad", 0));
+  AMP_ASSIGN_OR_RETURN(Geometry2d p, ResolveGrad(init, include_pad != 0));
+  return ForDType<AveragePoolGradKernel>(init.inputs[0].dtype, std::move(p), Threads(init));
 }
 
 }  // namespace
@@ -461,6 +555,7 @@ void RegisterDirectPool(Registry& r) {
   grad.channels_last_inputs = 0b11;  // dY, X
   grad.channels_last_outputs = 0b1;  // dX
   r.Add(std::move(grad));
+  r.Add(DirectEntry(OpKind::kAveragePoolGrad, MakeAveragePoolGrad));  // plain planes
   KernelEntry gap = DirectEntry(OpKind::kGlobalAveragePool, MakeGlobalAveragePool);
   gap.channels_last_inputs = 0b1;  // Y is [N, C, 1, 1]: the same bytes in either layout
   r.Add(std::move(gap));

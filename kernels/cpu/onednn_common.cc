@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "kernels/cpu/conv_geometry.h"
 #include "kernels/cpu/cpu_info.h"
 #include "kernels/cpu/float_convert.h"
 
@@ -36,6 +37,22 @@ dnnl::memory::dims Dilations(const std::vector<int64_t>& dilations) {
   dnnl::memory::dims gaps;
   for (int64_t d : dilations) gaps.push_back(d - 1);
   return gaps;
+}
+
+StatusOr<PoolWindow> ResolvePoolWindow(const KernelInit& forward, bool max, const std::vector<int64_t>& x,
+                                       const std::vector<int64_t>& y) {
+  AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(forward, {}, false));
+  const bool include_pad = !max && forward.attrs->Int("count_include_pad", 0) != 0;
+  PoolWindow w{max           ? dnnl::algorithm::pooling_max
+               : include_pad ? dnnl::algorithm::pooling_avg_include_padding
+                             : dnnl::algorithm::pooling_avg_exclude_padding,
+               Dims(g.strides), Dims(g.kernel), Dilations(g.dilations), Dims(g.pads_begin), {}};
+  for (size_t d = 0; d + 2 < x.size(); ++d) {
+    const int64_t needed = (y[d + 2] - 1) * g.strides[d] + g.extent(d) - x[d + 2] - g.pads_begin[d];
+    if (include_pad && needed > g.pads_end[d]) return forward.Error("ceil_mode overhang with count_include_pad");
+    w.pads_end.push_back(std::max(needed, int64_t{0}));
+  }
+  return w;
 }
 
 std::vector<int64_t> GroupedWeightDims(const std::vector<int64_t>& w, int64_t group) {

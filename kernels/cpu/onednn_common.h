@@ -27,6 +27,17 @@ dnnl::memory::data_type DataType(DType t);
 dnnl::memory::dims Dims(const std::vector<int64_t>& dims);
 // A convolution's dilations as oneDNN counts them (the gaps: dilation - 1).
 dnnl::memory::dims Dilations(const std::vector<int64_t>& dilations);
+// A pooling window of X [N, C, in...] -> Y [N, C, out...] in oneDNN's terms
+// (`max` or average, count_include_pad read from `attrs`): ceil_mode's
+// overhang becomes extra right padding, so that oneDNN's floor formula gives
+// ONNX's output size. An error where oneDNN would count that overhang (an
+// average with count_include_pad), so the caller declines.
+struct PoolWindow {
+  dnnl::algorithm alg;
+  dnnl::memory::dims strides, kernel, dilations, pads_begin, pads_end;
+};
+StatusOr<PoolWindow> ResolvePoolWindow(const KernelInit& forward, bool max, const std::vector<int64_t>& x,
+                                       const std::vector<int64_t>& y);
 // A convolution weight [O, I/group, k...] as oneDNN's grouped one
 // [group, O/group, I/group, k...] (unchanged for one group).
 std::vector<int64_t> GroupedWeightDims(const std::vector<int64_t>& w, int64_t group);

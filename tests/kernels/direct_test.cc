@@ -6,7 +6,7 @@
 // infinities and quiet NaNs besides random values; geometries cover odd
 // sizes, strides, asymmetric and ceil_mode padding, dilation and overlapping
 // windows. Also: the registry picks "direct" for these ops, and what the
-// direct kernels decline (MaxPool's Indices, 1-D pools) still runs.
+// direct kernels decline (MaxPool's Indices, 3-D pools) still runs.
 // Elsewhere: BatchNormalization in direct_batchnorm_test.cc, the kernels that
 // are not the reference's bits (Erf, Gelu, Tanh, Sigmoid, Silu, Pow, the
 // loss) in direct_math_test.cc.
@@ -89,12 +89,27 @@ const std::vector<PoolCase>& PoolCases() {
   return cases;
 }
 
+// The 2-D cases and 1-D pools ([N, C, L], which the direct kernels run as
+// [N, C, 1, L]); the channels-last test takes the 2-D ones only.
+const std::vector<PoolCase>& AllPoolCases() {
+  static const std::vector<PoolCase> cases = [] {
+    std::vector<PoolCase> all = PoolCases();
+    all.push_back({"1-D k3 s1 p1", {2, 3, 17}, {3}, {1}, {}, {1, 1}});
+    all.push_back({"1-D k2 s2 (MaxPool1d)", {2, 4, 16}, {2}, {2}, {}, {}});
+    all.push_back({"1-D k4 s4 ceil_mode", {1, 3, 18}, {4}, {4}, {}, {}, 1});
+    all.push_back({"1-D k3 s2 dilation 2, pads", {1, 2, 20}, {3}, {2}, {2}, {1, 2}});
+    all.push_back({"1-D k5 s1 overlapping", {2, 2, 11}, {5}, {1}, {}, {2, 2}});
+    return all;
+  }();
+  return cases;
+}
+
 class DirectPath : public ::testing::TestWithParam<KernelPath> {};
 INSTANTIATE_DIRECT_PATHS(DirectPath);
 
 TEST_P(DirectPath, MaxPoolMatchesReferenceBitwise) {
   const DType t = GetParam().dtype;
-  for (const PoolCase& c : PoolCases())
+  for (const PoolCase& c : AllPoolCases())
     ExpectSameAsReference(c.name, OpKind::kMaxPool, PoolAttrs(c), {Values(c.x, 1, t)});
   // All-equal windows (ReLU zeros before the pool): the first maximum's bits.
   const PoolCase& c = PoolCases()[2];
@@ -105,7 +120,7 @@ TEST_P(DirectPath, MaxPoolMatchesReferenceBitwise) {
 
 TEST_P(DirectPath, AveragePoolMatchesReferenceBitwise) {
   const DType t = GetParam().dtype;
-  for (const PoolCase& c : PoolCases()) {
+  for (const PoolCase& c : AllPoolCases()) {
     for (int64_t include_pad : {0, 1}) {
       // No specials: an inf or NaN makes the whole window inf/NaN on both sides, hiding the divisor.
       ExpectSameAsReference(std::string(c.name) + (include_pad ? " include pad" : " exclude pad"),
@@ -118,7 +133,7 @@ TEST_P(DirectPath, AveragePoolMatchesReferenceBitwise) {
 
 TEST_P(DirectPath, GlobalAveragePoolMatchesReferenceBitwise) {
   const DType t = GetParam().dtype;
-  for (const I& x : {I{3, 5, 28, 28}, I{2, 3, 9, 7}, I{1, 17, 1, 1}, I{0, 3, 8, 8}, I{2, 64, 7, 7}})
+  for (const I& x : {I{3, 5, 28, 28}, I{2, 3, 9, 7}, I{1, 17, 1, 1}, I{0, 3, 8, 8}, I{2, 64, 7, 7}, I{2, 3, 9}})
     ExpectSameAsReference("GlobalAveragePool " + ir::Shape::FromStatic(x).ToString(), OpKind::kGlobalAveragePool, Attributes{},
                           {Values(x, 4, t, false)});
   ExpectSameAsReference("GlobalAveragePool with inf and NaN", OpKind::kGlobalAveragePool, Attributes{},
@@ -127,7 +142,7 @@ TEST_P(DirectPath, GlobalAveragePoolMatchesReferenceBitwise) {
 
 TEST_P(DirectPath, MaxPoolGradMatchesReferenceBitwise) {
   const DType t = GetParam().dtype;
-  for (const PoolCase& c : PoolCases()) {
+  for (const PoolCase& c : AllPoolCases()) {
     const Attributes a = PoolAttrs(c);
     Tensor x = Values(c.x, 4, t);
     auto y = RunKernel(OpKind::kMaxPool, a, {x});
@@ -145,6 +160,23 @@ TEST_P(DirectPath, MaxPoolGradMatchesReferenceBitwise) {
     ASSERT_TRUE(y.ok());
     ExpectSameAsReference(std::string("ties, ") + c.name, OpKind::kMaxPoolGrad, PoolAttrs(c),
                           {Values((*y)[0].dims(), 7, t, false), zeros});
+  }
+}
+
+// Every geometry, both divisors; dY with infinities and NaNs too (they reach
+// dX through each window that holds an element, in the reference's order).
+TEST_P(DirectPath, AveragePoolGradMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  for (const PoolCase& c : AllPoolCases()) {
+    for (int64_t include_pad : {0, 1}) {
+      const Attributes a = PoolAttrs(c, include_pad);
+      Tensor x = Values(c.x, 8, t);
+      auto y = RunKernel(OpKind::kAveragePool, a, {x});
+      ASSERT_TRUE(y.ok()) << c.name << ": " << y.status().ToString();
+      const std::string what = std::string(c.name) + (include_pad ? " include pad" : " exclude pad");
+      ExpectSameAsReference(what, OpKind::kAveragePoolGrad, a, {Values((*y)[0].dims(), 9, t, false), x});
+      ExpectSameAsReference(what + ", specials in dY", OpKind::kAveragePoolGrad, a, {Values((*y)[0].dims(), 10, t), x});
+    }
   }
 }
 
@@ -243,11 +275,11 @@ TEST_P(DirectPath, DeclinesWhatTheReferenceRuns) {
   direct.impl = "direct";
   any.impl = "";
   Attributes a;
-  a.Set("kernel_shape", I{2});
-  // 1-D pool: reference.
-  std::vector<Tensor> in1d = {Values({1, 2, 9}, 10, t)};
-  EXPECT_FALSE(RunKernel(OpKind::kMaxPool, a, in1d, direct).ok());
-  EXPECT_TRUE(RunKernel(OpKind::kMaxPool, a, in1d, any).ok());
+  a.Set("kernel_shape", I{2, 2, 2});
+  // 3-D pool: oneDNN or the reference.
+  std::vector<Tensor> in3d = {Values({1, 2, 4, 5, 6}, 10, t)};
+  EXPECT_FALSE(RunKernel(OpKind::kMaxPool, a, in3d, direct).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kMaxPool, a, in3d, any).ok());
   // MaxPool with its Indices output: reference.
   Attributes a2 = PoolAttrs(PoolCases()[1]);
   Options two = direct, two_any = any;

@@ -167,7 +167,7 @@ TEST_P(OneDnnGradPath, ConvGradIgnoresWhatItsScratchHeld) {
     EXPECT_EQ(0, std::memcmp(runs[0][o].raw(), runs[1][o].raw(), runs[0][o].nbytes())) << "output " << o;
 }
 
-TEST_P(OneDnnGradPath, MaxPoolGradMatchesReference) {
+TEST_P(OneDnnGradPath, PoolGradsMatchReference) {
   SKIP_UNLESS_CPU_RUNS(GetParam());
   const DType t = GetParam().dtype;
   const char* impl = GetParam().impl;
@@ -184,12 +184,35 @@ TEST_P(OneDnnGradPath, MaxPoolGradMatchesReference) {
       {"3x3 stride 2 pad 1 (ResNet stem)", {2, 4, 16, 16}, pool({3, 3}, {2, 2}, {1, 1, 1, 1}, false)},
       {"2x2 stride 2", {1, 3, 8, 8}, pool({2, 2}, {2, 2}, {}, false)},
       {"ceil_mode", {1, 2, 9, 8}, pool({3, 3}, {2, 2}, {}, true)},
+      {"1-D k3 stride 2 pad 1", {2, 3, 17}, pool({3}, {2}, {1, 1}, false)},
+      {"3-D 2x2x2 stride 2 (MaxPool3d)", {2, 3, 4, 6, 6}, pool({2, 2, 2}, {2, 2, 2}, {}, false)},
+      {"3-D 1x3x3 stride 1x2x2 pad, ceil_mode", {1, 2, 3, 9, 8}, pool({1, 3, 3}, {1, 2, 2}, {0, 1, 1, 0, 1, 1}, true)},
   };
   for (const Case& c : cases) {
     Tensor x = Random(c.x, 4, t);
     auto y = RunKernel(OpKind::kMaxPool, c.a, {x});
     ASSERT_TRUE(y.ok()) << y.status().ToString();
     ExpectMatchesReference(c.name, OpKind::kMaxPoolGrad, c.a, {Random((*y)[0].dims(), 5, t), x}, 1, {}, impl);
+  }
+  // AveragePoolGrad, both divisors (an average counting the padding declines a
+  // ceil_mode overhang, as the forward does).
+  for (const Case& c : cases) {
+    for (int64_t include_pad : {0, 1}) {
+      Attributes a = c.a;
+      a.Set("count_include_pad", include_pad);
+      Tensor x = Random(c.x, 7, t);
+      auto y = RunKernel(OpKind::kAveragePool, a, {x});
+      ASSERT_TRUE(y.ok()) << y.status().ToString();
+      const std::vector<Tensor> in = {Random((*y)[0].dims(), 8, t), x};
+      const std::string what = std::string("average ") + c.name + (include_pad ? ", include pad" : "");
+      if (include_pad && a.Int("ceil_mode", 0)) {
+        Options o;
+        o.impl = impl;
+        EXPECT_FALSE(RunKernel(OpKind::kAveragePoolGrad, a, in, o).ok()) << what;
+        continue;
+      }
+      ExpectMatchesReference(what, OpKind::kAveragePoolGrad, a, in, 1, {}, impl);
+    }
   }
   // Ties (ReLU zeros before the pool): both send the gradient to the first
   // maximum of each window.

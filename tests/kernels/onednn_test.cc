@@ -203,6 +203,12 @@ TEST_P(OneDnnPath, PoolMatchesReference) {
       {"avg include pad", OpKind::kAveragePool, {1, 4, 9, 9}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}, 0, 1, true},
       {"avg ceil exclude", OpKind::kAveragePool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 0, true},
       {"avg ceil include (overhang)", OpKind::kAveragePool, {1, 4, 10, 10}, {3, 3}, {2, 2}, {}, {}, 1, 1, false},
+      {"max 1-D k3 s2 p1", OpKind::kMaxPool, {2, 4, 17}, {3}, {2}, {}, {1, 1}, 0, 0, true},
+      {"avg 1-D ceil exclude", OpKind::kAveragePool, {1, 3, 18}, {4}, {4}, {}, {}, 1, 0, true},
+      {"max 3-D 2x2x2 s2 (MaxPool3d)", OpKind::kMaxPool, {2, 3, 4, 6, 6}, {2, 2, 2}, {2, 2, 2}, {}, {}, 0, 0, true},
+      {"max 3-D 1x3x3 s1x2x2 p", OpKind::kMaxPool, {1, 4, 3, 9, 8}, {1, 3, 3}, {1, 2, 2}, {}, {0, 1, 1, 0, 1, 1}, 0, 0, true},
+      {"avg 3-D 3x3x3 s2 ceil exclude", OpKind::kAveragePool, {1, 2, 7, 8, 9}, {3, 3, 3}, {2, 2, 2}, {}, {}, 1, 0, true},
+      {"avg 3-D include pad", OpKind::kAveragePool, {1, 2, 5, 6, 6}, {3, 3, 3}, {1, 2, 2}, {}, {1, 1, 1, 1, 1, 1}, 0, 1, true},
   };
   for (const PoolCase& c : cases) {
     Attributes a;
