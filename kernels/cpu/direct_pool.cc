@@ -496,14 +496,23 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
 // GlobalAveragePool is the AveragePool whose window is the whole plane: its
 // taps are the plane's elements in row-major order, summed in double and
 // divided by H * W, the reference kernel's arithmetic (pool.cc). Y is
-// [N, C, 1, 1], the same bytes in either layout.
+// [N, C, 1, 1], the same bytes in either layout. Three spatial dims and
+// more are one row of their product.
 StatusOr<std::unique_ptr<Kernel>> MakeGlobalAveragePool(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   const auto& x = init.inputs[0].dims;
-  if (x.size() != 3 && x.size() != 4) return init.Error("the direct GlobalAveragePool takes [N, C, L] or [N, C, H, W]");
-  ir::Attributes window;
-  window.Set("kernel_shape", std::vector<int64_t>(x.begin() + 2, x.end()));
+  if (x.size() < 3) return init.Error("the direct GlobalAveragePool takes [N, C, spatial...]");
   KernelInit pool = init;  // keeps the op, so errors name the GlobalAveragePool node
+  if (x.size() > 4) {
+    // [N, C, D, H, W]: the taps in row-major order are those of [N, C, D * H * W].
+    if (init.inputs[0].channels_last) return init.Error("channels-last X of rank ", x.size());
+    int64_t spatial = 1;
+    for (size_t d = 2; d < x.size(); ++d) spatial *= x[d];
+    pool.inputs[0].dims = {x[0], x[1], spatial};
+    pool.outputs[0].dims = {x[0], x[1], 1};
+  }
+  ir::Attributes window;
+  window.Set("kernel_shape", std::vector<int64_t>(pool.inputs[0].dims.begin() + 2, pool.inputs[0].dims.end()));
   pool.attrs = &window;
   return MakePool(pool);
 }

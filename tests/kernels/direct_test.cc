@@ -133,7 +133,7 @@ TEST_P(DirectPath, AveragePoolMatchesReferenceBitwise) {
 
 TEST_P(DirectPath, GlobalAveragePoolMatchesReferenceBitwise) {
   const DType t = GetParam().dtype;
-  for (const I& x : {I{3, 5, 28, 28}, I{2, 3, 9, 7}, I{1, 17, 1, 1}, I{0, 3, 8, 8}, I{2, 64, 7, 7}, I{2, 3, 9}})
+  for (const I& x : {I{3, 5, 28, 28}, I{2, 3, 9, 7}, I{1, 17, 1, 1}, I{0, 3, 8, 8}, I{2, 64, 7, 7}, I{2, 3, 9}, I{2, 3, 4, 5, 6}})
     ExpectSameAsReference("GlobalAveragePool " + ir::Shape::FromStatic(x).ToString(), OpKind::kGlobalAveragePool, Attributes{},
                           {Values(x, 4, t, false)});
   ExpectSameAsReference("GlobalAveragePool with inf and NaN", OpKind::kGlobalAveragePool, Attributes{},
