@@ -7,6 +7,12 @@
 //   ReluGrad(dY, Y) (fp32, fp16, bf16): dY where Y > 0, else +0; a 2-byte
 //                            NaN dY is quieted as by the reference.
 //   Cast fp32 <-> fp16/bf16: the vectorized conversions of float_convert.h.
+//   Where(C, X, Y) (any dtype, by element size): C of the output's dims or a
+//                            block of its trailing dims (an attention mask),
+//                            X and Y each of the output's dims or one element
+//                            (the gradients of Clip/ReLU6, LeakyRelu, PRelu,
+//                            Max/Min: Where(mask, dY, 0)); a select of bits,
+//                            in loops the compiler vectorizes.
 //   Add, Mul (fp32, fp16, bf16) of two inputs of the output's dims (no
 //                            broadcast: ResNet's residual sums), or of
 //                            X [N, C, H, W] and one value per channel
@@ -446,6 +452,77 @@ KernelEntry ChannelBroadcastEntry(OpKind op, KernelFactory factory) {
   return e;
 }
 
+// Where over elements of U (an unsigned integer of the element's size).
+template <class U>
+class WhereKernel final : public Kernel {
+ public:
+  WhereKernel(int64_t period, bool x_one, bool y_one, int threads)
+      : period_(period), x_one_(x_one), y_one_(y_one), threads_(threads) {}
+
+  Status Run(KernelContext& ctx) override {
+    const auto* c = ctx.inputs[0].as<const uint8_t>();
+    const U* x = ctx.inputs[1].as<const U>();
+    const U* y = ctx.inputs[2].as<const U>();
+    U* out = ctx.outputs[0].as<U>();
+    const int64_t period = period_;
+    const bool x_one = x_one_, y_one = y_one_;
+    ForRange(ctx.outputs[0].num_elements(), threads_, [=](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi;) {  // runs within one period of C
+        const int64_t j = i % period, len = std::min(hi - i, period - j);
+        const U* xs = x_one ? x : x + i;
+        const U* ys = y_one ? y : y + i;
+        if (x_one && y_one) Select<true, true>(c + j, xs, ys, out + i, len);
+        else if (x_one) Select<true, false>(c + j, xs, ys, out + i, len);
+        else if (y_one) Select<false, true>(c + j, xs, ys, out + i, len);
+        else Select<false, false>(c + j, xs, ys, out + i, len);
+        i += len;
+      }
+    });
+    return Status::Ok();
+  }
+
+ private:
+  // Both sides loaded unconditionally, then selected: the loop vectorizes.
+  template <bool XOne, bool YOne>
+  static void Select(const uint8_t* __restrict c, const U* __restrict x, const U* __restrict y, U* __restrict out,
+                     int64_t n) {
+    const U x0 = x[0], y0 = y[0];
+    for (int64_t k = 0; k < n; ++k) {
+      const U a = XOne ? x0 : x[k], b = YOne ? y0 : y[k];
+      out[k] = c[k] ? a : b;
+    }
+  }
+
+  int64_t period_;
+  bool x_one_, y_one_;
+  int threads_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> MakeWhere(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 3, 3, 1, 1));
+  const TensorSpec &c = init.inputs[0], &x = init.inputs[1], &y = init.inputs[2], &out = init.outputs[0];
+  if (c.dtype != DType::kBool || x.dtype != out.dtype || y.dtype != out.dtype)
+    return init.Error("expects a bool condition and X, Y of the output's dtype");
+  const auto full = [&](const TensorSpec& s) { return s.dims == out.dims; };
+  const auto one = [&](const TensorSpec& s) { return !full(s) && s.num_elements() == 1 && s.dims.size() <= out.dims.size(); };
+  if (!(full(x) || one(x)) || !(full(y) || one(y))) return init.Error("X and Y must have the output's dims or one element");
+  const int64_t period = full(c) ? out.num_elements() : TrailingBlock(c.dims, out.dims);
+  if (period < 1 && out.num_elements() > 0) return init.Error("C must have the output's dims or a block of its trailing dims");
+  // The operands of the output's dims share its layout; a block of C reads plain positions.
+  for (const TensorSpec* s : {&c, &x, &y})
+    if (full(*s) && s->channels_last != out.channels_last) return init.Error("operands in different layouts");
+  if (!full(c) && out.channels_last) return init.Error("a block condition beside a channels-last output");
+  const bool x_one = one(x), y_one = one(y);
+  const int threads = Threads(init);
+  std::unique_ptr<Kernel> kernel;
+  AMP_RETURN_IF_ERROR(DispatchBySize(ir::DTypeSize(out.dtype), [&](auto b) {
+    using U = typename decltype(b)::type;
+    kernel = std::make_unique<WhereKernel<U>>(std::max<int64_t>(period, 1), x_one, y_one, threads);
+    return Status::Ok();
+  }));
+  return kernel;
+}
+
 StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   const DType from = init.inputs[0].dtype;
@@ -477,6 +554,11 @@ void RegisterDirectElementwise(Registry& r) {
   r.Add(ChannelBroadcastEntry(OpKind::kMul, MakeChannelBroadcast<Arith::kMul>));
   r.Add(DirectEntry(OpKind::kAdd, MakeRowBroadcast<Arith::kAdd>));
   r.Add(DirectEntry(OpKind::kMul, MakeRowBroadcast<Arith::kMul>));
+  // Any dtype; the factory keeps the operands of the output's dims in its layout.
+  KernelEntry where = DirectEntry(OpKind::kWhere, MakeWhere, {});
+  where.channels_last_inputs = 0b111;
+  where.channels_last_outputs = 0b1;
+  r.Add(std::move(where));
 }
 
 }  // namespace amptrain::kernels::cpu::direct

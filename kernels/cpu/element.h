@@ -102,4 +102,17 @@ Status DispatchAll(DType t, Fn&& fn) {
   }
 }
 
+// Calls fn(Tag<U>{}) with U an unsigned integer of `size` bytes: for data
+// movement and selects, which copy elements by size whatever their dtype.
+template <class Fn>
+Status DispatchBySize(size_t size, Fn&& fn) {
+  switch (size) {
+    case 1: return fn(Tag<uint8_t>{});
+    case 2: return fn(Tag<uint16_t>{});
+    case 4: return fn(Tag<uint32_t>{});
+    case 8: return fn(Tag<uint64_t>{});
+    default: return Unimplemented("element size ", size, " is not supported");
+  }
+}
+
 }  // namespace amptrain::kernels::cpu

@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include "ir/infer/shape_params.h"
+#include "kernels/cpu/element.h"
 #include "kernels/cpu/register.h"
 
 namespace amptrain::kernels::cpu {
@@ -23,20 +24,6 @@ void RegisterReferenceGatherSlice(Registry& r);  // gather_slice.cc: Gather, Sli
 void RegisterReferencePadResize(Registry& r);    // pad_resize.cc: Pad, Resize
 void RegisterReferenceCumSumTrilu(Registry& r);  // cumsum_trilu.cc: CumSum, Trilu
 void RegisterReferenceSelect(Registry& r);       // select.cc: ArgMax, ArgMin, TopK, GatherElements(Grad)
-
-template <class T> struct Bytes { using type = T; };
-
-// Calls fn(Bytes<U>{}) with U an unsigned integer of `size` bytes.
-template <class Fn>
-Status DispatchBySize(size_t size, Fn&& fn) {
-  switch (size) {
-    case 1: return fn(Bytes<uint8_t>{});
-    case 2: return fn(Bytes<uint16_t>{});
-    case 4: return fn(Bytes<uint32_t>{});
-    case 8: return fn(Bytes<uint64_t>{});
-    default: return Unimplemented("element size ", size, " is not supported");
-  }
-}
 
 inline std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);

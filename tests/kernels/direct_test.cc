@@ -269,6 +269,53 @@ TEST_P(DirectPath, MaxPoolGradSkipsAnUnusedOutput) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
 }
 
+// A bool condition of `dims`, about half true.
+Tensor Condition(const I& dims, uint32_t seed) {
+  Tensor c = *Tensor::Zeros(DType::kBool, dims);
+  std::mt19937 rng(seed);
+  for (int64_t i = 0; i < c.num_elements(); ++i) c.data<uint8_t>()[i] = static_cast<uint8_t>(rng() & 1u);
+  return c;
+}
+
+// Where selects bits, so any loop gives the reference's: the gradients' form
+// (a full mask, dY and a scalar 0), two full branches (LeakyRelu's), a
+// scalar on either side, an attention mask (a block of the trailing dims,
+// -inf beside the scores), a scalar condition, sizes off the vector width;
+// specials and NaN payloads pass through untouched. Other dtypes by size
+// (int64, bool).
+TEST_P(DirectPath, WhereMatchesReferenceBitwise) {
+  const DType t = GetParam().dtype;
+  const Tensor zero = *Tensor::Zeros(t, {});
+  Tensor minus_inf = *Tensor::Zeros(t, {1});
+  ir::SetElementFromDouble(minus_inf, 0, -std::numeric_limits<double>::infinity());
+  const I big = {3, 37, 41};
+  ExpectSameAsReference("mask, dY, 0", OpKind::kWhere, Attributes{}, {Condition(big, 1), Values(big, 2, t), zero});
+  ExpectSameAsReference("two full branches", OpKind::kWhere, Attributes{},
+                        {Condition(big, 3), Values(big, 4, t), Values(big, 5, t)});
+  ExpectSameAsReference("scalar X", OpKind::kWhere, Attributes{}, {Condition({7, 9}, 6), zero, Values({7, 9}, 7, t)});
+  ExpectSameAsReference("causal mask over heads", OpKind::kWhere, Attributes{},
+                        {Condition({1, 1, 16, 16}, 8), Values({2, 3, 16, 16}, 9, t), minus_inf});
+  ExpectSameAsReference("scalar condition", OpKind::kWhere, Attributes{},
+                        {Condition({}, 10), Values({5, 6}, 11, t), Values({5, 6}, 12, t)});
+  ExpectSameAsReference("big, several threads", OpKind::kWhere, Attributes{},
+                        {Condition({4, 64, 33, 17}, 13), Values({4, 64, 33, 17}, 14, t), zero});
+  if (t != DType::kFloat32) return;
+  Tensor ix = Tensor::Int64s({1, -2, 3, 4, 5, 6}, {2, 3}), iy = Tensor::Int64s({7, 8, 9, 10, 11, 12}, {2, 3});
+  ExpectSameAsReference("int64", OpKind::kWhere, Attributes{}, {Condition({2, 3}, 15), ix, iy});
+  ExpectSameAsReference("bool", OpKind::kWhere, Attributes{}, {Condition({2, 3}, 16), Condition({2, 3}, 17), Condition({}, 18)});
+}
+
+// X broadcast along a middle axis is not one of the direct Where's forms.
+TEST_P(DirectPath, WhereDeclinesOtherBroadcasts) {
+  const DType t = GetParam().dtype;
+  Options direct, any;
+  direct.impl = "direct";
+  any.impl = "";
+  const std::vector<Tensor> in = {Condition({4, 5, 6}, 1), Values({4, 1, 6}, 2, t), Values({4, 5, 6}, 3, t)};
+  EXPECT_FALSE(RunKernel(OpKind::kWhere, Attributes{}, in, direct).ok());
+  EXPECT_TRUE(RunKernel(OpKind::kWhere, Attributes{}, in, any).ok());
+}
+
 TEST_P(DirectPath, DeclinesWhatTheReferenceRuns) {
   const DType t = GetParam().dtype;
   Options direct, any;
@@ -459,6 +506,8 @@ TEST_P(DirectPath, ReduceSumToMatchesReferenceBitwise) {
       {"kept, summed, kept, summed", {4, 3, 9, 6}, {4, 1, 9, 1}},
       {"summed, kept, summed, kept", {2, 3, 5, 70}, {3, 1, 70}},
       {"many runs on two threads", {8, 6, 33, 40}, {8, 1, 33, 40}},
+      {"a wide bias (an LM head's), a block per thread", {2, 20, 9000}, {9000}},
+      {"wider than a block", {24, 20000}, {20000}},
   };
   for (const auto& c : cases) {
     std::vector<Tensor> in = SumToInputs(c.x, c.to, 12, t);

@@ -231,6 +231,24 @@ def conv3d_video(gen):
     return M(), torch.randn(BATCH, 3, 4, 16, 16, generator=gen)
 
 
+def r2plus1d_video(gen):
+    """torchvision's R(2+1)D-18 video classifier: (2+1)-D factored Conv3d ((1, 3, 3) then (3, 1, 1)),
+    BatchNorm3d, a strided 3-D downsampling shortcut, AdaptiveAvgPool3d; a 4-frame 32x32 clip."""
+    torch, nn, F = _nn()
+    import torchvision
+    model = torchvision.models.video.r2plus1d_18(weights=None, num_classes=NUM_CLASSES)
+    return model, torch.randn(BATCH, 3, 4, 32, 32, generator=gen)
+
+
+def mc3_video(gen):
+    """torchvision's MC3-18 video classifier: 3-D convolutions in the first block, then (1, 3, 3) ones,
+    BatchNorm3d, AdaptiveAvgPool3d; a 4-frame 32x32 clip."""
+    torch, nn, F = _nn()
+    import torchvision
+    model = torchvision.models.video.mc3_18(weights=None, num_classes=NUM_CLASSES)
+    return model, torch.randn(BATCH, 3, 4, 32, 32, generator=gen)
+
+
 def transformer_seq2seq(gen):
     """nn.Transformer (1 encoder and 1 decoder layer, ReLU) on float sequences with a causal target mask;
     the decoder's output averaged over time -> Linear."""
@@ -625,7 +643,7 @@ def embedding_bag_text(gen):
 
 
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
-                               mlp_activations, einsum_attention, tensor_functions, conv3d_video,
+                               mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
                                clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
