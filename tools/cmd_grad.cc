@@ -1,11 +1,12 @@
-// amptrain grad MODEL --input NAME=X.npy --labels Y.npy --output-dir DIR [--threads N] [--reference] [--freeze P,...]
+// amptrain grad MODEL --input NAME=X.npy --labels Y.npy --output-dir DIR [--threads N] [--reference] [--reference-ops OP,...] [--freeze P,...]
 //   [--train-all]
 //
 // One forward + backward step of a classifier, for checking gradients
-// against another framework: imports the model, puts it in training mode
-// with Dropout off (BatchNormalization uses batch statistics), attaches a
-// mean softmax cross-entropy loss to the model's single output, builds the
-// backward over every trainable (float) initializer and runs it once.
+// against another framework: the training graph `train` builds
+// (executor/train/train_graph.h: training mode, the same fusions, the
+// precision plan, a mean softmax cross-entropy loss on the model's single
+// output, the backward over every trainable (float) initializer), with
+// Dropout off (BatchNormalization uses batch statistics), run once.
 // Writes DIR/loss.npy and DIR/grads/<initializer name>.npy, names sanitized
 // as `run` does ('/', '\', ':' -> '_').
 // With --amp O1|O2 [--dtype ...] the step runs in mixed precision as `train`
@@ -17,20 +18,14 @@
 // without one, with the reason.
 #include <spdlog/spdlog.h>
 
-#include <cmath>
-#include <cstdlib>
+#include <algorithm>
 #include <filesystem>
-#include <set>
 
-#include "autodiff/autodiff.h"
-#include "autodiff/loss.h"
-#include "autodiff/training_graph.h"
 #include "executor/npy.h"
 #include "executor/session.h"
-#include "executor/train/constant_like.h"
 #include "executor/train/train_graph.h"
 #include "importer/onnx_import.h"
-#include "ir/infer/infer_util.h"
+#include "ir/infer/infer_util.h"  // SetElementFromDouble
 #include "tools/amp_report.h"
 #include "tools/commands.h"
 #include "tools/device_flag.h"
@@ -48,6 +43,7 @@ struct GradArgs {
   std::string output_dir;
   int threads = 0;
   bool reference = false;
+  std::vector<std::string> reference_ops;
   std::string device = "cpu";
   AmpFlags amp;
   std::string loss_scale = "auto";
@@ -56,47 +52,31 @@ struct GradArgs {
   LabelFlags label_flags;
 };
 
-StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const ir::Graph& g, const GradArgs& args,
-                                                      const std::string& labels_input) {
+// The model's data inputs from --input, and the labels.
+StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const executor::train::TrainGraph& t, const GradArgs& args) {
   std::map<std::string, ir::Tensor> feeds;
   for (const std::string& spec : args.inputs) {
     size_t eq = spec.find('=');
     std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
     if (eq == std::string::npos) {
-      if (args.inputs.size() != 1 || g.inputs().size() != 2)  // the model's input + labels
+      if (args.inputs.size() != 1 || t.data_inputs.size() != 1)
         return InvalidArgument("--input '", spec, "' needs the form NAME=FILE.npy");
-      name = g.name(g.inputs()[0]);
+      name = t.data_inputs[0];
     }
-    ir::Value v = g.FindValue(name);
-    if (!v.valid() || g.producer(v)->op() != ir::OpKind::kInput || name == labels_input)
+    if (std::find(t.data_inputs.begin(), t.data_inputs.end(), name) == t.data_inputs.end())
       return InvalidArgument("unknown input '", name, "'");
     AMP_ASSIGN_OR_RETURN(feeds[name], executor::ReadNpy(spec.substr(eq == std::string::npos ? 0 : eq + 1)));
   }
-  AMP_ASSIGN_OR_RETURN(feeds[labels_input], executor::ReadNpy(args.labels));
+  AMP_ASSIGN_OR_RETURN(feeds[t.target_input], executor::ReadNpy(args.labels));
   return feeds;
 }
 
 Status Grad(const GradArgs& args) {
   AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
-  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> graph, importer::ImportModelFile(args.model));
-  ir::Graph& g = *graph;
-  if (g.outputs().size() != 1)
-    return InvalidArgument("grad: the model has ", g.outputs().size(), " outputs; it needs exactly one (the logits)");
-  AMP_ASSIGN_OR_RETURN(autodiff::TrainingGraphInfo mode, autodiff::ToTrainingMode(g, autodiff::TrainingGraphOptions{false}));
-  std::set<std::string> stats;
-  for (const auto& [stat, update] : mode.bn_updates) stats.insert(stat);
-  AMP_ASSIGN_OR_RETURN(std::set<std::string> frozen, executor::train::ResolveFreeze(g, args.freeze, stats));
-  const std::map<std::string, std::string> constant_like =
-      args.train_all ? std::map<std::string, std::string>{} : executor::train::ConstantLikeInitializers(g);
+  AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  if (model->outputs().size() != 1)
+    return InvalidArgument("grad: the model has ", model->outputs().size(), " outputs; it needs exactly one (the logits)");
   AMP_ASSIGN_OR_RETURN(amp::Policy policy, BuildPolicy(args.amp, amp::Level::kO0));
-  if (policy.level != amp::Level::kO0) {
-    AMP_ASSIGN_OR_RETURN(amp::Report report, executor::train::ApplyTrainingPrecision(g, policy, false));
-    WarnUnmatchedPatterns(report);
-    std::string per;
-    for (const auto& [dtype, count] : NodesPerDType(report)) per += fmt::format(" {} {}", count, dtype);
-    spdlog::info("precision: AMP {} {} (fp32 master weights): nodes{}", amp::LevelName(policy.level),
-                 ir::DTypeName(policy.low), per);
-  }
   // The backward seed: a static loss scale (auto: 65536 for fp16, else 1);
   // the written gradients are divided by it again.
   double scale = 1.0;
@@ -107,56 +87,67 @@ Status Grad(const GradArgs& args) {
     if (!v) return InvalidArgument("--loss-scale must be auto or a finite number > 0, got '", args.loss_scale, "'");
     scale = *v;
   }
-  autodiff::CrossEntropyOptions loss;
+  // The training graph `train` builds (executor/train/train_graph.h: the same
+  // fusions, precision plan, loss head and backward), with Dropout off and
+  // the gradients in fp32.
+  executor::train::TrainGraphOptions opts;
   {
     AMP_ASSIGN_OR_RETURN(ir::Tensor labels, executor::ReadNpy(args.labels));
     if (labels.rank() < 1) return InvalidArgument("--labels '", args.labels, "' is a scalar; expected [batch] or [batch, d...]");
-    loss.label_dims = std::vector<int64_t>(labels.dims().begin() + 1, labels.dims().end());
+    opts.label_dims = std::vector<int64_t>(labels.dims().begin() + 1, labels.dims().end());
   }
-  loss.class_axis = ClassAxisOf(args.label_flags);
-  loss.ignore_index = args.label_flags.ignore_index;
-  AMP_ASSIGN_OR_RETURN(autodiff::LossHead head, autodiff::AttachCrossEntropy(g, g.outputs()[0], loss));
-  ir::Tensor one = *ir::Tensor::Zeros(g.type(head.loss).dtype, {});
-  ir::SetElementFromDouble(one, 0, scale);
-  ir::Node* seed = g.AddNode(ir::OpKind::kConstant, {}, 1, "loss/seed");
-  seed->attrs().Set("value", one);
-  AMP_RETURN_IF_ERROR(g.InferNode(seed));
-  autodiff::BackwardOptions backward;
-  backward.frozen = frozen;
-  backward.frozen.insert(stats.begin(), stats.end());
-  for (const auto& [name, why] : constant_like) backward.frozen.insert(name);
-  AMP_ASSIGN_OR_RETURN(autodiff::BackwardResult grads, autodiff::BuildBackward(g, head.loss, seed->output(0), backward));
-  spdlog::info("backward over {} initializers, {} nodes in all", grads.names.size(), g.num_nodes());
-  for (const std::string& line : executor::train::ReportParameters(g, grads, frozen, stats, constant_like).Lines())
-    spdlog::info("{}", line);
-  AMP_ASSIGN_OR_RETURN(auto feeds, ReadFeeds(g, args, head.target_input));
+  opts.class_axis = ClassAxisOf(args.label_flags);
+  opts.ignore_index = args.label_flags.ignore_index;
+  if (policy.level != amp::Level::kO0) opts.amp = policy;
+  opts.low_gradients = false;
+  opts.dropout = false;
+  opts.freeze = args.freeze;
+  opts.train_all = args.train_all;
+  AMP_ASSIGN_OR_RETURN(executor::train::TrainGraph t, executor::train::BuildTrainGraph(*model, opts));
+  if (t.amp_report) {
+    WarnUnmatchedPatterns(*t.amp_report);
+    std::string per;
+    for (const auto& [dtype, count] : NodesPerDType(*t.amp_report)) per += fmt::format(" {} {}", count, dtype);
+    spdlog::info("precision: AMP {} {} (fp32 master weights): nodes{}", amp::LevelName(policy.level),
+                 ir::DTypeName(policy.low), per);
+  }
+  spdlog::info("backward over {} initializers, {} nodes in all", t.params.size(), t.graph->num_nodes());
+  for (const std::string& line : t.parameters.Lines()) spdlog::info("{}", line);
+  AMP_ASSIGN_OR_RETURN(auto feeds, ReadFeeds(t, args));
+  // Parameters and BN statistics are inputs of the training graph: the model's values.
+  for (const std::vector<std::string>* names : {&t.params, &t.running_stats})
+    for (const std::string& name : *names) feeds[name] = *model->ConstantValue(model->FindValue(name));
+  feeds[t.loss_scale] = ir::Tensor::Scalar(static_cast<float>(scale));
 
   executor::SessionOptions options;
   options.threads = args.threads;
   ApplyDevice(device, options);
   options.training = true;
   if (args.reference) options.kernel_impl = "reference";
-  AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
+  AMP_RETURN_IF_ERROR(ApplyReferenceOps(args.reference_ops, options));
+  AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(t.graph), options));
   AMP_ASSIGN_OR_RETURN(std::vector<ir::Tensor> outputs, session->Run(feeds));
   const ir::Graph& run = session->graph();
-  auto output_of = [&](ir::Value v) -> const ir::Tensor* {
+  auto output_named = [&](const std::string& name) -> const ir::Tensor* {
     for (size_t i = 0; i < run.outputs().size(); ++i)
-      if (run.outputs()[i] == v) return &outputs[i];
+      if (run.name(run.outputs()[i]) == name) return &outputs[i];
     return nullptr;
   };
+  const ir::Tensor* loss = output_named(t.loss);
+  if (!loss) return Internal("the loss is not a graph output");
 
   // loss.npy and every gradient, all or nothing (issue 9, F10): names that
   // collide after sanitizing get "_2", "_3", ... as in `run`.
   std::vector<std::pair<std::string, ir::Tensor>> files;
-  files.emplace_back((fs::path(args.output_dir) / "loss.npy").string(), *output_of(head.loss));
-  const std::vector<std::string> file_names = UniqueFileNames(grads.names);
-  for (size_t k = 0; k < grads.names.size(); ++k) {
-    const std::string& name = grads.names[k];
-    const ir::Tensor* t = output_of(grads.grads.at(name));
-    if (!t) return Internal("gradient of '", name, "' is not a graph output");
-    ir::Tensor g = *t;
+  files.emplace_back((fs::path(args.output_dir) / "loss.npy").string(), *loss);
+  const std::vector<std::string> file_names = UniqueFileNames(t.params);
+  for (size_t k = 0; k < t.params.size(); ++k) {
+    const std::string& name = t.params[k];
+    const ir::Tensor* grad = output_named(t.grads.at(name));
+    if (!grad) return Internal("gradient of '", name, "' is not a graph output");
+    ir::Tensor g = *grad;
     if (scale != 1.0) {
-      g = t->Clone();
+      g = grad->Clone();
       for (int64_t i = 0; i < g.num_elements(); ++i) ir::SetElementFromDouble(g, i, g.GetAsDouble(i) / scale);
     }
     files.emplace_back((fs::path(args.output_dir) / "grads" / (file_names[k] + ".npy")).string(), std::move(g));
@@ -165,8 +156,7 @@ Status Grad(const GradArgs& args) {
   fs::create_directories(fs::path(args.output_dir) / "grads", ec);
   if (ec) return IoError("cannot create output folder '", args.output_dir, "': ", ec.message());
   AMP_RETURN_IF_ERROR(WriteNpyFiles(files));
-  spdlog::info("loss {} ; {} gradients written to {}/grads", output_of(head.loss)->GetAsDouble(0),
-               grads.names.size(), args.output_dir);
+  spdlog::info("loss {} ; {} gradients written to {}/grads", loss->GetAsDouble(0), t.params.size(), args.output_dir);
   return Status::Ok();
 }
 
@@ -186,6 +176,7 @@ void AddGradCommand(CLI::App& app, Status& result) {
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   AddDeviceFlag(cmd, args->device);
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
+  AddReferenceOpsFlag(cmd, args->reference_ops);
   AddAmpFlags(cmd, args->amp, "default O0: fp32");
   cmd->add_option("--loss-scale", args->loss_scale,
                   "Static backward seed, divided out of the written gradients (auto: 65536 for fp16, else 1)")

@@ -16,6 +16,7 @@
 
 #include "autodiff/loss.h"
 #include "executor/data/dataset.h"
+#include "executor/session.h"
 #include "ir/graph.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
@@ -114,6 +115,11 @@ void WarnLeftOut(int64_t batch, size_t samples, const char* what);
 // StochasticDepth drops blocks in `run`; `eval` takes such masks at their
 // expectation), so `what` (the outputs) depends on the draws.
 void WarnIfModelDraws(const ir::Graph& model, const char* what);
+
+// --reference-ops OP,...: these op types run on the reference kernels (the
+// rest as usual), to find which op's kernel an output's error comes from.
+void AddReferenceOpsFlag(CLI::App* cmd, std::vector<std::string>& ops);
+Status ApplyReferenceOps(const std::vector<std::string>& ops, executor::SessionOptions& options);
 
 // The graph inputs' names, quoted ("'x', 'mask'"), or "none".
 std::string InputNames(const ir::Graph& g);

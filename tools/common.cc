@@ -350,4 +350,24 @@ void WarnIfModelDraws(const ir::Graph& model, const char* what) {
                count, first->Describe(), what);
 }
 
+void AddReferenceOpsFlag(CLI::App* cmd, std::vector<std::string>& ops) {
+  cmd->add_option("--reference-ops", ops,
+                  "These op types (A,B,...) run on the reference kernels, the rest as usual: which op's kernel an "
+                  "output's error comes from")
+      ->delimiter(',');
+}
+
+Status ApplyReferenceOps(const std::vector<std::string>& ops, executor::SessionOptions& options) {
+  for (const std::string& op : ops) {
+    std::optional<ir::OpKind> kind = ir::FindOnnxOp(op);
+    for (const ir::OpSchema* s : ir::AllSchemas())  // the backward ops (ConvGrad, ...) by their IR names
+      if (!kind && s->onnx_type.empty() && s->name == op) kind = s->kind;
+    if (!kind)
+      return InvalidArgument("--reference-ops: '", op,
+                             "' is not an op amptrain knows (ONNX op types such as Conv, backward ops such as ConvGrad)");
+    options.reference_ops.insert(*kind);
+  }
+  return Status::Ok();
+}
+
 }  // namespace amptrain::tools

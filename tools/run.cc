@@ -73,12 +73,7 @@ Status Run(const RunArgs& args) {
   options.threads = args.threads;
   ApplyDevice(device, options);
   if (args.reference) options.kernel_impl = "reference";
-  for (const std::string& op : args.reference_ops) {
-    std::optional<ir::OpKind> kind = ir::FindOnnxOp(op);
-    if (!kind)
-      return InvalidArgument("--reference-ops: '", op, "' is not an op amptrain knows (ONNX op type names, e.g. Conv)");
-    options.reference_ops.insert(*kind);
-  }
+  AMP_RETURN_IF_ERROR(ApplyReferenceOps(args.reference_ops, options));
   options.winograd = !args.no_winograd;
   options.optimize = !args.no_optimize;
   AMP_ASSIGN_OR_RETURN(auto session, executor::InferenceSession::Create(std::move(graph), options));
@@ -109,10 +104,7 @@ void AddRunCommand(CLI::App& app, Status& result) {
   cmd->add_option("--threads", args->threads, "CPU threads (0 = all cores)")->check(IntAtLeast(0, kMaxThreads));
   AddDeviceFlag(cmd, args->device);
   cmd->add_flag("--reference", args->reference, "Use the reference kernels only");
-  cmd->add_option("--reference-ops", args->reference_ops,
-                  "These op types (A,B,...) run on the reference kernels, the rest as usual: which op's kernel an "
-                  "output's error comes from")
-      ->delimiter(',');
+  AddReferenceOpsFlag(cmd, args->reference_ops);
   cmd->add_flag("--no-winograd", args->no_winograd,
                 "Direct convolutions only (default: Winograd for 3x3 stride-1 fp32 ones where oneDNN has it)");
   cmd->add_flag("--no-optimize", args->no_optimize,

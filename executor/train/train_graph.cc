@@ -393,7 +393,7 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
   std::set<std::string> frozen, stats;
   std::map<std::string, std::string> constant_like;
   step("training-mode", [&](Graph& graph) -> Status {
-    AMP_ASSIGN_OR_RETURN(mode, autodiff::ToTrainingMode(graph));
+    AMP_ASSIGN_OR_RETURN(mode, autodiff::ToTrainingMode(graph, autodiff::TrainingGraphOptions{opts.dropout}));
     for (const auto& [stat, update] : mode.bn_updates) stats.insert(stat);
     AMP_ASSIGN_OR_RETURN(frozen, ResolveFreeze(graph, opts.freeze, stats));
     if (!opts.train_all) constant_like = ConstantLikeInitializers(graph);

@@ -123,6 +123,8 @@ struct TrainGraphOptions {
   // the ReLU on the pooled tensor; train_graph.cc, ReluAfterMaxPool). Off only
   // to compare against.
   bool relu_after_max_pool = true;
+  // Dropout in training mode (false: bypassed, the `grad` CLI's deterministic step).
+  bool dropout = true;
 };
 
 // What a training step does with each initializer of the model: the

@@ -139,9 +139,10 @@ TEST_F(CliTest, RunWritesOutputs) {
   auto y = executor::ReadNpy((out / "y.npy").string());
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_FLOAT_EQ(y->data<float>()[1], 22.0f);
-  // Chosen op types on the reference kernels, the rest as usual.
+  // Chosen op types on the reference kernels, the rest as usual (backward ops,
+  // for `grad`, by their IR names).
   CliResult some =
-      Cli("run " + model_ + " -i " + x + " -o " + out.string() + " --no-optimize --reference-ops Relu,Add");
+      Cli("run " + model_ + " -i " + x + " -o " + out.string() + " --no-optimize --reference-ops Relu,Add,ReluGrad");
   ASSERT_EQ(some.code, 0) << some.err;
   y = executor::ReadNpy((out / "y.npy").string());
   ASSERT_TRUE(y.ok()) << y.status().ToString();

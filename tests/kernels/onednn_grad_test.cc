@@ -92,10 +92,17 @@ TEST_P(OneDnnGradPath, ConvOfOtherRanksMatchesReference) {
       {"3-D dilation 2, 16 channels", {1, 16, 6, 6, 6}, {16, 16, 3, 3, 3},
        ConvAttrs(1, {}, {2, 2, 2, 2, 2, 2}, {2, 2, 2}), impl},
       {"3-D pointwise", {2, 16, 3, 4, 5}, {8, 16, 1, 1, 1}, Attributes{}, impl},
+      // torchvision's MC3/R(2+1)D: spatial-only kernels, spatial-only strides.
+      {"3-D (1, 3, 3) stride (1, 2, 2)", {2, 16, 4, 4, 4}, {32, 16, 1, 3, 3}, ConvAttrs(1, {1, 2, 2}, {0, 1, 1, 0, 1, 1}), impl},
+      {"3-D pointwise stride (1, 2, 2)", {2, 16, 4, 4, 4}, {32, 16, 1, 1, 1}, ConvAttrs(1, {1, 2, 2}, {}), impl},
+      {"3-D (3, 1, 1) pad (1, 0, 0)", {2, 16, 4, 4, 4}, {16, 16, 3, 1, 1}, ConvAttrs(1, {}, {1, 0, 0, 1, 0, 0}), impl},
+      {"3-D stem (3, 7, 7) stride (1, 2, 2)", {2, 3, 4, 16, 16}, {8, 3, 3, 7, 7}, ConvAttrs(1, {1, 2, 2}, {1, 3, 3, 1, 3, 3}), impl},
   };
   for (const Case& c : cases) {
     Tensor x = Random(c.x, 1, t), w = Random(c.w, 2, t);
     ExpectMatchesReference(std::string(c.name) + " forward", OpKind::kConv, c.a, {x, w}, 1, {}, impl);
+    if (c.x.size() == 5)  // X and Y channels-last (ndhwc), as the training plan may give them
+      ExpectMatchesReference(std::string(c.name) + " forward ndhwc", OpKind::kConv, c.a, {x, w}, 1, {}, impl, 0b1, 0b1);
     auto y = RunKernel(OpKind::kConv, c.a, {x, w});
     ASSERT_TRUE(y.ok()) << y.status().ToString();
     Tensor dy = Random((*y)[0].dims(), 3, t);
