@@ -26,15 +26,17 @@ bool SwapsTwoAxes(const Graph& g, const Node* t) {
 }
 
 // The Reshape target of A's leading dims and N: static sizes, with -1 for
-// the one symbolic dim (nullopt with two or more).
+// the one symbolic dim (nullopt with two or more, or with an empty dim,
+// which a Reshape cannot state beside a -1).
 std::optional<std::vector<int64_t>> RowsBackTo(const ir::Shape& a, int64_t n) {
   std::vector<int64_t> dims;
   int symbolic = 0;
   for (size_t d = 0; d + 1 < a.rank(); ++d) {
     symbolic += !a[d].is_static();
+    if (a[d].is_static() && a[d].value == 0) return std::nullopt;
     dims.push_back(a[d].is_static() ? a[d].value : -1);
   }
-  if (symbolic > 1) return std::nullopt;
+  if (symbolic > 1 || n == 0) return std::nullopt;
   dims.push_back(n);
   return dims;
 }
@@ -80,6 +82,7 @@ StatusOr<int> FuseTransposedWeights(Graph& g, const std::function<bool(const Nod
       shape->attrs().Set("value", ir::Tensor::Int64s(*back, {static_cast<int64_t>(back->size())}));
       AMP_RETURN_IF_ERROR(g.InferNode(shape));
       Node* reshape = g.AddNode(OpKind::kReshape, {out, shape->output(0)}, 1, g.UniqueName(mm_name + "/back"));
+      reshape->attrs().Set("allowzero", int64_t{1});  // the dims as stated (no 0 among them)
       AMP_RETURN_IF_ERROR(g.InferNode(reshape));
       out = reshape->output(0);
       g.mutable_info(out).type = yt;  // the MatMul's dims, a symbolic one included

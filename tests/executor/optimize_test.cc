@@ -420,6 +420,9 @@ TEST(FuseTransposedWeights, KeepsWhatItCannotReadInPlace) {
   // Two symbolic dims before the last: the rows could not be viewed back.
   g = LinearModel({ir::Dim::Symbolic("batch"), ir::Dim::Symbolic("seq"), ir::Dim::Static(8)});
   EXPECT_EQ(*FuseTransposedWeights(*g, nullptr), 0);
+  // An empty leading dim: a Reshape could not state it beside a -1.
+  g = LinearModel({ir::Dim::Symbolic("batch"), ir::Dim::Static(0), ir::Dim::Static(8)});
+  EXPECT_EQ(*FuseTransposedWeights(*g, nullptr), 0);
   // One symbolic dim is fine.
   g = LinearModel({ir::Dim::Symbolic("batch"), ir::Dim::Static(3), ir::Dim::Static(8)});
   EXPECT_EQ(*FuseTransposedWeights(*g, nullptr), 1);
