@@ -176,6 +176,53 @@ Status CheckInferredRanks(const ir::Graph& g) {
   return Status::Ok();
 }
 
+// Whether `v` is a zero scalar from a Constant node, possibly through Casts
+// (CastLike included): never an initializer, which a user may train.
+bool IsConstantZeroScalar(const ir::Graph& g, ir::Value v) {
+  for (int hops = 0; hops < 3 && v.valid(); ++hops) {
+    const ir::Node* p = g.producer(v);
+    if (p->op() == ir::OpKind::kCast || p->op() == ir::OpKind::kCastLike) {
+      v = p->input(0);
+      continue;
+    }
+    const ir::Tensor* t = p->op() == ir::OpKind::kConstant ? g.ConstantValue(v) : nullptr;
+    return t && t->num_elements() == 1 && (ir::IsFloat(t->dtype()) || ir::IsInteger(t->dtype())) &&
+           t->GetAsDouble(0) == 0.0;
+  }
+  return false;
+}
+
+// torch.onnx's dynamo exporter (PyTorch 2.x, optimize=False) writes the
+// missing bias of a bias-free Conv3d as Expand(CastLike(0, X),
+// Concat(Shape(W)[:1], [2])): zeros of shape [M, 2], which no Conv takes
+// (ONNX Runtime refuses it too). A bias that is an Expand of a zero scalar
+// adds nothing whatever its shape, so such a Conv is imported without it,
+// and the Expand's chain, now unread, goes too.
+Status DropExpandedZeroBiases(ir::Graph& g) {
+  std::vector<ir::Node*> unread;
+  for (ir::Node* n : g.nodes()) {
+    if ((n->op() != ir::OpKind::kConv && n->op() != ir::OpKind::kConvTranspose) || !n->has_input(2)) continue;
+    ir::Node* expand = g.producer(n->input(2));
+    if (expand->op() != ir::OpKind::kExpand || !IsConstantZeroScalar(g, expand->input(0))) continue;
+    g.SetInput(n, 2, ir::Value{});
+    unread.push_back(expand);
+  }
+  while (!unread.empty()) {
+    ir::Node* n = unread.back();
+    unread.pop_back();
+    if (!n || n->op() == ir::OpKind::kInput || n->op() == ir::OpKind::kInitializer) continue;
+    bool read = false;
+    for (size_t o = 0; o < n->num_outputs(); ++o) read = read || !n->uses(o).empty() || g.is_graph_output(n->output(o));
+    if (read) continue;
+    std::vector<ir::Node*> producers;
+    for (ir::Value in : n->inputs())
+      if (in.valid()) producers.push_back(g.producer(in));
+    AMP_RETURN_IF_ERROR(g.RemoveNode(n));
+    unread.insert(unread.end(), producers.begin(), producers.end());
+  }
+  return Status::Ok();
+}
+
 StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const std::string& model_dir,
                                              const ImportOptions& opts) {
   auto graph = std::make_unique<ir::Graph>();
@@ -185,6 +232,7 @@ StatusOr<std::unique_ptr<ir::Graph>> Import(const onnx::ModelProto& model, const
   Builder builder(model.graph(), std::move(plan), model_dir, *graph);
   AMP_RETURN_IF_ERROR(builder.Build());
   AMP_RETURN_IF_ERROR(UpgradeToCanonical(*graph, graph->info().opset));
+  AMP_RETURN_IF_ERROR(DropExpandedZeroBiases(*graph));
   // A model of opset 7-10 is now the opset-11 model it equals, and is
   // exported and converted as one.
   graph->info().opset = std::max(graph->info().opset, detail::kMinExportOpset);

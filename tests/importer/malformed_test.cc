@@ -368,5 +368,58 @@ TEST(Malformed, InferredRankOverTheLimit) {
   ExpectError(m, {"node 'expand' (Expand)", "rank 101", "more than 64"});
 }
 
+// torch.onnx's dynamo exporter (optimize=False) writes a bias-free Conv3d's
+// bias as Expand(CastLike(0, X), Concat(Shape(W)[:1], [2])): zeros of shape
+// [M, 2]. Such a Conv imports without the bias (it adds nothing) and the
+// Expand's chain goes; an Expand of anything but a zero Constant (a nonzero
+// value, or an initializer a user may train) stays the error it is.
+onnx::ModelProto ExpandedBias(float value, bool initializer) {
+  onnx::ModelProto m = NewModel(20);
+  AddInput(m, "x", {1, 2, 3, 4, 4});
+  AddInitializer(m, "w", {3, 2, 1, 1, 1});
+  if (initializer) {
+    FillFloats(m.mutable_graph()->add_initializer(), "zero", {}, {value});
+  } else {
+    auto* c = AddNode(m, "Constant", {}, {"zero"}, "zero_node");
+    auto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    FillFloats(a->mutable_t(), "zero", {}, {value});
+  }
+  AddNode(m, "CastLike", {"zero", "x"}, {"zero_like"}, "castlike");
+  auto int64 = [&](const std::string& name, int64_t v) {
+    auto* t = m.mutable_graph()->add_initializer();
+    t->set_name(name);
+    t->set_data_type(onnx::TensorProto::INT64);
+    t->add_dims(1);
+    t->add_int64_data(v);
+  };
+  int64("s0", 0);
+  int64("s1", 1);
+  int64("two", 2);
+  AddNode(m, "Shape", {"w"}, {"w_shape"}, "shape");
+  AddNode(m, "Slice", {"w_shape", "s0", "s1"}, {"m"}, "slice");
+  SetInt(AddNode(m, "Concat", {"m", "two"}, {"bias_shape"}, "concat"), "axis", 0);
+  AddNode(m, "Expand", {"zero_like", "bias_shape"}, {"bias"}, "expand");
+  SetInts(AddNode(m, "Conv", {"x", "w", "bias"}, {"y"}, "node_conv3d"), "kernel_shape", {1, 1, 1});
+  AddOutput(m, "y");
+  return m;
+}
+
+TEST(Malformed, DynamoZeroConv3dBiasOfShapeM2ImportsWithoutIt) {
+  auto g = ImportModelBytes(Bytes(ExpandedBias(0.0f, false)), "");
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  for (const ir::Node* n : (*g)->nodes()) {
+    EXPECT_NE(n->op(), ir::OpKind::kExpand) << "the bias's chain is left";
+    if (n->op() == ir::OpKind::kConv) EXPECT_FALSE(n->has_input(2));
+  }
+  for (auto [value, initializer] : {std::pair{1.0f, false}, std::pair{0.0f, true}}) {
+    auto bad = ImportModelBytes(Bytes(ExpandedBias(value, initializer)), "");
+    ASSERT_FALSE(bad.ok()) << value << " " << initializer;
+    EXPECT_NE(bad.status().ToString().find("bias has shape [3,2], expected [3]"), std::string::npos)
+        << bad.status().ToString();
+  }
+}
+
 }  // namespace
 }  // namespace amptrain::importer
