@@ -210,7 +210,7 @@ Status DropExpandedZeroBiases(ir::Graph& g) {
   while (!unread.empty()) {
     ir::Node* n = unread.back();
     unread.pop_back();
-    if (!n || n->op() == ir::OpKind::kInput || n->op() == ir::OpKind::kInitializer) continue;
+    if (n->op() == ir::OpKind::kInput || n->op() == ir::OpKind::kInitializer) continue;
     bool read = false;
     for (size_t o = 0; o < n->num_outputs(); ++o) read = read || !n->uses(o).empty() || g.is_graph_output(n->output(o));
     if (read) continue;

@@ -18,7 +18,6 @@
 // without one, with the reason.
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <filesystem>
 
 #include "executor/npy.h"
@@ -51,25 +50,6 @@ struct GradArgs {
   bool train_all = false;
   LabelFlags label_flags;
 };
-
-// The model's data inputs from --input, and the labels.
-StatusOr<std::map<std::string, ir::Tensor>> ReadFeeds(const executor::train::TrainGraph& t, const GradArgs& args) {
-  std::map<std::string, ir::Tensor> feeds;
-  for (const std::string& spec : args.inputs) {
-    size_t eq = spec.find('=');
-    std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
-    if (eq == std::string::npos) {
-      if (args.inputs.size() != 1 || t.data_inputs.size() != 1)
-        return InvalidArgument("--input '", spec, "' needs the form NAME=FILE.npy");
-      name = t.data_inputs[0];
-    }
-    if (std::find(t.data_inputs.begin(), t.data_inputs.end(), name) == t.data_inputs.end())
-      return InvalidArgument("unknown input '", name, "'");
-    AMP_ASSIGN_OR_RETURN(feeds[name], executor::ReadNpy(spec.substr(eq == std::string::npos ? 0 : eq + 1)));
-  }
-  AMP_ASSIGN_OR_RETURN(feeds[t.target_input], executor::ReadNpy(args.labels));
-  return feeds;
-}
 
 Status Grad(const GradArgs& args) {
   AMP_ASSIGN_OR_RETURN(kernels::DeviceSpec device, OpenDeviceFlag(args.device));
@@ -113,7 +93,8 @@ Status Grad(const GradArgs& args) {
   }
   spdlog::info("backward over {} initializers, {} nodes in all", t.params.size(), t.graph->num_nodes());
   for (const std::string& line : t.parameters.Lines()) spdlog::info("{}", line);
-  AMP_ASSIGN_OR_RETURN(auto feeds, ReadFeeds(t, args));
+  AMP_ASSIGN_OR_RETURN(auto feeds, ReadInputs(*model, args.inputs, "--input"));
+  AMP_ASSIGN_OR_RETURN(feeds[t.target_input], executor::ReadNpy(args.labels));
   // Parameters and BN statistics are inputs of the training graph: the model's values.
   for (const std::vector<std::string>* names : {&t.params, &t.running_stats})
     for (const std::string& name : *names) feeds[name] = *model->ConstantValue(model->FindValue(name));

@@ -75,7 +75,7 @@ template std::vector<int32_t> BuildWindowTable<int32_t>(const ir::WindowGeometry
 template std::vector<int64_t> BuildWindowTable<int64_t>(const ir::WindowGeometry&, const std::vector<int64_t>&,
                                                         const std::vector<int64_t>&, bool);
 
-std::optional<KernelInit> LiftConv1d(const KernelInit& init, ir::Attributes& attrs) {
+std::optional<KernelInit> LiftWindow1d(const KernelInit& init, ir::Attributes& attrs) {
   if (init.inputs.empty() || init.inputs[0].dims.size() != 3 || !init.attrs) return std::nullopt;
   KernelInit lifted = init;
   auto lift = [](TensorSpec& spec) {

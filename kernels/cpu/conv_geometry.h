@@ -36,12 +36,13 @@ std::vector<Offset> BuildWindowTable(const ir::WindowGeometry& g, const std::vec
 // Product of dims[from:].
 int64_t SpatialSize(const std::vector<int64_t>& dims, size_t from = 2);
 
-// A 1-D convolution (Conv, FusedConv, ConvGrad, ConvTranspose; X [N, C, L]) as the 2-D one
-// it is, for kernels that take 2-D only: [N, C, L] read as [N, C, 1, L] (the
+// A 1-D window op (Conv, FusedConv, ConvGrad, ConvTranspose, the pools and
+// their gradients; X [N, C, L]) as the 2-D one it is, for kernels that take
+// 2-D only: [N, C, L] read as [N, C, 1, L] (the
 // same bytes), so every rank-3 spec gets a unit dim at 2 and the window
 // attributes a leading unit entry (kernel_shape, strides, dilations 1; pads
 // and output_padding 0; output_shape 1). The lifted init points at `attrs`, which must outlive it;
 // nullopt when `init` is not 1-D.
-std::optional<KernelInit> LiftConv1d(const KernelInit& init, ir::Attributes& attrs);
+std::optional<KernelInit> LiftWindow1d(const KernelInit& init, ir::Attributes& attrs);
 
 }  // namespace amptrain::kernels::cpu

@@ -189,8 +189,8 @@ class DepthwiseConvGradKernel : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeDepthwiseConvGrad(const KernelInit& init) {
-  ir::Attributes lifted_attrs;  // a 1-D depthwise convolution runs as the 2-D one it is (LiftConv1d)
-  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeDepthwiseConvGrad(*lifted);
+  ir::Attributes lifted_attrs;  // a 1-D depthwise convolution runs as the 2-D one it is (LiftWindow1d)
+  if (std::optional<KernelInit> lifted = LiftWindow1d(init, lifted_attrs)) return MakeDepthwiseConvGrad(*lifted);
   if (init.inputs.size() != 3 || init.outputs.empty() || init.outputs.size() > 3)
     return init.Error("expects dY, X, W and up to 3 outputs");
   const auto& dy = init.inputs[0].dims;

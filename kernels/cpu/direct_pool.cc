@@ -2,7 +2,7 @@
 // (above oneDNN 2.6, whose plain-layout pooling is its slow simple_nchw):
 // MaxPool, AveragePool, GlobalAveragePool, MaxPoolGrad and AveragePoolGrad
 // (plain planes) in fp32, fp16 and bf16, a 1-D pool [N, C, L] as the 2-D one
-// over [N, C, 1, L];
+// over [N, C, 1, L] (LiftWindow1d, plain layouts);
 // the forward pools and MaxPoolGrad also over channels-last X and Y (dY, X
 // and dX) (TensorSpec::channels_last), per pixel across the channels with the
 // same taps in the same order. Y (dY) may stay plain beside a channels-last X:
@@ -54,27 +54,10 @@ using pool::Max2x2Grad;
 using pool::Max2x2Nhwc;
 using pool::Wins;
 
-// X [N, C, L] (a 1-D pool) as [N, C, 1, L], with a unit window over the
-// added axis: the same taps in the same order.
-ir::WindowGeometry LiftedTo2d(ir::WindowGeometry g) {
-  g.kernel.insert(g.kernel.begin(), 1);
-  g.strides.insert(g.strides.begin(), 1);
-  g.dilations.insert(g.dilations.begin(), 1);
-  g.pads_begin.insert(g.pads_begin.begin(), 0);
-  g.pads_end.insert(g.pads_end.begin(), 0);
-  return g;
-}
-
-StatusOr<Geometry2d> Resolve(const KernelInit& init, std::vector<int64_t> x, std::vector<int64_t> y,
+StatusOr<Geometry2d> Resolve(const KernelInit& init, const std::vector<int64_t>& x, const std::vector<int64_t>& y,
                              bool include_pad) {
-  if (x.size() != y.size() || (x.size() != 3 && x.size() != 4))
-    return init.Error("the direct pools take 1-D and 2-D pools only");
+  if (x.size() != 4 || y.size() != 4) return init.Error("the direct pools take 2-D pools (1-D ones lifted)");
   AMP_ASSIGN_OR_RETURN(ir::WindowGeometry g, ResolveWindow(init, {}, false));
-  if (x.size() == 3) {
-    g = LiftedTo2d(std::move(g));
-    x.insert(x.begin() + 2, 1);
-    y.insert(y.begin() + 2, 1);
-  }
   Geometry2d p{x[0] * x[1], x[2], x[3], y[2], y[3], g.kernel[0], g.kernel[1], g.strides[0], g.strides[1],
                g.dilations[0], g.dilations[1], g.pads_begin[0], g.pads_begin[1]};
   for (int64_t k = 0; k < p.kw; ++k) {
@@ -479,6 +462,11 @@ class AveragePoolGradKernel final : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
+  ir::Attributes lifted_attrs;  // a 1-D pool runs as the 2-D one it is (LiftWindow1d), plain
+  if (std::optional<KernelInit> lifted = LiftWindow1d(init, lifted_attrs)) {
+    if (init.inputs[0].channels_last) return init.Error("channels-last X of a 1-D pool");
+    return MakePool(*lifted);
+  }
   AMP_RETURN_IF_ERROR(kernels::CheckArity(init, 1, 1, 1, 1));
   if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("Y must have X's dtype");
   const bool is_max = init.op == OpKind::kMaxPool;
@@ -487,7 +475,6 @@ StatusOr<std::unique_ptr<Kernel>> MakePool(const KernelInit& init) {
   // Y channels-last beside a plain X is declined (the executor then keeps both plain).
   const bool x_nhwc = init.inputs[0].channels_last, y_nhwc = init.outputs[0].channels_last;
   if (y_nhwc && !x_nhwc) return init.Error("a channels-last Y needs a channels-last X");
-  if (x_nhwc && init.inputs[0].dims.size() != 4) return init.Error("channels-last X of a 1-D pool");
   const int64_t channels = x_nhwc ? init.inputs[0].dims[1] : 0;
   return ForDType<PoolKernel>(init.inputs[0].dtype, std::move(p), is_max, Threads(init), channels,
                               x_nhwc && !y_nhwc);
@@ -532,11 +519,15 @@ StatusOr<Geometry2d> ResolveGrad(const KernelInit& init, bool include_pad) {
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
+  ir::Attributes lifted_attrs;  // a 1-D pool runs as the 2-D one it is (LiftWindow1d), plain
+  if (std::optional<KernelInit> lifted = LiftWindow1d(init, lifted_attrs)) {
+    if (init.inputs.size() > 1 && init.inputs[1].channels_last) return init.Error("channels-last X of a 1-D pool");
+    return MakeMaxPoolGrad(*lifted);
+  }
   AMP_ASSIGN_OR_RETURN(Geometry2d p, ResolveGrad(init, false));
   // X and dX in one layout; dY channels-last or, beside a channels-last X, plain.
   const bool nhwc = init.inputs[1].channels_last;
   if (init.outputs[0].channels_last != nhwc) return init.Error("X and dX in different layouts");
-  if (nhwc && init.inputs[1].dims.size() != 4) return init.Error("channels-last X of a 1-D pool");
   if (init.inputs[0].channels_last && !nhwc) return init.Error("a channels-last dY needs a channels-last X");
   const int64_t channels = nhwc ? init.inputs[1].dims[1] : 0;
   return ForDType<MaxPoolGradKernel>(init.inputs[0].dtype, std::move(p), Threads(init), channels,
@@ -544,6 +535,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeMaxPoolGrad(const KernelInit& init) {
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeAveragePoolGrad(const KernelInit& init) {
+  ir::Attributes lifted_attrs;  // a 1-D pool runs as the 2-D one it is (LiftWindow1d)
+  if (std::optional<KernelInit> lifted = LiftWindow1d(init, lifted_attrs)) return MakeAveragePoolGrad(*lifted);
   AMP_ASSIGN_OR_RETURN(int64_t include_pad, init.attrs->GetInt("count_include_pad", 0));
   AMP_ASSIGN_OR_RETURN(Geometry2d p, ResolveGrad(init, include_pad != 0));
   return ForDType<AveragePoolGradKernel>(init.inputs[0].dtype, std::move(p), Threads(init));

@@ -15,7 +15,7 @@
 // A constant weight is reordered once at creation into the layout oneDNN
 // picked; a computed weight (a parameter in training) is reordered into
 // scratch at every run (it is small beside the activations). A 1-D
-// convolution runs as the 2-D one it is (LiftConv1d); 3-D ones (ncdhw) as
+// convolution runs as the 2-D one it is (LiftWindow1d); 3-D ones (ncdhw) as
 // themselves. Other ranks, and
 // configurations for which oneDNN only has its reference implementation,
 // fall back to the reference kernel.
@@ -173,8 +173,8 @@ class ConvKernel : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeConv(const KernelInit& init) {
-  ir::Attributes lifted_attrs;  // a 1-D convolution runs as the 2-D one it is (LiftConv1d)
-  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeConv(*lifted);
+  ir::Attributes lifted_attrs;  // a 1-D convolution runs as the 2-D one it is (LiftWindow1d)
+  if (std::optional<KernelInit> lifted = LiftWindow1d(init, lifted_attrs)) return MakeConv(*lifted);
   const bool fused = init.op == OpKind::kFusedConv;
   if (!init.attrs || init.inputs.size() < 2 || init.inputs.size() > (fused ? 4u : 3u) || init.outputs.size() != 1)
     return init.Error(fused ? "expects inputs X, W[, B[, Z]] and one output" : "expects inputs X, W[, B] and one output");

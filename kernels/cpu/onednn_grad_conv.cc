@@ -14,7 +14,7 @@
 // reorders; weights still in its layout), before letting it pick. Outputs with data == nullptr: dX's
 // primitive is skipped; dW or dB alone still run the weights primitive,
 // writing the unused one into scratch. A 1-D convolution runs as the 2-D one
-// it is (LiftConv1d), a 3-D one as itself; ConvTranspose runs as its data
+// it is (LiftWindow1d), a 3-D one as itself; ConvTranspose runs as its data
 // gradient (below). Other ranks, and configurations for which oneDNN has only
 // its reference implementation, fall back to the reference kernel
 // (kernels/cpu/grad_conv.cc).
@@ -120,8 +120,8 @@ class ConvGradKernel : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeConvGrad(const KernelInit& init) {
-  ir::Attributes lifted_attrs;  // a 1-D convolution runs as the 2-D one it is (LiftConv1d)
-  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeConvGrad(*lifted);
+  ir::Attributes lifted_attrs;  // a 1-D convolution runs as the 2-D one it is (LiftWindow1d)
+  if (std::optional<KernelInit> lifted = LiftWindow1d(init, lifted_attrs)) return MakeConvGrad(*lifted);
   AMP_RETURN_IF_ERROR(grad::CheckArity(init, 3, 3, 1, 3));
   AMP_RETURN_IF_ERROR(grad::CheckSameDType(init, 0, {1, 2}));
   const DType t = init.inputs[0].dtype;
@@ -263,8 +263,8 @@ class ConvTransposeKernel final : public Kernel {
 };
 
 StatusOr<std::unique_ptr<Kernel>> MakeConvTranspose(const KernelInit& init) {
-  ir::Attributes lifted_attrs;  // a 1-D one runs as the 2-D one it is (LiftConv1d)
-  if (std::optional<KernelInit> lifted = LiftConv1d(init, lifted_attrs)) return MakeConvTranspose(*lifted);
+  ir::Attributes lifted_attrs;  // a 1-D one runs as the 2-D one it is (LiftWindow1d)
+  if (std::optional<KernelInit> lifted = LiftWindow1d(init, lifted_attrs)) return MakeConvTranspose(*lifted);
   if (!init.attrs || init.inputs.size() < 2 || init.inputs.size() > 3 || init.outputs.size() != 1)
     return init.Error("expects inputs X, W[, B] and one output");
   const DType t = init.inputs[0].dtype;

@@ -19,13 +19,14 @@ namespace {
 
 // MaxPoolGrad recomputes the forward into scratch (dst, then the workspace)
 // and runs the backward from that workspace; AveragePoolGrad (no workspace)
-// runs the backward alone.
+// runs the backward alone (its forward primitive is never made).
 class PoolGradKernel : public Kernel {
  public:
   PoolGradKernel(std::string describe, const dnnl::pooling_v2_forward::primitive_desc& fwd,
                  const dnnl::pooling_v2_backward::primitive_desc& bwd, dnnl::memory::desc x, dnnl::memory::desc y,
                  bool max)
-      : describe_(std::move(describe)), fwd_(fwd), bwd_(bwd), x_(x), y_(y),
+      : describe_(std::move(describe)), fwd_(max ? dnnl::pooling_v2_forward(fwd) : dnnl::pooling_v2_forward()),
+        bwd_(bwd), x_(x), y_(y),
         ws_(max ? fwd.workspace_desc() : dnnl::memory::desc()), max_(max), stream_(Engine()) {}
 
   size_t scratch_bytes() const override { return max_ ? DstBytes() + ws_.get_size() : 0; }

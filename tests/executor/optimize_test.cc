@@ -404,7 +404,9 @@ TEST(FuseTransposedWeights, LinearOfEveryRankBecomesOneGemmWithTheSameOutputs) {
     ASSERT_TRUE(y.valid()) << "the MatMul's value name is gone";
     EXPECT_EQ(g->type(y).shape.rank(), dims.size());
     for (const ir::Node* n : g->nodes())
-      if (n->op() == OpKind::kGemm) EXPECT_EQ(n->name(), "fc/MatMul");
+      if (n->op() == OpKind::kGemm) {
+        EXPECT_EQ(n->name(), "fc/MatMul");
+      }
     const std::vector<float> got = Outputs(std::move(g), x);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i)  // 8 products summed in another order at most

@@ -411,7 +411,9 @@ TEST(Malformed, DynamoZeroConv3dBiasOfShapeM2ImportsWithoutIt) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   for (const ir::Node* n : (*g)->nodes()) {
     EXPECT_NE(n->op(), ir::OpKind::kExpand) << "the bias's chain is left";
-    if (n->op() == ir::OpKind::kConv) EXPECT_FALSE(n->has_input(2));
+    if (n->op() == ir::OpKind::kConv) {
+      EXPECT_FALSE(n->has_input(2));
+    }
   }
   for (auto [value, initializer] : {std::pair{1.0f, false}, std::pair{0.0f, true}}) {
     auto bad = ImportModelBytes(Bytes(ExpandedBias(value, initializer)), "");

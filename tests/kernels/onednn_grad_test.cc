@@ -72,7 +72,7 @@ TEST_P(OneDnnGradPath, ConvGradMatchesReference) {
 }
 
 // 1-D convolutions (Conv1d: audio, text) run on oneDNN as the 2-D ones they
-// are ([N, C, L] read as [N, C, 1, L]; LiftConv1d), 3-D ones (Conv3d: video,
+// are ([N, C, L] read as [N, C, 1, L]; LiftWindow1d), 3-D ones (Conv3d: video,
 // volumes) on its ncdhw ones; forward and gradient.
 TEST_P(OneDnnGradPath, ConvOfOtherRanksMatchesReference) {
   SKIP_UNLESS_CPU_RUNS(GetParam());
