@@ -160,24 +160,31 @@ Status MeanSquaredErrorGrad(GradContext& c) {
   return Status::Ok();
 }
 
-// Constant-mode Pad with constant non-negative pads: dX = Slice of dY.
+// Pad. Constant mode with constant non-negative pads: dX = Slice of dY (a
+// view). Every other case (reflect, edge and wrap fold the border back onto
+// the input; negative pads crop; pads computed at run time): PadGrad, which
+// adds each output's gradient to the position it was read from.
 Status PadGrad(GradContext& c) {
-  if (c.attrs().Str("mode", "constant") != "constant") return c.Unsupported("pad modes other than 'constant'");
+  const std::string mode = c.attrs().Str("mode", "constant");
   const ir::Tensor* pads = c.constant(1);
-  if (!pads) return c.Unsupported("pads is not a constant");
-  std::vector<int64_t> axes;
-  if (c.has_input(3)) {
-    const ir::Tensor* t = c.constant(3);
-    if (!t) return c.Unsupported("axes is not a constant");
-    axes = t->ToInt64Vector();
+  const ir::Tensor* axes_t = c.has_input(3) ? c.constant(3) : nullptr;
+  const int64_t rank = static_cast<int64_t>(c.rank(c.input(0)));
+  std::vector<int64_t> begin, end;
+  bool slice = mode == "constant" && pads && (!c.has_input(3) || axes_t) &&
+               ir::ResolvePads(rank, pads->ToInt64Vector(), axes_t ? axes_t->ToInt64Vector() : std::vector<int64_t>{},
+                               &begin, &end).ok();
+  for (size_t d = 0; slice && d < begin.size(); ++d) slice = begin[d] >= 0 && end[d] >= 0;
+  if (!slice) {
+    std::vector<Value> in{c.grad_output(0), c.ShapeOf(c.input(0)), c.input(1)};
+    if (c.has_input(3)) in.push_back(c.input(3));
+    ir::Attributes a;
+    a.Set("mode", mode);
+    c.SetGrad(0, c.Emit1(OpKind::kPadGrad, std::move(in), std::move(a)));
+    return Status::Ok();
   }
-  int64_t rank = static_cast<int64_t>(c.rank(c.input(0)));
-  std::vector<int64_t> begin, end, starts, ends, all_axes;
-  Status s = ir::ResolvePads(rank, pads->ToInt64Vector(), axes, &begin, &end);
-  if (!s.ok()) return c.Error(s.message());
+  std::vector<int64_t> starts, ends, all_axes;
   for (int64_t d = 0; d < rank; ++d) {
     size_t i = static_cast<size_t>(d);
-    if (begin[i] < 0 || end[i] < 0) return c.Unsupported("negative pads (cropping)");
     starts.push_back(begin[i]);
     ends.push_back(end[i] > 0 ? -end[i] : std::numeric_limits<int64_t>::max());
     all_axes.push_back(d);

@@ -9,6 +9,25 @@
 
 namespace amptrain::ir {
 
+namespace {
+
+// The output of PadGrad and ResizeGrad(dY, x_shape, ...): dY's float dtype,
+// x_shape's value as dims (unknown dims of dY's rank while it is not known).
+Status GradOfShapeInput(InferContext& ctx) {
+  if (!IsFloat(ctx.inputs[0].dtype)) return ctx.Error("dY has dtype ", DTypeName(ctx.inputs[0].dtype), ", expected a float type");
+  if (ctx.inputs[1].dtype != DType::kInt64) return ctx.Error("x_shape must be int64");
+  if (const Tensor* shape = ctx.value(1)) {
+    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, shape->ToInt64Vector());
+    return Status::Ok();
+  }
+  ctx.outputs[0] = TensorType{ctx.inputs[0].dtype, Shape(), false};
+  if (ctx.inputs[0].has_shape)
+    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>(ctx.inputs[0].shape.rank(), UnknownDim())));
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status InferPad(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
   AMP_ASSIGN_OR_RETURN(std::string mode, ctx.attrs->GetString("mode", "constant"));
@@ -44,6 +63,14 @@ Status InferPad(InferContext& ctx) {
   return Status::Ok();
 }
 
+// PadGrad(dY, x_shape, pads, axes?) -> dX (GradOfShapeInput).
+Status InferPadGrad(InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(std::string mode, ctx.attrs->GetString("mode", "constant"));
+  auto pm = ParsePadMode(mode);
+  if (!pm.ok()) return Status(pm.status().code(), StrCat(ctx.node ? ctx.node->Describe() : "PadGrad", ": ", pm.status().message()));
+  return GradOfShapeInput(ctx);
+}
+
 namespace {
 
 // A Resize parameter input: absent, or present with zero elements (the
@@ -64,23 +91,11 @@ std::vector<double> Doubles(const Tensor* t) {
 
 }  // namespace
 
-// ResizeGrad(dY, x_shape, roi?, scales?, sizes?) -> dX: dY's dtype, x_shape's
-// value as dims (unknown dims of that rank while it is not known).
+// ResizeGrad(dY, x_shape, roi?, scales?, sizes?) -> dX (GradOfShapeInput).
 Status InferResizeGrad(InferContext& ctx) {
   auto attrs = ParseResizeAttrs(*ctx.attrs);
   if (!attrs.ok()) return ctx.Error(attrs.status().message());
-  if (!IsFloat(ctx.inputs[0].dtype)) return ctx.Error("dY has dtype ", DTypeName(ctx.inputs[0].dtype), ", expected a float type");
-  if (ctx.inputs[1].dtype != DType::kInt64) return ctx.Error("x_shape must be int64");
-  if (const Tensor* shape = ctx.value(1)) {
-    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, shape->ToInt64Vector());
-    return Status::Ok();
-  }
-  ctx.outputs[0] = TensorType{ctx.inputs[0].dtype, Shape(), false};
-  if (ctx.inputs[0].has_shape) {
-    std::vector<Dim> dims(ctx.inputs[0].shape.rank(), UnknownDim());
-    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(dims));
-  }
-  return Status::Ok();
+  return GradOfShapeInput(ctx);
 }
 
 Status InferResize(InferContext& ctx) {

@@ -1,5 +1,6 @@
 // Reference Pad (constant/reflect/edge/wrap, negative pads crop, optional
-// axes), Resize (nearest/linear/cubic, separable: one 1-D pass per
+// axes) and its gradient PadGrad (each output's gradient added back to the
+// position it was read from), Resize (nearest/linear/cubic, separable: one 1-D pass per
 // resized axis in double, as the ONNX reference does) and its gradient
 // ResizeGrad (the passes' adjoints). Geometry comes from
 // ir/infer/shape_params.h, shared with the shape rules; the taps from
@@ -34,20 +35,28 @@ int64_t PadSource(ir::PadMode mode, int64_t o, int64_t begin, int64_t n) {
   return -1;
 }
 
+std::string ModeName(const KernelInit& init) { return init.attrs ? init.attrs->Str("mode", "constant") : "constant"; }
+
+// The mode attribute of Pad and PadGrad.
+StatusOr<ir::PadMode> ModeOf(const KernelInit& init) {
+  auto mode = ir::ParsePadMode(ModeName(init));
+  if (!mode.ok()) return Status(mode.status().code(), StrCat(init.Describe(), ": ", mode.status().message()));
+  return *mode;
+}
+
 class PadKernel : public Kernel {
  public:
   static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
     AMP_RETURN_IF_ERROR(CheckArity(init, 2, 4, 1));
-    std::string mode_name = init.attrs ? init.attrs->Str("mode", "constant") : "constant";
-    auto mode = ir::ParsePadMode(mode_name);
-    if (!mode.ok()) return Status(mode.status().code(), StrCat(init.Describe(), ": ", mode.status().message()));
+    const std::string mode_name = ModeName(init);
+    AMP_ASSIGN_OR_RETURN(ir::PadMode mode, ModeOf(init));
     if (init.inputs.size() > 2 && init.inputs[2].present() &&
         (init.inputs[2].dtype != init.inputs[0].dtype || init.inputs[2].num_elements() > 1))
       return init.Error("constant_value must be a scalar of the data dtype");
-    if (*mode != ir::PadMode::kConstant)
+    if (mode != ir::PadMode::kConstant)
       for (int64_t d : init.inputs[0].dims)
         if (d == 0) return init.Error("mode '", mode_name, "' cannot pad an empty input");
-    return std::unique_ptr<Kernel>(new PadKernel(init, *mode));
+    return std::unique_ptr<Kernel>(new PadKernel(init, mode));
   }
   Status Run(KernelContext& ctx) override {
     const ir::TensorView &in = ctx.inputs[0], &out = ctx.outputs[0];
@@ -99,6 +108,97 @@ class PadKernel : public Kernel {
       for (int64_t k = 0; k < last; ++k) {
         int64_t m = lmap[static_cast<size_t>(k)];
         drow[k] = pad_row || m < 0 ? value : src[off + m];
+      }
+    }
+  }
+
+  ir::PadMode mode_;
+  ParamInput pads_, axes_;
+  std::string describe_;
+};
+
+// PadGrad(dY, x_shape, pads, axes?): dX[i] = sum of dY[o] over the outputs o
+// that Pad read from input position i (PadSource of every dim). Each dX row
+// (all dims but the last) is one work item that visits its source rows of
+// dY in increasing order and sums in double, so the bits depend on neither
+// the thread count nor the mode's fold pattern; one rounding at the end.
+class PadGradKernel : public Kernel {
+ public:
+  static StatusOr<std::unique_ptr<Kernel>> Create(const KernelInit& init) {
+    AMP_RETURN_IF_ERROR(CheckArity(init, 3, 4, 1));
+    AMP_ASSIGN_OR_RETURN(ir::PadMode mode, ModeOf(init));
+    return std::unique_ptr<Kernel>(new PadGradKernel(init, mode));
+  }
+  Status Run(KernelContext& ctx) override {
+    const ir::TensorView &dy = ctx.inputs[0], &dx = ctx.outputs[0];
+    const size_t r = dx.dims.size();
+    if (dy.dims.size() != r) return InvalidArgument(describe_, ": dY has rank ", dy.dims.size(), ", dX ", r);
+    std::vector<int64_t> begin, end;
+    Status s = ir::ResolvePads(static_cast<int64_t>(r), pads_.Ints(ctx), axes_.Ints(ctx), &begin, &end);
+    if (!s.ok()) return InvalidArgument(describe_, ": ", s.message());
+    // inv[d][i]: the positions of dim d of dY read from position i of dX.
+    std::vector<std::vector<std::vector<int64_t>>> inv(r);
+    for (size_t d = 0; d < r; ++d) {
+      if (dx.dims[d] + begin[d] + end[d] != dy.dims[d]) return InvalidArgument(describe_, ": pads do not match the dims of dY and dX");
+      if (dx.dims[d] == 0 && dy.dims[d] > 0 && mode_ != ir::PadMode::kConstant)
+        return InvalidArgument(describe_, ": this mode cannot pad an empty dim");
+      inv[d].resize(static_cast<size_t>(dx.dims[d]));
+      for (int64_t o = 0; o < dy.dims[d]; ++o) {
+        int64_t i = PadSource(mode_, o, begin[d], dx.dims[d]);
+        if (i >= 0) inv[d][static_cast<size_t>(i)].push_back(o);
+      }
+    }
+    return DispatchFloat(dy.dtype, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      Accumulate(dy.as<const T>(), dx.as<T>(), dy.dims, dx.dims, inv);
+      return Status::Ok();
+    });
+  }
+
+ private:
+  PadGradKernel(const KernelInit& init, ir::PadMode mode)
+      : mode_(mode), pads_(init, 2), axes_(init, 3), describe_(init.Describe()) {}
+
+  template <class T>
+  static void Accumulate(const T* dy, T* dx, const std::vector<int64_t>& dy_dims, const std::vector<int64_t>& dx_dims,
+                         const std::vector<std::vector<std::vector<int64_t>>>& inv) {
+    int64_t total = 1;
+    for (int64_t d : dx_dims) total *= d;
+    if (total == 0) return;
+    const size_t r = dx_dims.size();
+    if (r == 0) { dx[0] = dy[0]; return; }
+    const std::vector<int64_t> st = Strides(dy_dims);
+    const int64_t last = dx_dims[r - 1], rows = total / last;
+    const std::vector<std::vector<int64_t>>& lin = inv[r - 1];
+#pragma omp parallel
+    {
+      std::vector<double> acc(static_cast<size_t>(last));
+      std::vector<const std::vector<int64_t>*> lists(r - 1);
+      std::vector<size_t> at(r - 1);
+#pragma omp for
+      for (int64_t row = 0; row < rows; ++row) {
+        std::fill(acc.begin(), acc.end(), 0.0);
+        bool empty = false;
+        for (size_t d = r - 1, rem = static_cast<size_t>(row); d-- > 0;) {
+          lists[d] = &inv[d][rem % static_cast<size_t>(dx_dims[d])];
+          rem /= static_cast<size_t>(dx_dims[d]);
+          empty = empty || lists[d]->empty();
+          at[d] = 0;
+        }
+        // Every combination of source positions of the leading dims, in
+        // increasing order of the dY row (an odometer, last dim fastest).
+        while (!empty) {
+          int64_t off = 0;
+          for (size_t d = 0; d + 1 < r; ++d) off += (*lists[d])[at[d]] * st[d];
+          const T* src = dy + off;
+          for (int64_t k = 0; k < last; ++k)
+            for (int64_t o : lin[static_cast<size_t>(k)]) acc[static_cast<size_t>(k)] += static_cast<double>(static_cast<Acc<T>>(src[o]));
+          size_t d = r - 1;
+          while (d-- > 0 && ++at[d] == lists[d]->size()) at[d] = 0;
+          if (d == static_cast<size_t>(-1)) break;
+        }
+        T* drow = dx + row * last;
+        for (int64_t k = 0; k < last; ++k) drow[k] = T(static_cast<Acc<T>>(acc[static_cast<size_t>(k)]));
       }
     }
   }
@@ -233,6 +333,7 @@ class ResizeKernel : public Kernel {
 
 void RegisterReferencePadResize(Registry& r) {
   r.Add(ReferenceEntry<PadKernel>(OpKind::kPad));
+  r.Add(ReferenceEntry<PadGradKernel>(OpKind::kPadGrad, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
   r.Add(ReferenceEntry<ResizeKernel>(OpKind::kResize, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
   r.Add(ReferenceEntry<ResizeKernel>(OpKind::kResizeGrad,
                                          {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));

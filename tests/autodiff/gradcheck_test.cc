@@ -507,6 +507,23 @@ TEST(GradCheck, GlobalAveragePoolAndPad) {
   });
 }
 
+// The modes that fold the border back onto the input (PadGrad sums several
+// outputs into one input), with pads wider than the dim (reflect twice,
+// edge and wrap past the far end), a dim of one, negative pads (cropping,
+// constant mode too) and the axes input.
+TEST(GradCheck, PadModesFoldTheBorderBack) {
+  for (const char* mode : {"reflect", "edge", "wrap", "constant"}) {
+    SCOPED_TRACE(mode);
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}), [mode](Graph& g, const V& x) {
+      return Op(g, OpKind::kPad, {x[0], IntsConst(g, {0, 2, 3, 0, -1, 5})}, A({{"mode", std::string(mode)}}));
+    });
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 1, 3, 3}}}), [mode](Graph& g, const V& x) {
+      return Op(g, OpKind::kPad, {x[0], IntsConst(g, {1, 2, 1, 1}), Value{}, IntsConst(g, {1, 3})},
+                A({{"mode", std::string(mode)}}));
+    });
+  }
+}
+
 // Bilinear sampling with grid values past [-1, 1], so that every padding mode
 // has taps outside; nearest passes dX only (its dgrid is 0).
 TEST(GradCheck, GridSample) {

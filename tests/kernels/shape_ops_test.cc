@@ -295,6 +295,35 @@ TEST_P(ShapeOps, PadModes) {
   EXPECT_EQ(Values(z), (std::vector<double>{4, 3, 4, 5, 4, 1, 0, 1, 2, 1, 4, 3, 4, 5, 4, 1, 0, 1, 2, 1}));
 }
 
+// PadGrad adds each output's gradient to the input position Pad read it
+// from: x = [a b c] padded by (2, 1) reads [c b a b c b] (reflect), [a a a b
+// c c] (edge), [b c a b c a] (wrap); dY = 1..6.
+TEST_P(ShapeOps, PadGradFoldsTheBorderBack) {
+  auto grad = [&](const char* mode, std::vector<int64_t> pads, std::vector<int64_t> x_dims, Tensor dy) {
+    Tensor shape = I64(std::move(x_dims));
+    return Run1(OpKind::kPadGrad, {std::move(dy), shape, I64(std::move(pads))}, Attr("mode", std::string(mode)));
+  };
+  Tensor dy = Iota({6}, 1);
+  EXPECT_EQ(Values(grad("reflect", {2, 1}, {3}, dy)), (std::vector<double>{3, 2 + 4 + 6, 1 + 5}));
+  EXPECT_EQ(Values(grad("edge", {2, 1}, {3}, dy)), (std::vector<double>{1 + 2 + 3, 4, 5 + 6}));
+  EXPECT_EQ(Values(grad("wrap", {2, 1}, {3}, dy)), (std::vector<double>{3 + 6, 1 + 4, 2 + 5}));
+  EXPECT_EQ(Values(grad("constant", {2, 1}, {3}, dy)), (std::vector<double>{3, 4, 5}));
+  // Cropping: x = [a b c d], pads (-1, 1) reads [b c d 0]; a takes nothing.
+  EXPECT_EQ(Values(grad("constant", {-1, 1}, {4}, Iota({4}, 1))), (std::vector<double>{0, 1, 2, 3}));
+  // Two axes: a 2x2 reflected by one on every side is 4x4, whose rows (and
+  // columns) 0..3 read x's rows 1, 0, 1, 0; each input takes four outputs.
+  Tensor two = grad("reflect", {1, 1, 1, 1}, {2, 2}, Iota({4, 4}, 1));
+  EXPECT_EQ(two.dims(), (std::vector<int64_t>{2, 2}));
+  // x[0][0] takes outputs (1,1), (1,3), (3,1), (3,3) = 6 + 8 + 14 + 16.
+  EXPECT_EQ(Values(two), (std::vector<double>{6 + 8 + 14 + 16, 5 + 7 + 13 + 15, 2 + 4 + 10 + 12, 1 + 3 + 9 + 11}));
+  // Low-precision dY: summed wide, rounded once, dtype kept.
+  for (DType t : {DType::kFloat16, DType::kBFloat16}) {
+    Tensor low = grad("edge", {2, 1}, {3}, Typed(t, {1, 2, 3, 4, 5, 6}, {6}));
+    EXPECT_EQ(low.dtype(), t);
+    EXPECT_EQ(Values(low), (std::vector<double>{6, 4, 11}));
+  }
+}
+
 void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-5) {
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;

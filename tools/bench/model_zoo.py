@@ -642,13 +642,142 @@ def embedding_bag_text(gen):
     return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
 
 
+def style_transfer(gen):
+    """A fast-style-transfer image net (Johnson et al.): ReflectionPad2d before every convolution,
+    InstanceNorm2d with affine parameters, strided down-sampling, residual blocks, nearest up-sampling
+    with ReplicationPad2d and a zero ConstantPad2d, Tanh; a pooled Linear head. ONNX: Pad in reflect,
+    edge and constant modes, InstanceNormalization, Resize."""
+    torch, nn, F = _nn()
+
+    def conv(cin, cout, k, stride=1):
+        return nn.Sequential(nn.ReflectionPad2d(k // 2), nn.Conv2d(cin, cout, k, stride),
+                             nn.InstanceNorm2d(cout, affine=True), nn.ReLU())
+
+    class Residual(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.a, self.b = conv(c, c, 3), nn.Sequential(nn.ReflectionPad2d(1), nn.Conv2d(c, c, 3),
+                                                          nn.InstanceNorm2d(c, affine=True))
+
+        def forward(self, x):
+            return x + self.b(self.a(x))
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.down = nn.Sequential(conv(3, 8, 5), conv(8, 16, 3, 2))
+            self.res = nn.Sequential(Residual(16), Residual(16))
+            self.up = nn.Sequential(nn.Upsample(scale_factor=2, mode="nearest"), nn.ReplicationPad2d(1),
+                                    nn.Conv2d(16, 8, 3), nn.ReLU(), nn.ConstantPad2d((1, 1, 1, 1), 0.0),
+                                    nn.Conv2d(8, 3, 3))
+            self.head = nn.Linear(3, NUM_CLASSES)
+
+        def forward(self, x):
+            y = torch.tanh(self.up(self.res(self.down(x))))
+            return self.head(y.mean(dim=(2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
+def tcn_weight_norm(gen):
+    """A temporal convolutional network: Conv1d layers under torch.nn.utils.parametrizations.weight_norm
+    (the weight computed in forward from g and v: a norm over all but the first axis), causal dilated
+    convolutions padded on the left with F.pad, gated linear units (F.glu), residual 1x1 convolutions;
+    the last step into a Linear head."""
+    torch, nn, F = _nn()
+    wn = torch.nn.utils.parametrizations.weight_norm
+
+    class Block(nn.Module):
+        def __init__(self, cin, c, dilation):
+            super().__init__()
+            self.pad = 2 * dilation
+            self.conv = wn(nn.Conv1d(cin, 2 * c, 3, dilation=dilation))
+            self.skip = wn(nn.Conv1d(cin, c, 1)) if cin != c else None
+
+        def forward(self, x):
+            y = F.glu(self.conv(F.pad(x, (self.pad, 0))), dim=1)
+            return y + (self.skip(x) if self.skip is not None else x)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = nn.Sequential(Block(4, 16, 1), Block(16, 16, 2), Block(16, 16, 4))
+            self.head = nn.Linear(16, NUM_CLASSES)
+
+        def forward(self, x):
+            return self.head(self.blocks(x)[:, :, -1])
+
+    return M(), torch.randn(BATCH, 4, 32, generator=gen)
+
+
+def moe_mini(gen):
+    """A mixture-of-experts text classifier (top-2 routing as in Mixtral): a softmax router, torch.topk of
+    its probabilities renormalized, every expert's MLP computed and the chosen two gathered with
+    torch.gather and mixed by their weights, a load-balancing style mean of the router probabilities
+    added to the logits. ONNX: TopK (values differentiated), GatherElements, ReduceSum."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32, experts=4):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, d)
+            self.norm = nn.LayerNorm(d)
+            self.router = nn.Linear(d, experts, bias=False)
+            self.experts = nn.ModuleList(nn.Sequential(nn.Linear(d, 2 * d), nn.SiLU(), nn.Linear(2 * d, d))
+                                         for _ in range(experts))
+            self.head = nn.Linear(d, NUM_CLASSES)
+            self.aux = nn.Linear(experts, NUM_CLASSES, bias=False)
+
+        def forward(self, ids):
+            x = self.emb(ids)
+            h = self.norm(x)
+            probs = self.router(h).softmax(dim=-1)                        # [B, T, E]
+            top, idx = torch.topk(probs, 2, dim=-1)                       # [B, T, 2]
+            top = top / top.sum(dim=-1, keepdim=True)
+            outs = torch.stack([e(h) for e in self.experts], dim=2)       # [B, T, E, d]
+            pick = idx.unsqueeze(-1).expand(-1, -1, -1, outs.shape[-1])   # [B, T, 2, d]
+            y = (torch.gather(outs, 2, pick) * top.unsqueeze(-1)).sum(dim=2)
+            return self.head((x + y).mean(dim=1)) + self.aux(probs.mean(dim=1))
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def tied_lm(gen):
+    """A language model whose output layer is its input embedding (weight tying, as GPT-2 and T5 do):
+    one parameter read by the Gather of the tokens and, transposed, by the head's MatMul; nn.MultiheadAttention
+    (batch first) with a float causal mask; the last position's vocabulary logits, of which the first
+    NUM_CLASSES are the output."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, d)
+            self.pos = nn.Parameter(torch.randn(SEQ, d) * 0.1)
+            self.attn = nn.MultiheadAttention(d, 4, batch_first=True)
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+
+        def forward(self, ids):
+            t = ids.shape[1]
+            x = self.emb(ids) + self.pos[:t]
+            mask = torch.full((t, t), float("-inf"), dtype=x.dtype).triu(1)
+            h = self.ln1(x)
+            x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
+            x = x + self.mlp(self.ln2(x))
+            logits = x[:, -1] @ self.emb.weight.t()                       # [B, VOCAB], tied
+            return logits[:, :NUM_CLASSES]
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
                                clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
                                trig_features, graph_scatter, fold_patch_mixer, lrn_alexnet,
-                               embedding_bag_text)}
+                               embedding_bag_text, style_transfer, tcn_weight_norm, moe_mini, tied_lm)}
 
 
 def build(name, seed=0):
