@@ -19,7 +19,7 @@
 //     where the shape is static.
 //   GroupNormalization, RMSNormalization (opset 23), Swish (opset 24): see
 //     LowerGroupNorm, LowerRMSNorm, LowerSwish below.
-//   Einsum (one or two inputs): see EinsumLowering below.
+//   Einsum: see EinsumLowering below.
 //   Attention (opsets 23-25): importer/lower_attention.cc.
 //   Col2Im: see LowerCol2Im below. Size -> ReduceProd(Shape(x)).
 //   GlobalMaxPool, Softsign, Shrink, ThresholdedRelu, ReduceL1,
@@ -29,6 +29,7 @@
 // Each replacement keeps the lowered node's output name, so graph outputs
 // and later readers see the same value.
 #include <algorithm>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -427,11 +428,13 @@ Status LowerCol2Im(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, b.Op(OpKind::kReshape, {ct->output(0), image_shape}, "image"));
 }
 
-// Einsum, one or two inputs, no label repeated within an input (no
-// diagonals). Labels of one input that the output lacks are summed first;
-// then with two inputs:
-//   batch (both inputs and the output), left (A and the output), contracted
-//   (both, not the output), right (B and the output):
+// Einsum, no label repeated within an input (no diagonals). Labels of one
+// input that neither the output nor another input has are summed first;
+// then the inputs are contracted pairwise from the left, each intermediate
+// keeping the labels that the output or a later input still needs. With the
+// pair's target labels (the output's for the last pair):
+//   batch (both inputs and the target), left (A and the target), contracted
+//   (both, not the target), right (B and the target):
 //   A -> Transpose [batch, left, contracted] -> Reshape [batch, L, K]
 //   B -> Transpose [batch, contracted, right] -> Reshape [batch, K, R]
 //   MatMul -> Reshape [batch, left..., right...] -> Transpose to the output.
@@ -456,6 +459,15 @@ class EinsumLowering {
           return Unimplemented(n_->Describe(), ": equation '", equation, "' repeats a label within one input "
                                "(a diagonal), which amptrain does not lower");
     out_ = eq->output;
+    // Each label's size, from the inputs (an intermediate has no inferred
+    // type yet): -1 when symbolic; a 1 broadcast against n counts as n.
+    for (size_t i = 0; i < eq->inputs.size(); ++i)
+      for (size_t d = 0; d < eq->inputs[i].size(); ++d) {
+        const ir::Dim& dim = g_.type(n_->input(i)).shape[d];
+        const int64_t v = dim.is_static() ? dim.value : -1;
+        auto [it, fresh] = size_.emplace(eq->inputs[i][d], v);
+        if (!fresh && it->second != -1 && (v == -1 || v > it->second)) it->second = v;
+      }
     std::vector<Value> ins;
     std::vector<std::string> labels;
     for (size_t i = 0; i < eq->inputs.size(); ++i) {
@@ -470,14 +482,20 @@ class EinsumLowering {
       labels.push_back(keep);
     }
     if (ins.size() == 1) return Replace(g_, n_, Permute(ins[0], labels[0], out_));
-    AMP_ASSIGN_OR_RETURN(Value y, Contract(ins, labels));
+    Value y = ins[0];
+    std::string ly = labels[0];
+    for (size_t i = 1; i < ins.size(); ++i) {
+      std::string needed = out_;
+      for (size_t j = i + 1; j < ins.size(); ++j) needed += labels[j];
+      const std::string target = i + 1 == ins.size() ? out_ : Intermediate(ly, labels[i], needed);
+      AMP_ASSIGN_OR_RETURN(y, Contract(y, ly, ins[i], labels[i], target));
+      ly = target;
+    }
     return Replace(g_, n_, y);
   }
 
  private:
-  int64_t DimOf(Value v, const std::string& labels, char c) {
-    return g_.type(v).shape[labels.find(c)].value;  // -1 when symbolic
-  }
+  int64_t DimOf(char c) const { return size_.at(c); }  // -1 when symbolic
   Value Node1(OpKind op, std::vector<Value> in) { return g_.AddNode(op, std::move(in), 1, g_.UniqueName(base_ + "_einsum"))->output(0); }
 
   Value SumOut(Value x, const std::string& labels, const std::string& drop) {
@@ -503,29 +521,41 @@ class EinsumLowering {
     return Node1(OpKind::kReshape, {x, IntsConstant(g_, base_ + "_shape", shape)});
   }
 
-  // The product of the dims of `group` in x, or -1 (with *ok false) when one is symbolic.
-  int64_t Product(Value x, const std::string& labels, const std::string& group, bool* ok) {
+  // The product of the sizes of the labels of `group` (*ok false when one is symbolic).
+  int64_t Product(const std::string& group, bool* ok) const {
     int64_t p = 1;
     for (char c : group) {
-      int64_t d = DimOf(x, labels, c);
+      int64_t d = DimOf(c);
       if (d < 0) *ok = false;
       p *= d < 0 ? 1 : d;
     }
     return p;
   }
 
-  StatusOr<Value> Contract(const std::vector<Value>& ins, const std::vector<std::string>& labels) {
-    const std::string &la = labels[0], &lb = labels[1];
+  // The labels an intermediate of inputs labelled `la` and `lb` keeps: those
+  // in `needed`, as batch, left, right (so that Contract needs no final
+  // Transpose).
+  static std::string Intermediate(const std::string& la, const std::string& lb, const std::string& needed) {
+    std::string batch, left, right;
+    for (char c : la)
+      if (needed.find(c) != std::string::npos) (lb.find(c) != std::string::npos ? batch : left) += c;
+    for (char c : lb)
+      if (needed.find(c) != std::string::npos && la.find(c) == std::string::npos) right += c;
+    return batch + left + right;
+  }
+
+  // A (labelled la) and B (lb) contracted to the labels of `target`.
+  StatusOr<Value> Contract(Value in_a, const std::string& la, Value in_b, const std::string& lb,
+                           const std::string& target) {
     std::string batch, left, contracted, right;
-    for (char c : out_) {
+    for (char c : target) {
       const bool a = la.find(c) != std::string::npos, b = lb.find(c) != std::string::npos;
       (a && b ? batch : a ? left : right) += c;
     }
     for (char c : la)
-      if (lb.find(c) != std::string::npos && out_.find(c) == std::string::npos) contracted += c;
+      if (lb.find(c) != std::string::npos && target.find(c) == std::string::npos) contracted += c;
     bool ok = true;
-    const int64_t l = Product(ins[0], la, left, &ok), k = Product(ins[0], la, contracted, &ok),
-                  r = Product(ins[1], lb, right, &ok);
+    const int64_t l = Product(left, &ok), k = Product(contracted, &ok), r = Product(right, &ok);
     if (!ok)
       return Unimplemented(n_->Describe(), ": a non-batch dim of equation '", n_->attrs().Str("equation", ""),
                            "' is symbolic; amptrain lowers Einsum with static sizes there");
@@ -533,26 +563,22 @@ class EinsumLowering {
     std::vector<int64_t> a_shape = keep_batch, b_shape = keep_batch, y_shape = keep_batch;
     a_shape.insert(a_shape.end(), {l, k});
     b_shape.insert(b_shape.end(), {k, r});
-    Value a = Reshape(Permute(ins[0], la, batch + left + contracted), a_shape);
-    Value b = Reshape(Permute(ins[1], lb, batch + contracted + right), b_shape);
+    Value a = Reshape(Permute(in_a, la, batch + left + contracted), a_shape);
+    Value b = Reshape(Permute(in_b, lb, batch + contracted + right), b_shape);
     Value y = Node1(OpKind::kMatMul, {a, b});
     // [batch, L, R] -> [batch, left..., right...] -> the output's order.
-    for (char c : left) y_shape.push_back(DimOf(ins[0], la, c));
-    for (char c : right) y_shape.push_back(DimOf(ins[1], lb, c));
-    return Permute(Reshape(y, y_shape), batch + left + right, out_);
+    for (char c : left) y_shape.push_back(DimOf(c));
+    for (char c : right) y_shape.push_back(DimOf(c));
+    return Permute(Reshape(y, y_shape), batch + left + right, target);
   }
 
   ir::Graph& g_;
   ir::Node* n_;
   std::string base_, out_;
+  std::map<char, int64_t> size_;
 };
 
-Status LowerEinsum(ir::Graph& g, ir::Node* n) {
-  if (n->num_inputs() > 2)
-    return Unimplemented(n->Describe(), ": equation '", n->attrs().Str("equation", ""), "' has ", n->num_inputs(),
-                         " inputs; amptrain lowers Einsum of one or two");
-  return EinsumLowering(g, n).Run();
-}
+Status LowerEinsum(ir::Graph& g, ir::Node* n) { return EinsumLowering(g, n).Run(); }
 
 }  // namespace
 

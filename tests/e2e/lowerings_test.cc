@@ -212,6 +212,7 @@ struct EinsumCase {
   std::string equation, reference;  // reference: the same, explicit and letters only
   std::vector<int64_t> a, b;         // b empty: one input
   bool symbolic_batch = false;       // dim 0 of every input declared "N"
+  std::vector<std::vector<int64_t>> more = {};  // inputs after b
 };
 
 onnx::NodeProto* AddEinsum(onnx::ModelProto& m, const std::vector<std::string>& ins, const std::string& equation) {
@@ -246,6 +247,16 @@ TEST(LoweredEinsum, EquationsAgainstTheDefinition) {
       {"ijk", "ijk->ijk", {2, 3, 4}, {}},
       {"kji", "kji->ijk", {2, 3, 4}, {}},
       {"...ij->...ji", "xij->xji", {2, 3, 4}, {}},
+      // Three and four inputs, contracted pairwise from the left: a bilinear
+      // form, a chain, a trace of a product (i and k skip the middle pair),
+      // an outer product, a label summed in the first and last only.
+      {"bi,kij,bj->bk", "bi,kij,bj->bk", {2, 3}, {5, 3, 4}, false, {{2, 4}}},
+      {"bi,bij,bj->b", "bi,bij,bj->b", {2, 3}, {2, 3, 4}, true, {{2, 4}}},
+      {"ab,bc,cd,de->ae", "ab,bc,cd,de->ae", {2, 3}, {3, 4}, false, {{4, 2}, {2, 5}}},
+      {"ij,jk,ki->", "ij,jk,ki->", {3, 4}, {4, 2}, false, {{2, 3}}},
+      {"i,i,i->", "i,i,i->", {5}, {5}, false, {{5}}},
+      {"bi,bj,bk->bijk", "bi,bj,bk->bijk", {2, 2}, {2, 3}, true, {{2, 4}}},
+      {"xa,yb,xc->bc", "xa,yb,xc->bc", {2, 3}, {4, 2}, false, {{2, 3}}},
   };
   for (const EinsumCase& c : cases) {
     SCOPED_TRACE(c.equation + (c.symbolic_batch ? " (symbolic batch)" : ""));
@@ -264,6 +275,14 @@ TEST(LoweredEinsum, EquationsAgainstTheDefinition) {
       names.push_back("b");
       feeds["b"] = b;
       ref_ins.push_back(&b);
+    }
+    std::vector<ir::Tensor> more;
+    for (const std::vector<int64_t>& dims : c.more) more.push_back(Iota(dims, 0.53f + 0.1f * static_cast<float>(more.size())));
+    for (size_t i = 0; i < more.size(); ++i) {
+      names.push_back("m" + std::to_string(i));
+      mb::AddInput(m, names.back(), declared(c.more[i]));
+      feeds[names.back()] = more[i];
+      ref_ins.push_back(&more[i]);
     }
     AddEinsum(m, names, c.equation);
     auto g = importer::ImportModelBytes(mb::Bytes(m), "");
@@ -290,7 +309,6 @@ TEST(LoweredEinsum, UnsupportedFormsAreCleanErrors) {
   const std::vector<Bad> cases = {
       {"ii->i", {{3, 3}}, StatusCode::kUnimplemented, "diagonal"},
       {"bii,bj->bij", {{2, 3, 3}, {2, 4}}, StatusCode::kUnimplemented, "diagonal"},
-      {"i,i,i->", {{3}, {3}, {3}}, StatusCode::kUnimplemented, "3 inputs"},
       {"ij,jk->ik", {{2, -1}, {-1, 4}}, StatusCode::kUnimplemented, "symbolic"},
       {"ij,jk->ik", {{2, 3}, {3, 4, 5}}, StatusCode::kInvalidArgument, "rank"},
       {"ij,jk->iz", {{2, 3}, {3, 4}}, StatusCode::kInvalidArgument, "in no input"},

@@ -771,13 +771,144 @@ def tied_lm(gen):
     return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
 
 
+def yolo_mini(gen):
+    """A YOLOv5/v8-style detector reduced to a classifier: Conv-BN-SiLU blocks, a C2f-like split
+    (Tensor.chunk) and concat, SPPF (three chained stride-1 5x5 max pools, concatenated), a nearest
+    2x upsample and concat with the earlier scale, a head reshaped to [B, anchors, 5 + classes] and
+    permuted, sigmoid objectness weighting the class scores, pooled over the anchors."""
+    torch, nn, F = _nn()
+
+    def cbs(cin, cout, k=3, s=1):
+        return nn.Sequential(nn.Conv2d(cin, cout, k, s, k // 2, bias=False), nn.BatchNorm2d(cout), nn.SiLU())
+
+    class C2f(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.cv1, self.m, self.cv2 = cbs(c, c, 1), cbs(c // 2, c // 2), cbs(c + c // 2, c, 1)
+
+        def forward(self, x):
+            a, b = self.cv1(x).chunk(2, 1)
+            return self.cv2(torch.cat([a, b, self.m(b)], 1))
+
+    class SPPF(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.cv1, self.cv2 = cbs(c, c // 2, 1), cbs(2 * c, c, 1)
+            self.pool = nn.MaxPool2d(5, 1, 2)
+
+        def forward(self, x):
+            y0 = self.cv1(x)
+            y1 = self.pool(y0)
+            y2 = self.pool(y1)
+            return self.cv2(torch.cat([y0, y1, y2, self.pool(y2)], 1))
+
+    class M(nn.Module):
+        def __init__(self, anchors=3):
+            super().__init__()
+            self.anchors = anchors
+            self.stem, self.c1 = cbs(3, 16, 3, 2), C2f(16)
+            self.down, self.c2, self.sppf = cbs(16, 32, 3, 2), C2f(32), SPPF(32)
+            self.fuse = cbs(48, 16, 1)
+            self.detect = nn.Conv2d(16, anchors * (5 + NUM_CLASSES), 1)
+
+        def forward(self, x):
+            p3 = self.c1(self.stem(x))
+            p4 = self.sppf(self.c2(self.down(p3)))
+            y = self.detect(self.fuse(torch.cat([F.interpolate(p4, scale_factor=2.0, mode="nearest"), p3], 1)))
+            b, _, h, w = y.shape
+            y = y.view(b, self.anchors, 5 + NUM_CLASSES, h, w).permute(0, 1, 3, 4, 2).reshape(b, -1, 5 + NUM_CLASSES)
+            scores = torch.sigmoid(y[..., 4:5]) * y[..., 5:]
+            return scores.mean(dim=1)
+
+    return M(), torch.randn(BATCH, 3, 32, 32, generator=gen)
+
+
+def padding_mode_convs(gen):
+    """Conv2d with padding_mode 'circular', 'reflect' and 'replicate' (as in physics and style-transfer
+    nets; PyTorch pads then convolves, so the exports write a Pad or slices and a Concat before the
+    Conv), and a ConvTranspose2d with output_padding and dilation."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.circ = nn.Conv2d(3, 8, 3, padding=1, padding_mode="circular")
+            self.refl = nn.Conv2d(8, 8, 3, padding=2, dilation=2, padding_mode="reflect")
+            self.repl = nn.Conv2d(8, 8, 5, stride=2, padding=2, padding_mode="replicate")
+            self.up = nn.ConvTranspose2d(8, 4, 3, stride=2, padding=1, output_padding=1, dilation=1)
+            self.head = nn.Linear(4, NUM_CLASSES)
+
+        def forward(self, x):
+            y = self.up(F.gelu(self.repl(F.gelu(self.refl(torch.tanh(self.circ(x)))))))
+            return self.head(y.mean(dim=(2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 12, 12, generator=gen)
+
+
+def unet3d_mini(gen):
+    """A volumetric segmentation net: Conv3d with GroupNorm and LeakyReLU, a strided Conv3d down,
+    ConvTranspose3d up, trilinear F.interpolate, skip concatenation, a 1x1x1 classifier averaged."""
+    torch, nn, F = _nn()
+
+    def block(cin, cout, stride=1):
+        return nn.Sequential(nn.Conv3d(cin, cout, 3, stride, 1), nn.GroupNorm(2, cout), nn.LeakyReLU(0.01))
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc, self.down = block(2, 8), block(8, 16, 2)
+            self.up = nn.ConvTranspose3d(16, 8, 2, stride=2)
+            self.dec = block(16, 8)
+            self.side = nn.Conv3d(16, 4, 1)
+            self.cls = nn.Conv3d(12, NUM_CLASSES, 1)
+
+        def forward(self, x):
+            e = self.enc(x)
+            d = self.down(e)
+            y = self.dec(torch.cat([self.up(d), e], 1))
+            s = F.interpolate(self.side(d), scale_factor=2.0, mode="trilinear", align_corners=False)
+            return self.cls(torch.cat([y, s], 1)).mean(dim=(2, 3, 4))
+
+    return M(), torch.randn(BATCH, 2, 8, 8, 8, generator=gen)
+
+
+def metric_heads(gen):
+    """Metric-learning heads: distances to learned prototypes with torch.cdist, cosine similarity
+    (nn.CosineSimilarity), torch.logsumexp over the prototypes of each class, a bilinear form between two
+    embeddings written with torch.einsum (PyTorch exports no nn.Bilinear: aten::bilinear), and a
+    LayerNorm over (C, H, W) of a feature map."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=16, per_class=2):
+            super().__init__()
+            self.per_class = per_class
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.norm = nn.LayerNorm([8, 8, 8])
+            self.embed_a, self.embed_b = nn.Linear(8, d), nn.Linear(8, d)
+            self.protos = nn.Parameter(torch.randn(NUM_CLASSES * per_class, d))
+            self.bilinear = nn.Parameter(torch.randn(NUM_CLASSES, d, d) / d)
+            self.cos = nn.CosineSimilarity(dim=-1)
+
+        def forward(self, x):
+            h = self.norm(F.relu(self.conv(x))).mean(dim=(2, 3))
+            a, b = self.embed_a(h), self.embed_b(h)
+            dist = torch.cdist(a, self.protos)                                       # [B, K*P]
+            near = torch.logsumexp(-dist.view(-1, NUM_CLASSES, self.per_class), dim=2)
+            cos = self.cos(a.unsqueeze(1), self.protos.view(NUM_CLASSES, self.per_class, -1).mean(1).unsqueeze(0))
+            return near + cos + 0.1 * torch.einsum("bi,kij,bj->bk", a, self.bilinear, b)
+
+    return M(), torch.randn(BATCH, 3, 8, 8, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
                                resnet18_fpn, cbam_cnn, stn_classifier, numel_norms,
                                clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
                                trig_features, graph_scatter, fold_patch_mixer, lrn_alexnet,
-                               embedding_bag_text, style_transfer, tcn_weight_norm, moe_mini, tied_lm)}
+                               embedding_bag_text, style_transfer, tcn_weight_norm, moe_mini, tied_lm,
+                               yolo_mini, padding_mode_convs, unet3d_mini, metric_heads)}
 
 
 def build(name, seed=0):
