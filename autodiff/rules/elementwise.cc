@@ -141,9 +141,15 @@ Status WhereGrad(GradContext& c) {  // y = cond ? a : b
   return Status::Ok();
 }
 
-Status ClipGrad(GradContext& c) {  // dy where the input was not clipped (y == x)
-  Value unclipped = c.Emit1(OpKind::kEqual, {c.input(0), c.output(0)});
-  c.SetGrad(0, Masked(c, unclipped, c.grad_output(0)));
+// dX: dy where the input was not clipped (y == x, so x at a bound keeps it,
+// as torch.clamp's gradient does). A bound given as a tensor (torch.clamp(x,
+// lo, hi), which the TorchScript exporter writes as Clip): d min = the sum of
+// dy where x < min, d max = the sum where x > max.
+Status ClipGrad(GradContext& c) {
+  Value x = c.input(0), dy = c.grad_output(0);
+  if (c.needs_grad(0)) c.SetGrad(0, Masked(c, c.Emit1(OpKind::kEqual, {x, c.output(0)}), dy));
+  if (c.needs_grad(1)) c.SetGrad(1, c.SumTo(Masked(c, c.Emit1(OpKind::kLess, {x, c.input(1)}), dy), c.input(1)));
+  if (c.needs_grad(2)) c.SetGrad(2, c.SumTo(Masked(c, c.Emit1(OpKind::kGreater, {x, c.input(2)}), dy), c.input(2)));
   return Status::Ok();
 }
 

@@ -152,7 +152,8 @@ TEST(Driver, UntrainedInitializersComeWithTheirReason) {
   Value idx = g.AddInitializer("idx", ir::Tensor::Int64s({1, 0}, {2}));
   g.AddInitializer("unused", RandomTensor({2}, -1, 1, 6));
   Value y = Op(g, OpKind::kAdd, {Op(g, OpKind::kGather, {Op(g, OpKind::kMatMul, {x, w}), idx}), frozen});
-  Value loss = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kClip, {y, Value{}, hi})}, A({{"keepdims", int64_t{0}}}));
+  // Pad's constant_value is no differentiable slot (it fills positions, it is no data).
+  Value loss = Op(g, OpKind::kReduceSum, {Op(g, OpKind::kPad, {y, Op(g, OpKind::kConstant, {}, A({{"value", ir::Tensor::Int64s({0, 0, 0, 1}, {4})}})), hi})}, A({{"keepdims", int64_t{0}}}));
   ir::Tensor one = *ir::Tensor::Zeros(ir::DType::kFloat64, {});
   one.data<double>()[0] = 1.0;
   Value seed = Op(g, OpKind::kConstant, {}, A({{"value", one}}));

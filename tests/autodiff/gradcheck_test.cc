@@ -222,6 +222,10 @@ TEST(GradCheck, WhereAndClip) {
   GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [](Graph& g, const V& x) {
     return Op(g, OpKind::kClip, {x[0], DoublesConst(g, {-0.5}, {}), DoublesConst(g, {0.6}, {})});
   });
+  // Bounds that are trained (torch.clamp(x, lo, hi) with tensors): each gets
+  // the sum of dy where x passed it. Scalars, as ONNX's Clip takes them.
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}, {"lo", {}, -0.6, -0.4}, {"hi", {}, 0.4, 0.6}}),
+            [](Graph& g, const V& x) { return Op(g, OpKind::kClip, {x[0], x[1], x[2]}); });
 }
 
 // The gradient of Cast casts back: a float32 input gets a float32 gradient.

@@ -188,9 +188,11 @@ TEST_F(ParamRoutes, TheLogListsEveryUntrainedInitializerWithItsReason) {
   ir::Value x = r.Input("x", {4, 2, 3});
   ir::Value pos = r.Op(ir::OpKind::kGather, {r.Param("pos", {6, 3}), r.Ints("positions", {0, 1})});
   ir::Value h = r.Op(ir::OpKind::kFlatten, {r.Add(x, pos)}, testing::RouteBuilder::Attr("axis", int64_t{1}));
-  ir::Value clipped = r.Op(ir::OpKind::kClip, {h, ir::Value{}, r.Param("clip_hi", {})});
+  // Pad's constant_value is no differentiable slot; the pads come from a Constant node.
+  ir::Value pads = r.Op(ir::OpKind::kConstant, {}, testing::RouteBuilder::Attr("value", ir::Tensor::Int64s({0, 0, 0, 1}, {4})));
+  ir::Value padded = r.Op(ir::OpKind::kPad, {h, pads, r.Param("pad_value", {})});
   r.Param("spare", {2, 2});  // used by nothing
-  std::unique_ptr<ir::Graph> g = r.Finish(r.Add(r.MatMul(clipped, r.Param("head", {6, 3})), r.Param("b", {3})));
+  std::unique_ptr<ir::Graph> g = r.Finish(r.Add(r.MatMul(padded, r.Param("head", {7, 3})), r.Param("b", {3})));
   ASSERT_TRUE(importer::ExportModelFile(*g, Path("m.onnx")).ok());
   for (const auto& [name, t] : testing::RouteFeeds(*g, ir::DType::kFloat32))
     ASSERT_TRUE(executor::WriteNpy(Path(name + ".npy"), t).ok());
@@ -198,12 +200,12 @@ TEST_F(ParamRoutes, TheLogListsEveryUntrainedInitializerWithItsReason) {
                     " --output-dir " + Path("out") + " --threads 1 --freeze b");
   ASSERT_EQ(c.code, 0) << c.err;
   for (const char* line :
-       {"parameters: 2 trained (36 elements), 1 frozen (3 elements), 0 BN running statistics (0 elements), 3 other "
+       {"parameters: 2 trained (39 elements), 1 frozen (3 elements), 0 BN running statistics (0 elements), 3 other "
         "initializers not trained",
         "not trained (frozen by --freeze): b\n",
         "not trained (integer or bool initializers are not parameters): positions\n",
         "not trained (the loss depends on it only through inputs without a gradient, so its gradient is "
-        "structurally zero): clip_hi\n",
+        "structurally zero): pad_value\n",
         "not trained (the loss does not depend on it): spare\n"})
     EXPECT_NE(c.out.find(line), std::string::npos) << "missing: " << line << "\nin:\n" << c.out;
   std::set<std::string> written;

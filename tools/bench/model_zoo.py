@@ -901,6 +901,88 @@ def metric_heads(gen):
     return M(), torch.randn(BATCH, 3, 8, 8, generator=gen)
 
 
+def pooling_variants(gen):
+    """Pooling beyond the classifiers' defaults: MaxPool2d with dilation and ceil_mode, AvgPool2d with
+    ceil_mode and count_include_pad=False, LPPool2d, AdaptiveAvgPool2d and AdaptiveMaxPool2d to output
+    sizes that do not divide the input, and a depthwise convolution with a channel multiplier of 2."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.dw = nn.Conv2d(8, 16, 3, padding=1, groups=8)
+            self.maxp = nn.MaxPool2d(3, stride=2, dilation=2, ceil_mode=True)
+            self.avgp = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)
+            self.lpp = nn.LPPool2d(2, 2)
+            self.head = nn.Linear(16 * (15 + 6), NUM_CLASSES)
+
+        def forward(self, x):
+            h = F.relu(self.dw(F.relu(self.conv(x))))
+            a = F.adaptive_avg_pool2d(self.avgp(h), (3, 5)).flatten(1)
+            b = F.adaptive_max_pool2d(self.lpp(self.maxp(h) + 1.0), (2, 3)).flatten(1)
+            return self.head(torch.cat([a, b], 1))
+
+    return M(), torch.randn(BATCH, 3, 19, 17, generator=gen)
+
+
+def alibi_encoder(gen):
+    """A text encoder with ALiBi attention (a linear distance bias built in forward from arange,
+    per-head slopes), a sort-based pooling (torch.sort of the token scores, the top half averaged),
+    torch.var_mean and torch.amax over two dims, Clip with tensor bounds, Softmin and LogSigmoid."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32, h=4):
+            super().__init__()
+            self.h = h
+            self.emb = nn.Embedding(VOCAB, d)
+            self.qkv, self.out = nn.Linear(d, 3 * d), nn.Linear(d, d)
+            self.score = nn.Linear(d, 1)
+            self.lo, self.hi = nn.Parameter(torch.tensor(-1.5)), nn.Parameter(torch.tensor(1.5))
+            self.head = nn.Linear(d + 3, NUM_CLASSES)
+            self.register_buffer("slopes", 2.0 ** (-8.0 * torch.arange(1, h + 1) / h))
+
+        def forward(self, ids):
+            b, t = ids.shape
+            x = self.emb(ids)
+            q, k, v = self.qkv(x).view(b, t, 3, self.h, -1).permute(2, 0, 3, 1, 4)
+            pos = torch.arange(t)
+            bias = -(pos[None, :] - pos[:, None]).abs().to(x.dtype) * self.slopes.view(-1, 1, 1)
+            att = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1]) + bias
+            x = x + self.out((att.softmax(-1) @ v).transpose(1, 2).reshape(b, t, -1))
+            scores = self.score(x).squeeze(-1)                                   # [B, T]
+            order = torch.sort(scores, dim=1, descending=True).indices[:, : t // 2]
+            pooled = torch.gather(x, 1, order.unsqueeze(-1).expand(-1, -1, x.shape[-1])).mean(1)
+            var, mean = torch.var_mean(x, dim=(1, 2), keepdim=False)
+            peak = torch.amax(x, dim=(1, 2))
+            pooled = torch.clamp(pooled, self.lo, self.hi)
+            stats = torch.stack([var, mean, peak], 1)
+            return self.head(torch.cat([pooled, F.logsigmoid(stats)], 1)) + F.softmin(stats, 1).sum(1, keepdim=True)
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def spectral_norm_critic(gen):
+    """A GAN critic (SN-GAN): Conv2d and Linear under torch.nn.utils.parametrizations.spectral_norm (in
+    training mode each forward runs a power-iteration step on u and v buffers; the weight is divided by
+    the estimated largest singular value), LeakyReLU(0.2), no normalization layer."""
+    torch, nn, F = _nn()
+    sn = torch.nn.utils.parametrizations.spectral_norm
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1, self.c2 = sn(nn.Conv2d(3, 16, 4, 2, 1)), sn(nn.Conv2d(16, 32, 4, 2, 1))
+            self.fc = sn(nn.Linear(32 * 4 * 4, NUM_CLASSES))
+
+        def forward(self, x):
+            h = F.leaky_relu(self.c2(F.leaky_relu(self.c1(x), 0.2)), 0.2)
+            return self.fc(h.flatten(1))
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -908,7 +990,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                clip_text_pool, llama_mini, bert_padding_mask, shrink_pool_onehot,
                                trig_features, graph_scatter, fold_patch_mixer, lrn_alexnet,
                                embedding_bag_text, style_transfer, tcn_weight_norm, moe_mini, tied_lm,
-                               yolo_mini, padding_mode_convs, unet3d_mini, metric_heads)}
+                               yolo_mini, padding_mode_convs, unet3d_mini, metric_heads,
+                               pooling_variants, alibi_encoder, spectral_norm_critic)}
 
 
 def build(name, seed=0):

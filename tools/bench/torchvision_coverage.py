@@ -543,7 +543,10 @@ def run_case(args):
     files = {f[:-4] for f in os.listdir(os.path.join(gd, "grads"))}
     mapped = {to_torch.get(f, f): f for f in files}
     res["grad_params"] = len(pnames)
-    res["grad_missing"] = sorted(n for n in pnames if n not in mapped)
+    # A parameter PyTorch gives no gradient either (it reaches the loss only through indices, e.g.
+    # the scores of a sort or top-k) is not missing: amptrain names it as not trained, with the reason.
+    res["grad_missing"] = sorted(n for n in pnames if n not in mapped and grads[torch.float64][n] is not None)
+    res["grad_none_in_torch"] = sorted(n for n in pnames if n not in mapped and grads[torch.float64][n] is None)
     res["grad_unmapped"] = sorted(f for f in files if to_torch.get(f, f) not in grads[torch.float64])
     worst, bad = (0.0, None), []
     for n in pnames:
@@ -601,7 +604,9 @@ def cell_grad(r):
         return r.get("case_error", "not run") if "export_error" not in r or "case_error" in r else "not run"
     v = len(r["grad_violations"])
     s = "ok" if r["grad_ok"] else "**fail**"
-    return (f"{s} {r['grad_params']} params, {len(r['grad_missing'])} missing, {v} over, "
+    none = r.get("grad_none_in_torch", [])
+    untrained = f" ({len(none)} without a gradient in PyTorch either, named as not trained)" if none else ""
+    return (f"{s} {r['grad_params']} params, {len(r['grad_missing'])} missing{untrained}, {v} over, "
             f"worst {r['grad_worst_ratio']:.2g}; loss {r['grad_loss_rel_err']:.0e} "
             f"(torch32 {r['torch32_loss_rel_err']:.0e})")
 
