@@ -263,6 +263,10 @@ struct PadShape {
 // a constant-mode pad position takes *value (value null: zero bits).
 cudaError_t LaunchPad(size_t elem_bytes, const void* x, const void* value, void* y, int64_t n, const PadShape& s,
                       cudaStream_t stream);
+// PadGrad: dx (in_dims, n elements) from dy (out_dims): each dx element sums
+// in double the dy elements whose PadSource is its position, in increasing
+// dy order (the CPU's order, so the CPU's bits), rounded once.
+cudaError_t LaunchPadGrad(Elem t, const void* dy, void* dx, int64_t n, const PadShape& s, cudaStream_t stream);
 
 // One resampling pass over a [outer, in, inner] double tensor, in place of
 // the CPU's ResampleAxis: out position x reads taps[x] (count[x] of at most

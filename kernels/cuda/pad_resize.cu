@@ -1,5 +1,6 @@
-// Pad, Resize and ResizeGrad on CUDA, as kernels/cpu/pad_resize.cc defines
-// them. Pad moves bytes. Resize runs the CPU's separable passes in double
+// Pad, PadGrad, Resize and ResizeGrad on CUDA, as kernels/cpu/pad_resize.cc
+// defines them. Pad moves bytes; PadGrad gathers each input position's
+// sources in the CPU's order, in double. Resize runs the CPU's separable passes in double
 // with the taps the host computed at plan time (pad_resize_kernels.cc), each
 // output summing its taps in the CPU's order; ResizeGrad runs the adjoint
 // passes as gathers: each source position sums its (output position, tap)
@@ -45,6 +46,53 @@ __global__ void PadKernel(const U* x, const U* value, U* y, int64_t n, PadShape 
       off += m * s.in_strides[d];
     }
     y[i] = pad ? v : x[off];
+  }
+}
+
+// The first position o > after along one dim whose PadSource is i, or -1.
+// Pads are short: the pad regions are scanned, the interior is one step.
+__device__ __forceinline__ int64_t NextSource(PadKind mode, int64_t i, int64_t after, int64_t begin, int64_t n,
+                                              int64_t out_n) {
+  const int64_t lead = begin < out_n ? begin : out_n;
+  for (int64_t o = after + 1; o < lead; ++o)
+    if (PadSource(mode, o, begin, n) == i) return o;
+  const int64_t direct = i + begin;
+  if (direct > after && direct >= 0 && direct < out_n) return direct;
+  const int64_t tail = begin + n > after + 1 ? begin + n : after + 1;
+  for (int64_t o = tail > 0 ? tail : 0; o < out_n; ++o)
+    if (PadSource(mode, o, begin, n) == i) return o;
+  return -1;
+}
+
+template <class T>
+__global__ void PadGradKernel(const T* dy, T* dx, int64_t n, PadShape s) {
+  AMP_GRID_STRIDE(e, n) {
+    int64_t idx[kMaxRank], at[kMaxRank], stride[kMaxRank];
+    int64_t rem = e, st = 1;
+    bool empty = false;
+    for (int d = s.rank - 1; d >= 0; --d) {
+      idx[d] = rem % s.in_dims[d];
+      rem /= s.in_dims[d];
+      stride[d] = st;
+      st *= s.out_dims[d];
+      at[d] = NextSource(s.mode, idx[d], -1, s.begin[d], s.in_dims[d], s.out_dims[d]);
+      empty = empty || at[d] < 0;
+    }
+    double acc = 0.0;
+    // Every combination of source positions, last dim fastest: dy in increasing order.
+    while (!empty) {
+      int64_t off = 0;
+      for (int d = 0; d < s.rank; ++d) off += at[d] * stride[d];
+      acc += static_cast<double>(ToF(dy[off]));
+      int d = s.rank - 1;
+      for (; d >= 0; --d) {
+        const int64_t next = NextSource(s.mode, idx[d], at[d], s.begin[d], s.in_dims[d], s.out_dims[d]);
+        if (next >= 0) { at[d] = next; break; }
+        at[d] = NextSource(s.mode, idx[d], -1, s.begin[d], s.in_dims[d], s.out_dims[d]);
+      }
+      if (d < 0) break;
+    }
+    dx[e] = FromF<T>(static_cast<float>(acc));
   }
 }
 
@@ -95,6 +143,15 @@ cudaError_t LaunchPad(size_t elem_bytes, const void* x, const void* value, void*
     return cudaGetLastError();
   };
   return DispatchBytes(elem_bytes, go);
+}
+
+cudaError_t LaunchPadGrad(Elem t, const void* dy, void* dx, int64_t n, const PadShape& s, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  return DispatchElem(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    PadGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(static_cast<const T*>(dy), static_cast<T*>(dx), n, s);
+    return cudaGetLastError();
+  });
 }
 
 cudaError_t LaunchResample(const ResamplePass& p, const double* src, double* dst, cudaStream_t stream) {

@@ -1,10 +1,12 @@
-// CUDA Pad, Resize and ResizeGrad (launchers: pad_resize.cu), with the
-// contracts of kernels/cpu/pad_resize.cc:
+// CUDA Pad, PadGrad, Resize and ResizeGrad (launchers: pad_resize.cu), with
+// the contracts of kernels/cpu/pad_resize.cc:
 //   Pad(data, pads, constant_value?, axes?), mode constant/reflect/edge/wrap,
 //     negative pads crop, any dtype of 1/2/4/8 bytes (the CPU's bytes). pads
 //     and axes must be plan-time constants (the entry declines computed
 //     ones: never a host read of device memory); constant_value is read on
 //     the device. Up to rank 8.
+//   PadGrad(dY, x_shape, pads, axes?): the same geometry, fp32/fp16/bf16;
+//     each dX element gathers its sources in the CPU's order, in double.
 //   Resize(X, roi?, scales?, sizes?) and ResizeGrad(dY, x_shape, roi?,
 //     scales?, sizes?): nearest (all four nearest modes), linear, cubic
 //     (cubic_coeff_a, exclude_outside), every coordinate transform,
@@ -63,29 +65,24 @@ class PadKernel final : public Kernel {
   bool has_value_;
 };
 
-StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelInit& init) {
-  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 4, 1, 1));
-  const DType t = init.inputs[0].dtype;
-  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
-  const size_t bytes = ir::DTypeSize(t);
-  AMP_RETURN_IF_ERROR(CheckCopyable(init, bytes));
+// The geometry of Pad (x = input 0, y = output 0; pads input 1, axes 3) or
+// PadGrad (x = output 0, y = input 0; pads 2, axes 3): pads and axes plan-time.
+StatusOr<PadShape> PadGeometry(const KernelInit& init, const std::vector<int64_t>& in, const std::vector<int64_t>& out,
+                               size_t pads_at) {
+  constexpr size_t kAxesAt = 3;
   AMP_ASSIGN_OR_RETURN(std::string mode_name, init.attrs->GetString("mode", "constant"));
   auto mode = ir::ParsePadMode(mode_name);
   if (!mode.ok()) return init.Error(mode.status().message());
-  const bool has_value = init.inputs.size() > 2 && init.inputs[2].present();
-  if (has_value && (init.inputs[2].dtype != t || init.inputs[2].num_elements() > 1))
-    return init.Error("constant_value must be a scalar of the data dtype");
-  const std::vector<int64_t>& in = init.inputs[0].dims;
-  const std::vector<int64_t>& out = init.outputs[0].dims;
   if (*mode != ir::PadMode::kConstant)
     for (int64_t d : in)
       if (d == 0) return init.Error("mode '", mode_name, "' cannot pad an empty input");
   if (in.size() > static_cast<size_t>(kMaxRank)) return init.Error("rank ", in.size(), " is over ", kMaxRank);
-  if (!init.inputs[1].value) return init.Error("pads are not known at plan time");
-  if (!KnownOrAbsent(init, 3)) return init.Error("axes are not known at plan time");
-  const std::vector<int64_t> pads = ConstInts(*init.inputs[1].value);
-  const std::vector<int64_t> axes =
-      init.inputs.size() > 3 && init.inputs[3].present() ? ConstInts(*init.inputs[3].value) : std::vector<int64_t>{};
+  if (!init.inputs[pads_at].value) return init.Error("pads are not known at plan time");
+  if (!KnownOrAbsent(init, kAxesAt)) return init.Error("axes are not known at plan time");
+  const std::vector<int64_t> pads = ConstInts(*init.inputs[pads_at].value);
+  const std::vector<int64_t> axes = init.inputs.size() > kAxesAt && init.inputs[kAxesAt].present()
+                                        ? ConstInts(*init.inputs[kAxesAt].value)
+                                        : std::vector<int64_t>{};
   std::vector<int64_t> begin, end;
   Status s = ir::ResolvePads(static_cast<int64_t>(in.size()), pads, axes, &begin, &end);
   if (!s.ok()) return init.Error(s.message());
@@ -105,9 +102,50 @@ StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelInit& init) {
     shape.in_strides[d] = stride;
     stride *= in[d];
   }
+  return shape;
+}
+
+StatusOr<std::unique_ptr<Kernel>> MakePad(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 2, 4, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  const size_t bytes = ir::DTypeSize(t);
+  AMP_RETURN_IF_ERROR(CheckCopyable(init, bytes));
+  const bool has_value = init.inputs.size() > 2 && init.inputs[2].present();
+  if (has_value && (init.inputs[2].dtype != t || init.inputs[2].num_elements() > 1))
+    return init.Error("constant_value must be a scalar of the data dtype");
+  AMP_ASSIGN_OR_RETURN(PadShape shape, PadGeometry(init, init.inputs[0].dims, init.outputs[0].dims, 1));
   // The CPU pads with its value only when it has exactly one element, else zero bits.
   const bool value_used = has_value && init.inputs[2].num_elements() == 1;
   return std::unique_ptr<Kernel>(std::make_unique<PadKernel>(bytes, shape, value_used));
+}
+
+// ---- PadGrad ----
+
+class PadGradKernel final : public Kernel {
+ public:
+  PadGradKernel(Elem t, int64_t n, const PadShape& s) : t_(t), n_(n), s_(s) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchPadGrad(t_, ctx.inputs[0].data, ctx.outputs[0].data, n_, s_, StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  Elem t_;
+  int64_t n_;
+  PadShape s_;
+};
+
+// PadGrad(dY, x_shape, pads, axes?): dX's dims are the output's (x_shape is
+// not read); pads and axes plan-time, as Pad's.
+StatusOr<std::unique_ptr<Kernel>> MakePadGrad(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 3, 4, 1, 1));
+  const DType t = init.inputs[0].dtype;
+  AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {}, {0}));
+  auto elem = ElemOf(t);
+  if (!elem) return init.Error("dtype ", ir::DTypeName(t), " is not float32, float16 or bfloat16");
+  AMP_ASSIGN_OR_RETURN(PadShape shape, PadGeometry(init, init.outputs[0].dims, init.inputs[0].dims, 2));
+  return std::unique_ptr<Kernel>(std::make_unique<PadGradKernel>(*elem, init.outputs[0].num_elements(), shape));
 }
 
 // ---- Resize, ResizeGrad ----
@@ -288,6 +326,12 @@ void RegisterPadResize(Registry& r) {
            init.inputs[0].dims.size() <= static_cast<size_t>(kMaxRank);
   };
   r.Add(std::move(pad));
+  KernelEntry pad_grad = CudaEntry(OpKind::kPadGrad, "cuda", MakePadGrad);
+  pad_grad.accepts = [](const KernelInit& init) {
+    return init.inputs.size() > 2 && init.inputs[2].value != nullptr && KnownOrAbsent(init, 3) &&
+           init.inputs[0].dims.size() <= static_cast<size_t>(kMaxRank);
+  };
+  r.Add(std::move(pad_grad));
   for (OpKind op : {OpKind::kResize, OpKind::kResizeGrad}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeResize);
     e.accepts = ResizeParamsKnown;

@@ -50,6 +50,23 @@ void AddLossPadResizeIntegerCases(std::vector<Case>& c) {
                          {false, true, false, true}}));
   c.push_back(exact(Case{"PadWrap", OpKind::kPad, mode("wrap"), pad({3, 4}, {2, 5, 1, 6}, false, {}), 1,
                          {false, true}}));
+  // PadGrad(dY, x_shape, pads, axes?): both sides sum in double in dY order,
+  // so the bits match.
+  auto pad_grad = [](Ints dy, Ints x, Ints pads, Ints axes) {
+    return [=](DType t, std::mt19937& rng) {
+      std::vector<Tensor> in{Random(t, dy, rng), IntVector(x), IntVector(pads)};
+      if (!axes.empty()) in.push_back(IntVector(axes));
+      return in;
+    };
+  };
+  c.push_back(exact(Case{"PadGradReflect", OpKind::kPadGrad, mode("reflect"),
+                         pad_grad({2, 11, 12}, {2, 5, 6}, {0, 3, 4, 0, 3, 2}, {}), 1, {false, true, true}}));
+  c.push_back(exact(Case{"PadGradEdgeAxes", OpKind::kPadGrad, mode("edge"),
+                         pad_grad({2, 5, 4, 8}, {2, 3, 4, 5}, {2, 1, 1, 1}, {-1, 1}), 1, {false, true, true, true}}));
+  c.push_back(exact(Case{"PadGradWrapWide", OpKind::kPadGrad, mode("wrap"),
+                         pad_grad({10, 15}, {3, 4}, {2, 5, 5, 6}, {}), 1, {false, true, true}}));
+  c.push_back(exact(Case{"PadGradConstantCrop", OpKind::kPadGrad, NoAttrs,
+                         pad_grad({4, 7}, {4, 6}, {1, -2, -1, 3}, {}), 1, {false, true, true}}));
   c.push_back(exact(Case{"PadInt64", OpKind::kPad, NoAttrs,
                          [](DType, std::mt19937& rng) {
                            Tensor v = *Tensor::Zeros(DType::kInt64, {});

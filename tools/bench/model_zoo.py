@@ -983,6 +983,113 @@ def spectral_norm_critic(gen):
     return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
 
 
+def crnn_ocr(gen):
+    """A CRNN text-line recognizer reduced to a classifier: a conv stack that pools the height away,
+    the width as time in sequence-first layout (permute to [T, B, C]) through a 2-layer bidirectional
+    nn.LSTM (batch_first=False), the time steps averaged into a Linear head."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.cnn = nn.Sequential(nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d((2, 2)),
+                                     nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(),
+                                     nn.MaxPool2d((2, 1)), nn.AdaptiveAvgPool2d((1, None)))
+            self.rnn = nn.LSTM(32, 24, num_layers=2, bidirectional=True)
+            self.head = nn.Linear(48, NUM_CLASSES)
+
+        def forward(self, x):
+            f = self.cnn(x).squeeze(2).permute(2, 0, 1)                   # [T, B, C]
+            y, _ = self.rnn(f)
+            return self.head(y.mean(dim=0))
+
+    return M(), torch.randn(BATCH, 1, 16, 24, generator=gen)
+
+
+def pixelcnn_masked(gen):
+    """PixelCNN-style masked convolutions: the weight multiplied by a fixed causal mask (a buffer) in
+    forward before F.conv2d, gated activations (tanh * sigmoid of the two channel halves), a 1x1
+    residual, and a classifier on the pooled features."""
+    torch, nn, F = _nn()
+
+    class Masked(nn.Conv2d):
+        def __init__(self, cin, cout, k, first):
+            super().__init__(cin, cout, k, padding=k // 2)
+            mask = torch.ones_like(self.weight)
+            mask[:, :, k // 2, k // 2 + (0 if first else 1):] = 0
+            mask[:, :, k // 2 + 1:] = 0
+            self.register_buffer("mask", mask)
+
+        def forward(self, x):
+            return F.conv2d(x, self.weight * self.mask, self.bias, padding=self.padding)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = Masked(3, 32, 5, True)
+            self.b = Masked(16, 32, 3, False)
+            self.res = nn.Conv2d(16, 16, 1)
+            self.head = nn.Linear(16, NUM_CLASSES)
+
+        def forward(self, x):
+            def gate(h):
+                u, v = h.chunk(2, 1)
+                return torch.tanh(u) * torch.sigmoid(v)
+            h = gate(self.a(x))
+            h = h + self.res(gate(self.b(h)))
+            return self.head(h.mean(dim=(2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 12, 12, generator=gen)
+
+
+def mha_variants(gen):
+    """nn.MultiheadAttention beyond self-attention: cross-attention with kdim/vdim different from
+    embed_dim (separate q/k/v projection weights), add_bias_kv and add_zero_attn (a learned key/value
+    row and a zero row appended), a boolean key_padding_mask, averaged attention weights returned
+    (need_weights=True) and mixed into the output."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=32):
+            super().__init__()
+            self.q_emb = nn.Embedding(VOCAB, d)
+            self.mem = nn.Linear(6, 20)
+            self.attn = nn.MultiheadAttention(d, 4, kdim=20, vdim=12, add_bias_kv=True, add_zero_attn=True,
+                                              batch_first=True)
+            self.val = nn.Linear(20, 12)
+            self.head = nn.Linear(d + 10, NUM_CLASSES)
+
+        def forward(self, ids):
+            b, t = ids.shape
+            q = self.q_emb(ids)
+            mem = torch.tanh(self.mem(torch.arange(60, dtype=q.dtype).view(1, 10, 6).expand(b, -1, -1) / 60.0))
+            pad = torch.arange(10).unsqueeze(0) >= (8 + (ids[:, :1] % 2))  # [B, 10], the last 1-2 padded
+            y, w = self.attn(q, mem, self.val(mem), key_padding_mask=pad, need_weights=True)
+            return self.head(torch.cat([y.mean(1), w.mean(1)[:, :10]], 1))
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def bicubic_sr(gen):
+    """A super-resolution net: bicubic up-sampling with align_corners=True as the skip path, a learned
+    residual through PixelShuffle, Upsample(mode="bilinear", align_corners=True), and a pooled head."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.PReLU(16), nn.Conv2d(16, 12, 3, padding=1),
+                                      nn.PixelShuffle(2))
+            self.smooth = nn.Upsample(scale_factor=0.5, mode="bilinear", align_corners=True)
+            self.head = nn.Linear(3, NUM_CLASSES)
+
+        def forward(self, x):
+            up = F.interpolate(x, scale_factor=2.0, mode="bicubic", align_corners=True) + self.body(x)
+            return self.head(self.smooth(up).mean(dim=(2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 10, 12, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -991,7 +1098,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                trig_features, graph_scatter, fold_patch_mixer, lrn_alexnet,
                                embedding_bag_text, style_transfer, tcn_weight_norm, moe_mini, tied_lm,
                                yolo_mini, padding_mode_convs, unet3d_mini, metric_heads,
-                               pooling_variants, alibi_encoder, spectral_norm_critic)}
+                               pooling_variants, alibi_encoder, spectral_norm_critic,
+                               crnn_ocr, pixelcnn_masked, mha_variants, bicubic_sr)}
 
 
 def build(name, seed=0):
