@@ -3,6 +3,10 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <vector>
+
+#include "kernels/cpu/float_convert.h"
+
 namespace amptrain::executor::train {
 
 namespace {
@@ -53,7 +57,9 @@ Hits CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels, int64_t cl
                   int threads) {
   Hits h;
   const int64_t rank = logits.rank();
-  if (rank < 2 || class_axis < 1 || class_axis >= rank || logits.dtype() != ir::DType::kFloat32 ||
+  const ir::DType dt = logits.dtype();
+  const bool low = kernels::cpu::IsTwoByteFloat(dt);  // widened exactly: the same arg-max
+  if (rank < 2 || class_axis < 1 || class_axis >= rank || (dt != ir::DType::kFloat32 && !low) ||
       labels.dtype() != ir::DType::kInt64)
     return h;
   const int64_t k = logits.dims()[class_axis];
@@ -61,20 +67,37 @@ Hits CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels, int64_t cl
   int64_t outer = 1, inner = 1;  // logits viewed as [outer, k, inner], labels as [outer, inner]
   for (int64_t d = 0; d < class_axis; ++d) outer *= logits.dims()[d];
   for (int64_t d = class_axis + 1; d < rank; ++d) inner *= logits.dims()[d];
-  const float* x = logits.data<float>();
+  const char* x = static_cast<const char*>(logits.raw());
+  const size_t bytes = ir::DTypeSize(dt);
   const int64_t* y = labels.data<int64_t>();
   const int64_t rows = outer * inner;
   const int t = rows * k >= (int64_t{1} << 16) ? (threads > 0 ? threads : omp_get_max_threads()) : 1;
   int64_t correct = 0, counted = 0;
-#pragma omp parallel for num_threads(t) schedule(static) reduction(+ : correct, counted) if (t > 1)
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t o = r / inner, i = r % inner;
-    const int64_t label = y[r];
-    if (label == ignore_index) continue;
-    const float* row = x + o * k * inner + i;
-    const int64_t best = inner == 1 ? ArgMaxRow(row, k) : ArgMaxStrided(row, k, inner);
-    correct += best == label;
-    ++counted;
+#pragma omp parallel num_threads(t) reduction(+ : correct, counted) if (t > 1)
+  {
+    // fp16/bf16 logits: each row (or, classes strided, each [k, inner] slab) widened first.
+    std::vector<float> wide(low ? static_cast<size_t>(inner == 1 ? k : k * inner) : 0);
+    int64_t widened_slab = -1;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t o = r / inner, i = r % inner;
+      const int64_t label = y[r];
+      if (label == ignore_index) continue;
+      const float* row = reinterpret_cast<const float*>(x + static_cast<size_t>(o * k * inner + i) * bytes);
+      if (low && inner == 1) {
+        kernels::cpu::WidenSpan(dt, x + static_cast<size_t>(o * k) * bytes, wide.data(), k);
+        row = wide.data();
+      } else if (low) {
+        if (widened_slab != o) {
+          kernels::cpu::WidenSpan(dt, x + static_cast<size_t>(o * k * inner) * bytes, wide.data(), k * inner);
+          widened_slab = o;
+        }
+        row = wide.data() + i;
+      }
+      const int64_t best = inner == 1 ? ArgMaxRow(row, k) : ArgMaxStrided(row, k, inner);
+      correct += best == label;
+      ++counted;
+    }
   }
   h.correct = correct;
   h.counted = counted;

@@ -8,7 +8,7 @@
 
 namespace amptrain::executor::train {
 
-// Top-1 hits of fp32 logits against int64 labels: [B, K] against [B], or
+// Top-1 hits of fp32 (or fp16/bf16, widened exactly) logits against int64 labels: [B, K] against [B], or
 // per position with the classes on `class_axis` ([B, K, d...] or
 // [B, d..., K] against [B, d...]). The prediction is the first index of the
 // largest logit (NaNs never win; a NaN first logit predicts class 0).

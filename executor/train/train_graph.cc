@@ -251,6 +251,50 @@ Status LowGradients(Graph& g, TrainGraph& t) {
   return Status::Ok();
 }
 
+// O1-O3: the model's logits are fp16/bf16 and the AMP pass casts them to an
+// fp32 graph output (keep_io_types) that the loss reads. The loss reads the
+// low logits instead, through its own Cast right before the
+// SoftmaxCrossEntropyLoss (after the rows Reshape of per-token logits), and
+// the low logits become the output the top-1 count reads (the arg-max of an
+// exactly widened value is the same). Cast fusion then lets the direct loss
+// read the low logits and its gradient write the low scores' gradient: no
+// fp32 copy of the logits or of their gradient (a language model's [tokens,
+// vocab] rows: 4 bytes per logit each way). The same loss and gradient bits.
+//   before: L:bf16 ─▶ Cast ─▶ logits:f32 (output) ─▶ [Reshape rows] ─▶ SCE
+//   after:  L:bf16 (output) ─▶ [Reshape rows] ─▶ Cast ─▶ SCE
+Status LowLogits(Graph& g, TrainGraph& t) {
+  const Value logits = g.FindValue(t.logits);
+  Node* cast = logits.valid() ? g.producer(logits) : nullptr;
+  if (!cast || cast->op() != OpKind::kCast || g.type(logits).dtype != ir::DType::kFloat32) return Status::Ok();
+  const Value low = cast->input(0);
+  if (!ir::IsLowPrecision(g.type(low).dtype) || g.is_graph_output(low)) return Status::Ok();
+  const std::vector<ir::Use>& uses = g.uses(logits);
+  if (uses.size() != 1 || std::count(g.outputs().begin(), g.outputs().end(), logits) != 1) return Status::Ok();
+  Node* reader = g.node(uses[0].node);
+  Node* loss = reader;
+  if (reader->op() == OpKind::kReshape) {
+    const std::vector<ir::Use>& rows = g.uses(reader->output(0));
+    if (uses[0].slot != 0 || rows.size() != 1 || g.is_graph_output(reader->output(0))) return Status::Ok();
+    loss = g.node(rows[0].node);
+  }
+  if (loss->op() != OpKind::kSoftmaxCrossEntropyLoss || loss->input(0) != (reader == loss ? logits : reader->output(0)))
+    return Status::Ok();
+  if (reader != loss) {
+    g.SetInput(reader, 0, low);
+    AMP_RETURN_IF_ERROR(g.InferNode(reader));
+  }
+  const std::string name = g.UniqueName("loss/scores_fp32");
+  Node* widen = g.AddNode(OpKind::kCast, {reader != loss ? reader->output(0) : low}, 1, name, {name});
+  widen->attrs().Set("to", static_cast<int64_t>(ir::OnnxFromDType(ir::DType::kFloat32)));
+  AMP_RETURN_IF_ERROR(g.InferNode(widen));
+  g.SetInput(loss, 0, widen->output(0));
+  const std::vector<Value>& outs = g.outputs();
+  g.SetOutput(static_cast<size_t>(std::find(outs.begin(), outs.end(), logits) - outs.begin()), low);
+  AMP_RETURN_IF_ERROR(g.RemoveNode(cast));
+  t.accuracy_output = g.name(low);
+  return Status::Ok();
+}
+
 // O1/O2: a master weight's Cast to fp16/bf16 (one per weight and type)
 // becomes a graph input, "<weight>.<type>", that the trainer feeds with a low
 // copy which the optimizer rewrites as it updates the master: the forward
@@ -434,6 +478,8 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     t.loss = graph.name(head.loss);
     return Status::Ok();
   });
+  if (opts.amp && opts.amp->level != amp::Level::kO0 && opts.loss == "cross_entropy")
+    step("low-logits", [&](Graph& graph) { return LowLogits(graph, t); });
   step("loss-scale-input", [&](Graph& graph) -> Status {
     t.loss_scale = graph.UniqueName("loss_scale");
     seed = graph.AddInput(t.loss_scale, ir::TensorType::Of(ir::DType::kFloat32, std::vector<int64_t>{}));

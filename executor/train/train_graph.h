@@ -167,7 +167,11 @@ struct TrainGraph {
   std::unique_ptr<ir::Graph> graph;
   std::vector<std::string> data_inputs;  // the model's data inputs, in order
   std::string target_input;  // "labels" (int64 [N]) or "targets"
-  std::string logits;        // the output the loss reads (LossOutput)
+  std::string logits;        // the output the loss reads (LossOutput): the model's output name
+  // The graph output the top-1 count reads: `logits`, or (O1-O3, LowLogits in
+  // train_graph.cc) the model's fp16/bf16 logits themselves.
+  std::string accuracy_output;
+  const std::string& AccuracyOutput() const { return accuracy_output.empty() ? logits : accuracy_output; }
   int64_t class_axis = 1;    // cross-entropy: the axis of `logits` that holds the classes
   std::string loss;          // scalar loss output
   std::string loss_scale;    // the backward seed input (training graph only)

@@ -457,7 +457,7 @@ StatusOr<StepResult> Trainer::Step(const data::Batch& batch) {
   r.count = batch.size();
   r.labelled = r.count;
   if (config_.graph.loss == "cross_entropy") {
-    const Tensor& logits = outs[out_index_.at(train_.logits)];
+    const Tensor& logits = outs[out_index_.at(train_.AccuracyOutput())];
     const Tensor* host_logits = &logits;
     if (!dev_.on_host()) {
       if (logits_host_.dims() != logits.dims() || logits_host_.dtype() != logits.dtype()) {
@@ -591,7 +591,8 @@ StatusOr<EvalResult> RunEvaluation(InferenceSession& session, const TrainGraph& 
     AMP_ASSIGN_OR_RETURN(std::vector<Tensor> outs, session.Run(in));
     Hits hits{0, batch.size()};  // regression: the mean over samples
     if (batch.labels.dtype() == ir::DType::kInt64)
-      hits = CountCorrect(outs[out_index.at(g.logits)], batch.labels, g.class_axis, ignore_index, session.threads());
+      hits = CountCorrect(outs[out_index.at(g.AccuracyOutput())], batch.labels, g.class_axis, ignore_index,
+                          session.threads());
     // The batch's loss is the mean over its counted labels; a batch whose
     // every label is ignored has a NaN mean and weighs nothing.
     if (hits.counted > 0) loss_sum += outs[out_index.at(g.loss)].GetAsDouble(0) * static_cast<double>(hits.counted);

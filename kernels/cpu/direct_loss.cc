@@ -18,14 +18,21 @@
 // rounding boundary (DirectLoss tests in tests/kernels). A row holding NaN
 // or an infinity (an fp16 overflow that loss scaling must see) is computed
 // by the reference's scalar formulas, so non-finite values propagate as
-// there. Anything else (class weights, reduction none, fp16/bf16 scores,
-// classes strided over d > 1 positions) is declined: the reference runs.
+// there. Cast fusion (KernelEntry::fuses_casts, executor/widened_casts.cc):
+// the loss reads fp16/bf16 scores, each row widened exactly into fp32 first,
+// and its gradient writes fp16/bf16 scores' gradients, each fp32 row rounded
+// once more as a Cast would: a mixed-precision model's low logits go to the
+// loss and come back without an fp32 copy of either (the same bits as the
+// Casts). Anything else (class weights, reduction none, classes strided over
+// d > 1 positions) is declined: the reference runs.
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "ir/infer/training_util.h"
 #include "kernels/cpu/direct_exp.h"
 #include "kernels/cpu/direct_kernels.h"
+#include "kernels/cpu/float_convert.h"
 #include "kernels/cpu/loss_labels.h"
 
 namespace amptrain::kernels::cpu::direct {
@@ -100,6 +107,8 @@ struct Plan {
   ir::LossAttrs attrs;
   int64_t n = 0, c = 0;
   int threads = 1;
+  DType low = DType::kFloat32;  // the loss's scores or the gradient's output: fp32, or fp16/bf16 (cast fusion)
+  bool widened() const { return low != DType::kFloat32; }
   bool ignored(int64_t y) const { return attrs.ignore_index && y == *attrs.ignore_index; }
 
   StatusOr<std::vector<int64_t>> Labels(const ir::TensorView& v) const {
@@ -119,14 +128,22 @@ class LossKernel : public Kernel {
 
   Status Run(KernelContext& ctx) override {
     AMP_ASSIGN_OR_RETURN(std::vector<int64_t> y, p_.Labels(ctx.inputs[1]));
-    const float* s = ctx.inputs[0].as<const float>();
+    const char* s = static_cast<const char*>(ctx.inputs[0].data);
+    const size_t row_bytes = static_cast<size_t>(p_.c) * ir::DTypeSize(p_.low);
     float* log_prob = ctx.outputs.size() > 1 ? ctx.outputs[1].as<float>() : nullptr;
     const int64_t n = p_.n, c = p_.c;
     const double eps = p_.attrs.label_smoothing;
     loss_.assign(static_cast<size_t>(n), 0.0);
-#pragma omp parallel for num_threads(p_.threads) schedule(static) if (p_.threads > 1 && n * c >= (int64_t{1} << 15))
+#pragma omp parallel num_threads(p_.threads) if (p_.threads > 1 && n * c >= (int64_t{1} << 15))
+    {
+    std::vector<float> wide(p_.widened() ? static_cast<size_t>(c) : 0);
+#pragma omp for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
-      const float* x = s + i * c;
+      const float* x = reinterpret_cast<const float*>(s + static_cast<size_t>(i) * row_bytes);
+      if (p_.widened()) {
+        WidenSpan(p_.low, s + static_cast<size_t>(i) * row_bytes, wide.data(), c);
+        x = wide.data();
+      }
       float* lp = log_prob ? log_prob + i * c : nullptr;
       bool finite = true;
       const float m = RowMax(x, c, &finite);
@@ -149,6 +166,7 @@ class LossKernel : public Kernel {
       const int64_t label = y[i];
       loss_[i] = p_.ignored(label) ? 0.0 : (1.0 - eps) * (lse - static_cast<double>(x[label])) + eps / c * smooth;
     }
+    }
     float* out = ctx.outputs[0].as<float>();
     if (!out) return Status::Ok();
     double total = 0.0;
@@ -170,20 +188,27 @@ class LossGradKernel : public Kernel {
   Status Run(KernelContext& ctx) override {
     AMP_ASSIGN_OR_RETURN(std::vector<int64_t> y, p_.Labels(ctx.inputs[2]));
     const float* lp = ctx.inputs[1].as<const float>();
-    float* ds = ctx.outputs[0].as<float>();
+    char* ds = static_cast<char*>(ctx.outputs[0].data);
+    const size_t row_bytes = static_cast<size_t>(p_.c) * ir::DTypeSize(p_.low);
     const int64_t n = p_.n, c = p_.c;
     const double eps = p_.attrs.label_smoothing;
     double g = static_cast<double>(ctx.inputs[0].as<const float>()[0]);
     if (p_.attrs.reduction == ir::LossReduction::kMean) g /= p_.Counted(y);
     const double hard = 1.0 - eps, soft = eps / c;
-#pragma omp parallel for num_threads(p_.threads) schedule(static) if (p_.threads > 1 && n * c >= (int64_t{1} << 15))
+#pragma omp parallel num_threads(p_.threads) if (p_.threads > 1 && n * c >= (int64_t{1} << 15))
+    {
+    std::vector<float> wide(p_.widened() ? static_cast<size_t>(c) : 0);
+#pragma omp for schedule(static)
     for (int64_t i = 0; i < n; ++i) {
       const float* row = lp + i * c;
-      float* out = ds + i * c;
+      char* dst = ds + static_cast<size_t>(i) * row_bytes;
+      float* out = p_.widened() ? wide.data() : reinterpret_cast<float*>(dst);
       const int64_t label = y[i];
       if (p_.ignored(label)) {
-        std::fill(out, out + c, 0.0f);
-      } else if (AllFinite(row, c)) {
+        std::memset(dst, 0, row_bytes);  // +0 in every float type
+        continue;
+      }
+      if (AllFinite(row, c)) {
         GradRow(row, c, label, g, hard, soft, out);
       } else {  // the reference's formula: NaN stays NaN, e^-inf is 0
         for (int64_t k = 0; k < c; ++k) {
@@ -191,6 +216,8 @@ class LossGradKernel : public Kernel {
           out[k] = static_cast<float>(g * (hard * (p - (k == label ? 1.0 : 0.0)) + soft * (c * p - 1.0)));
         }
       }
+      if (p_.widened()) NarrowSpan(p_.low, out, dst, c);
+    }
     }
     return Status::Ok();
   }
@@ -201,7 +228,8 @@ class LossGradKernel : public Kernel {
 
 // `scores`: the input holding the scores (or log_prob), `labels` the labels';
 // declines what the reference alone takes.
-StatusOr<Plan> MakePlan(const KernelInit& init, size_t scores, size_t labels) {
+// low_scores: the scores may be fp16/bf16 (the loss's, under cast fusion).
+StatusOr<Plan> MakePlan(const KernelInit& init, size_t scores, size_t labels, bool low_scores) {
   Plan p;
   p.describe = init.Describe();
   p.threads = Threads(init);
@@ -211,7 +239,10 @@ StatusOr<Plan> MakePlan(const KernelInit& init, size_t scores, size_t labels) {
   if (p.attrs.reduction == ir::LossReduction::kNone)
     return Unimplemented(init.Describe(), ": the direct loss sums its rows (reduction none: the reference)");
   const auto& s = init.inputs[scores].dims;
-  if (init.inputs[scores].dtype != DType::kFloat32) return Unimplemented(init.Describe(), ": the direct loss is fp32");
+  const DType st = init.inputs[scores].dtype;
+  if (st != DType::kFloat32 && !(low_scores && IsTwoByteFloat(st)))
+    return Unimplemented(init.Describe(), ": the direct loss takes fp32 (or, fused, fp16/bf16) scores");
+  if (low_scores) p.low = st;
   if (s.size() < 2 || !ir::IsIndexType(init.inputs[labels].dtype))
     return Unimplemented(init.Describe(), ": not [N, C] scores with integer labels (the reference says why)");
   for (size_t i = 2; i < s.size(); ++i)
@@ -228,7 +259,7 @@ StatusOr<Plan> MakePlan(const KernelInit& init, size_t scores, size_t labels) {
 
 StatusOr<std::unique_ptr<Kernel>> MakeLoss(const KernelInit& init) {
   if (init.inputs.size() < 2 || init.outputs.empty()) return init.Error("unexpected arity");
-  AMP_ASSIGN_OR_RETURN(Plan p, MakePlan(init, 0, 1));
+  AMP_ASSIGN_OR_RETURN(Plan p, MakePlan(init, 0, 1, /*low_scores=*/true));
   for (const TensorSpec& out : init.outputs)
     if (out.dtype != DType::kFloat32) return Unimplemented(init.Describe(), ": the direct loss is fp32");
   return std::unique_ptr<Kernel>(new LossKernel(std::move(p)));
@@ -236,18 +267,26 @@ StatusOr<std::unique_ptr<Kernel>> MakeLoss(const KernelInit& init) {
 
 StatusOr<std::unique_ptr<Kernel>> MakeLossGrad(const KernelInit& init) {
   if (init.inputs.size() < 3 || init.outputs.size() != 1) return init.Error("unexpected arity");
-  AMP_ASSIGN_OR_RETURN(Plan p, MakePlan(init, 1, 2));
-  if (init.inputs[0].dtype != DType::kFloat32 || init.inputs[0].num_elements() != 1 ||
-      init.outputs[0].dtype != DType::kFloat32)
+  AMP_ASSIGN_OR_RETURN(Plan p, MakePlan(init, 1, 2, /*low_scores=*/false));
+  if (init.inputs[0].dtype != DType::kFloat32 || init.inputs[0].num_elements() != 1)
     return Unimplemented(init.Describe(), ": the direct loss gradient takes an fp32 scalar dloss");
+  const DType out = init.outputs[0].dtype;
+  if (out != DType::kFloat32 && !IsTwoByteFloat(out))
+    return Unimplemented(init.Describe(), ": the direct loss gradient writes fp32 (or, fused, fp16/bf16)");
+  p.low = out;
   return std::unique_ptr<Kernel>(new LossGradKernel(std::move(p)));
 }
 
 }  // namespace
 
 void RegisterDirectLoss(Registry& r) {
-  r.Add(DirectEntry(OpKind::kSoftmaxCrossEntropyLoss, MakeLoss, {DType::kFloat32}));
-  r.Add(DirectEntry(OpKind::kSoftmaxCrossEntropyLossGrad, MakeLossGrad, {DType::kFloat32}));
+  // Listed for fp32; fp16/bf16 scores and gradients only through cast fusion.
+  for (auto [op, factory] : {std::pair{OpKind::kSoftmaxCrossEntropyLoss, &MakeLoss},
+                             std::pair{OpKind::kSoftmaxCrossEntropyLossGrad, &MakeLossGrad}}) {
+    KernelEntry e = DirectEntry(op, factory, {DType::kFloat32});
+    e.fuses_casts = true;
+    r.Add(std::move(e));
+  }
 }
 
 }  // namespace amptrain::kernels::cpu::direct

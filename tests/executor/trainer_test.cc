@@ -11,6 +11,7 @@
 #include <set>
 
 #include "executor/train/train_loop.h"
+#include "ir/infer/infer_util.h"
 #include "executor/train/trainer.h"
 #include "models/builders.h"
 #include "tests/executor/trainer_test_util.h"
@@ -56,6 +57,20 @@ TEST(CountCorrect, PerSamplePerTokenAndPerPixelSkippingIgnoredLabels) {
   EXPECT_EQ(h.counted, 1);
   // Labels that do not fit count nothing.
   EXPECT_EQ(CountCorrect(pixels, ir::Tensor::Int64s({1, 1, 1}, {1, 3}), 1).counted, 0);
+  // fp16/bf16 logits (a mixed-precision training step's, widened exactly):
+  // the same counts in every layout, the strided one included.
+  for (ir::DType t : {ir::DType::kFloat16, ir::DType::kBFloat16}) {
+    SCOPED_TRACE(ir::DTypeName(t));
+    ir::Tensor low = *ir::Tensor::Zeros(t, {2, 3});
+    for (int64_t i = 0; i < 6; ++i) ir::SetElementFromDouble(low, i, rows.GetAsDouble(i));
+    h = CountCorrect(low, ir::Tensor::Int64s({1, 2}, {2}));
+    EXPECT_EQ(h.correct, 1);
+    EXPECT_EQ(h.counted, 2);
+    EXPECT_EQ(CountCorrect(low.Reshaped({1, 2, 3}).value(), ir::Tensor::Int64s({1, 0}, {1, 2}), 2).correct, 2);
+    h = CountCorrect(low.Reshaped({1, 3, 2}).value(), ir::Tensor::Int64s({2, 1}, {1, 2}), 1);
+    EXPECT_EQ(h.correct, 2);
+    EXPECT_EQ(h.counted, 2);
+  }
 }
 
 // The prediction is the first index of the largest logit, NaNs never winning

@@ -1,7 +1,8 @@
 // Cast fusion (executor/plan.h, FuseWidenedCasts): on the training step of a
 // small SimpleCNN under each AMP level, a plan with the fusion gives every
 // output (loss, logits, gradients, BN statistics) with the bits of a plan
-// without it, in fewer Cast steps, with no more bytes live at its peak. At
+// without it, in fewer Cast steps, with no more bytes live at its peak; the
+// loss reads the low logits and its gradient writes low scores' gradients. At
 // O1 the BatchNormalizations run low with fp32 statistics (AMP rule 8) and
 // they and their gradients read the low Conv outputs, on every CPU. Where
 // the CPU computes fp16/bf16 natively (oneDNN's bf16 kernels on
@@ -93,6 +94,19 @@ size_t LowBatchNormReads(const Plan& plan) {
   return n;
 }
 
+// The loss's low scores read and its gradient's low output written (LowLogits
+// in train_graph.cc, then cast fusion): 2 when both Casts of the loss head went.
+size_t LowLossSteps(const Plan& plan) {
+  size_t n = 0;
+  for (const Step& s : plan.steps) {
+    const ir::OpKind op = s.node->op();
+    if (op == ir::OpKind::kSoftmaxCrossEntropyLoss && s.inputs[0] >= 0)
+      n += ir::IsLowPrecision(plan.slots[s.inputs[0]].dtype);
+    if (op == ir::OpKind::kSoftmaxCrossEntropyLossGrad) n += ir::IsLowPrecision(plan.slots[s.outputs[0]].dtype);
+  }
+  return n;
+}
+
 size_t CastSteps(const Plan& plan) {
   size_t n = 0;
   for (const Step& s : plan.steps) n += s.node->op() == ir::OpKind::kCast;
@@ -133,14 +147,19 @@ TEST_P(WidenedCasts, SameBitsInFewerCasts) {
   if (HasFatalFailure()) return;
 
   std::vector<Tensor> outs[2];
-  size_t casts[2] = {0, 0}, live[2] = {0, 0}, low_bn[2] = {0, 0};
+  size_t casts[2] = {0, 0}, live[2] = {0, 0}, low_bn[2] = {0, 0}, low_loss[2] = {0, 0};
   for (int fused = 0; fused < 2; ++fused) {
     std::unique_ptr<InferenceSession> session = RunStep(*tg->graph, inputs, fused == 1, &outs[fused]);
     if (!session) return;
     casts[fused] = CastSteps(*session->last_plan());
     live[fused] = session->last_plan()->live_bytes;
     low_bn[fused] = LowBatchNormReads(*session->last_plan());
+    low_loss[fused] = LowLossSteps(*session->last_plan());
   }
+  // The loss reads the low logits and its gradient writes the low scores'
+  // gradient, on every CPU: the two fp32 copies of the loss head are gone.
+  EXPECT_EQ(low_loss[0], 0u);
+  EXPECT_EQ(low_loss[1], 2u) << "the loss head's Casts were not fused";
   const ir::Graph& g = *tg->graph;
   ASSERT_EQ(outs[0].size(), outs[1].size());
   for (size_t i = 0; i < outs[0].size(); ++i) {
