@@ -136,36 +136,36 @@ class LossKernel : public Kernel {
     loss_.assign(static_cast<size_t>(n), 0.0);
 #pragma omp parallel num_threads(p_.threads) if (p_.threads > 1 && n * c >= (int64_t{1} << 15))
     {
-    std::vector<float> wide(p_.widened() ? static_cast<size_t>(c) : 0);
+      std::vector<float> wide(p_.widened() ? static_cast<size_t>(c) : 0);
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* x = reinterpret_cast<const float*>(s + static_cast<size_t>(i) * row_bytes);
-      if (p_.widened()) {
-        WidenSpan(p_.low, s + static_cast<size_t>(i) * row_bytes, wide.data(), c);
-        x = wide.data();
-      }
-      float* lp = log_prob ? log_prob + i * c : nullptr;
-      bool finite = true;
-      const float m = RowMax(x, c, &finite);
-      double lse, smooth;
-      if (finite) {
-        lse = static_cast<double>(m) + std::log(SumExp(x, c, m));
-        smooth = -LogProb(x, c, lse, lp);
-      } else {  // the reference's formulas, so that inf and NaN propagate as there
-        double mx = -INFINITY, sum = 0.0;
-        for (int64_t k = 0; k < c; ++k) mx = std::fmax(mx, static_cast<double>(x[k]));
-        for (int64_t k = 0; k < c; ++k) sum += std::exp(static_cast<double>(x[k]) - mx);
-        lse = mx + std::log(sum);
-        smooth = 0.0;
-        for (int64_t k = 0; k < c; ++k) {
-          const double v = static_cast<double>(x[k]) - lse;
-          if (lp) lp[k] = static_cast<float>(v);
-          smooth -= v;
+      for (int64_t i = 0; i < n; ++i) {
+        const float* x = reinterpret_cast<const float*>(s + static_cast<size_t>(i) * row_bytes);
+        if (p_.widened()) {
+          WidenSpan(p_.low, s + static_cast<size_t>(i) * row_bytes, wide.data(), c);
+          x = wide.data();
         }
+        float* lp = log_prob ? log_prob + i * c : nullptr;
+        bool finite = true;
+        const float m = RowMax(x, c, &finite);
+        double lse, smooth;
+        if (finite) {
+          lse = static_cast<double>(m) + std::log(SumExp(x, c, m));
+          smooth = -LogProb(x, c, lse, lp);
+        } else {  // the reference's formulas, so that inf and NaN propagate as there
+          double mx = -INFINITY, sum = 0.0;
+          for (int64_t k = 0; k < c; ++k) mx = std::fmax(mx, static_cast<double>(x[k]));
+          for (int64_t k = 0; k < c; ++k) sum += std::exp(static_cast<double>(x[k]) - mx);
+          lse = mx + std::log(sum);
+          smooth = 0.0;
+          for (int64_t k = 0; k < c; ++k) {
+            const double v = static_cast<double>(x[k]) - lse;
+            if (lp) lp[k] = static_cast<float>(v);
+            smooth -= v;
+          }
+        }
+        const int64_t label = y[i];
+        loss_[i] = p_.ignored(label) ? 0.0 : (1.0 - eps) * (lse - static_cast<double>(x[label])) + eps / c * smooth;
       }
-      const int64_t label = y[i];
-      loss_[i] = p_.ignored(label) ? 0.0 : (1.0 - eps) * (lse - static_cast<double>(x[label])) + eps / c * smooth;
-    }
     }
     float* out = ctx.outputs[0].as<float>();
     if (!out) return Status::Ok();
@@ -197,27 +197,27 @@ class LossGradKernel : public Kernel {
     const double hard = 1.0 - eps, soft = eps / c;
 #pragma omp parallel num_threads(p_.threads) if (p_.threads > 1 && n * c >= (int64_t{1} << 15))
     {
-    std::vector<float> wide(p_.widened() ? static_cast<size_t>(c) : 0);
+      std::vector<float> wide(p_.widened() ? static_cast<size_t>(c) : 0);
 #pragma omp for schedule(static)
-    for (int64_t i = 0; i < n; ++i) {
-      const float* row = lp + i * c;
-      char* dst = ds + static_cast<size_t>(i) * row_bytes;
-      float* out = p_.widened() ? wide.data() : reinterpret_cast<float*>(dst);
-      const int64_t label = y[i];
-      if (p_.ignored(label)) {
-        std::memset(dst, 0, row_bytes);  // +0 in every float type
-        continue;
-      }
-      if (AllFinite(row, c)) {
-        GradRow(row, c, label, g, hard, soft, out);
-      } else {  // the reference's formula: NaN stays NaN, e^-inf is 0
-        for (int64_t k = 0; k < c; ++k) {
-          const double p = std::exp(static_cast<double>(row[k]));
-          out[k] = static_cast<float>(g * (hard * (p - (k == label ? 1.0 : 0.0)) + soft * (c * p - 1.0)));
+      for (int64_t i = 0; i < n; ++i) {
+        const float* row = lp + i * c;
+        char* dst = ds + static_cast<size_t>(i) * row_bytes;
+        float* out = p_.widened() ? wide.data() : reinterpret_cast<float*>(dst);
+        const int64_t label = y[i];
+        if (p_.ignored(label)) {
+          std::memset(dst, 0, row_bytes);  // +0 in every float type
+          continue;
         }
+        if (AllFinite(row, c)) {
+          GradRow(row, c, label, g, hard, soft, out);
+        } else {  // the reference's formula: NaN stays NaN, e^-inf is 0
+          for (int64_t k = 0; k < c; ++k) {
+            const double p = std::exp(static_cast<double>(row[k]));
+            out[k] = static_cast<float>(g * (hard * (p - (k == label ? 1.0 : 0.0)) + soft * (c * p - 1.0)));
+          }
+        }
+        if (p_.widened()) NarrowSpan(p_.low, out, dst, c);
       }
-      if (p_.widened()) NarrowSpan(p_.low, out, dst, c);
-    }
     }
     return Status::Ok();
   }
