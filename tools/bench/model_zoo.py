@@ -1090,6 +1090,85 @@ def bicubic_sr(gen):
     return M(), torch.randn(BATCH, 3, 10, 12, generator=gen)
 
 
+def conformer_conv(gen):
+    """A Conformer block's convolution module on a feature sequence: LayerNorm over the features,
+    pointwise Conv1d to 2x channels, GLU, depthwise Conv1d (kernel 7, padding 3), BatchNorm1d, SiLU,
+    pointwise Conv1d, residual; a half-step feed-forward (x + 0.5 FFN(x)) before it; mean over time."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=24):
+            super().__init__()
+            self.ff = nn.Sequential(nn.LayerNorm(d), nn.Linear(d, 4 * d), nn.SiLU(), nn.Linear(4 * d, d))
+            self.norm = nn.LayerNorm(d)
+            self.pw1, self.dw = nn.Conv1d(d, 2 * d, 1), nn.Conv1d(d, d, 7, padding=3, groups=d)
+            self.bn, self.pw2 = nn.BatchNorm1d(d), nn.Conv1d(d, d, 1)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):                                  # [B, T, d]
+            x = x + 0.5 * self.ff(x)
+            h = self.norm(x).transpose(1, 2)                   # [B, d, T]
+            h = self.pw2(F.silu(self.bn(self.dw(F.glu(self.pw1(h), dim=1)))))
+            return self.head((x + h.transpose(1, 2)).mean(dim=1))
+
+    return M(), torch.randn(BATCH, 20, 24, generator=gen)
+
+
+def grucell_decoder(gen):
+    """A decoder unrolled in forward with nn.GRUCell and nn.LSTMCell (teacher forcing over 6 steps),
+    attention over encoder states with torch.bmm and torch.baddbmm (alpha/beta), logits from the
+    last step."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=16):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, d)
+            self.enc = nn.Linear(d, d)
+            self.gru, self.lstm = nn.GRUCell(2 * d, d), nn.LSTMCell(d, d)
+            self.bias = nn.Parameter(torch.zeros(1, 1, SEQ))
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, ids):
+            e = self.emb(ids)
+            mem = torch.tanh(self.enc(e))                            # [B, T, d]
+            h = mem.mean(1)
+            c = torch.zeros_like(h)
+            y = h
+            for t in range(6):
+                scores = torch.baddbmm(self.bias.expand(h.shape[0], -1, -1), h.unsqueeze(1), mem.transpose(1, 2),
+                                       beta=0.5, alpha=0.25)         # [B, 1, T]
+                ctx = torch.bmm(scores.softmax(-1), mem).squeeze(1)
+                h = self.gru(torch.cat([e[:, t], ctx], 1), h)
+                y, c = self.lstm(h, (y, c))
+            return self.head(y)
+
+    return M(), torch.randint(0, VOCAB, (BATCH, SEQ), generator=gen)
+
+
+def unfold_mixer(gen):
+    """Patches with Tensor.unfold on two dims (x.unfold(2, 4, 4).unfold(3, 4, 4)), a token-mixing
+    MLP on the transposed patch axis, Hardswish, Softplus(beta=2, threshold=5), and a head."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(3 * 16, 32)
+            self.tokens = nn.Linear(16, 16)
+            self.softplus = nn.Softplus(beta=2.0, threshold=5.0)
+            self.head = nn.Linear(32, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 16, 16]
+            p = x.unfold(2, 4, 4).unfold(3, 4, 4)                     # [B, 3, 4, 4, 4, 4]
+            p = p.permute(0, 2, 3, 1, 4, 5).reshape(x.shape[0], 16, 48)
+            t = F.hardswish(self.embed(p))                            # [B, 16, 32]
+            t = t + self.tokens(t.transpose(1, 2)).transpose(1, 2)
+            return self.head(self.softplus(t).mean(1))
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -1099,7 +1178,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                embedding_bag_text, style_transfer, tcn_weight_norm, moe_mini, tied_lm,
                                yolo_mini, padding_mode_convs, unet3d_mini, metric_heads,
                                pooling_variants, alibi_encoder, spectral_norm_critic,
-                               crnn_ocr, pixelcnn_masked, mha_variants, bicubic_sr)}
+                               crnn_ocr, pixelcnn_masked, mha_variants, bicubic_sr,
+                               conformer_conv, grucell_decoder, unfold_mixer)}
 
 
 def build(name, seed=0):
