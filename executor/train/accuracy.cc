@@ -75,8 +75,8 @@ Hits CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels, int64_t cl
   int64_t correct = 0, counted = 0;
 #pragma omp parallel num_threads(t) reduction(+ : correct, counted) if (t > 1)
   {
-    // fp16/bf16 logits: each row (or, classes strided, each [k, inner] slab) widened first.
-    std::vector<float> wide(low ? static_cast<size_t>(inner == 1 ? k : k * inner) : 0);
+    // fp16/bf16 logits: each [k, inner] slab (a row when inner is 1) widened first.
+    std::vector<float> wide(low ? static_cast<size_t>(k * inner) : 0);
     int64_t widened_slab = -1;
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < rows; ++r) {
@@ -84,10 +84,7 @@ Hits CountCorrect(const ir::Tensor& logits, const ir::Tensor& labels, int64_t cl
       const int64_t label = y[r];
       if (label == ignore_index) continue;
       const float* row = reinterpret_cast<const float*>(x + static_cast<size_t>(o * k * inner + i) * bytes);
-      if (low && inner == 1) {
-        kernels::cpu::WidenSpan(dt, x + static_cast<size_t>(o * k) * bytes, wide.data(), k);
-        row = wide.data();
-      } else if (low) {
+      if (low) {
         if (widened_slab != o) {
           kernels::cpu::WidenSpan(dt, x + static_cast<size_t>(o * k * inner) * bytes, wide.data(), k * inner);
           widened_slab = o;

@@ -139,9 +139,10 @@ class LossKernel : public Kernel {
       std::vector<float> wide(p_.widened() ? static_cast<size_t>(c) : 0);
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < n; ++i) {
-        const float* x = reinterpret_cast<const float*>(s + static_cast<size_t>(i) * row_bytes);
+        const char* src = s + static_cast<size_t>(i) * row_bytes;
+        const float* x = reinterpret_cast<const float*>(src);
         if (p_.widened()) {
-          WidenSpan(p_.low, s + static_cast<size_t>(i) * row_bytes, wide.data(), c);
+          WidenSpan(p_.low, src, wide.data(), c);
           x = wide.data();
         }
         float* lp = log_prob ? log_prob + i * c : nullptr;
