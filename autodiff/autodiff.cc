@@ -21,6 +21,7 @@ const RuleTable& Rules() {
     RegisterNNRules(t);
     RegisterLinalgRules(t);
     RegisterShapeRules(t);
+    RegisterSpectralRules(t);
     return t;
   }();
   return table;

@@ -105,6 +105,7 @@ void RegisterElementwiseRules(RuleTable& t);  // rules/elementwise.cc
 void RegisterNNRules(RuleTable& t);           // rules/nn.cc
 void RegisterLinalgRules(RuleTable& t);       // rules/linalg.cc
 void RegisterShapeRules(RuleTable& t);        // rules/shape.cc
+void RegisterSpectralRules(RuleTable& t);     // rules/spectral.cc
 
 inline void SetRule(RuleTable& t, ir::OpKind op, GradFn fn) { t[static_cast<size_t>(op)] = fn; }
 

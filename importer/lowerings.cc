@@ -22,6 +22,7 @@
 //   Einsum: see EinsumLowering below.
 //   Attention (opsets 23-25): importer/lower_attention.cc.
 //   Col2Im: see LowerCol2Im below. Size -> ReduceProd(Shape(x)).
+//   STFT: frames gathered, windowed, then one DFT; see LowerStft below.
 //   GlobalMaxPool, Softsign, Shrink, ThresholdedRelu, ReduceL1,
 //   ReduceSumSquare, ReduceLogSum, Sum, Mean, OneHot,
 //   NegativeLogLikelihoodLoss: each a few
@@ -366,6 +367,53 @@ Status LowerSize(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, prod->output(0));
 }
 
+// STFT (ir/ops.def) -> the frames gathered, windowed, transformed (a signal
+// [B, T] first becomes [B, T, 1]):
+//   idx [F, W] = Range(0, F) * step as [F, 1] + [0 .. W) as [1, W],
+//     F = (T - W) / step + 1 from Shape(signal) (a constant where T and step are)
+//   frames [B, F, W, C] = Gather(signal, idx, axis 1)
+//   y = DFT(frames * window as [W, 1], axis 2, onesided)
+// W must be known at import: frame_length's value, else the window's length,
+// else (neither given) a static T.
+Status LowerStft(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  Value x = n->input(0);
+  const ir::TensorType xt = g.type(x);
+  if (xt.has_shape && xt.shape.rank() == 2) x = b.Op(OpKind::kUnsqueeze, {x, b.Ints({2})}, "real");  // [B, T] is real
+  int64_t width = -1;
+  if (n->has_input(3)) {
+    const ir::Tensor* f = g.ConstantValue(n->input(3));
+    if (!f) return Unimplemented(n->Describe(), ": frame_length must be a constant");
+    width = f->GetAsInt64(0);
+  } else if (n->has_input(2) && g.type(n->input(2)).has_shape && g.type(n->input(2)).shape[0].is_static()) {
+    width = g.type(n->input(2)).shape[0].value;
+  } else if (!n->has_input(2) && xt.has_shape && xt.shape[1].is_static()) {
+    width = xt.shape[1].value;
+  }
+  if (width < 1) return Unimplemented(n->Describe(), ": the frame length must be known at import (a constant)");
+  Value step = n->input(1);
+  if (g.type(step).dtype != ir::DType::kInt64) step = b.Cast(step, ir::DType::kInt64);
+  step = b.Op(OpKind::kReshape, {step, b.Ints({})}, "step");
+  ShapeBuilder shape(g, x, n->name());
+  Value frames = b.Op(OpKind::kAdd,
+                      {b.Op(OpKind::kDiv, {b.Op(OpKind::kSub, {shape.Dim(1), b.IntScalar(width)}, "tail"), step}, "steps"),
+                       b.IntScalar(1)},
+                      "frames");
+  Value starts = b.Op(OpKind::kMul, {b.Op(OpKind::kRange, {b.IntScalar(0), frames, b.IntScalar(1)}, "frame"), step}, "start");
+  std::vector<int64_t> offsets(static_cast<size_t>(width));
+  for (int64_t i = 0; i < width; ++i) offsets[static_cast<size_t>(i)] = i;
+  Value cols = TensorConstant(g, n->name() + "_offsets", ir::Tensor::Int64s(offsets, {1, width}));
+  Value idx = b.Op(OpKind::kAdd, {b.Op(OpKind::kUnsqueeze, {starts, b.Ints({1})}, "start_column"), cols}, "index");
+  ir::Node* gather = b.Node(OpKind::kGather, {x, idx}, "frames");
+  gather->attrs().Set("axis", int64_t{1});
+  Value y = gather->output(0);
+  if (n->has_input(2))
+    y = b.Op(OpKind::kMul, {y, b.Op(OpKind::kReshape, {n->input(2), b.Ints({width, 1})}, "window")}, "windowed");
+  ir::Node* dft = b.Node(OpKind::kDFT, {y, Value{}, b.IntScalar(2)}, "dft");
+  dft->attrs().Set("onesided", n->attrs().Int("onesided", 1));
+  return Replace(g, n, dft->output(0));
+}
+
 // Col2Im (ir/ops.def). The patches x [N, C K, L] (K = prod(block), L =
 // prod(counts)) are either
 //   tiles (strides = block, dilations 1, no pads, counts x block = image):
@@ -610,6 +658,7 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kSpaceToDepth: AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n)); break;
       case OpKind::kCol2Im: AMP_RETURN_IF_ERROR(LowerCol2Im(g, n)); break;
       case OpKind::kSize: AMP_RETURN_IF_ERROR(LowerSize(g, n)); break;
+      case OpKind::kSTFT: AMP_RETURN_IF_ERROR(LowerStft(g, n)); break;
       default: return Internal(n->Describe(), ": the op is marked lowered but has no lowering");
     }
   }

@@ -154,6 +154,36 @@ Status ScalarsToInputs(ir::Graph& g, ir::Node* n) {
   return scalar("max", 2);
 }
 
+// DFT before opset 20: axis is an attribute (default 1, the first dim after
+// the batch) -> a scalar int64 input 2, which defaults to -2.
+Status UpgradeDft(ir::Graph& g, ir::Node* n) {
+  if (n->has_input(2)) return InvalidArgument(n->Describe(), ": has an axis input, which opsets below 20 do not");
+  AMP_ASSIGN_OR_RETURN(int64_t axis, n->attrs().GetInt("axis", 1));
+  n->attrs().Erase("axis");
+  g.SetInput(n, 2, AddConstant(g, StrCat(n->name(), "_axis"), ir::Tensor::Int64s({axis}, {})));
+  return Status::Ok();
+}
+
+// DFT below opset 20: its axis input (a constant, absent = -2) becomes the
+// attribute, written non-negative.
+Status DowngradeDft(ir::Graph& g, ir::Node* n, int64_t opset) {
+  int64_t axis = -2;
+  if (n->has_input(2)) {
+    const ir::Tensor* t = g.ConstantValue(n->input(2));
+    if (!t || t->num_elements() != 1)
+      return Unimplemented(n->Describe(), ": axis must be a constant to be written as an attribute for opset ", opset);
+    axis = t->GetAsInt64(0);
+    AMP_RETURN_IF_ERROR(DropInput(g, n, 2));
+  }
+  const ir::TensorType& xt = g.type(n->input(0));
+  if (axis < 0) {
+    if (!xt.has_shape) return Unimplemented(n->Describe(), ": a negative axis needs the input's rank for opset ", opset);
+    axis += static_cast<int64_t>(xt.shape.rank());
+  }
+  n->attrs().Set("axis", axis);
+  return Status::Ok();
+}
+
 bool IsSoftmaxLike(OpKind op) { return op == OpKind::kSoftmax || op == OpKind::kLogSoftmax; }
 
 // The shape to restore after a 2-D Softmax: a constant when `x` has at most
@@ -221,6 +251,7 @@ Status DowngradeNode(ir::Graph& g, ir::Node* n, int64_t opset) {
     AMP_RETURN_IF_ERROR(InputToAttr(g, n, *r));
   }
   if (n->op() == OpKind::kSplit && opset < 18) n->attrs().Erase("num_outputs");
+  if (n->op() == OpKind::kDFT && opset < 20) AMP_RETURN_IF_ERROR(DowngradeDft(g, n, opset));
   if (ir::IsRecurrent(n->op()) && opset < 14 && n->attrs().Int("layout", 0) != 0)
     return Unimplemented(n->Describe(), ": layout=1 (batch first) needs opset 14, writing opset ", opset);
   if (IsSoftmaxLike(n->op()) && opset < 13) {
@@ -282,7 +313,9 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kEinsum: return 12;
     case OpKind::kCastLike:
     case OpKind::kBernoulli: return 15;
-    case OpKind::kLayerNormalization: return 17;
+    case OpKind::kLayerNormalization:
+    case OpKind::kDFT:
+    case OpKind::kSTFT: return 17;
     case OpKind::kGelu: return 20;
     case OpKind::kRMSNormalization:
     case OpKind::kAttention: return 23;
@@ -303,6 +336,7 @@ Status UpgradeToCanonical(ir::Graph& g, int64_t opset) {
                              ": spatial=0 (statistics per activation, not per channel) is not supported");
       n->attrs().Erase("spatial");
     }
+    if (n->op() == OpKind::kDFT && opset < 20) AMP_RETURN_IF_ERROR(UpgradeDft(g, n));
     if (n->op() == OpKind::kBatchNormalization && opset < 14) AMP_RETURN_IF_ERROR(UpgradeBatchNorm(g, n));  // may free n
   }
   if (!need_ranks && !need_dtypes) return Status::Ok();

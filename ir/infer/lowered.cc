@@ -342,3 +342,52 @@ Status InferSize(InferContext& ctx) {
 }
 
 }  // namespace amptrain::ir
+
+namespace amptrain::ir {
+
+// STFT(signal [B, T, 1|2], frame_step, window [W]?, frame_length?), attr
+// onesided (default 1): [B, frames, bins, 2]. A signal [B, T] is real (the
+// TorchScript exporter writes that; ONNX Runtime takes it too) with frames = (T - W) / step + 1
+// and bins = W / 2 + 1 (onesided) or W; W is frame_length, else the window's
+// length, else T.
+Status InferSTFT(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsInteger(ctx.inputs[1].dtype), "int32 or int64 (frame_step)"));
+  if (ctx.has_input(2)) AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 2));
+  if (ctx.has_input(3))
+    AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 3, IsInteger(ctx.inputs[3].dtype), "int32 or int64 (frame_length)"));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_ASSIGN_OR_RETURN(int64_t onesided, ctx.attrs->GetInt("onesided", 1));
+  const Shape& x = ctx.inputs[0].shape;
+  if (x.rank() != 3 && x.rank() != 2)
+    return ctx.Error("signal has shape ", x.ToString(), ", expected [batch, length, 1 or 2] (or [batch, length])");
+  if (x.rank() == 3 && x[2].is_static() && x[2].value != 1 && x[2].value != 2)
+    return ctx.Error("signal's last dim is ", x[2].value, "; it must be 1 (real) or 2 (complex)");
+  if (onesided && x.rank() == 3 && x[2].is_static() && x[2].value == 2)
+    return ctx.Error("onesided=1 needs a real signal ([batch, length, 1])");
+  if (ctx.has_input(2) && (!ctx.inputs[2].has_shape || ctx.inputs[2].shape.rank() != 1))
+    return ctx.Error("window must be 1-D");
+  int64_t step = -1, width = -1;
+  if (const Tensor* s = ctx.value(1)) {
+    if (s->num_elements() != 1 || (step = s->GetAsInt64(0)) < 1) return ctx.Error("frame_step must be one value >= 1");
+  }
+  if (const Tensor* f = ctx.value(3)) {
+    if (f->num_elements() != 1 || (width = f->GetAsInt64(0)) < 1) return ctx.Error("frame_length must be one value >= 1");
+  }
+  if (ctx.has_input(2) && ctx.inputs[2].shape[0].is_static()) {
+    const int64_t w = ctx.inputs[2].shape[0].value;
+    if (width >= 0 && w != width) return ctx.Error("the window has ", w, " values and frame_length is ", width);
+    width = w;
+  }
+  if (width < 0 && !ctx.has_input(2) && !ctx.has_input(3) && x[1].is_static()) width = x[1].value;
+  Dim frames = UnknownDim(), bins = UnknownDim();
+  if (width >= 0 && step >= 1 && x[1].is_static()) {
+    if (x[1].value < width) return ctx.Error("the signal has ", x[1].value, " samples, fewer than a frame's ", width);
+    frames = Dim::Static((x[1].value - width) / step + 1);
+  }
+  if (width >= 0) bins = Dim::Static(onesided ? width / 2 + 1 : width);
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>{x[0], frames, bins, Dim::Static(2)}));
+  return Status::Ok();
+}
+
+}  // namespace amptrain::ir

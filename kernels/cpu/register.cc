@@ -13,6 +13,7 @@ void RegisterCpuReferenceKernels(Registry& r) {
   cpu::RegisterReferenceRnn(r);
   cpu::RegisterReferenceScatterND(r);
   cpu::RegisterReferenceRandom(r);
+  cpu::RegisterReferenceSpectral(r);
   cpu::RegisterReferenceTraining(r);
   cpu::RegisterStepKernels(r);
 }

@@ -555,6 +555,31 @@ TEST(GradCheck, AffineGrid) {
   }
 }
 
+// DFT's gradient is DFTs: complex and real inputs, forward and inverse, along
+// the first, a middle and the last signal axis, lengths that are no power of
+// two, dft_length padding and truncating, RFFT of even and odd lengths, and
+// IRFFT with its default length, an odd one and one past its bins.
+TEST(GradCheck, DftEveryMode) {
+  struct DftCase {
+    std::vector<int64_t> dims;
+    int64_t axis, inverse, onesided, length;  // length 0: none
+  };
+  const DftCase cases[] = {
+      {{2, 5, 3, 2}, 1, 0, 0, 0}, {{2, 5, 3, 2}, 2, 1, 0, 0}, {{2, 5, 2}, 1, 0, 0, 7}, {{2, 5, 2}, 1, 1, 0, 3},
+      {{3, 6, 1}, 1, 0, 0, 0},    {{3, 6, 1}, 1, 1, 0, 4},    {{2, 6, 3, 1}, 1, 0, 1, 0}, {{2, 5, 1}, 1, 0, 1, 0},
+      {{2, 5, 1}, 1, 0, 1, 8},    {{2, 4, 2}, 1, 1, 1, 0},    {{2, 4, 2}, 1, 1, 1, 5},    {{2, 3, 2, 2}, 1, 1, 1, 10},
+      {{4, 3, 2}, 0, 0, 0, 0},
+  };
+  for (const DftCase& d : cases) {
+    SCOPED_TRACE(StrCat("dims ", d.dims.size(), "-D axis ", d.axis, " inverse ", d.inverse, " onesided ", d.onesided,
+                        " length ", d.length));
+    GRADCHECK((std::vector<GradInput>{{"x", d.dims}}), [d](Graph& g, const V& x) {
+      return Op(g, OpKind::kDFT, {x[0], d.length ? IntsConst(g, {d.length}) : Value{}, IntsConst(g, {d.axis})},
+                A({{"inverse", d.inverse}, {"onesided", d.onesided}}));
+    });
+  }
+}
+
 TEST(GradCheck, Conv) {
   GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 5, 5}}, {"w", {3, 2, 3, 3}}, {"b", {3}}}), [](Graph& g, const V& x) {
     return Op(g, OpKind::kConv, {x[0], x[1], x[2]},

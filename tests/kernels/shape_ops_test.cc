@@ -53,7 +53,10 @@ std::vector<double> Values(const Tensor& t) {
 
 class ShapeOps : public ::testing::TestWithParam<bool> {
  protected:
-  void SetUp() override { cpu::RegisterReferenceShape(registry_); }
+  void SetUp() override {
+    cpu::RegisterReferenceShape(registry_);
+    cpu::RegisterReferenceSpectral(registry_);
+  }
 
   // Infers output types with the op's rule, creates the reference kernel
   // (parameter values visible at creation when GetParam()), runs it.
@@ -322,6 +325,59 @@ TEST_P(ShapeOps, PadGradFoldsTheBorderBack) {
     EXPECT_EQ(low.dtype(), t);
     EXPECT_EQ(Values(low), (std::vector<double>{6, 4, 11}));
   }
+}
+
+// DFT's four modes on x = [1, 2, 3, 4], whose spectrum is [10, -2+2i, -2, -2-2i]
+// (every sum exact in fp32 and in bf16): the full transform of the real
+// input, RFFT's first L/2 + 1 bins, the inverse of the full spectrum, IRFFT
+// back from the bins; dft_length pads (the zero-padded spectrum's DC bin is
+// still 10) and truncates; axis 1 of three signal dims.
+TEST_P(ShapeOps, DftModes) {
+  auto dft = [&](Tensor x, int64_t inverse, int64_t onesided, Tensor length = Tensor(), int64_t axis = 1) {
+    ir::Attributes a;
+    a.Set("inverse", inverse);
+    a.Set("onesided", onesided);
+    return Run1(OpKind::kDFT, {std::move(x), std::move(length), I64({axis}, {})}, std::move(a));
+  };
+  const Tensor x = Iota({1, 4, 1}, 1);
+  Tensor full = dft(x, 0, 0);
+  EXPECT_EQ(full.dims(), (std::vector<int64_t>{1, 4, 2}));
+  EXPECT_EQ(Values(full), (std::vector<double>{10, 0, -2, 2, -2, 0, -2, -2}));
+  Tensor half = dft(x, 0, 1);
+  EXPECT_EQ(half.dims(), (std::vector<int64_t>{1, 3, 2}));
+  EXPECT_EQ(Values(half), (std::vector<double>{10, 0, -2, 2, -2, 0}));
+  EXPECT_EQ(Values(dft(full, 1, 0)), (std::vector<double>{1, 0, 2, 0, 3, 0, 4, 0}));
+  Tensor back = dft(half, 1, 1);
+  EXPECT_EQ(back.dims(), (std::vector<int64_t>{1, 4, 1}));
+  EXPECT_EQ(Values(back), (std::vector<double>{1, 2, 3, 4}));
+  Tensor padded = dft(x, 0, 0, I64({6}, {}));
+  EXPECT_EQ(padded.dims(), (std::vector<int64_t>{1, 6, 2}));
+  EXPECT_EQ(Values(padded)[0], 10);
+  EXPECT_EQ(Values(dft(x, 0, 0, I64({2}, {}))), (std::vector<double>{3, 0, -1, 0}));  // [1, 2] alone
+  for (DType t : {DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    Tensor low = dft(Typed(t, {1, 2, 3, 4}, {1, 4, 1}), 0, 1);
+    EXPECT_EQ(low.dtype(), t);
+    EXPECT_EQ(Values(low), (std::vector<double>{10, 0, -2, 2, -2, 0}));
+  }
+  // Along axis 1 of [2, 4, 3, 1]: each of the 2 x 3 signals is transformed alone.
+  Tensor many = *Tensor::Zeros(DType::kFloat32, {2, 4, 3, 1});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t n = 0; n < 4; ++n)
+      for (int64_t c = 0; c < 3; ++c) many.data<float>()[(b * 4 + n) * 3 + c] = static_cast<float>((n + 1) * (c + 1) + b);
+  Tensor spectra = dft(many, 0, 1);
+  ASSERT_EQ(spectra.dims(), (std::vector<int64_t>{2, 3, 3, 2}));
+  // Signal (b, c) is (c + 1) [1, 2, 3, 4] + b: DC = 10 (c + 1) + 4 b, bin 1 = (c + 1)(-2 + 2i).
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t c = 0; c < 3; ++c) {
+      const std::vector<double> v = Values(spectra);
+      EXPECT_EQ(v[static_cast<size_t>(((b * 3 + 0) * 3 + c) * 2)], 10.0 * static_cast<double>(c + 1) + 4.0 * static_cast<double>(b));
+      EXPECT_EQ(v[static_cast<size_t>(((b * 3 + 1) * 3 + c) * 2 + 1)], 2.0 * static_cast<double>(c + 1));
+    }
+  // The last dim is [re, im], never the axis; a complex input has no RFFT.
+  ir::Attributes rfft;
+  rfft.Set("onesided", int64_t{1});
+  EXPECT_FALSE(Run(OpKind::kDFT, {x, Tensor(), I64({2}, {})}).ok());
+  EXPECT_FALSE(Run(OpKind::kDFT, {full, Tensor(), I64({1}, {})}, rfft).ok());
 }
 
 void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-5) {

@@ -1169,6 +1169,221 @@ def unfold_mixer(gen):
     return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
 
 
+def elementwise_math(gen):
+    """Element-wise tensor math that torch code writes inline: atan2, lerp with a tensor weight,
+    addcmul, floating remainder and fmod, floor_divide (no gradient), maximum/minimum, nan_to_num.
+    (torch.hypot and cummax export with neither exporter. floor_divide reads non-negative values: the
+    TorchScript exporter writes it as Div then a Cast to int64, which truncates, so negative quotients
+    come out one too high, in ONNX Runtime as in amptrain.)"""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(12, 16)
+            self.b = nn.Linear(12, 16)
+            self.w = nn.Parameter(torch.rand(16, generator=gen))
+            self.head = nn.Linear(16 * 5, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 12]
+            a, b = self.a(x), self.b(x)
+            angle = torch.atan2(a, b)
+            mixed = torch.lerp(a, b, torch.sigmoid(self.w))
+            prod = torch.addcmul(mixed, a, b, value=0.5)
+            wrapped = torch.remainder(a * 3.0, 1.7) + torch.fmod(b * 3.0, 1.3)
+            steps = torch.floor_divide(b.detach().abs() * 4.0, 1.0) * 0.1   # see the docstring
+            hi = torch.maximum(a, b) - torch.minimum(a, 0.5 * b)
+            ratio = torch.nan_to_num(a / (b * b - 0.01), nan=0.0, posinf=1e3, neginf=-1e3)
+            feats = torch.cat([angle, prod, wrapped + steps, hi, torch.tanh(ratio)], 1)
+            return self.head(feats)
+
+    return M(), torch.randn(BATCH, 12, generator=gen)
+
+
+def scan_math(gen):
+    """Scans and the element-wise functions only the dynamo exporter writes (TorchScript has no
+    symbolic for them): torch.diff, logcumsumexp, xlogy, expm1, log1p, frac, over Linear features."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(12, 16)
+            self.head = nn.Linear(15 + 16 + 16, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 12]
+            a = self.a(x)
+            run = torch.logcumsumexp(torch.diff(a, dim=1), dim=1)       # [B, 15]
+            ent = torch.xlogy(a.abs(), a.abs() + 1.0)
+            soft = torch.log1p(torch.expm1(-a.abs())) + torch.frac(a * 2.0)
+            return self.head(torch.cat([run, ent, soft], 1))
+
+    return M(), torch.randn(BATCH, 12, generator=gen)
+
+
+def fnet_mixer(gen):
+    """FNet-style token mixing: the real part of a 2-D FFT over (tokens, features) in place of
+    attention (torch.fft.fft2(x).real), with LayerNorm, a GELU feed-forward and a mean-pooled head."""
+    torch, nn, F = _nn()
+
+    class Block(nn.Module):
+        def __init__(self, d):
+            super().__init__()
+            self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+
+        def forward(self, x):
+            x = self.n1(x + torch.fft.fft2(x).real)
+            return self.n2(x + self.ff(x))
+
+    class M(nn.Module):
+        def __init__(self, d=16):
+            super().__init__()
+            self.embed = nn.Linear(8, d)
+            self.blocks = nn.Sequential(Block(d), Block(d))
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 12, 8]
+            return self.head(self.blocks(self.embed(x)).mean(1))
+
+    return M(), torch.randn(BATCH, 12, 8, generator=gen)
+
+
+def mel_frontend(gen):
+    """An audio classifier with its front end in the model: torch.stft (Hann window, hop 16,
+    onesided), the power spectrum, a fixed triangular mel filter bank as a MatMul, log(x + eps),
+    then Conv2d/BatchNorm/ReLU over (mel, frame) and a pooled head."""
+    torch, nn, F = _nn()
+    n_fft, hop, mels = 64, 16, 12
+    bins = n_fft // 2 + 1
+    centers = torch.linspace(0, bins - 1, mels + 2)
+    k = torch.arange(bins, dtype=torch.float32)
+    fb = torch.stack([torch.clamp(torch.minimum((k - centers[i]) / (centers[i + 1] - centers[i]),
+                                                (centers[i + 2] - k) / (centers[i + 2] - centers[i + 1])), min=0)
+                      for i in range(mels)], 1)                       # [bins, mels]
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("window", torch.hann_window(n_fft))
+            self.register_buffer("fb", fb)
+            self.conv = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                                      nn.Conv2d(8, 8, 3, padding=1), nn.ReLU())
+            self.head = nn.Linear(8, NUM_CLASSES)
+
+        def forward(self, wave):                                     # [B, 400]
+            spec = torch.stft(wave, n_fft, hop_length=hop, window=self.window, center=False,
+                              return_complex=False)                  # [B, bins, frames, 2]
+            power = spec.pow(2).sum(-1)                               # [B, bins, frames]
+            mel = torch.log(torch.matmul(power.transpose(1, 2), self.fb) + 1e-6)   # [B, frames, mels]
+            h = self.conv(mel.unsqueeze(1))
+            return self.head(h.mean((2, 3)))
+
+    return M(), torch.randn(BATCH, 400, generator=gen)
+
+
+def convtranspose_variants(gen):
+    """Transposed convolutions beyond a stride-2 upsampler: ConvTranspose2d with groups, dilation and
+    output_padding, ConvTranspose1d with padding, ConvTranspose3d, and a bias-free one."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t2 = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2, dilation=2)
+            self.t2b = nn.ConvTranspose2d(6, 4, 2, stride=1, bias=False)
+            self.t1 = nn.ConvTranspose1d(4, 4, 5, stride=3, padding=2, output_padding=1)
+            self.t3 = nn.ConvTranspose3d(2, 3, (1, 3, 3), stride=(1, 2, 2), padding=(0, 1, 1))
+            self.head = nn.Linear(4 + 4 + 3, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 4, 6, 6]
+            y = self.t2b(F.leaky_relu(self.t2(x)))
+            s = self.t1(x.flatten(2))                                # [B, 4, L]
+            v = self.t3(x.view(x.shape[0], 2, 2, 6, 6))
+            return self.head(torch.cat([y.mean((2, 3)), s.mean(2), v.mean((2, 3, 4))], 1))
+
+    return M(), torch.randn(BATCH, 4, 6, 6, generator=gen)
+
+
+def glu_shuffle_heads(gen):
+    """Gating and channel plumbing layers: nn.GLU on channels, nn.ChannelShuffle, nn.Unflatten,
+    nn.Softmax2d (a spatial attention over channels), nn.Softmin, LogSoftmax over dim 1 of a 4-D map,
+    and torch.chunk feeding two heads that are summed."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 16, 3, padding=1)
+            self.glu = nn.GLU(dim=1)
+            self.shuffle = nn.ChannelShuffle(2)
+            self.mix = nn.Conv2d(8, 8, 1)
+            self.unflat = nn.Unflatten(1, (2, 4))
+            self.soft2d, self.softmin = nn.Softmax2d(), nn.Softmin(dim=-1)
+            self.h1, self.h2 = nn.Linear(4, NUM_CLASSES), nn.Linear(4, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 8, 8]
+            h = self.shuffle(self.glu(self.conv(x)))                 # [B, 8, 8, 8]
+            a = self.soft2d(self.mix(h)) * h + F.log_softmax(h, dim=1).exp() * 0.1
+            g = self.unflat(a.mean((2, 3)))                          # [B, 2, 4]
+            g = g * self.softmin(g)
+            u, v = torch.chunk(g, 2, dim=1)
+            return self.h1(u.squeeze(1)) + self.h2(v.squeeze(1))
+
+    return M(), torch.randn(BATCH, 3, 8, 8, generator=gen)
+
+
+def lstm_proj_tagger(gen):
+    """A recurrent sequence model with the LSTM options the classifiers do not use: proj_size (an
+    LSTM with projections), batch_first=False, dropout between layers (inactive in eval), then an
+    nn.RNN with tanh over the projected states and the last step's output to a head."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(6, 12, num_layers=2, proj_size=5, dropout=0.1)
+            self.rnn = nn.RNN(5, 8, nonlinearity="tanh")
+            self.head = nn.Linear(8, NUM_CLASSES)
+
+        def forward(self, x):                                        # [T, B, 6]
+            y, _ = self.lstm(x)
+            z, _ = self.rnn(y)
+            return self.head(z[-1])
+
+    return M(), torch.randn(7, BATCH, 6, generator=gen)
+
+
+def prenorm_gelu_encoder(gen):
+    """nn.TransformerEncoder as configured in newer code: norm_first=True, activation="gelu",
+    batch_first=False (sequence-major), a final LayerNorm, a float additive attention mask and a
+    key-padding mask (is_causal=False stated, which torch.export needs), and the CLS position's output
+    to the head."""
+    torch, nn, F = _nn()
+    seq = 9
+
+    class M(nn.Module):
+        def __init__(self, d=16):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(d, 4, 32, dropout=0.0, activation="gelu", norm_first=True)
+            self.enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(d), enable_nested_tensor=False)
+            self.embed = nn.Linear(5, d)
+            self.cls = nn.Parameter(torch.randn(1, 1, d, generator=gen) * 0.1)
+            bias = -0.5 * (torch.arange(seq)[None] - torch.arange(seq)[:, None]).abs().float()
+            self.register_buffer("bias", bias)
+            pad = torch.zeros(BATCH, seq, dtype=torch.bool)
+            pad[1, -2:] = True
+            self.register_buffer("pad", pad)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):                                        # [T-1, B, 5]
+            h = torch.cat([self.cls.expand(1, x.shape[1], -1), self.embed(x)], 0)
+            h = self.enc(h, mask=self.bias, src_key_padding_mask=self.pad, is_causal=False)
+            return self.head(h[0])
+
+    return M(), torch.randn(seq - 1, BATCH, 5, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -1179,7 +1394,9 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                yolo_mini, padding_mode_convs, unet3d_mini, metric_heads,
                                pooling_variants, alibi_encoder, spectral_norm_critic,
                                crnn_ocr, pixelcnn_masked, mha_variants, bicubic_sr,
-                               conformer_conv, grucell_decoder, unfold_mixer)}
+                               conformer_conv, grucell_decoder, unfold_mixer,
+                               elementwise_math, scan_math, fnet_mixer, mel_frontend, convtranspose_variants,
+                               glu_shuffle_heads, lstm_proj_tagger, prenorm_gelu_encoder)}
 
 
 def build(name, seed=0):

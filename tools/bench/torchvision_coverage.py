@@ -338,10 +338,10 @@ def calibrate_bn(model, x):
     inference check comparing biases. (Statistics of x itself would normalize x's two images against
     each other, as ill-conditioned as training mode at batch 2.)"""
     import torch
-    if not x.is_floating_point():
+    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    if not x.is_floating_point() or not bns:  # (a model without BN may not be batch-first)
         return
     x = torch.randn((16,) + tuple(x.shape[1:]), generator=torch.Generator().manual_seed(3))
-    bns = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     saved = [m.momentum for m in bns]
     for m in bns:
         m.reset_running_stats()
@@ -516,7 +516,8 @@ def run_case(args):
     # References, from the model as exported (a TorchScript training export ran one forward, which only
     # moved BN running statistics: training-mode BN does not read them).
     gen = torch.Generator().manual_seed(2)
-    labels = torch.randint(0, NUM_CLASSES, (x.shape[0],), generator=gen, dtype=torch.int64)
+    # One label per row of the logits (a sequence-major model's input leads with time, not batch).
+    labels = torch.randint(0, NUM_CLASSES, (ref64.shape[0],), generator=gen, dtype=torch.int64)
     grads = {}
     for dt in (torch.float64, torch.float32):
         m = copy.deepcopy(model).to(dt).train()

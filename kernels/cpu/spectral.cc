@@ -1,0 +1,173 @@
+// Reference kernel of DFT (ir/ops.def; geometry in ir/infer/spectral.h).
+//   Each output element is its sum over the signal, accumulated in double
+//   with twiddles exp(-+2 pi i j / L) tabulated in double once per kernel
+//   (j = k n mod L, so no angle grows past 2 pi; see Twiddle), scaled by 1 / L for the
+//   inverse and rounded once to the output's dtype. The signal is zero-padded
+//   or truncated to L; IRFFT first extends its L / 2 + 1 bins by conjugate
+//   symmetry (bins past the input's are zero) and keeps the real part, as
+//   numpy.fft.irfft does. O(L n) per signal: a direct transform, no FFT.
+#include <cmath>
+#include <utility>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/infer/spectral.h"
+#include "kernels/cpu/broadcast.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/register.h"
+
+namespace amptrain::kernels::cpu {
+
+namespace {
+
+// A scalar int32/int64 input's value as a Tensor (DecodeDft reads Tensors).
+ir::Tensor ScalarOf(const ir::TensorView& v) {
+  return ir::Tensor::Int64s({v.dtype == DType::kInt32 ? v.as<const int32_t>()[0] : v.as<const int64_t>()[0]}, {});
+}
+
+// cos and sin of 2 pi j / L, j in [0, L), from an angle reduced to [0, pi/4]
+// by the symmetries of the circle (counted in eighths of 1/L turns, exactly):
+// the quarter turns come out exact (cos pi/2 = 0, sin pi = 0, not 1e-16) and
+// the twiddles of j and L - j are conjugates to the last bit.
+void Twiddle(int64_t j, int64_t len, double* c, double* s) {
+  const int64_t turn = 8 * len;
+  int64_t a = 8 * j;
+  const bool lower = a > turn / 2;  // 2 pi - x: sin negates
+  if (lower) a = turn - a;
+  const bool left = a > turn / 4;   // pi - x: cos negates
+  if (left) a = turn / 2 - a;
+  const bool swap = a > turn / 8;   // pi/2 - x: sin and cos trade places
+  if (swap) a = turn / 4 - a;
+  const double x = M_PI * static_cast<double>(a) / (4.0 * static_cast<double>(len));
+  double cs = std::cos(x), sn = std::sin(x);
+  if (swap) std::swap(cs, sn);
+  *c = left ? -cs : cs;
+  *s = lower ? -sn : sn;
+}
+
+template <class T>
+class DftKernel final : public Kernel {
+ public:
+  // `g`: the geometry where dft_length and axis were known at plan time
+  // (constants), else decoded from the inputs at each run.
+  DftKernel(const KernelInit& init, std::optional<ir::DftGeometry> g)
+      : who_(init.Describe()), attrs_(AttrsOf(init)), dims_(init.inputs[0].dims), out_dims_(init.outputs[0].dims),
+        has_length_(init.inputs.size() > 1 && init.inputs[1].present()),
+        has_axis_(init.inputs.size() > 2 && init.inputs[2].present()), threads_(Threads(init)) {
+    if (g) Use(*g);
+  }
+
+  Status Run(KernelContext& ctx) override {
+    if (!decoded_) {
+      ir::Tensor length, axis;
+      if (has_length_) length = ScalarOf(ctx.inputs[1]);
+      if (has_axis_) axis = ScalarOf(ctx.inputs[2]);
+      auto g = ir::DecodeDft(attrs_, dims_, has_length_, has_length_ ? &length : nullptr, has_axis_,
+                             has_axis_ ? &axis : nullptr);
+      if (!g.ok()) return InvalidArgument(who_, ": ", g.status().message());
+      if (ir::DftOutputDims(*g, dims_) != out_dims_)
+        return InvalidArgument(who_, ": dft_length and axis give another shape than the plan's");
+      Use(*g);
+    }
+    const T* x = ctx.inputs[0].as<const T>();
+    T* y = ctx.outputs[0].as<T>();
+    const int64_t signals = outer_ * inner_;
+#pragma omp parallel for num_threads(threads_) schedule(static) \
+    if (threads_ > 1 && signals * g_.length * g_.out_len >= kParallelMinElements)
+    for (int64_t s = 0; s < signals; ++s) Transform(x, y, s / inner_, s % inner_);
+    return Status::Ok();
+  }
+
+ private:
+  void Use(const ir::DftGeometry& g) {
+    g_ = g;
+    outer_ = inner_ = 1;
+    for (int64_t d = 0; d < g.axis; ++d) outer_ *= dims_[static_cast<size_t>(d)];
+    for (size_t d = static_cast<size_t>(g.axis) + 1; d + 1 < dims_.size(); ++d) inner_ *= dims_[d];
+    cos_.resize(static_cast<size_t>(g.length));
+    sin_.resize(static_cast<size_t>(g.length));
+    for (int64_t j = 0; j < g.length; ++j) Twiddle(j, g.length, &cos_[static_cast<size_t>(j)], &sin_[static_cast<size_t>(j)]);
+    decoded_ = true;
+  }
+
+  // One signal: input element n of signal (o, i) is x[((o n_in + n) inner + i) parts + part].
+  void Transform(const T* x, T* y, int64_t o, int64_t i) const {
+    const int64_t len = g_.length, used = std::min(g_.n, g_.irfft() ? len / 2 + 1 : len);
+    std::vector<double> re(static_cast<size_t>(len), 0.0), im(static_cast<size_t>(len), 0.0);
+    auto in = [&](int64_t n, int64_t part) {
+      return static_cast<double>(static_cast<Acc<T>>(x[((o * g_.n + n) * inner_ + i) * g_.in_parts + part]));
+    };
+    for (int64_t n = 0; n < used; ++n) {
+      re[static_cast<size_t>(n)] = in(n, 0);
+      if (g_.in_parts == 2) im[static_cast<size_t>(n)] = in(n, 1);
+    }
+    if (g_.irfft())  // bins past L / 2 mirror the ones below: X[L - k] = conj(X[k])
+      for (int64_t k = len / 2 + 1; k < len; ++k)
+        if (len - k < used) {
+          re[static_cast<size_t>(k)] = re[static_cast<size_t>(len - k)];
+          im[static_cast<size_t>(k)] = -im[static_cast<size_t>(len - k)];
+        }
+    const int64_t terms = g_.irfft() ? len : used;  // the signal's nonzero prefix
+    const double sign = g_.inverse ? 1.0 : -1.0, scale = g_.inverse ? 1.0 / static_cast<double>(len) : 1.0;
+    for (int64_t k = 0; k < g_.out_len; ++k) {
+      double sr = 0.0, si = 0.0;
+      int64_t j = 0;  // k n mod L
+      for (int64_t n = 0; n < terms; ++n) {
+        const double a = re[static_cast<size_t>(n)], b = im[static_cast<size_t>(n)];
+        const double c = cos_[static_cast<size_t>(j)], d = sign * sin_[static_cast<size_t>(j)];
+        sr += a * c - b * d;
+        si += a * d + b * c;
+        j += k;
+        if (j >= len) j -= len;
+      }
+      T* out = y + ((o * g_.out_len + k) * inner_ + i) * g_.out_parts;
+      out[0] = static_cast<T>(static_cast<Acc<T>>(sr * scale));
+      if (g_.out_parts == 2) out[1] = static_cast<T>(static_cast<Acc<T>>(si * scale));
+    }
+  }
+
+  std::string who_;  // for errors
+  ir::Attributes attrs_;
+  std::vector<int64_t> dims_, out_dims_;
+  bool has_length_, has_axis_;
+  int threads_;
+  bool decoded_ = false;
+  ir::DftGeometry g_;
+  int64_t outer_ = 1, inner_ = 1;
+  std::vector<double> cos_, sin_;
+};
+
+StatusOr<std::unique_ptr<Kernel>> CreateDft(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1));
+  const bool has_length = init.inputs.size() > 1 && init.inputs[1].present();
+  const bool has_axis = init.inputs.size() > 2 && init.inputs[2].present();
+  for (size_t i : {1, 2})
+    if (i < init.inputs.size() && init.inputs[i].present() &&
+        ((init.inputs[i].dtype != DType::kInt64 && init.inputs[i].dtype != DType::kInt32) ||
+         init.inputs[i].num_elements() != 1))
+      return init.Error(i == 1 ? "dft_length" : "axis", " must be one int32 or int64 value");
+  if (init.outputs[0].dtype != init.inputs[0].dtype) return init.Error("the output's dtype is not the input's");
+  std::optional<ir::DftGeometry> g;
+  if ((!has_length || init.inputs[1].value) && (!has_axis || init.inputs[2].value)) {
+    auto decoded = ir::DecodeDft(AttrsOf(init), init.inputs[0].dims, has_length,
+                                 has_length ? init.inputs[1].value : nullptr, has_axis,
+                                 has_axis ? init.inputs[2].value : nullptr);
+    if (!decoded.ok()) return init.Error(decoded.status().message());
+    if (init.outputs[0].dims != ir::DftOutputDims(*decoded, init.inputs[0].dims))
+      return init.Error("the output's shape is not the transform's");
+    g = *decoded;
+  }
+  std::unique_ptr<Kernel> out;
+  AMP_RETURN_IF_ERROR(DispatchFloat(init.inputs[0].dtype, [&](auto tag) {
+    out = std::make_unique<DftKernel<typename decltype(tag)::type>>(init, g);
+    return Status::Ok();
+  }));
+  return out;
+}
+
+}  // namespace
+
+void RegisterReferenceSpectral(Registry& r) { r.Add(ReferenceEntry(OpKind::kDFT, FloatDTypes(), CreateDft)); }
+
+}  // namespace amptrain::kernels::cpu
