@@ -16,6 +16,7 @@
 
 #include "autodiff/loss.h"
 #include "executor/data/dataset.h"
+#include "executor/train/batch_axis.h"
 #include "executor/session.h"
 #include "ir/graph.h"
 #include "ir/status.h"
@@ -104,6 +105,12 @@ void AddLabelFlags(CLI::App* cmd, LabelFlags& flags);
 autodiff::ClassAxis ClassAxisOf(const LabelFlags& flags);
 // The labels of one sample of `labels` ({} for [N] labels); nothing for float (regression) labels.
 std::optional<std::vector<int64_t>> LabelDims(const ir::Tensor& labels);
+
+// --batch-axis (train, eval): sequence-major inputs ([T, B, ...]) read [N, ...]
+// data through a Transpose (executor/train/batch_axis.h). ApplyBatchAxes
+// rewrites `model` and returns what it moved, for RestoreBatchAxes.
+void AddBatchAxisFlag(CLI::App* cmd, std::vector<std::string>& specs);
+StatusOr<std::vector<executor::train::BatchAxis>> ApplyBatchAxes(ir::Graph& model, const std::vector<std::string>& specs);
 
 // Warns that a fixed batch leaves the last samples of `what` out.
 void WarnLeftOut(int64_t batch, size_t samples, const char* what);

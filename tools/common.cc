@@ -181,6 +181,28 @@ void AddLabelFlags(CLI::App* cmd, LabelFlags& flags) {
       ->capture_default_str();
 }
 
+void AddBatchAxisFlag(CLI::App* cmd, std::vector<std::string>& specs) {
+  cmd->add_option("--batch-axis", specs,
+                  "AXIS or INPUT=AXIS: the model takes its batch at AXIS of its data inputs (or of INPUT), e.g. 1 "
+                  "for [T, B, ...] (PyTorch's batch_first=False RNNs and Transformers); the data stay [N, ...] "
+                  "and the exported model keeps its own layout. Default: where the export says (a static first "
+                  "dim and a dynamic one named like the outputs' first), else 0");
+}
+
+StatusOr<std::vector<executor::train::BatchAxis>> ApplyBatchAxes(ir::Graph& model, const std::vector<std::string>& specs) {
+  namespace train = executor::train;
+  AMP_ASSIGN_OR_RETURN(std::vector<train::BatchAxis> axes, train::ParseBatchAxes(specs, model));
+  const bool detected = specs.empty();
+  if (detected) axes = train::DetectBatchAxes(model);
+  AMP_RETURN_IF_ERROR(train::MoveBatchAxesFirst(model, axes));
+  for (const train::BatchAxis& b : axes)
+    if (b.axis > 0)
+      spdlog::info("input '{}' takes its batch at axis {}{}: batches of [N, ...] rows are transposed into it{}", b.input,
+                   b.axis, detected ? " (its dynamic dim there is the outputs' first)" : "",
+                   detected ? StrCat("; --batch-axis ", b.input, "=0 reads it as it is") : std::string());
+  return axes;
+}
+
 autodiff::ClassAxis ClassAxisOf(const LabelFlags& flags) {
   return flags.class_axis == "first"  ? autodiff::ClassAxis::kFirst
          : flags.class_axis == "last" ? autodiff::ClassAxis::kLast

@@ -24,6 +24,7 @@ struct EvalArgs {
   bool reference = false;
   std::string device = "cpu";
   std::string output;
+  std::vector<std::string> batch_axis;
   std::string image_size;    // --image-size, images: data only
   int64_t image_resize = 0;  // --image-resize, images: data only
   LabelFlags labels;
@@ -36,6 +37,7 @@ Status Eval(const EvalArgs& args) {
   AMP_ASSIGN_OR_RETURN(std::shared_ptr<kernels::Device> device, kernels::OpenDevice(device_spec));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  AMP_RETURN_IF_ERROR(ApplyBatchAxes(*model, args.batch_axis).status());
   AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, args.image_resize, &spec.params));
   if (spec.kind == "npy" || spec.kind == "npz") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
@@ -73,6 +75,7 @@ void AddEvalCommand(CLI::App& app, Status& result) {
   CLI::App* cmd = app.add_subcommand("eval", "Loss and top-1 accuracy of an ONNX classifier on a test set");
   cmd->add_option("MODEL", a->model, "The .onnx model (its data inputs, logits [batch, classes] output)")->required();
   cmd->add_option("--output", a->output, "The logits output (default: the only output, or the only logits-shaped one)");
+  AddBatchAxisFlag(cmd, a->batch_axis);
   AddLabelFlags(cmd, a->labels);
   cmd->add_option("--data", a->data, "Data set (as for train); its test split is used")->capture_default_str();
   cmd->add_option("--image-size", a->image_size, "images: data: decode to SIZE or HxW pixels (default: the model input's)");

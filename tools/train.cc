@@ -91,6 +91,7 @@ struct TrainArgs {
   std::vector<std::string> freeze;
   bool train_all = false;
   std::string output;
+  std::vector<std::string> batch_axis;
   LabelFlags labels;
 };
 
@@ -274,6 +275,7 @@ Status Train(TrainArgs args) {
   AMP_RETURN_IF_ERROR(CheckOutputs(args));
   AMP_ASSIGN_OR_RETURN(data::DataSpec spec, data::ParseDataSpec(args.data));
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> model, importer::ImportModelFile(args.model));
+  AMP_ASSIGN_OR_RETURN(std::vector<train::BatchAxis> batch_axes, ApplyBatchAxes(*model, args.batch_axis));
   AMP_RETURN_IF_ERROR(SetImageSize(*model, spec.kind, args.image_size, args.image_resize, &spec.params));
   train::LoopConfig loop;
   AMP_ASSIGN_OR_RETURN(loop.augmentation, ParseAugment(args.augment));
@@ -422,11 +424,13 @@ Status Train(TrainArgs args) {
   if (args.profile) std::printf("%s", trainer->profile().Report(15).c_str());
   if (!args.export_path.empty()) {
     AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> trained, trainer->TrainedModel(args.export_inference));
+    AMP_RETURN_IF_ERROR(train::RestoreBatchAxes(*trained, batch_axes));
     AMP_RETURN_IF_ERROR(importer::ExportModelFile(*trained, args.export_path));
     spdlog::info("trained model written to {}", args.export_path);
   }
   if (!args.export_amp.empty()) {
     AMP_ASSIGN_OR_RETURN(std::unique_ptr<ir::Graph> trained, trainer->TrainedModel(/*inference=*/true));
+    AMP_RETURN_IF_ERROR(train::RestoreBatchAxes(*trained, batch_axes));
     AMP_ASSIGN_OR_RETURN(amp::Report report, amp::Convert(*trained, policy));  // the opset's capability
     AMP_RETURN_IF_ERROR(importer::ExportModelFile(*trained, args.export_amp));
     std::string per;
@@ -471,6 +475,7 @@ void AddTrainCommand(CLI::App& app, Status& result) {
                   "before CenterCrop(224)); default: straight to the crop size")
       ->check(IntAtLeast(1));
   cmd->add_option("--output", a->output, "The model output to train (default: the only output, or the only logits-shaped one)");
+  AddBatchAxisFlag(cmd, a->batch_axis);
   auto* epochs = cmd->add_option("--epochs", a->epochs, "Epochs")->capture_default_str()->check(IntAtLeast(1));
   cmd->add_option("--steps", a->steps, "Training steps in all (instead of --epochs)")
       ->check(IntAtLeast(1))->excludes(epochs);

@@ -18,6 +18,12 @@ using ir::Tensor;
 
 namespace {
 
+// The samples are the first axis of every file; a model that takes its batch
+// elsewhere ([T, B, ...]) reads them through train's --batch-axis.
+constexpr const char* kRowsFirst =
+    " (a file holds one sample per row of its first axis; for a model that takes [T, B, ...], keep the data "
+    "[N, T, ...] and pass --batch-axis 1)";
+
 // Where the arrays come from: .npy files by path, or the members of one .npz
 // archive by name; `kind` ("npy" or "npz") starts every message.
 struct ArraySource {
@@ -139,7 +145,7 @@ StatusOr<Dataset> LoadNamedSet(const ArraySource& src, const NamedPaths& inputs,
     if (raw.rank() < 1) return InvalidArgument(src.kind, ": input '", name, "' ('", path, "') is a scalar, expected [N, ...]");
     if (raw.dims()[0] != y.dims()[0])
       return InvalidArgument(src.kind, ": '", path, "' (input '", name, "') holds ", raw.dims()[0], " rows but '",
-                             labels_path, "' holds ", y.dims()[0], " labels");
+                             labels_path, "' holds ", y.dims()[0], " labels", kRowsFirst);
     AMP_ASSIGN_OR_RETURN(Tensor values, InputValues(src, raw, path));
     if (ds.sample_input.empty()) {
       ds.sample_input = name;
@@ -185,7 +191,7 @@ StatusOr<Dataset> LoadPair(const ArraySource& src, const std::string& x_path, co
   if (y.rank() < 1) return InvalidArgument(src.kind, ": labels '", y_path, "' are a scalar, expected [N] or [N, ...]");
   if (y.dims()[0] != x.dims()[0])
     return InvalidArgument(src.kind, ": '", x_path, "' holds ", x.dims()[0], " samples but '", y_path, "' holds ",
-                           y.dims()[0], " labels");
+                           y.dims()[0], " labels", kRowsFirst);
   Dataset ds;
   if (x.dtype() == DType::kUInt8) {
     AMP_ASSIGN_OR_RETURN(x, ImagesChannelsFirst(src, std::move(x), x_path));

@@ -45,6 +45,8 @@ Models (module attribute names, i.e. state_dict prefixes):
                Input int64 token ids [batch, 16], mean-pool over the sequence.
   masked_transformer: transformer with a second input, mask float32 [batch, 16], that
                weights the mean pool (inputs input_0: token ids, input_1: mask).
+  gru_seq_major: the gru classifier sequence-major (batch_first=False): token ids
+               [16, batch], logits [batch, 10] from the last step.
   token_lm:    transformer with a causal mask and no pooling: logits per token
                [batch, 16, 1000] (a language model; labels [batch, 16]).
   segnet:      conv1/bn1 (3->16, 3x3), conv2/bn2 (16->32, stride 2), bilinear x2,
@@ -231,18 +233,20 @@ class MaskedPoolTransformer(SmallTransformer):
 
 
 class RecurrentClassifier(nn.Module):
-    """Token ids -> Embedding -> 2-layer bidirectional LSTM or GRU (batch first) -> last step -> Linear."""
+    """Token ids -> Embedding -> 2-layer bidirectional LSTM or GRU (batch first) -> last step -> Linear.
+    batch_axis=1: sequence-major ([seq, batch] ids, batch_first=False, PyTorch's default)."""
 
-    def __init__(self, cell, vocab=VOCAB, d=32, hidden=24, num_classes=10):
+    def __init__(self, cell, vocab=VOCAB, d=32, hidden=24, num_classes=10, batch_axis=0):
         super().__init__()
+        self.batch_axis = batch_axis
         self.tok_emb = nn.Embedding(vocab, d)
-        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(d, hidden, num_layers=2, batch_first=True,
+        self.rnn = (nn.LSTM if cell == "lstm" else nn.GRU)(d, hidden, num_layers=2, batch_first=batch_axis == 0,
                                                             bidirectional=True)
         self.head = nn.Linear(2 * hidden, num_classes)
 
     def forward(self, tokens):
         y, _ = self.rnn(self.tok_emb(tokens))
-        return self.head(y[:, -1])
+        return self.head(y[:, -1] if self.batch_axis == 0 else y[-1])
 
 
 def randomize_norm_affine(model, gen):
@@ -287,6 +291,9 @@ def build_model(name, args):
         model = RecurrentClassifier(name, num_classes=args.num_classes or 10)
         x = torch.randint(0, VOCAB, (args.batch, SEQ_LEN), generator=gen, dtype=torch.int64)
         return model, x
+    elif name == "gru_seq_major":
+        model = RecurrentClassifier("gru", num_classes=args.num_classes or 10, batch_axis=1)
+        return model, torch.randint(0, VOCAB, (SEQ_LEN, args.batch), generator=gen, dtype=torch.int64)
     elif name == "norms":
         model = NormsNet(num_classes=args.num_classes or 10)
         randomize_norm_affine(model, gen)
@@ -344,7 +351,9 @@ def export(model, x, path, opset, mode, fold=False):
         warnings.simplefilter("ignore")
         xs = x if isinstance(x, tuple) else (x,)
         names = [f"input_{i}" for i in range(len(xs))]
-        axes = {n: {0: "batch"} for n in names + ["output_0"]}
+        batch_axis = getattr(model, "batch_axis", 0)  # sequence-major models take [seq, batch]
+        axes = {n: {batch_axis: "batch"} for n in names}
+        axes["output_0"] = {0: "batch"}
         torch.onnx.export(model, xs, path, opset_version=opset, training=training, do_constant_folding=fold,
                           input_names=names, output_names=["output_0"], dynamic_axes=axes)
 

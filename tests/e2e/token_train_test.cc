@@ -4,13 +4,17 @@
 // the same with a second input, a float mask weighting the pool, trained by
 // `amptrain train` on npy files named by model input. The loss falls; data
 // that does not fit the model's inputs, or an output that is not there, is
-// one error line before any step, with no file written.
+// one error line before any step, with no file written. A sequence-major GRU
+// (ids [16, batch], batch_first=False) trains on the same [N, 16] rows with
+// --batch-axis 1, or without it where the export's dynamic dims say so, and
+// its trained export keeps the [16, batch] input.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <random>
 
 #include "executor/npy.h"
+#include "importer/onnx_import.h"
 #include "tests/e2e/cli_fixture.h"
 #include "tests/e2e/e2e_util.h"
 
@@ -29,7 +33,7 @@ const std::string kModels = std::string(AMPTRAIN_BINARY_DIR) + "/token_models";
 
 bool ExportOnce() {
   return testing::RunOnceLocked(kModels, Py() + AMPTRAIN_SOURCE_DIR "/models/torch/export_models.py --quiet --out " +
-                                             kModels + " --models transformer,masked_transformer --opsets 17 "
+                                             kModels + " --models transformer,masked_transformer,gru_seq_major --opsets 17 "
                                              "--modes train >> " + kModels + ".log 2>&1");
 }
 
@@ -94,6 +98,31 @@ TEST_F(TokenTrainTest, TwoInputsOfTwoDTypesTrainByName) {
   ASSERT_EQ(r.code, 0) << r.err;
   auto [first, last] = FirstAndLastLoss(Path("m.jsonl"));
   EXPECT_LT(last, 0.35 * first) << "loss " << first << " -> " << last;
+}
+
+TEST_F(TokenTrainTest, SequenceMajorGruTrainsThroughItsBatchAxis) {
+  const std::string model = "gru_seq_major_train_op17";
+  CliResult r = Cli(Train(model, Ids() + "," + Labels(),
+                          "--steps 60 --batch-axis 1 --metrics " + Path("m.jsonl") + " --export " + Path("trained.onnx")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  auto [first, last] = FirstAndLastLoss(Path("m.jsonl"));
+  EXPECT_LT(last, 0.5 * first) << "loss " << first << " -> " << last;
+  auto trained = importer::ImportModelFile(Path("trained.onnx"));
+  ASSERT_TRUE(trained.ok()) << trained.status().ToString();
+  const ir::TensorType& in = (*trained)->type((*trained)->inputs()[0]);
+  ASSERT_EQ(in.shape.rank(), 2u);
+  EXPECT_EQ(in.shape[0], ir::Dim::Static(kSeq)) << "the export lost the model's [seq, batch] layout";
+  r = Cli("eval " + Path("trained.onnx") + " --data npy:" + Ids() + "," + Labels() + " --batch-axis 1 --threads 1");
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Without the flag, the export's dims say it ([16, batch] ids, [batch, 10] logits): the same training.
+  r = Cli(Train(model, Ids() + "," + Labels(), "--steps 60 --metrics " + Path("m2.jsonl")));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("input 'input_0' takes its batch at axis 1 (its dynamic dim there is the outputs' first)"),
+            std::string::npos) << r.out;
+  EXPECT_EQ(FirstAndLastLoss(Path("m2.jsonl")), FirstAndLastLoss(Path("m.jsonl")));
+  // --batch-axis 0 reads the input as it is: its first dim, 16, is then a fixed batch, which --batch-size 32 is not.
+  ExpectRefused(Train(model, Ids() + "," + Labels(), "--steps 1 --batch-axis 0"),
+                "the model's inputs have a fixed batch of 16 (input 'input_0' is int64[16,batch])");
 }
 
 TEST_F(TokenTrainTest, DataThatDoesNotFitTheInputsIsRefusedBeforeAnyStep) {
