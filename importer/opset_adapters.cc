@@ -252,6 +252,12 @@ Status DowngradeNode(ir::Graph& g, ir::Node* n, int64_t opset) {
   }
   if (n->op() == OpKind::kSplit && opset < 18) n->attrs().Erase("num_outputs");
   if (n->op() == OpKind::kDFT && opset < 20) AMP_RETURN_IF_ERROR(DowngradeDft(g, n, opset));
+  if (n->op() == OpKind::kRoiAlign && opset < 16) {
+    if (n->attrs().Str("coordinate_transformation_mode", "half_pixel") != "output_half_pixel")
+      return Unimplemented(n->Describe(), ": coordinate_transformation_mode half_pixel (aligned=True) needs opset 16, "
+                           "writing opset ", opset);
+    n->attrs().Erase("coordinate_transformation_mode");
+  }
   if (ir::IsRecurrent(n->op()) && opset < 14 && n->attrs().Int("layout", 0) != 0)
     return Unimplemented(n->Describe(), ": layout=1 (batch first) needs opset 14, writing opset ", opset);
   if (IsSoftmaxLike(n->op()) && opset < 13) {
@@ -298,6 +304,7 @@ int64_t OpSinceVersion(ir::OpKind op) {
     case OpKind::kAsinh:
     case OpKind::kAcosh:
     case OpKind::kAtanh: return 9;
+    case OpKind::kRoiAlign: return 10;
     case OpKind::kCumSum:
     case OpKind::kGatherElements:
     case OpKind::kRound: return 11;
@@ -337,6 +344,8 @@ Status UpgradeToCanonical(ir::Graph& g, int64_t opset) {
       n->attrs().Erase("spatial");
     }
     if (n->op() == OpKind::kDFT && opset < 20) AMP_RETURN_IF_ERROR(UpgradeDft(g, n));
+    if (n->op() == OpKind::kRoiAlign && opset < 16 && !n->attrs().Has("coordinate_transformation_mode"))
+      n->attrs().Set("coordinate_transformation_mode", std::string("output_half_pixel"));  // the old behaviour
     if (n->op() == OpKind::kBatchNormalization && opset < 14) AMP_RETURN_IF_ERROR(UpgradeBatchNorm(g, n));  // may free n
   }
   if (!need_ranks && !need_dtypes) return Status::Ok();

@@ -5,6 +5,7 @@
 
 #include "autodiff/grad_context.h"
 #include "ir/infer/infer_util.h"
+#include "ir/infer/roi_align.h"
 #include "ir/infer/shape_params.h"
 
 namespace amptrain::autodiff {
@@ -160,6 +161,18 @@ Status MeanSquaredErrorGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// RoiAlign (avg): dX = RoiAlignGrad(dY, rois, batch_indices, Shape(X)), each
+// output's gradient spread over its bilinear taps. The boxes get none (as in
+// torchvision: they come from a proposal step, not a differentiable path).
+Status RoiAlignGrad(GradContext& c) {
+  auto p = ir::DecodeRoiAlign(c.attrs());
+  if (!p.ok()) return c.Unsupported(p.status().message());
+  if (p->max) return c.Unsupported("mode max (ONNX's largest weighted tap) has no gradient rule; mode avg has");
+  c.SetGrad(0, c.Emit1(OpKind::kRoiAlignGrad, {c.grad_output(0), c.input(1), c.input(2), c.ShapeOf(c.input(0))},
+                       c.attrs()));
+  return Status::Ok();
+}
+
 // Pad. Constant mode with constant non-negative pads: dX = Slice of dY (a
 // view). Every other case (reflect, edge and wrap fold the border back onto
 // the input; negative pads crop; pads computed at run time): PadGrad, which
@@ -251,6 +264,7 @@ void RegisterNNRules(RuleTable& t) {
   SetRule(t, OpKind::kSoftmaxCrossEntropyLoss, SoftmaxCrossEntropyLossGrad);
   SetRule(t, OpKind::kMeanSquaredError, MeanSquaredErrorGrad);
   SetRule(t, OpKind::kPad, PadGrad);
+  SetRule(t, OpKind::kRoiAlign, RoiAlignGrad);
 }
 
 }  // namespace amptrain::autodiff

@@ -14,6 +14,7 @@ void RegisterCpuReferenceKernels(Registry& r) {
   cpu::RegisterReferenceScatterND(r);
   cpu::RegisterReferenceRandom(r);
   cpu::RegisterReferenceSpectral(r);
+  cpu::RegisterReferenceRoiAlign(r);
   cpu::RegisterReferenceTraining(r);
   cpu::RegisterStepKernels(r);
 }

@@ -580,6 +580,24 @@ TEST(GradCheck, DftEveryMode) {
   }
 }
 
+// RoiAlign (avg) is linear in X: boxes on both images, one partly outside the
+// image (samples past -1 read nothing, those in [-1, 0] the border), one past
+// the last row and column, a degenerate one; both coordinate modes, a fixed
+// and the adaptive sampling grid.
+TEST(GradCheck, RoiAlign) {
+  for (const char* coords : {"half_pixel", "output_half_pixel"})
+    for (int64_t ratio : {0, 2}) {
+      SCOPED_TRACE(StrCat(coords, " sampling_ratio ", ratio));
+      GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 6, 7}}}), [coords, ratio](Graph& g, const V& x) {
+        Value rois = DoublesConst(g, {0.5, 1.0, 4.5, 5.0, -2.0, -1.5, 3.0, 2.5, 3.3, 2.2, 9.0, 8.0, 2.0, 2.0, 2.0, 2.0},
+                                  {4, 4});
+        return Op(g, OpKind::kRoiAlign, {x[0], rois, IntsConst(g, {0, 1, 1, 0})},
+                  A({{"output_height", int64_t{2}}, {"output_width", int64_t{3}}, {"sampling_ratio", ratio},
+                     {"spatial_scale", 0.75f}, {"coordinate_transformation_mode", std::string(coords)}}));
+      });
+    }
+}
+
 TEST(GradCheck, Conv) {
   GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 5, 5}}, {"w", {3, 2, 3, 3}}, {"b", {3}}}), [](Graph& g, const V& x) {
     return Op(g, OpKind::kConv, {x[0], x[1], x[2]},

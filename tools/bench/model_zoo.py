@@ -1384,6 +1384,215 @@ def prenorm_gelu_encoder(gen):
     return M(), torch.randn(seq - 1, BATCH, 5, generator=gen)
 
 
+def pointnet_mini(gen):
+    """PointNet on a point cloud [B, 3, N]: a T-Net predicting a 3x3 transform (identity added) applied
+    with torch.bmm, shared per-point MLPs as Conv1d(k=1) with BatchNorm1d, a max over the points."""
+    torch, nn, F = _nn()
+
+    class TNet(nn.Module):
+        def __init__(self, k=3):
+            super().__init__()
+            self.k = k
+            self.conv = nn.Sequential(nn.Conv1d(k, 16, 1), nn.BatchNorm1d(16), nn.ReLU())
+            self.fc = nn.Linear(16, k * k)
+
+        def forward(self, x):
+            m = self.fc(self.conv(x).max(2).values).view(-1, self.k, self.k)
+            return m + torch.eye(self.k, dtype=x.dtype)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tnet = TNet()
+            self.mlp = nn.Sequential(nn.Conv1d(3, 16, 1), nn.BatchNorm1d(16), nn.ReLU(),
+                                     nn.Conv1d(16, 32, 1), nn.BatchNorm1d(32), nn.ReLU())
+            self.head = nn.Linear(32, NUM_CLASSES)
+
+        def forward(self, pts):                                      # [B, 3, N]
+            aligned = torch.bmm(self.tnet(pts), pts)
+            return self.head(self.mlp(aligned).max(2).values)
+
+    return M(), torch.randn(BATCH, 3, 24, generator=gen)
+
+
+def capsule_routing(gen):
+    """Capsules with dynamic routing (3 iterations unrolled): primary capsules from a Conv2d, the squash
+    nonlinearity (|s|^2 / (1 + |s|^2) s / |s|), predictions through a learned [in, out, d_out, d_in]
+    weight with matmul, routing logits updated by agreement, softmax over the output capsules, and the
+    class capsules' lengths as logits."""
+    torch, nn, F = _nn()
+
+    def squash(s, dim=-1):
+        n2 = (s * s).sum(dim, keepdim=True)
+        return n2 / (1 + n2) * s / torch.sqrt(n2 + 1e-8)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.prim = nn.Conv2d(3, 8 * 4, 3, stride=2)             # 8 capsules of 4 per position
+            self.w = nn.Parameter(0.1 * torch.randn(8 * 9, NUM_CLASSES, 6, 4, generator=gen))
+
+        def forward(self, x):                                        # [B, 3, 7, 7]
+            u = self.prim(x)                                         # [B, 32, 3, 3]
+            b_ = u.shape[0]
+            u = squash(u.view(b_, 8, 4, 9).permute(0, 1, 3, 2).reshape(b_, 72, 4))
+            u_hat = torch.matmul(self.w, u[:, :, None, :, None]).squeeze(-1)   # [B, 72, 10, 6]
+            logits = torch.zeros(b_, 72, NUM_CLASSES, dtype=x.dtype)
+            for _ in range(3):
+                c = F.softmax(logits, dim=2)
+                v = squash((c.unsqueeze(-1) * u_hat).sum(1))         # [B, 10, 6]
+                logits = logits + (u_hat * v.unsqueeze(1)).sum(-1)
+            return torch.sqrt((v * v).sum(-1) + 1e-8)
+
+    return M(), torch.randn(BATCH, 3, 7, 7, generator=gen)
+
+
+def gat_layer(gen):
+    """A two-head graph attention layer (GAT) on a fixed 6-node graph: per-edge scores
+    LeakyReLU(a . [Wh_i || Wh_j]) built by broadcasting, masked to the adjacency with masked_fill(-inf),
+    softmax over neighbours, ELU, then a mean over nodes and heads into the head."""
+    torch, nn, F = _nn()
+    adj = torch.tensor([[1, 1, 0, 0, 1, 0], [1, 1, 1, 0, 0, 0], [0, 1, 1, 1, 0, 0],
+                        [0, 0, 1, 1, 1, 1], [1, 0, 0, 1, 1, 0], [0, 0, 0, 1, 0, 1]], dtype=torch.bool)
+
+    class M(nn.Module):
+        def __init__(self, d=8, heads=2):
+            super().__init__()
+            self.heads, self.d = heads, d
+            self.w = nn.Linear(5, heads * d, bias=False)
+            self.a_src = nn.Parameter(0.3 * torch.randn(heads, d, generator=gen))
+            self.a_dst = nn.Parameter(0.3 * torch.randn(heads, d, generator=gen))
+            self.register_buffer("adj", adj)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 6 nodes, 5]
+            h = self.w(x).view(x.shape[0], 6, self.heads, self.d)    # [B, N, H, D]
+            src = (h * self.a_src).sum(-1)                           # [B, N, H]
+            dst = (h * self.a_dst).sum(-1)
+            e = F.leaky_relu(src.unsqueeze(2) + dst.unsqueeze(1), 0.2)   # [B, N, N, H]
+            e = e.masked_fill(~self.adj[None, :, :, None], float("-inf"))
+            att = F.softmax(e, dim=2)
+            out = F.elu(torch.einsum("bijh,bjhd->bihd", att, h))
+            return self.head(out.mean((1, 2)))
+
+    return M(), torch.randn(BATCH, 6, 5, generator=gen)
+
+
+def dynamic_conv(gen):
+    """Input-conditioned convolution weights (hypernetwork / StyleGAN2 modulation): a style vector from
+    the pooled input scales a shared weight per sample, demodulates it (rsqrt of the squared sum), and
+    the batch runs as one grouped F.conv2d (weights [B * C_out, C_in, 3, 3], groups = B)."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, cin=4, cout=6):
+            super().__init__()
+            self.cin, self.cout = cin, cout
+            self.style = nn.Linear(cin, cin)
+            self.weight = nn.Parameter(torch.randn(cout, cin, 3, 3, generator=gen) * 0.3)
+            self.head = nn.Linear(cout, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 4, 8, 8]
+            b_, _, hh, ww = x.shape
+            s = self.style(x.mean((2, 3))) + 1.0                     # [B, cin]
+            w = self.weight[None] * s[:, None, :, None, None]         # [B, cout, cin, 3, 3]
+            w = w * torch.rsqrt((w * w).sum((2, 3, 4), keepdim=True) + 1e-8)
+            y = F.conv2d(x.reshape(1, b_ * self.cin, hh, ww), w.reshape(b_ * self.cout, self.cin, 3, 3),
+                         padding=1, groups=b_)
+            return self.head(F.leaky_relu(y.view(b_, self.cout, hh, ww), 0.2).mean((2, 3)))
+
+    return M(), torch.randn(BATCH, 4, 8, 8, generator=gen)
+
+
+def roi_align_head(gen):
+    """A two-stage detector's second stage: torchvision.ops.roi_align (7x7, sampling_ratio 2, aligned)
+    over a Conv2d feature map for fixed boxes, a box head (Linear layers), and the boxes' mean score."""
+    torch, nn, F = _nn()
+    from torchvision.ops import roi_align
+    boxes = torch.tensor([[0, 1.0, 1.5, 9.0, 10.0], [0, 4.0, 2.0, 14.5, 12.0],
+                          [1, 0.0, 0.0, 15.0, 15.0], [1, 6.2, 3.3, 11.8, 8.9]])
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.Conv2d(8, 8, 3, padding=1))
+            self.register_buffer("boxes", boxes)
+            self.fc = nn.Sequential(nn.Flatten(), nn.Linear(8 * 7 * 7, 32), nn.ReLU(), nn.Linear(32, NUM_CLASSES))
+
+        def forward(self, x):                                        # [B, 3, 16, 16]
+            f = self.backbone(x)
+            r = roi_align(f, self.boxes, output_size=(7, 7), spatial_scale=1.0, sampling_ratio=2, aligned=True)
+            s = self.fc(r)                                           # [4 boxes, 10]
+            return s.view(2, 2, NUM_CLASSES).mean(1)                 # per image: its two boxes' mean
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
+def wavenet_gated(gen):
+    """WaveNet blocks: causal dilated Conv1d (left padding with F.pad, dilations 1, 2, 4), the gated
+    activation tanh(f) * sigmoid(g) from one conv's split channels, residual and skip 1x1 convs, the
+    skips summed, ReLU, and a pooled head."""
+    torch, nn, F = _nn()
+
+    class Block(nn.Module):
+        def __init__(self, c, dil):
+            super().__init__()
+            self.dil = dil
+            self.conv = nn.Conv1d(c, 2 * c, 2, dilation=dil)
+            self.res, self.skip = nn.Conv1d(c, c, 1), nn.Conv1d(c, c, 1)
+
+        def forward(self, x):
+            f, g = self.conv(F.pad(x, (self.dil, 0))).chunk(2, dim=1)
+            z = torch.tanh(f) * torch.sigmoid(g)
+            return x + self.res(z), self.skip(z)
+
+    class M(nn.Module):
+        def __init__(self, c=8):
+            super().__init__()
+            self.inp = nn.Conv1d(1, c, 1)
+            self.blocks = nn.ModuleList([Block(c, d) for d in (1, 2, 4)])
+            self.head = nn.Linear(c, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 1, T]
+            h, total = self.inp(x), 0
+            for blk in self.blocks:
+                h, s = blk(h)
+                total = total + s
+            return self.head(F.relu(total).mean(2))
+
+    return M(), torch.randn(BATCH, 1, 32, generator=gen)
+
+
+def realnvp_coupling(gen):
+    """RealNVP affine coupling layers on a vector: alternating checkerboard masks, scale = tanh-bounded
+    MLP output, x * exp(s) + t on the unmasked half; the log-determinant (sum of s) joins the features
+    into the head, as a flow's log-likelihood would."""
+    torch, nn, F = _nn()
+    d = 8
+    masks = torch.stack([(torch.arange(d) + i) % 2 for i in range(3)]).float()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("masks", masks)
+            self.s = nn.ModuleList([nn.Sequential(nn.Linear(d, 16), nn.ReLU(), nn.Linear(16, d)) for _ in range(3)])
+            self.t = nn.ModuleList([nn.Sequential(nn.Linear(d, 16), nn.ReLU(), nn.Linear(16, d)) for _ in range(3)])
+            self.head = nn.Linear(d + 1, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 8]
+            logdet = torch.zeros(x.shape[0], 1, dtype=x.dtype)
+            for i in range(3):
+                m = self.masks[i]
+                xm = x * m
+                s = torch.tanh(self.s[i](xm)) * (1 - m)
+                t = self.t[i](xm) * (1 - m)
+                x = xm + (1 - m) * (x * torch.exp(s) + t)
+                logdet = logdet + s.sum(1, keepdim=True)
+            return self.head(torch.cat([x, logdet], 1))
+
+    return M(), torch.randn(BATCH, 8, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -1396,7 +1605,9 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                crnn_ocr, pixelcnn_masked, mha_variants, bicubic_sr,
                                conformer_conv, grucell_decoder, unfold_mixer,
                                elementwise_math, scan_math, fnet_mixer, mel_frontend, convtranspose_variants,
-                               glu_shuffle_heads, lstm_proj_tagger, prenorm_gelu_encoder)}
+                               glu_shuffle_heads, lstm_proj_tagger, prenorm_gelu_encoder,
+                               pointnet_mini, capsule_routing, gat_layer, dynamic_conv, roi_align_head,
+                               wavenet_gated, realnvp_coupling)}
 
 
 def build(name, seed=0):
