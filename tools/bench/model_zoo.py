@@ -1593,6 +1593,222 @@ def realnvp_coupling(gen):
     return M(), torch.randn(BATCH, 8, generator=gen)
 
 
+def detr_decoder(gen):
+    """DETR's head: a conv backbone's flattened features with a learned positional table, an
+    nn.TransformerDecoder whose queries are an nn.Embedding's weight expanded to the batch, an
+    nn.MultiheadAttention with kdim/vdim unlike its embed_dim (separate q/k/v projections), class
+    logits and sigmoid boxes per query, pooled into the head."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=16, queries=5):
+            super().__init__()
+            self.backbone = nn.Sequential(nn.Conv2d(3, d, 3, stride=2, padding=1), nn.ReLU())
+            self.pos = nn.Parameter(0.1 * torch.randn(1, 16, d, generator=gen))
+            self.query = nn.Embedding(queries, d)
+            layer = nn.TransformerDecoderLayer(d, 4, 32, dropout=0.0, batch_first=True)
+            self.decoder = nn.TransformerDecoder(layer, 1)
+            self.cross = nn.MultiheadAttention(d, 2, kdim=3, vdim=3, batch_first=True)
+            self.cls = nn.Linear(d, NUM_CLASSES)
+            self.box = nn.Linear(d, 4)
+
+        def forward(self, x):                                        # [B, 3, 8, 8]
+            mem = self.backbone(x).flatten(2).transpose(1, 2) + self.pos      # [B, 16, d]
+            q = self.query.weight.unsqueeze(0).expand(x.shape[0], -1, -1)
+            h = self.decoder(q, mem)
+            raw = x.flatten(2).transpose(1, 2)                       # [B, 64, 3] pixels as keys
+            h = h + self.cross(h, raw, raw, need_weights=False)[0]
+            boxes = torch.sigmoid(self.box(h))                       # [B, Q, 4]
+            return self.cls(h).mean(1) + boxes.mean((1, 2)).unsqueeze(1)
+
+    return M(), torch.randn(BATCH, 3, 8, 8, generator=gen)
+
+
+def segformer_mini(gen):
+    """SegFormer's encoder block: overlapping patch embedding (strided Conv2d + LayerNorm), efficient
+    self-attention whose keys and values come from a spatially reduced map (a stride-2 Conv2d), the
+    Mix-FFN (Linear, a depthwise 3x3 Conv2d on the token grid, GELU, Linear), and an all-MLP decoder that
+    upsamples bilinearly and concatenates two scales."""
+    torch, nn, F = _nn()
+
+    class Block(nn.Module):
+        def __init__(self, d, hw):
+            super().__init__()
+            self.hw = hw
+            self.n1, self.n2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.q, self.kv = nn.Linear(d, d), nn.Linear(d, 2 * d)
+            self.sr = nn.Conv2d(d, d, 2, stride=2)
+            self.proj = nn.Linear(d, d)
+            self.fc1, self.fc2 = nn.Linear(d, 2 * d), nn.Linear(2 * d, d)
+            self.dw = nn.Conv2d(2 * d, 2 * d, 3, padding=1, groups=2 * d)
+
+        def grid(self, t):                                           # [B, N, C] -> [B, C, H, W]
+            return t.transpose(1, 2).reshape(t.shape[0], t.shape[2], self.hw, self.hw)
+
+        def forward(self, t):
+            h = self.n1(t)
+            red = self.sr(self.grid(h)).flatten(2).transpose(1, 2)   # [B, N/4, C]
+            k, v = self.kv(red).chunk(2, dim=-1)
+            att = F.softmax(self.q(h) @ k.transpose(1, 2) / math.sqrt(h.shape[-1]), dim=-1)
+            t = t + self.proj(att @ v)
+            f = self.fc1(self.n2(t))
+            f = F.gelu(self.dw(self.grid(f)).flatten(2).transpose(1, 2))
+            return t + self.fc2(f)
+
+    class M(nn.Module):
+        def __init__(self, d=16):
+            super().__init__()
+            self.embed = nn.Conv2d(3, d, 3, stride=2, padding=1)
+            self.norm = nn.LayerNorm(d)
+            self.block = Block(d, 8)
+            self.down = nn.Conv2d(d, d, 3, stride=2, padding=1)
+            self.fuse = nn.Conv2d(2 * d, d, 1)
+            self.head = nn.Linear(d, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 16, 16]
+            e = self.embed(x)                                        # [B, d, 8, 8]
+            t = self.block(self.norm(e.flatten(2).transpose(1, 2)))
+            f1 = t.transpose(1, 2).reshape(e.shape)
+            f2 = F.interpolate(self.down(f1), size=f1.shape[-2:], mode="bilinear", align_corners=False)
+            return self.head(F.relu(self.fuse(torch.cat([f1, f2], 1))).mean((2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
+def eca_block(gen):
+    """Efficient channel attention (ECA-Net): the pooled channel descriptor as a sequence, a Conv1d of
+    kernel 3 across channels (squeeze(-1).transpose(-1, -2) and back), a sigmoid gate, in a residual
+    block with BatchNorm; and a maxout unit (x.view(b, c // 2, 2, h, w).max(2)[0])."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, c=16):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, c, 3, padding=1, bias=False)
+            self.bn1 = nn.BatchNorm2d(c)
+            self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c)
+            self.eca = nn.Conv1d(1, 1, 3, padding=1, bias=False)
+            self.head = nn.Linear(c // 2, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 12, 12]
+            h = F.relu(self.bn1(self.conv1(x)))
+            y = self.bn2(self.conv2(h))
+            a = F.adaptive_avg_pool2d(y, 1)                          # [B, c, 1, 1]
+            a = self.eca(a.squeeze(-1).transpose(-1, -2)).transpose(-1, -2).unsqueeze(-1)
+            y = F.relu(h + y * torch.sigmoid(a))
+            b_, c_, hh, ww = y.shape
+            y = y.view(b_, c_ // 2, 2, hh, ww).max(2)[0]             # maxout over channel pairs
+            return self.head(y.mean((2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 12, 12, generator=gen)
+
+
+def kan_layer(gen):
+    """A Kolmogorov-Arnold network layer: B-spline bases of each input by the Cox-de Boor recursion
+    (interval indicators from >= and < against a grid buffer, then order-1..3 blends), times learned
+    spline coefficients through einsum, plus a SiLU base branch; two such layers."""
+    torch, nn, F = _nn()
+
+    class KAN(nn.Module):
+        def __init__(self, din, dout, grid=5, order=3):
+            super().__init__()
+            self.order = order
+            h = 2.0 / grid
+            g = torch.arange(-order, grid + order + 1, dtype=torch.float32) * h - 1.0
+            self.register_buffer("grid", g.expand(din, -1).contiguous())   # [din, G]
+            self.coef = nn.Parameter(0.1 * torch.randn(dout, din, grid + order, generator=gen))
+            self.base = nn.Linear(din, dout)
+
+        def forward(self, x):                                        # [B, din]
+            g = self.grid
+            xe = x.unsqueeze(-1)
+            b = ((xe >= g[:, :-1]) & (xe < g[:, 1:])).to(x.dtype)
+            for k in range(1, self.order + 1):
+                b = ((xe - g[:, :-(k + 1)]) / (g[:, k:-1] - g[:, :-(k + 1)]) * b[:, :, :-1] +
+                     (g[:, k + 1:] - xe) / (g[:, k + 1:] - g[:, 1:-k]) * b[:, :, 1:])
+            return self.base(F.silu(x)) + torch.einsum("bik,oik->bo", b, self.coef)
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.k1, self.k2 = KAN(6, 8), KAN(8, NUM_CLASSES)
+
+        def forward(self, x):
+            return self.k2(torch.tanh(self.k1(x)))
+
+    return M(), torch.rand(BATCH, 6, generator=gen) * 1.6 - 0.8
+
+
+def mamba_scan(gen):
+    """A Mamba-style selective state-space block, its scan unrolled over 8 steps: input-dependent step
+    sizes (softplus), B and C from Linear layers, the discretized state update h = exp(A dt) h + dt B x
+    with A = -exp(A_log), a causal depthwise Conv1d before it, a SiLU gate, and an output projection."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, d=8, n=4):
+            super().__init__()
+            self.inp = nn.Linear(5, 2 * d)
+            self.conv = nn.Conv1d(d, d, 3, groups=d, padding=2)
+            self.dt = nn.Linear(d, d)
+            self.bc = nn.Linear(d, 2 * n)
+            self.a_log = nn.Parameter(torch.log(torch.arange(1, n + 1, dtype=torch.float32)).repeat(d, 1))
+            self.out = nn.Linear(d, NUM_CLASSES)
+            self.n = n
+
+        def forward(self, x):                                        # [B, 8, 5]
+            u, z = self.inp(x).chunk(2, dim=-1)                      # [B, L, d]
+            u = F.silu(self.conv(u.transpose(1, 2))[..., :x.shape[1]].transpose(1, 2))
+            dt = F.softplus(self.dt(u))                              # [B, L, d]
+            bm, cm = self.bc(u).split(self.n, dim=-1)                # [B, L, n]
+            a = -torch.exp(self.a_log)                               # [d, n]
+            h = torch.zeros(x.shape[0], u.shape[2], self.n, dtype=x.dtype)
+            ys = []
+            for t in range(x.shape[1]):
+                h = torch.exp(dt[:, t, :, None] * a) * h + dt[:, t, :, None] * bm[:, t, None, :] * u[:, t, :, None]
+                ys.append((h * cm[:, t, None, :]).sum(-1))
+            y = torch.stack(ys, 1) * F.silu(z)
+            return self.out(y.mean(1))
+
+    return M(), torch.randn(BATCH, 8, 5, generator=gen)
+
+
+def fft_long_conv(gen):
+    """A long convolution done in the frequency domain (Hyena / FNO style): torch.fft.rfft of the
+    sequence and of a learned kernel zero-padded to twice its length, their complex product written
+    with real and imaginary parts, torch.fft.irfft back, cropped causally; plus a spectral-mixing
+    layer (FNO) with learned weights on the first modes."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self, c=4, length=16, modes=5):
+            super().__init__()
+            self.inp = nn.Linear(3, c)
+            self.kernel = nn.Parameter(0.2 * torch.randn(c, length, generator=gen))
+            self.wr = nn.Parameter(0.3 * torch.randn(c, modes, generator=gen))
+            self.wi = nn.Parameter(0.3 * torch.randn(c, modes, generator=gen))
+            self.modes, self.length = modes, length
+            self.head = nn.Linear(c, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 16, 3]
+            u = self.inp(x).transpose(1, 2)                          # [B, c, L]
+            n = 2 * self.length
+            uf = torch.view_as_real(torch.fft.rfft(u, n=n))          # [B, c, L + 1, 2]
+            kf = torch.view_as_real(torch.fft.rfft(self.kernel, n=n))
+            re = uf[..., 0] * kf[..., 0] - uf[..., 1] * kf[..., 1]
+            im = uf[..., 0] * kf[..., 1] + uf[..., 1] * kf[..., 0]
+            y = torch.fft.irfft(torch.complex(re, im), n=n)[..., :self.length]
+            sf = torch.view_as_real(torch.fft.rfft(y))[:, :, :self.modes]          # FNO: first modes
+            pad = (0, self.length // 2 + 1 - self.modes)             # the other modes zero (padded real, not
+            mr = F.pad(sf[..., 0] * self.wr - sf[..., 1] * self.wi, pad)   # complex: the dynamo exporter
+            mi = F.pad(sf[..., 0] * self.wi + sf[..., 1] * self.wr, pad)   # cannot pad complex values)
+            z = torch.fft.irfft(torch.complex(mr, mi), n=self.length)
+            return self.head(F.gelu(y + z).mean(2))
+
+    return M(), torch.randn(BATCH, 16, 3, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -1607,7 +1823,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                elementwise_math, scan_math, fnet_mixer, mel_frontend, convtranspose_variants,
                                glu_shuffle_heads, lstm_proj_tagger, prenorm_gelu_encoder,
                                pointnet_mini, capsule_routing, gat_layer, dynamic_conv, roi_align_head,
-                               wavenet_gated, realnvp_coupling)}
+                               wavenet_gated, realnvp_coupling, detr_decoder, segformer_mini, eca_block,
+                               kan_layer, mamba_scan, fft_long_conv)}
 
 
 def build(name, seed=0):
