@@ -154,10 +154,37 @@ Status ScatterNDGrad(GradContext& c) {
 
 // ScatterElements: as ScatterND's, element by element along the axis
 // (PyTorch's scatter / scatter_add backward).
+// max / min: each output is one of the values that met at its position (the
+// data's and the updates scattered there); the gradient goes to every value
+// equal to it, split evenly among ties, as PyTorch's scatter_reduce(amax /
+// amin) backward does (the dynamo exporter writes those as ScatterElements):
+//   won_d = data == y, won_u = updates == GatherElements(y, idx)
+//   ties  = ScatterElements(won_d, idx, won_u, add)  (at least 1: a NaN equals nothing)
+//   d_data = won_d dy / ties, d_updates = won_u GatherElements(dy / ties, idx)
+Status ScatterExtremumGrad(GradContext& c) {
+  const Value data = c.input(0), idx = c.input(1), upd = c.input(2), y = c.output(0), dy = c.grad_output(0);
+  ir::Attributes along, to, add;
+  along.Set("axis", c.attrs().Int("axis", 0));
+  to.Set("to", static_cast<int64_t>(ir::OnnxFromDType(c.type(dy).dtype)));
+  add = along;
+  add.Set("reduction", std::string("add"));
+  const Value won_d = c.Emit1(OpKind::kEqual, {data, y});
+  const Value won_u = c.Emit1(OpKind::kEqual, {upd, c.Emit1(OpKind::kGatherElements, {y, idx}, along)});
+  const Value won_d_f = c.Emit1(OpKind::kCast, {won_d}, to), won_u_f = c.Emit1(OpKind::kCast, {won_u}, to);
+  const Value ties = c.Emit1(OpKind::kScatterElements, {won_d_f, idx, won_u_f}, std::move(add));
+  const Value share = c.Div(dy, c.Emit1(OpKind::kMax, {ties, c.Scalar(1.0, ties)}));
+  if (c.needs_grad(0)) c.SetGrad(0, c.Emit1(OpKind::kWhere, {won_d, share, c.Scalar(0.0, dy)}));
+  if (c.needs_grad(2))
+    c.SetGrad(2, c.Emit1(OpKind::kWhere, {won_u, c.Emit1(OpKind::kGatherElements, {share, idx}, along),
+                                          c.Scalar(0.0, dy)}));
+  return Status::Ok();
+}
+
 Status ScatterElementsGrad(GradContext& c) {
   const std::string reduction = c.attrs().Str("reduction", "none");
+  if (reduction == "max" || reduction == "min") return ScatterExtremumGrad(c);
   if (reduction != "none" && reduction != "add")
-    return c.Unsupported("reduction '", reduction, "' (gradients exist for none and add)");
+    return c.Unsupported("reduction '", reduction, "' (gradients exist for none, add, max and min)");
   ir::Attributes a;
   a.Set("reduction", reduction);
   a.Set("axis", c.attrs().Int("axis", 0));

@@ -343,10 +343,13 @@ TEST(GradCheck, ScatterND) {
 // ScatterElements along axis 1 (torch.scatter / scatter_add): data keeps dY
 // outside the scattered elements (all of it with add); updates get dY at
 // their targets. A negative index, and with add a target hit twice.
+// none, add, and max / min (PyTorch's scatter_reduce amax / amin as the dynamo
+// exporter writes it), with two updates meeting at one position for the
+// reductions that allow it; random values, so no ties.
 TEST(GradCheck, ScatterElements) {
-  for (const char* reduction : {"none", "add"}) {
+  for (const char* reduction : {"none", "add", "max", "min"}) {
     SCOPED_TRACE(reduction);
-    const bool add = std::string(reduction) == "add";
+    const bool add = std::string(reduction) != "none";
     GRADCHECK((std::vector<GradInput>{{"data", {3, 4}}, {"updates", {3, 2}}}), [&](Graph& g, const V& x) {
       ir::Tensor idx = ir::Tensor::Int64s({0, 2, -1, 1, 3, add ? 3 : 0}, {3, 2});
       return Op(g, OpKind::kScatterElements, {x[0], g.AddInitializer("idx", idx), x[1]},
@@ -454,6 +457,40 @@ TEST(GradCheck, ReduceMaxMinTiesShareTheGradient) {
   EXPECT_EQ(GradAt(OpKind::kReduceMax, {}, {1, 3, 3, 2}), (std::vector<double>{0, 0.5, 0.5, 0}));
   EXPECT_EQ(GradAt(OpKind::kReduceMin, {}, {-1, 3, -1, -1}), (std::vector<double>{1.0 / 3, 0, 1.0 / 3, 1.0 / 3}));
   EXPECT_EQ(GradAt(OpKind::kReduceMax, {}, {1, 4, 3, 2}), (std::vector<double>{0, 1, 0, 0}));
+}
+
+// ScatterElements max: the data value 2 and the updates 2, 2 meeting at
+// position 0 tie, each takes a third of dy; position 1's update 5 beats the
+// data's 1 and takes all of it.
+TEST(GradCheck, ScatterMaxTiesShareTheGradient) {
+  auto g = std::make_unique<Graph>();
+  Value data = g->AddInput("data", ir::TensorType::Of(ir::DType::kFloat64, {2}));
+  Value upd = g->AddInput("upd", ir::TensorType::Of(ir::DType::kFloat64, {3}));
+  Value y = Op(*g, OpKind::kScatterElements, {data, g->AddInitializer("idx", ir::Tensor::Int64s({0, 0, 1}, {3})), upd},
+               A({{"reduction", std::string("max")}}));
+  Value loss = Op(*g, OpKind::kReduceSum, {y}, A({{"keepdims", int64_t{0}}}));
+  ASSERT_TRUE(g->InferShapes().ok());
+  auto r = BuildBackward(*g, loss, DoublesConst(*g, {1.0}, {}), BackwardOptions{{"data", "upd"}, {}});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto index = [&](const std::string& name) {
+    return std::find(g->outputs().begin(), g->outputs().end(), r->grads[name]) - g->outputs().begin();
+  };
+  const auto d_data = index("data"), d_upd = index("upd");
+  executor::SessionOptions o;
+  o.kernel_impl = "reference";
+  o.training = true;
+  auto session = executor::InferenceSession::Create(std::move(g), o);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  auto doubles = [](const std::vector<double>& v) {
+    ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kFloat64, {static_cast<int64_t>(v.size())});
+    std::copy(v.begin(), v.end(), t.data<double>());
+    return t;
+  };
+  auto out = (*session)->Run({{"data", doubles({2, 1})}, {"upd", doubles({2, 2, 5})}});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  auto values = [](const ir::Tensor& t) { return std::vector<double>(t.data<double>(), t.data<double>() + t.num_elements()); };
+  EXPECT_EQ(values((*out)[static_cast<size_t>(d_data)]), (std::vector<double>{1.0 / 3, 0}));
+  EXPECT_EQ(values((*out)[static_cast<size_t>(d_upd)]), (std::vector<double>{1.0 / 3, 1.0 / 3, 1}));
 }
 
 // ReduceProd where the reduced sets hold no zero, one zero or two: the

@@ -1809,6 +1809,101 @@ def fft_long_conv(gen):
     return M(), torch.randn(BATCH, 16, 3, generator=gen)
 
 
+def norm_variants(gen):
+    """Normalization layers in their less common configurations: LayerNorm(bias=False),
+    LayerNorm(elementwise_affine=False), InstanceNorm1d(affine=True, track_running_stats=True) (eval:
+    the running statistics), GroupNorm(1, C) (LayerNorm over C, H, W), RMSNorm without a weight, and
+    F.normalize along channels."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.gn = nn.GroupNorm(1, 8)
+            self.inorm = nn.InstanceNorm1d(8, affine=True, track_running_stats=True)
+            self.ln_nobias = nn.LayerNorm(8, bias=False)
+            self.ln_plain = nn.LayerNorm(8, elementwise_affine=False)
+            self.rms = nn.RMSNorm(8, elementwise_affine=False)
+            self.head = nn.Linear(8, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 6, 6]
+            h = F.relu(self.gn(self.conv(x)))
+            t = self.inorm(h.flatten(2))                             # [B, 8, 36]
+            t = F.normalize(t, dim=1).transpose(1, 2)                # [B, 36, 8]
+            t = self.ln_plain(self.ln_nobias(t) * 2.0) + self.rms(t)
+            return self.head(t.mean(1))
+
+    m = M()
+    with torch.no_grad():  # running statistics other than 0 / 1, so eval mode reads something
+        m.inorm.running_mean.copy_(0.1 * torch.randn(8, generator=gen))
+        m.inorm.running_var.copy_(1 + 0.2 * torch.rand(8, generator=gen))
+    return m, torch.randn(BATCH, 3, 6, 6, generator=gen)
+
+
+def indexing_ops(gen):
+    """Indexing functions: index_select, take_along_dim, index_add (functional), index_put with
+    accumulate=True, scatter_reduce with amax and amin, gather along a negative dim, and boolean-mask
+    assignment with torch.where. (scatter_reduce(reduce="mean", include_self=False) is left out: the
+    dynamo exporter writes it as two plain scatters, the last update winning, not a mean; ONNX Runtime
+    and amptrain then agree with each other and not with PyTorch.)"""
+    torch, nn, F = _nn()
+    idx = torch.tensor([3, 0, 2, 2])
+    order = torch.tensor([[1, 0, 3, 2, 5, 4], [5, 4, 3, 2, 1, 0]])
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(6, 6)
+            self.register_buffer("idx", idx)
+            self.register_buffer("order", order)
+            self.head = nn.Linear(6 * 4 + 6 + 6 + 4 + 4, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 4, 6]
+            h = torch.tanh(self.a(x))
+            sel = torch.index_select(h, 1, self.idx)                 # [B, 4, 6]
+            tak = torch.take_along_dim(h[:, 0], self.order, dim=1)   # [B, 6]
+            added = torch.zeros_like(h[:, :, 0]).index_add(1, self.idx, h[:, :, 1])          # [B, 4]
+            put = torch.zeros(6, dtype=x.dtype).index_put((self.idx,), h[:, 1, :4].sum(0), accumulate=True)
+            mx = torch.zeros(x.shape[0], 4, dtype=x.dtype).scatter_reduce(
+                1, self.idx.expand(x.shape[0], -1), h[:, :, 2], reduce="amax", include_self=False)
+            mean = torch.zeros(x.shape[0], 4, dtype=x.dtype).scatter_reduce(   # (reduce="mean" exports wrong:
+                1, self.idx.expand(x.shape[0], -1), h[:, :, 3], reduce="amin", include_self=False)  # see above)
+            g = torch.gather(h, -1, self.order[:1, :].expand(4, -1).expand(x.shape[0], 4, 6))
+            masked = torch.where(g > 0, g, 0.1 * g)
+            feats = torch.cat([sel.flatten(1) + masked.flatten(1), tak, put.expand(x.shape[0], -1), added, mx + mean], 1)
+            return self.head(feats)
+
+    return M(), torch.randn(BATCH, 4, 6, generator=gen)
+
+
+def resize_variants(gen):
+    """Interpolation modes beyond the common ones: nearest-exact, bicubic with align_corners=True on a
+    learned positional table (ViT's position-embedding resize, so the Resize input is a parameter),
+    area (adaptive average pooling), trilinear on a 5-D volume, and bilinear with a non-integer scale."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos = nn.Parameter(0.1 * torch.randn(1, 4, 3, 3, generator=gen))
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.conv3 = nn.Conv3d(1, 2, 3, padding=1)
+            self.head = nn.Linear(4 + 4 + 4 + 2, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 6, 6]
+            h = self.conv(x)
+            pos = F.interpolate(self.pos, size=(6, 6), mode="bicubic", align_corners=True)
+            a = F.interpolate(h + pos, scale_factor=2, mode="nearest-exact")            # [B, 4, 12, 12]
+            b = F.interpolate(h, size=(4, 4), mode="area")
+            c = F.interpolate(h, scale_factor=1.5, mode="bilinear", align_corners=False)
+            v = self.conv3(x[:, :1].unsqueeze(1).expand(-1, -1, 2, -1, -1))             # [B, 2, 2, 6, 6]
+            v = F.interpolate(v, scale_factor=(2, 1, 1), mode="trilinear", align_corners=False)
+            return self.head(torch.cat([a.mean((2, 3)), b.mean((2, 3)), c.mean((2, 3)), v.mean((2, 3, 4))], 1))
+
+    return M(), torch.randn(BATCH, 3, 6, 6, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -1824,7 +1919,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                glu_shuffle_heads, lstm_proj_tagger, prenorm_gelu_encoder,
                                pointnet_mini, capsule_routing, gat_layer, dynamic_conv, roi_align_head,
                                wavenet_gated, realnvp_coupling, detr_decoder, segformer_mini, eca_block,
-                               kan_layer, mamba_scan, fft_long_conv)}
+                               kan_layer, mamba_scan, fft_long_conv, norm_variants, indexing_ops,
+                               resize_variants)}
 
 
 def build(name, seed=0):
