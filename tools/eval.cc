@@ -42,6 +42,7 @@ Status Eval(const EvalArgs& args) {
   if (spec.kind == "npy" || spec.kind == "npz") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
+  FeedRawImages(*model, test_set, nullptr);
   // Dropout masks made of random ops run at their expectation (train::BuildEvalGraph), which warns about the rest.
   train::TrainGraphOptions opts;
   data::Augmentation fit;
@@ -57,7 +58,8 @@ Status Eval(const EvalArgs& args) {
   bool fixed = false;
   AMP_ASSIGN_OR_RETURN(int64_t batch_size, BatchSizeFor(*model, args.batch_size, args.batch_size_given, &fixed));
   if (fixed) WarnLeftOut(batch_size, test_set.size(), "test samples");
-  data::BatchIterator batches(test_set, batch_size, /*shuffle=*/false, 0, data::DefaultNormalization(spec), fit, fixed);
+  const data::Normalization norm = test_set.raw_samples ? data::Normalization{} : data::DefaultNormalization(spec);
+  data::BatchIterator batches(test_set, batch_size, /*shuffle=*/false, 0, norm, fit, fixed);
   AMP_ASSIGN_OR_RETURN(train::EvalResult r, evaluator->Evaluate(batches));
   if (r.labelled == r.count)
     spdlog::info("{} on {} ({} samples): loss {:.4f} accuracy {:.2f}%", args.model, args.data, r.count, r.loss,

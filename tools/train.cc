@@ -291,6 +291,8 @@ Status Train(TrainArgs args) {
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   WarnIfBatchNormMayBeFolded(*model);
+  FeedRawImages(*model, train_set, nullptr);
+  FeedRawImages(*model, test_set, nullptr);
   std::map<std::string, std::vector<int64_t>> input_dims;
   if (loop.augmentation.window_height == 0)  // a window is already the model's size
     AMP_RETURN_IF_ERROR(FitImages(*model, train_set, spec.kind, args.image_size, &loop.augmentation, &input_dims));
@@ -300,6 +302,7 @@ Status Train(TrainArgs args) {
   loop.batch_size = args.batch_size;
   loop.seed = args.seed;
   loop.normalization = data::DefaultNormalization(spec);
+  if (train_set.raw_samples) loop.normalization = {};  // uint8 images as they are (FeedRawImages)
   loop.checkpoint_dir = args.checkpoint_dir;
   loop.checkpoint_every = args.checkpoint_every;
   loop.keep_last = args.keep_last;

@@ -32,7 +32,7 @@ BatchIterator::BatchIterator(const Dataset& ds, int64_t batch_size, bool shuffle
 Status BatchIterator::Configure() {
   if (batch_size_ < 1) return InvalidArgument("batch iterator: batch size must be >= 1, got ", batch_size_);
   const DType st = ds_.samples.dtype();
-  raw_ = st == DType::kInt64 || st == DType::kBool;
+  raw_ = st == DType::kInt64 || st == DType::kBool || (st == DType::kUInt8 && ds_.raw_samples);
   if (st != DType::kUInt8 && st != DType::kFloat32 && !raw_)
     return InvalidArgument("batch iterator: samples must be uint8, float32, int64 or bool, got ", ir::DTypeName(st));
   const int64_t n = ds_.size();
@@ -52,9 +52,9 @@ Status BatchIterator::Configure() {
     if (!norm_.mean.empty() || !norm_.std.empty())
       return InvalidArgument("batch iterator: normalization applies to uint8 or float samples, not ",
                              ir::DTypeName(st));
-    if (aug_.random_crop_padding > 0 || aug_.horizontal_flip)
-      return InvalidArgument("batch iterator: crop/flip augmentation applies to images, not ", ir::DTypeName(st),
-                             " samples");
+    if (aug_.random_crop_padding > 0 || aug_.horizontal_flip || aug_.fit_channels > 0 || aug_.window_height > 0)
+      return InvalidArgument("batch iterator: crop/flip augmentation and resizing apply to images normalized to "
+                             "float, not to ", ir::DTypeName(st), " samples fed as they are");
     channels_ = 1;
     plane_ = out_plane_ = sample;
     batch_dims_ = ds_.sample_dims;

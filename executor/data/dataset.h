@@ -44,6 +44,9 @@ struct Dataset {
   // The model input the samples feed; "" for the model's only data input
   // (every kind but npy with named files).
   std::string sample_input;
+  // uint8 samples batched as they are, not normalized to float32: the model
+  // takes its images as uint8 and normalizes them itself (tools' FeedRawImages).
+  bool raw_samples = false;
   // The other model inputs (npy with named files), batched as they are.
   std::vector<InputColumn> more_inputs;
   // int64 [N] with values in [0, num_classes) (classification; or [N, d...]:
@@ -174,6 +177,8 @@ class BatchIterator {
   StatusOr<bool> Next(ir::Tensor* images, ir::Tensor* labels);
   void NextEpoch();
   int64_t batches_per_epoch() const;
+  // Why the iterator yields nothing, where its configuration is wrong (Ok otherwise).
+  const Status& status() const { return config_; }
 
  private:
   Status Configure();

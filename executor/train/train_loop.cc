@@ -60,6 +60,7 @@ StatusOr<LoopResult> RunTraining(Trainer& trainer, const data::Dataset& train, c
   AMP_RETURN_IF_ERROR(CheckConfig(config, test));
   data::BatchIterator batches(train, config.batch_size, /*shuffle=*/true, config.seed, config.normalization,
                               config.augmentation, config.drop_last);
+  AMP_RETURN_IF_ERROR(batches.status());
   const int64_t per_epoch = batches.batches_per_epoch();
   if (per_epoch < 1)
     return InvalidArgument(train.size() == 0 ? std::string("the training set has no samples")

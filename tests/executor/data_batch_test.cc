@@ -50,6 +50,28 @@ std::vector<int64_t> EpochOrder(BatchIterator& it) {
   }
 }
 
+// raw_samples (a model that takes uint8 images): batches of the stored bytes,
+// uint8, in the epoch's order; normalization or augmentation is refused.
+TEST(BatchIteratorTest, RawUint8SamplesComeAsStored) {
+  Dataset ds = Indexed(6, 3, 2, 2);
+  ds.raw_samples = true;
+  BatchIterator it(ds, 4, /*shuffle=*/true, /*seed=*/5, {}, {});
+  Tensor images, labels;
+  ASSERT_TRUE(*it.Next(&images, &labels));
+  ASSERT_EQ(images.dtype(), DType::kUInt8);
+  ASSERT_EQ(images.dims(), (std::vector<int64_t>{4, 3, 2, 2}));
+  const std::vector<int64_t> rows = labels.ToInt64Vector();
+  for (size_t b = 0; b < rows.size(); ++b)
+    for (int64_t e = 0; e < 12; ++e)
+      EXPECT_EQ(images.data<uint8_t>()[b * 12 + e], ds.samples.data<uint8_t>()[rows[b] * 12 + e]);
+  BatchIterator normalized(ds, 4, false, 0, {{0.5f}, {0.2f}}, {});
+  EXPECT_FALSE(normalized.status().ok());
+  Augmentation flip;
+  flip.horizontal_flip = true;
+  BatchIterator flipped(ds, 4, false, 0, {}, flip);
+  EXPECT_NE(flipped.status().message().find("fed as they are"), std::string::npos) << flipped.status().message();
+}
+
 TEST(BatchIteratorTest, EverySampleOncePerEpochInAFreshOrder) {
   Dataset ds = Indexed(37);
   BatchIterator it(ds, 8, /*shuffle=*/true, /*seed=*/42, {}, {});
