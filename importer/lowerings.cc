@@ -31,6 +31,7 @@
 // and later readers see the same value.
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@
 #include "importer/opset_adapters.h"
 #include "ir/einsum_equation.h"
 #include "ir/infer/conv_geometry.h"
+#include "ir/infer/spectral.h"
 #include "ir/infer/value_util.h"
 #include "ir/onnx_dtype.h"
 
@@ -380,35 +382,28 @@ Status LowerStft(ir::Graph& g, ir::Node* n) {
   Value x = n->input(0);
   const ir::TensorType xt = g.type(x);
   if (xt.has_shape && xt.shape.rank() == 2) x = b.Op(OpKind::kUnsqueeze, {x, b.Ints({2})}, "real");  // [B, T] is real
-  int64_t width = -1;
-  if (n->has_input(3)) {
-    const ir::Tensor* f = g.ConstantValue(n->input(3));
-    if (!f) return Unimplemented(n->Describe(), ": frame_length must be a constant");
-    width = f->GetAsInt64(0);
-  } else if (n->has_input(2) && g.type(n->input(2)).has_shape && g.type(n->input(2)).shape[0].is_static()) {
-    width = g.type(n->input(2)).shape[0].value;
-  } else if (!n->has_input(2) && xt.has_shape && xt.shape[1].is_static()) {
-    width = xt.shape[1].value;
-  }
-  if (width < 1) return Unimplemented(n->Describe(), ": the frame length must be known at import (a constant)");
+  auto width = ir::StftFrameLength(n->has_input(3), n->has_input(3) ? g.ConstantValue(n->input(3)) : nullptr,
+                                   n->has_input(2) ? &g.type(n->input(2)) : nullptr, xt.shape);
+  if (!width.ok()) return InvalidArgument(n->Describe(), ": ", width.status().message());
+  if (*width < 1) return Unimplemented(n->Describe(), ": the frame length must be known at import (a constant)");
   Value step = n->input(1);
   if (g.type(step).dtype != ir::DType::kInt64) step = b.Cast(step, ir::DType::kInt64);
   step = b.Op(OpKind::kReshape, {step, b.Ints({})}, "step");
   ShapeBuilder shape(g, x, n->name());
   Value frames = b.Op(OpKind::kAdd,
-                      {b.Op(OpKind::kDiv, {b.Op(OpKind::kSub, {shape.Dim(1), b.IntScalar(width)}, "tail"), step}, "steps"),
+                      {b.Op(OpKind::kDiv, {b.Op(OpKind::kSub, {shape.Dim(1), b.IntScalar(*width)}, "tail"), step}, "steps"),
                        b.IntScalar(1)},
                       "frames");
   Value starts = b.Op(OpKind::kMul, {b.Op(OpKind::kRange, {b.IntScalar(0), frames, b.IntScalar(1)}, "frame"), step}, "start");
-  std::vector<int64_t> offsets(static_cast<size_t>(width));
-  for (int64_t i = 0; i < width; ++i) offsets[static_cast<size_t>(i)] = i;
-  Value cols = TensorConstant(g, n->name() + "_offsets", ir::Tensor::Int64s(offsets, {1, width}));
+  std::vector<int64_t> offsets(static_cast<size_t>(*width));
+  std::iota(offsets.begin(), offsets.end(), int64_t{0});
+  Value cols = TensorConstant(g, n->name() + "_offsets", ir::Tensor::Int64s(offsets, {1, *width}));
   Value idx = b.Op(OpKind::kAdd, {b.Op(OpKind::kUnsqueeze, {starts, b.Ints({1})}, "start_column"), cols}, "index");
   ir::Node* gather = b.Node(OpKind::kGather, {x, idx}, "frames");
   gather->attrs().Set("axis", int64_t{1});
   Value y = gather->output(0);
   if (n->has_input(2))
-    y = b.Op(OpKind::kMul, {y, b.Op(OpKind::kReshape, {n->input(2), b.Ints({width, 1})}, "window")}, "windowed");
+    y = b.Op(OpKind::kMul, {y, b.Op(OpKind::kReshape, {n->input(2), b.Ints({*width, 1})}, "window")}, "windowed");
   ir::Node* dft = b.Node(OpKind::kDFT, {y, Value{}, b.IntScalar(2)}, "dft");
   dft->attrs().Set("onesided", n->attrs().Int("onesided", 1));
   return Replace(g, n, dft->output(0));

@@ -114,8 +114,9 @@ StatusOr<std::vector<executor::train::BatchAxis>> ApplyBatchAxes(ir::Graph& mode
 
 // A model whose sample input takes uint8 (images it normalizes itself: an
 // export with the preprocessing inside) gets uint8 image samples as they are,
-// with no normalization, instead of float32 ones it would refuse.
-void FeedRawImages(const ir::Graph& model, executor::data::Dataset& ds, executor::data::Normalization* norm);
+// with no normalization (the caller drops its own), instead of float32 ones
+// it would refuse.
+void FeedRawImages(const ir::Graph& model, executor::data::Dataset& ds);
 
 // Warns that a fixed batch leaves the last samples of `what` out.
 void WarnLeftOut(int64_t batch, size_t samples, const char* what);

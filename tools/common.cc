@@ -203,16 +203,12 @@ StatusOr<std::vector<executor::train::BatchAxis>> ApplyBatchAxes(ir::Graph& mode
   return axes;
 }
 
-void FeedRawImages(const ir::Graph& model, executor::data::Dataset& ds, executor::data::Normalization* norm) {
+void FeedRawImages(const ir::Graph& model, executor::data::Dataset& ds) {
   if (ds.samples.dtype() != ir::DType::kUInt8) return;
-  const ir::TensorType* takes = nullptr;
   for (ir::Value v : model.inputs())
-    if (ds.sample_input.empty() ? model.inputs().size() == 1 : model.name(v) == ds.sample_input) takes = &model.type(v);
-  if (!takes || takes->dtype != ir::DType::kUInt8) return;
-  if (!ds.raw_samples && norm && (!norm->mean.empty() || !norm->std.empty()))
-    spdlog::info("the model takes uint8 images: they go in as they are, without the data set's normalization");
-  ds.raw_samples = true;
-  if (norm) *norm = {};
+    if ((ds.sample_input.empty() ? model.inputs().size() == 1 : model.name(v) == ds.sample_input) &&
+        model.type(v).dtype == ir::DType::kUInt8)
+      ds.raw_samples = true;
 }
 
 autodiff::ClassAxis ClassAxisOf(const LabelFlags& flags) {

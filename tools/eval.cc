@@ -42,7 +42,7 @@ Status Eval(const EvalArgs& args) {
   if (spec.kind == "npy" || spec.kind == "npz") spec.params["ignore_index"] = std::to_string(args.labels.ignore_index);
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   if (test_set.num_classes <= 0) return InvalidArgument("eval needs a classification data set ('", args.data, "' has float labels)");
-  FeedRawImages(*model, test_set, nullptr);
+  FeedRawImages(*model, test_set);
   // Dropout masks made of random ops run at their expectation (train::BuildEvalGraph), which warns about the rest.
   train::TrainGraphOptions opts;
   data::Augmentation fit;

@@ -291,8 +291,8 @@ Status Train(TrainArgs args) {
   AMP_ASSIGN_OR_RETURN(data::Dataset train_set, data::LoadDataset(spec, "train"));
   AMP_ASSIGN_OR_RETURN(data::Dataset test_set, data::LoadDataset(spec, "test"));
   WarnIfBatchNormMayBeFolded(*model);
-  FeedRawImages(*model, train_set, nullptr);
-  FeedRawImages(*model, test_set, nullptr);
+  FeedRawImages(*model, train_set);
+  FeedRawImages(*model, test_set);
   std::map<std::string, std::vector<int64_t>> input_dims;
   if (loop.augmentation.window_height == 0)  // a window is already the model's size
     AMP_RETURN_IF_ERROR(FitImages(*model, train_set, spec.kind, args.image_size, &loop.augmentation, &input_dims));

@@ -16,6 +16,7 @@
 #include "autodiff/grad_context.h"
 #include "ir/infer/infer_util.h"
 #include "ir/infer/spectral.h"
+#include "ir/infer/value_util.h"
 
 namespace amptrain::autodiff {
 
@@ -44,8 +45,7 @@ Value Dft(GradContext& c, Value x, int64_t axis, bool inverse, bool onesided) {
 Status DftGrad(GradContext& c) {
   const Value x = c.input(0), dy = c.grad_output(0);
   const ir::TensorType& xt = c.type(x);
-  std::vector<int64_t> dims;
-  for (size_t d = 0; d < xt.shape.rank(); ++d) dims.push_back(xt.shape[d].is_static() ? xt.shape[d].value : -1);
+  const std::vector<int64_t> dims = ir::DimsOrUnknown(xt.shape);
   auto decoded = ir::DecodeDft(c.attrs(), dims, c.has_input(1), c.constant(1), c.has_input(2), c.constant(2));
   if (!decoded.ok()) return c.Unsupported(decoded.status().message());
   const ir::DftGeometry& g = *decoded;

@@ -2,7 +2,7 @@
 #include "executor/train/batch_axis.h"
 
 #include <algorithm>
-#include <exception>
+#include <charconv>
 #include <set>
 
 namespace amptrain::executor::train {
@@ -14,9 +14,8 @@ using ir::Value;
 
 // The graph input named `name`, or an invalid Value.
 Value FindInput(const Graph& g, const std::string& name) {
-  for (Value v : g.inputs())
-    if (g.name(v) == name) return v;
-  return Value{};
+  const Value v = g.FindValue(name);
+  return v.valid() && g.producer(v)->op() == ir::OpKind::kInput ? v : Value{};
 }
 
 std::string TransposeName(const std::string& input) { return input + "/batch_axis"; }
@@ -40,14 +39,9 @@ StatusOr<std::vector<BatchAxis>> ParseBatchAxes(const std::vector<std::string>& 
     const size_t eq = spec.rfind('=');
     const std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
     const std::string number = eq == std::string::npos ? spec : spec.substr(eq + 1);
-    int64_t axis = 0;
-    size_t used = 0;
-    try {
-      axis = std::stoll(number, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != number.size() || axis < 0)
+    int64_t axis = -1;
+    const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), axis);
+    if (ec != std::errc() || end != number.data() + number.size() || axis < 0)
       return InvalidArgument("--batch-axis '", spec, "': expected AXIS or INPUT=AXIS with AXIS >= 0");
     std::vector<Value> inputs;
     if (!name.empty()) {

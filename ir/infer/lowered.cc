@@ -6,6 +6,7 @@
 #include "ir/einsum_equation.h"
 #include "ir/infer/conv_geometry.h"
 #include "ir/infer/infer_util.h"
+#include "ir/infer/spectral.h"
 #include "ir/infer/value_util.h"
 
 namespace amptrain::ir {
@@ -341,15 +342,11 @@ Status InferSize(InferContext& ctx) {
   return Status::Ok();
 }
 
-}  // namespace amptrain::ir
-
-namespace amptrain::ir {
-
 // STFT(signal [B, T, 1|2], frame_step, window [W]?, frame_length?), attr
-// onesided (default 1): [B, frames, bins, 2]. A signal [B, T] is real (the
-// TorchScript exporter writes that; ONNX Runtime takes it too) with frames = (T - W) / step + 1
-// and bins = W / 2 + 1 (onesided) or W; W is frame_length, else the window's
-// length, else T.
+// onesided (default 1): [B, frames, bins, 2] with frames = (T - W) / step + 1
+// and bins = W / 2 + 1 (onesided) or W (W: ir/infer/spectral.h
+// StftFrameLength). A signal [B, T] is real (the TorchScript exporter writes
+// that; ONNX Runtime takes it too).
 Status InferSTFT(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsFloat(ctx.inputs[0].dtype), "a float type"));
   AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsInteger(ctx.inputs[1].dtype), "int32 or int64 (frame_step)"));
@@ -367,19 +364,13 @@ Status InferSTFT(InferContext& ctx) {
     return ctx.Error("onesided=1 needs a real signal ([batch, length, 1])");
   if (ctx.has_input(2) && (!ctx.inputs[2].has_shape || ctx.inputs[2].shape.rank() != 1))
     return ctx.Error("window must be 1-D");
-  int64_t step = -1, width = -1;
+  int64_t step = -1;
   if (const Tensor* s = ctx.value(1)) {
     if (s->num_elements() != 1 || (step = s->GetAsInt64(0)) < 1) return ctx.Error("frame_step must be one value >= 1");
   }
-  if (const Tensor* f = ctx.value(3)) {
-    if (f->num_elements() != 1 || (width = f->GetAsInt64(0)) < 1) return ctx.Error("frame_length must be one value >= 1");
-  }
-  if (ctx.has_input(2) && ctx.inputs[2].shape[0].is_static()) {
-    const int64_t w = ctx.inputs[2].shape[0].value;
-    if (width >= 0 && w != width) return ctx.Error("the window has ", w, " values and frame_length is ", width);
-    width = w;
-  }
-  if (width < 0 && !ctx.has_input(2) && !ctx.has_input(3) && x[1].is_static()) width = x[1].value;
+  auto frame = StftFrameLength(ctx.has_input(3), ctx.value(3), ctx.has_input(2) ? &ctx.inputs[2] : nullptr, x);
+  if (!frame.ok()) return ctx.Error(frame.status().message());
+  const int64_t width = *frame;
   Dim frames = UnknownDim(), bins = UnknownDim();
   if (width >= 0 && step >= 1 && x[1].is_static()) {
     if (x[1].value < width) return ctx.Error("the signal has ", x[1].value, " samples, fewer than a frame's ", width);

@@ -2,6 +2,7 @@
 #include "ir/infer/spectral.h"
 
 #include "ir/infer/infer_util.h"
+#include "ir/infer/value_util.h"
 
 namespace amptrain::ir {
 
@@ -53,6 +54,22 @@ std::vector<int64_t> DftOutputDims(const DftGeometry& g, const std::vector<int64
   return out;
 }
 
+StatusOr<int64_t> StftFrameLength(bool has_frame_length, const Tensor* frame_length, const TensorType* window,
+                                  const Shape& signal) {
+  int64_t width = -1;
+  if (frame_length) {
+    if (frame_length->num_elements() != 1 || (width = frame_length->GetAsInt64(0)) < 1)
+      return InvalidArgument("frame_length must be one value >= 1");
+  }
+  if (window && window->has_shape && window->shape.rank() == 1 && window->shape[0].is_static()) {
+    const int64_t w = window->shape[0].value;
+    if (width >= 0 && w != width) return InvalidArgument("the window has ", w, " values and frame_length is ", width);
+    width = w;
+  }
+  if (width < 0 && !window && !has_frame_length && signal.rank() >= 2 && signal[1].is_static()) width = signal[1].value;
+  return width;
+}
+
 // DFT(input, dft_length?, axis?): a float input of rank >= 2 whose last dim is
 // 1 or 2; integer scalars; the output of the input's dtype (ir/ops.def).
 Status InferDFT(InferContext& ctx) {
@@ -61,8 +78,7 @@ Status InferDFT(InferContext& ctx) {
     if (ctx.has_input(i)) AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, i, IsInteger(ctx.inputs[i].dtype), "int32 or int64"));
   AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
   const Shape& x = ctx.inputs[0].shape;
-  std::vector<int64_t> dims;
-  for (size_t d = 0; d < x.rank(); ++d) dims.push_back(x[d].is_static() ? x[d].value : -1);
+  const std::vector<int64_t> dims = DimsOrUnknown(x);
   if (ctx.has_input(2) && !ctx.value(2)) {  // an axis known only at run time: the rank alone
     if (x.rank() < 2) return ctx.Error("the input has rank ", x.rank(), "; DFT needs [.., signal, 1 or 2]");
     ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>(x.rank(), UnknownDim())));

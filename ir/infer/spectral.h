@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "ir/attribute.h"
+#include "ir/shape.h"
 #include "ir/status.h"
 #include "ir/tensor.h"
 
@@ -34,5 +35,13 @@ StatusOr<DftGeometry> DecodeDft(const Attributes& attrs, const std::vector<int64
 
 // The output dims of a decoded DFT (-1 where not known).
 std::vector<int64_t> DftOutputDims(const DftGeometry& g, const std::vector<int64_t>& dims);
+
+// STFT's frame length W (ir/ops.def), shared by its shape rule and its
+// lowering: frame_length's value, else the window's length, else (neither
+// given) the signal's length; -1 where that is not known before run time.
+// Errors: a frame_length that is not one value >= 1, or that differs from
+// the window's length. `window` is null when absent.
+StatusOr<int64_t> StftFrameLength(bool has_frame_length, const Tensor* frame_length, const TensorType* window,
+                                  const Shape& signal);
 
 }  // namespace amptrain::ir

@@ -26,10 +26,6 @@ StatusOr<int64_t> NormalizeAxis(const std::string& who, int64_t axis, size_t ran
   return axis < 0 ? axis + r : axis;
 }
 
-int64_t ReadInt(const ir::TensorView& v) {
-  return v.dtype == DType::kInt32 ? v.as<const int32_t>()[0] : v.as<const int64_t>()[0];
-}
-
 template <class T>
 class CumSumKernel final : public Kernel {
  public:
@@ -42,7 +38,7 @@ class CumSumKernel final : public Kernel {
     if (axis_) {
       axis = *axis_;
     } else {
-      AMP_ASSIGN_OR_RETURN(axis, NormalizeAxis(who_, ReadInt(ctx.inputs[1]), ctx.inputs[0].dims.size()));
+      AMP_ASSIGN_OR_RETURN(axis, NormalizeAxis(who_, IntAt(ctx.inputs[1], 0), ctx.inputs[0].dims.size()));
     }
     const std::vector<int64_t>& dims = ctx.inputs[0].dims;
     int64_t outer = 1, inner = 1;
@@ -107,7 +103,7 @@ class TriluKernel final : public Kernel {
   TriluKernel(const KernelInit& init, bool upper, std::optional<int64_t> k)
       : upper_(upper), k_(k), width_(ir::DTypeSize(init.inputs[0].dtype)) {}
   Status Run(KernelContext& ctx) override {
-    const int64_t k = k_ ? *k_ : ReadInt(ctx.inputs[1]);
+    const int64_t k = k_ ? *k_ : IntAt(ctx.inputs[1], 0);
     const std::vector<int64_t>& dims = ctx.inputs[0].dims;
     const int64_t rows = dims[dims.size() - 2], cols = dims.back();
     const int64_t planes = rows * cols ? ctx.inputs[0].num_elements() / (rows * cols) : 0;

@@ -29,6 +29,11 @@ inline std::vector<DType> FloatDTypes() { return {DType::kFloat32, DType::kFloat
 
 inline int Threads(const KernelInit& init) { return init.threads > 1 ? init.threads : 1; }
 
+// Element i of an int32 or int64 tensor (an axis, a length, an index).
+inline int64_t IntAt(const ir::TensorView& v, int64_t i) {
+  return v.dtype == DType::kInt32 ? v.as<const int32_t>()[i] : v.as<const int64_t>()[i];
+}
+
 // The node's attributes, or an empty set when the init has none.
 const ir::Attributes& AttrsOf(const KernelInit& init);
 

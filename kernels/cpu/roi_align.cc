@@ -25,10 +25,6 @@ namespace amptrain::kernels::cpu {
 
 namespace {
 
-int64_t BatchIndex(const ir::TensorView& batch, int64_t r) {
-  return batch.dtype == DType::kInt32 ? batch.as<const int32_t>()[r] : batch.as<const int64_t>()[r];
-}
-
 struct Tap4 {
   int64_t pos[4] = {0, 0, 0, 0};  // y * W + x in the roi's image plane
   double w[4] = {0, 0, 0, 0};
@@ -45,7 +41,7 @@ StatusOr<RoiTaps> ComputeTaps(const ir::RoiAlignParams& p, const T* rois, const 
                               int64_t n, int64_t h, int64_t w) {
   RoiTaps t;
   for (int64_t r = 0; r < num_rois; ++r) {
-    const int64_t b = BatchIndex(batch, r);
+    const int64_t b = IntAt(batch, r);
     if (b < 0 || b >= n) return InvalidArgument("roi ", r, " has batch index ", b, ", outside [0, ", n, ")");
     const double off = p.half_pixel ? 0.5 : 0.0, scale = p.spatial_scale;
     auto at = [&](int64_t k) { return static_cast<double>(static_cast<Acc<T>>(rois[r * 4 + k])) * scale - off; };
@@ -120,7 +116,7 @@ class RoiAlignKernel final : public Kernel {
 #pragma omp parallel for num_threads(threads_) schedule(static) if (threads_ > 1 && rois * c * bins >= 1024)
     for (int64_t rc = 0; rc < rois * c; ++rc) {
       const int64_t r = rc / c, ch = rc % c;
-      const T* plane = x + (BatchIndex(batch, r) * c + ch) * h * w;
+      const T* plane = x + (IntAt(batch, r) * c + ch) * h * w;
       const int64_t per = t.per_bin[static_cast<size_t>(r)];
       for (int64_t bin = 0; bin < bins; ++bin) {
         const Tap4* s = t.taps.data() + t.offset[static_cast<size_t>(r)] + bin * per;
@@ -163,7 +159,7 @@ class RoiAlignGradKernel final : public Kernel {
     for (int64_t ch = 0; ch < c; ++ch) {
       std::vector<double> acc(static_cast<size_t>(n * h * w), 0.0);
       for (int64_t r = 0; r < rois; ++r) {
-        double* plane = acc.data() + BatchIndex(batch, r) * h * w;
+        double* plane = acc.data() + IntAt(batch, r) * h * w;
         const int64_t per = t.per_bin[static_cast<size_t>(r)];
         const double inv = 1.0 / static_cast<double>(std::max<int64_t>(per, 1));
         for (int64_t bin = 0; bin < bins; ++bin) {

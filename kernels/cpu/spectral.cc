@@ -1,8 +1,7 @@
 // Reference kernel of DFT (ir/ops.def; geometry in ir/infer/spectral.h).
-//   Each output element is its sum over the signal, accumulated in double
-//   with twiddles exp(-+2 pi i j / L) tabulated in double once per kernel
-//   (j = k n mod L, so no angle grows past 2 pi; see Twiddle), scaled by 1 / L for the
-//   inverse and rounded once to the output's dtype. The signal is zero-padded
+//   Every output element is computed in double with twiddles
+//   exp(-+2 pi i j / L) tabulated once per kernel (see Twiddle), scaled by
+//   1 / L for the inverse and rounded once to the output's dtype. The signal is zero-padded
 //   or truncated to L; IRFFT first extends its L / 2 + 1 bins by conjugate
 //   symmetry (bins past the input's are zero) and keeps the real part, as
 //   numpy.fft.irfft does. A power-of-two L takes the radix-2 FFT, other
@@ -12,9 +11,9 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <utility>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/infer/spectral.h"
@@ -27,9 +26,7 @@ namespace amptrain::kernels::cpu {
 namespace {
 
 // A scalar int32/int64 input's value as a Tensor (DecodeDft reads Tensors).
-ir::Tensor ScalarOf(const ir::TensorView& v) {
-  return ir::Tensor::Int64s({v.dtype == DType::kInt32 ? v.as<const int32_t>()[0] : v.as<const int64_t>()[0]}, {});
-}
+ir::Tensor ScalarOf(const ir::TensorView& v) { return ir::Tensor::Int64s({IntAt(v, 0)}, {}); }
 
 // cos and sin of 2 pi j / L, j in [0, L), from an angle reduced to [0, pi/4]
 // by the symmetries of the circle (counted in eighths of 1/L turns, exactly):

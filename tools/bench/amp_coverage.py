@@ -24,6 +24,7 @@ most BatchNorm parameters of the deep CNNs (docs/amp_coverage.md); the check is 
 import argparse
 import copy
 import datetime
+import functools
 import glob
 import json
 import os
@@ -42,29 +43,29 @@ GRAD_DTYPES = ["bf16", "fp16"]
 GRAD_SCALE = 1024.0
 
 
-def batch_first(args, d, name):
+@functools.lru_cache(maxsize=None)
+def batch_first(work, d, name):
     """x.npy as train's data wants it, [N, ...], and the flags that say where the model takes its batch: a
     sequence-major export ([T, B, ...] input, B = the label count) reads x with its batch axis moved first
-    through `--batch-axis`."""
-    import numpy as np
+    through `--batch-axis` (once per model: every level's run reads the same file)."""
     x, y = np.load(os.path.join(d, "x.npy")), np.load(os.path.join(d, "y.npy"))
     if x.ndim < 2 or x.shape[0] == y.shape[0] or y.shape[0] not in x.shape[1:]:
-        return os.path.join(d, "x.npy"), []
+        return os.path.join(d, "x.npy"), ()
     axis = 1 + list(x.shape[1:]).index(y.shape[0])
-    moved = os.path.join(args.work, f"{name}.x_batch_first.npy")
+    moved = os.path.join(work, f"{name}.x_batch_first.npy")
     np.save(moved, np.ascontiguousarray(np.moveaxis(x, axis, 0)))
-    return moved, ["--batch-axis", str(axis)]
+    return moved, ("--batch-axis", str(axis))
 
 
 def train_cell(args, d, name, data_input, level, dtype):
     metrics = os.path.join(args.work, f"{name}.{level}.{dtype}.metrics.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
-    x_file, extra = batch_first(args, d, name)
+    x_file, extra = batch_first(args.work, d, name)
     cmd = [args.amptrain, "train", os.path.join(d, "train.onnx"), "--data",
            f"npy:{data_input}={x_file},labels={d}/y.npy", "--batch-size", "2",
            "--steps", str(args.steps), "--log-every", "1", "--lr", "1e-4", "--threads", str(args.threads),
-           "--amp", level, "--dtype", dtype, "--metrics", metrics] + extra
+           "--amp", level, "--dtype", dtype, "--metrics", metrics, *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     if p.returncode != 0:
         return {"error": tc.amptrain_error(p)}
