@@ -14,6 +14,28 @@ double CubicWeight(double x, double a) {
   return 0;
 }
 
+// antialias=1 down-sampling by `scale` < 1: the linear (triangle, half-width
+// 1) or cubic (half-width 2) filter stretched by 1/scale, so that every
+// source sample under it counts, as an image library shrinks an image
+// (PyTorch's antialias=True, PIL). The taps are the sources j with
+// |j - xo| * scale inside the half-width; weight filter((j - xo) * scale),
+// normalized to sum 1 (the ONNX reference's antialias coefficients).
+void AntialiasTaps(const ir::ResizeAttrs& a, double xo, double scale, ResizeTaps& t) {
+  const double half = a.mode == ir::ResizeMode::kLinear ? 1.0 : 2.0;
+  const int64_t first = static_cast<int64_t>(std::floor(xo - half / scale)) + 1;
+  const int64_t last = static_cast<int64_t>(std::ceil(xo + half / scale)) - 1;
+  double sum = 0;
+  for (int64_t j = first; j <= last; ++j) {
+    const double u = (static_cast<double>(j) - xo) * scale;
+    const double w = a.mode == ir::ResizeMode::kLinear ? std::max(0.0, 1.0 - std::fabs(u)) : CubicWeight(u, a.cubic_a);
+    t.index.push_back(j);
+    t.weight.push_back(w);
+    sum += w;
+  }
+  if (sum != 0)
+    for (double& w : t.weight) w /= sum;
+}
+
 }  // namespace
 
 ResizeTaps ComputeResizeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, int64_t out, double scale, double r0,
@@ -27,7 +49,10 @@ ResizeTaps ComputeResizeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, in
   const double base = std::floor(xo);
   const double frac = xo - base;
   const int64_t b = static_cast<int64_t>(base);
-  switch (a.mode) {
+  if (a.antialias && a.mode != ir::ResizeMode::kNearest && scale < 1.0) {
+    AntialiasTaps(a, xo, scale, t);
+  } else {
+    switch (a.mode) {
     case ir::ResizeMode::kNearest: {
       bool up = false;
       if (frac > 0) {
@@ -51,6 +76,7 @@ ResizeTaps ComputeResizeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, in
       t.weight = {CubicWeight(frac + 1, a.cubic_a), CubicWeight(frac, a.cubic_a), CubicWeight(1 - frac, a.cubic_a),
                   CubicWeight(2 - frac, a.cubic_a)};
       break;
+    }
   }
   if (a.exclude_outside) {
     double sum = 0;

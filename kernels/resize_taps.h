@@ -1,5 +1,5 @@
 // The taps of a 1-D resample (Resize's nearest/linear/cubic, every
-// coordinate transform, exclude_outside, tf_crop_and_resize's
+// coordinate transform, exclude_outside, antialias, tf_crop_and_resize's
 // extrapolation), shared by the CPU reference (kernels/cpu/pad_resize.cc,
 // which resamples with them) and the CUDA kernel (kernels/cuda/
 // pad_resize_kernels.cc, which computes them at plan time and uploads them):

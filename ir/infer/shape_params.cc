@@ -120,7 +120,8 @@ Status ResolvePads(int64_t rank, const std::vector<int64_t>& pads, const std::ve
 StatusOr<ResizeAttrs> ParseResizeAttrs(const Attributes& attrs) {
   ResizeAttrs a;
   AMP_ASSIGN_OR_RETURN(int64_t antialias, attrs.GetInt("antialias", 0));
-  if (antialias != 0) return Unimplemented("Resize antialias=1 is not supported");
+  if (antialias != 0 && antialias != 1) return InvalidArgument("Resize antialias must be 0 or 1, got ", antialias);
+  a.antialias = antialias == 1;
   AMP_ASSIGN_OR_RETURN(std::string mode, attrs.GetString("mode", "nearest"));
   if (mode == "nearest") a.mode = ResizeMode::kNearest;
   else if (mode == "linear") a.mode = ResizeMode::kLinear;

@@ -57,10 +57,13 @@ struct ResizeAttrs {
   AspectPolicy aspect = AspectPolicy::kStretch;
   double cubic_a = -0.75;
   bool exclude_outside = false;
+  // antialias=1: linear and cubic down-sampling (scale < 1) widen the filter
+  // by 1/scale (kernels/resize_taps.h); nearest and up-sampling ignore it.
+  bool antialias = false;
   double extrapolation_value = 0.0;
   std::vector<int64_t> axes;  // empty: all
 };
-// Decodes and validates the attributes; antialias=1 is Unimplemented.
+// Decodes and validates the attributes.
 StatusOr<ResizeAttrs> ParseResizeAttrs(const Attributes& attrs);
 
 // Per-dim geometry: output size, the scale used for coordinate mapping, and

@@ -270,13 +270,14 @@ cudaError_t LaunchPadGrad(Elem t, const void* dy, void* dx, int64_t n, const Pad
 
 // One resampling pass over a [outer, in, inner] double tensor, in place of
 // the CPU's ResampleAxis: out position x reads taps[x] (count[x] of at most
-// 4 (index, weight) pairs, count -1: extrapolate with `extrapolation`) and
-// sums acc = start + w_0 * s_0 + w_1 * s_1 ... in tap order in double.
+// `width` (index, weight) pairs: 4 for cubic, more for antialiased
+// down-sampling; count -1: extrapolate with `extrapolation`) and sums
+// acc = start + w_0 * s_0 + w_1 * s_1 ... in tap order in double.
 struct ResamplePass {
-  int64_t outer = 1, in = 1, out = 1, inner = 1;
+  int64_t outer = 1, in = 1, out = 1, inner = 1, width = 4;
   const int32_t* count = nullptr;   // [out]
-  const int64_t* index = nullptr;   // [out * 4]
-  const double* weight = nullptr;   // [out * 4]
+  const int64_t* index = nullptr;   // [out * width]
+  const double* weight = nullptr;   // [out * width]
   double extrapolation = 0.0;
 };
 cudaError_t LaunchResample(const ResamplePass& p, const double* src, double* dst, cudaStream_t stream);

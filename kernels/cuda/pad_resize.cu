@@ -104,7 +104,7 @@ __global__ void ResampleKernel(ResamplePass p, const double* src, double* dst) {
     const int32_t c = p.count[x];
     double acc = c < 0 ? p.extrapolation : 0.0;
     for (int32_t j = 0; j < c; ++j)
-      acc += p.weight[x * 4 + j] * src[(o * p.in + p.index[x * 4 + j]) * p.inner + i];
+      acc += p.weight[x * p.width + j] * src[(o * p.in + p.index[x * p.width + j]) * p.inner + i];
     dst[e] = acc;
   }
 }

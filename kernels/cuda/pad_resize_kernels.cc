@@ -162,7 +162,7 @@ size_t Append(std::vector<unsigned char>& blob, const std::vector<V>& v) {
 // One pass: a forward resample or its adjoint, tables at blob offsets.
 struct Pass {
   bool adjoint = false;
-  int64_t outer = 1, in = 1, out = 1, inner = 1;
+  int64_t outer = 1, in = 1, out = 1, inner = 1, width = 4;  // width: taps per output (forward)
   size_t a = 0, b = 0, c = 0;  // count/index/weight or offsets/position/weight
   double extrapolation = 0.0;
 };
@@ -193,7 +193,7 @@ class ResizeKernel final : public Kernel {
         CUDA_CHECK(LaunchResampleAdjoint(r, bufs[cur], bufs[1 - cur], stream));
       } else {
         ResamplePass r;
-        r.outer = p.outer, r.in = p.in, r.out = p.out, r.inner = p.inner;
+        r.outer = p.outer, r.in = p.in, r.out = p.out, r.inner = p.inner, r.width = p.width;
         r.count = reinterpret_cast<const int32_t*>(base + p.a);
         r.index = reinterpret_cast<const int64_t*>(base + p.b);
         r.weight = reinterpret_cast<const double*>(base + p.c);
@@ -275,14 +275,17 @@ StatusOr<std::unique_ptr<Kernel>> MakeResize(const KernelInit& init) {
     pass.inner = at.inner;
     const std::vector<ResizeTaps>& taps = at.taps;
     if (!backward) {
+      size_t width = 1;
+      for (const ResizeTaps& tx : taps) width = std::max(width, tx.index.size());
+      pass.width = static_cast<int64_t>(width);
       std::vector<int32_t> count(static_cast<size_t>(pass.out));
-      std::vector<int64_t> index(static_cast<size_t>(pass.out) * 4, 0);
-      std::vector<double> weight(static_cast<size_t>(pass.out) * 4, 0.0);
+      std::vector<int64_t> index(static_cast<size_t>(pass.out) * width, 0);
+      std::vector<double> weight(static_cast<size_t>(pass.out) * width, 0.0);
       for (size_t x = 0; x < taps.size(); ++x) {
         count[x] = taps[x].extrapolate ? -1 : static_cast<int32_t>(taps[x].index.size());
         for (size_t j = 0; j < taps[x].index.size(); ++j) {
-          index[x * 4 + j] = taps[x].index[j];
-          weight[x * 4 + j] = taps[x].weight[j];
+          index[x * width + j] = taps[x].index[j];
+          weight[x * width + j] = taps[x].weight[j];
         }
       }
       pass.a = Append(blob, count);

@@ -386,7 +386,7 @@ TEST(GradCheck, GatherNDAtNonZeroOfAMask) {
 }
 
 // Resize: nearest (PyTorch's default export), bilinear half_pixel and
-// align_corners, cubic; up- and downsampling.
+// align_corners, cubic; up- and downsampling, antialiased downsampling.
 TEST(GradCheck, Resize) {
   struct ResizeCase { const char* name; Attributes attrs; std::vector<double> scales; };
   for (const ResizeCase& c : {
@@ -397,6 +397,10 @@ TEST(GradCheck, Resize) {
                                                       {"coordinate_transformation_mode", std::string("align_corners")}}),
                       {1, 1, 1.5, 1.5}},
            ResizeCase{"cubic down x0.5", A({{"mode", std::string("cubic")}}), {1, 1, 0.5, 0.5}},
+           ResizeCase{"linear antialias down x0.5", A({{"mode", std::string("linear")}, {"antialias", int64_t{1}},
+                                                       {"exclude_outside", int64_t{1}}}), {1, 1, 0.5, 0.75}},
+           ResizeCase{"cubic antialias down x0.5", A({{"mode", std::string("cubic")}, {"antialias", int64_t{1}}}),
+                      {1, 1, 0.5, 0.5}},
        }) {
     SCOPED_TRACE(c.name);
     GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 4, 4}}}), [&c](Graph& g, const V& x) {

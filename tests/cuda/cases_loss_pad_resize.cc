@@ -115,6 +115,9 @@ void AddLossPadResizeIntegerCases(std::vector<Case>& c) {
                    attrs({{"mode", std::string("cubic")}, {"exclude_outside", int64_t{1}},
                           {"cubic_coeff_a", -0.5f}}),
                    resize({1, 2, 7, 6}, {1, 1, 2, 1.5f}, {}), 1, params});
+  c.push_back(Case{"ResizeCubicAntialiasDown", OpKind::kResize,
+                   attrs({{"mode", std::string("cubic")}, {"antialias", int64_t{1}}, {"exclude_outside", int64_t{1}}}),
+                   resize({1, 2, 11, 12}, {1, 1, 0.4f, 0.75f}, {}), 1, params});
   c.push_back(Case{"ResizeTfCropExtrapolate", OpKind::kResize,
                    attrs({{"mode", std::string("linear")},
                           {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
@@ -133,6 +136,9 @@ void AddLossPadResizeIntegerCases(std::vector<Case>& c) {
                    resize_grad({2, 3, 10, 14}, {2, 3, 5, 7}, {1, 1, 2, 2}, {}), 1, grad_params});
   c.push_back(Case{"ResizeGradLinearSizes", OpKind::kResizeGrad, attrs({{"mode", std::string("linear")}}),
                    resize_grad({2, 3, 9, 4}, {2, 3, 6, 7}, {}, {2, 3, 9, 4}), 1, grad_params});
+  c.push_back(Case{"ResizeGradLinearAntialias", OpKind::kResizeGrad,
+                   attrs({{"mode", std::string("linear")}, {"antialias", int64_t{1}}}),
+                   resize_grad({2, 3, 4, 3}, {2, 3, 10, 7}, {}, {2, 3, 4, 3}), 1, grad_params});
   c.push_back(Case{"ResizeGradCubicAlignCorners", OpKind::kResizeGrad,
                    attrs({{"mode", std::string("cubic")},
                           {"coordinate_transformation_mode", std::string("align_corners")}}),

@@ -191,9 +191,10 @@ TEST(InferShape, ErrorsNameTheNode) {
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("Reshape node 'bad_reshape'"), std::string::npos) << s.message();
   Node* rz = g.AddNode(OpKind::kResize, {x, Value{}, g.AddInitializer("sc", Tensor::Floats({1, 2}, {2}))}, 1, "rz");
-  rz->attrs().Set("antialias", int64_t{1});
+  rz->attrs().Set("antialias", int64_t{2});
   Status u = g.InferNode(rz);
-  EXPECT_EQ(u.code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(u.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(u.message().find("Resize node 'rz'"), std::string::npos) << u.message();
 }
 
 }  // namespace

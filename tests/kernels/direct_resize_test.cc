@@ -50,6 +50,8 @@ std::vector<Case> Cases() {
       {"bilinear 2x pytorch_half_pixel", {2, 3, 5, 6}, {linear, coord("pytorch_half_pixel")}, {1, 1, 2, 2}, {}, {}},
       {"bilinear align_corners, sizes", {1, 4, 7, 5}, {linear, coord("align_corners")}, {}, {1, 4, 13, 9}, {}},
       {"bilinear down 0.6", {1, 2, 10, 12}, {linear}, {1, 1, 0.6f, 0.6f}, {}, {}},
+      {"antialiased bicubic down 0.4, 0.75", {1, 2, 11, 12}, {cubic, std::make_pair(S("antialias"), ir::AttrValue(int64_t{1}))},
+       {1, 1, 0.4f, 0.75f}, {}, {}},
       {"bicubic exclude_outside", {1, 2, 6, 7}, {cubic, std::make_pair(S("exclude_outside"), ir::AttrValue(int64_t{1}))},
        {1, 1, 1.7f, 2.3f}, {}, {}},
       {"tf_crop_and_resize extrapolation", {1, 2, 6, 6}, {linear, coord("tf_crop_and_resize"),

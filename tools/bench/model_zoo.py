@@ -1904,6 +1904,96 @@ def resize_variants(gen):
     return M(), torch.randn(BATCH, 3, 6, 6, generator=gen)
 
 
+def segnet_unpool(gen):
+    """SegNet's decoder: MaxPool2d(return_indices=True) in the encoder, MaxUnpool2d with those indices in
+    the decoder (the max positions get the values back, the rest 0), Conv-BN-ReLU around them."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+            self.pool = nn.MaxPool2d(2, 2, return_indices=True)
+            self.mid = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+            self.unpool = nn.MaxUnpool2d(2, 2)
+            self.dec = nn.Conv2d(8, 4, 3, padding=1)
+            self.head = nn.Linear(4, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 16, 16]
+            h, idx = self.pool(self.enc(x))                          # [B, 8, 8, 8]
+            u = self.unpool(self.mid(h), idx)                        # [B, 8, 16, 16]
+            return self.head(self.dec(u).mean((2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 16, 16, generator=gen)
+
+
+def packed_lstm(gen):
+    """A padded-batch text classifier: lengths counted in forward from the non-zero token ids,
+    pack_padded_sequence(enforce_sorted=False) into an LSTM, the last valid step's hidden state (h_n)."""
+    torch, nn, F = _nn()
+    from torch.nn.utils.rnn import pack_padded_sequence
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, 24, padding_idx=0)
+            self.lstm = nn.LSTM(24, 32, batch_first=True)
+            self.head = nn.Linear(32, NUM_CLASSES)
+
+        def forward(self, tokens):                                   # [B, T], 0 = padding at the end
+            lengths = (tokens != 0).sum(1)
+            packed = pack_padded_sequence(self.emb(tokens), lengths, batch_first=True, enforce_sorted=False)
+            _, (h, _) = self.lstm(packed)
+            return self.head(h[-1])
+
+    x = torch.randint(1, VOCAB, (BATCH, SEQ), generator=gen)
+    x[1, SEQ - 5:] = 0                                               # the second row is 11 tokens long
+    return M(), x
+
+
+def antialias_resize(gen):
+    """In-model preprocessing as torchvision's tensor transforms do it: a bilinear and a bicubic
+    down-sampling with antialias=True (Resize with antialias=1, opset 18), then a small CNN."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.conv2 = nn.Conv2d(3, 8, 3, padding=1)
+            self.head = nn.Linear(16, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 24, 24]
+            a = F.interpolate(x, size=(10, 10), mode="bilinear", align_corners=False, antialias=True)
+            b = F.interpolate(x, scale_factor=0.5, mode="bicubic", align_corners=False, antialias=True)
+            return self.head(torch.cat([F.relu(self.conv(a)).mean((2, 3)), F.relu(self.conv2(b)).mean((2, 3))], 1))
+
+    return M(), torch.randn(BATCH, 3, 24, 24, generator=gen)
+
+
+def qat_fake_quant(gen):
+    """A quantization-aware-training model: activations and weights through
+    torch.fake_quantize_per_tensor_affine (QuantizeLinear -> DequantizeLinear in the export; the gradient
+    is the straight-through estimator inside the quantization range, 0 outside)."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            self.head = nn.Linear(8, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 12, 12]
+            fq = torch.fake_quantize_per_tensor_affine
+            h = F.relu(self.conv(fq(x, 0.05, 128, 0, 255)))
+            w = fq(self.conv2.weight, 0.01, 0, -128, 127)
+            h = F.relu(F.conv2d(fq(h, 0.02, 0, 0, 255), w, self.conv2.bias, padding=1))
+            return self.head(h.mean((2, 3)))
+
+    return M(), torch.randn(BATCH, 3, 12, 12, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -1920,7 +2010,7 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                pointnet_mini, capsule_routing, gat_layer, dynamic_conv, roi_align_head,
                                wavenet_gated, realnvp_coupling, detr_decoder, segformer_mini, eca_block,
                                kan_layer, mamba_scan, fft_long_conv, norm_variants, indexing_ops,
-                               resize_variants)}
+                               resize_variants, segnet_unpool, packed_lstm, antialias_resize, qat_fake_quant)}
 
 
 def build(name, seed=0):
