@@ -33,6 +33,10 @@ Status TrainBatchNorm(Graph& g, Node* bn, TrainingGraphInfo& info) {
   AMP_RETURN_IF_ERROR(g.InferNode(bn));
   for (size_t k = 1; k < 3; ++k) {
     Value stat = bn->input(k + 2), update = bn->output(k);
+    // Statistics computed in the graph (PyTorch's track_running_stats=False
+    // exports the batch's own mean and variance there) are no state: the
+    // batch statistics are used and there is nothing to keep.
+    if (g.producer(stat)->op() != OpKind::kInitializer) continue;
     if (!g.is_graph_output(update)) {
       AMP_RETURN_IF_ERROR(g.RenameValue(update, g.UniqueName(g.name(stat) + ".update")));
       g.AddOutput(update);

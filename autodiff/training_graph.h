@@ -4,7 +4,9 @@
 //     becomes BatchNormalization[training_mode=1](...) -> Y, mean.update, var.update
 //   with the two running-stat outputs appended as graph outputs named
 //   "<mean initializer name>.update" / "<var initializer name>.update" (kept
-//   as they are when already graph outputs) and listed in bn_updates.
+//   as they are when already graph outputs) and listed in bn_updates;
+//   statistics computed in the graph rather than initializers (PyTorch's
+//   track_running_stats=False) are not state and get no outputs.
 //   Dropout(X, ratio?) -> Y
 //     becomes Dropout(X, ratio?, training_mode=true) -> Y, mask (opts.dropout),
 //     or is bypassed: its users read X (opts.dropout == false).

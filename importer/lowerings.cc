@@ -471,8 +471,11 @@ Status LowerCol2Im(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, b.Op(OpKind::kReshape, {ct->output(0), image_shape}, "image"));
 }
 
-// Einsum, no label repeated within an input (no diagonals). Labels of one
-// input that neither the output nor another input has are summed first;
+// Einsum. A label repeated within an input takes that input's diagonal
+// first (its occurrences moved last, merged by a Reshape, and every
+// (1 + n + ... + n^(k-1))-th element sliced: 'bii->bi'); its size must be
+// static. Labels of one input that neither the output nor another input has
+// are summed next;
 // then the inputs are contracted pairwise from the left, each intermediate
 // keeping the labels that the output or a later input still needs. With the
 // pair's target labels (the output's for the last pair):
@@ -496,11 +499,6 @@ class EinsumLowering {
     const std::string equation = n_->attrs().Str("equation", "");
     auto eq = ir::ParseEinsum(equation, ranks);
     if (!eq.ok()) return InvalidArgument(n_->Describe(), ": ", eq.status().message());
-    for (const std::string& t : eq->inputs)
-      for (char c : t)
-        if (std::count(t.begin(), t.end(), c) > 1)
-          return Unimplemented(n_->Describe(), ": equation '", equation, "' repeats a label within one input "
-                               "(a diagonal), which amptrain does not lower");
     out_ = eq->output;
     // Each label's size, from the inputs (an intermediate has no inferred
     // type yet): -1 when symbolic; a 1 broadcast against n counts as n.
@@ -511,6 +509,18 @@ class EinsumLowering {
         auto [it, fresh] = size_.emplace(eq->inputs[i][d], v);
         if (!fresh && it->second != -1 && (v == -1 || v > it->second)) it->second = v;
       }
+    std::vector<Value> diagonals;
+    for (size_t i = 0; i < eq->inputs.size(); ++i) {
+      Value x = n_->input(i);
+      for (char c : std::string(eq->inputs[i]))
+        if (std::count(eq->inputs[i].begin(), eq->inputs[i].end(), c) > 1) {
+          if (DimOf(c) < 0)
+            return Unimplemented(n_->Describe(), ": equation '", equation, "' takes a diagonal over the symbolic label '",
+                                 std::string(1, c), "'; amptrain lowers diagonals of static size");
+          x = Diagonal(x, eq->inputs[i], c);
+        }
+      diagonals.push_back(x);
+    }
     std::vector<Value> ins;
     std::vector<std::string> labels;
     for (size_t i = 0; i < eq->inputs.size(); ++i) {
@@ -521,7 +531,7 @@ class EinsumLowering {
         for (size_t j = 0; j < eq->inputs.size(); ++j) elsewhere |= j != i && eq->inputs[j].find(c) != std::string::npos;
         (elsewhere ? keep : drop) += c;
       }
-      ins.push_back(SumOut(n_->input(i), eq->inputs[i], drop));
+      ins.push_back(SumOut(diagonals[i], eq->inputs[i], drop));
       labels.push_back(keep);
     }
     if (ins.size() == 1) return Replace(g_, n_, Permute(ins[0], labels[0], out_));
@@ -540,6 +550,40 @@ class EinsumLowering {
  private:
   int64_t DimOf(char c) const { return size_.at(c); }  // -1 when symbolic
   Value Node1(OpKind op, std::vector<Value> in) { return g_.AddNode(op, std::move(in), 1, g_.UniqueName(base_ + "_einsum"))->output(0); }
+
+  // The diagonal of x over label c (k >= 2 occurrences in `labels`, static
+  // size n): Transpose the occurrences last, Reshape them into one axis of
+  // n^k, Slice every (n^k - 1) / (n - 1)-th element. `labels` loses all but
+  // one c, which moves last.
+  Value Diagonal(Value x, std::string& labels, char c) {
+    std::string rest;
+    std::vector<int64_t> perm, last;  // the other labels' axes, then c's
+    for (size_t d = 0; d < labels.size(); ++d) {
+      if (labels[d] != c) rest += labels[d];
+      (labels[d] != c ? perm : last).push_back(static_cast<int64_t>(d));
+    }
+    const size_t k = last.size();
+    perm.insert(perm.end(), last.begin(), last.end());
+    int64_t span = 1, step = 0;
+    for (size_t i = 0; i < k; ++i) {
+      step += span;
+      span *= DimOf(c);
+    }
+    std::vector<int64_t> shape(rest.size(), 0);  // Reshape's 0 keeps the other (maybe symbolic) dims
+    shape.push_back(span);
+    Value moved = x;
+    if (!std::is_sorted(perm.begin(), perm.end())) {
+      ir::Node* t = g_.AddNode(OpKind::kTranspose, {x}, 1, g_.UniqueName(base_ + "_transpose"));
+      t->attrs().Set("perm", perm);
+      moved = t->output(0);
+    }
+    Value flat = Reshape(moved, shape);
+    const int64_t axis = static_cast<int64_t>(rest.size());
+    Value d = Node1(OpKind::kSlice, {flat, IntsConstant(g_, base_ + "_starts", {0}), IntsConstant(g_, base_ + "_ends", {span}),
+                                     IntsConstant(g_, base_ + "_axes", {axis}), IntsConstant(g_, base_ + "_steps", {step})});
+    labels = rest + c;
+    return d;
+  }
 
   Value SumOut(Value x, const std::string& labels, const std::string& drop) {
     if (drop.empty()) return x;

@@ -57,6 +57,8 @@ TEST(LoweredGradCheck, Einsum) {
       {"ij,jk,ki->", {{"a", {2, 3}}, {"b", {3, 2}}, {"c", {2, 2}}}},
       {"ij->ij", {{"a", {2, 3}}}},
       {"bij->bj", {{"a", {2, 3, 4}}}},
+      {"bii->bi", {{"a", {2, 3, 3}}}},
+      {"iji,j->i", {{"a", {3, 2, 3}}, {"b", {2}}}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.equation);

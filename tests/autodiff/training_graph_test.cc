@@ -48,6 +48,29 @@ TEST(ToTrainingMode, BatchNormGetsRunningStatOutputs) {
   EXPECT_EQ(m.g.type(d->output(1)).dtype, ir::DType::kBool);
 }
 
+// PyTorch's BatchNorm with track_running_stats=False exports the batch's own
+// statistics as the mean and variance inputs: computed, not state.
+TEST(ToTrainingMode, BatchNormWithComputedStatisticsHasNoState) {
+  Graph g;
+  Value x = g.AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {4, 2}));
+  Value axes = g.AddInitializer("axes", ir::Tensor::Int64s({0}, {1}));
+  ir::Node* mean = g.AddNode(OpKind::kReduceMean, {x, axes}, 1, "mean", {"m"});
+  mean->attrs().Set("keepdims", int64_t{0});
+  ir::Node* sq = g.AddNode(OpKind::kMul, {x, x}, 1, "sq", {"x2"});
+  ir::Node* var = g.AddNode(OpKind::kReduceMean, {sq->output(0), axes}, 1, "var", {"v"});
+  var->attrs().Set("keepdims", int64_t{0});
+  Value w = g.AddInitializer("bn.weight", ir::Tensor::Floats({1, 1}, {2}));
+  Value b = g.AddInitializer("bn.bias", ir::Tensor::Floats({0, 0}, {2}));
+  ir::Node* bn = g.AddNode(OpKind::kBatchNormalization, {x, w, b, mean->output(0), var->output(0)}, 1, "bn", {"y"});
+  g.AddOutput(bn->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  auto info = ToTrainingMode(g);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_TRUE(info->bn_updates.empty());
+  EXPECT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.producer(g.FindValue("y"))->attrs().Int("training_mode", 0), 1);
+}
+
 TEST(ToTrainingMode, DropoutOffBypassesDropout) {
   BnDropout m;
   ASSERT_TRUE(ToTrainingMode(m.g, TrainingGraphOptions{false}).ok());

@@ -1,7 +1,7 @@
 // The ops the importer lowers into others (importer/lowerings.cc), run
 // end to end: Einsum against loops written here, on equations PyTorch code
 // writes (attention with the heads inside, implicit output, ellipsis, a label
-// summed away in one input, a symbolic batch) and against its definition
+// summed away in one input, a symbolic batch, diagonals) and against its definition
 // (RefEinsum), the forms it refuses (errors naming the node and equation),
 // DepthToSpace / SpaceToDepth and InstanceNormalization (3-D, 4-D, nn.GroupNorm's
 // export, written back below opset 17) against their ONNX formulas, and the exporter's unique node names,
@@ -257,6 +257,15 @@ TEST(LoweredEinsum, EquationsAgainstTheDefinition) {
       {"i,i,i->", "i,i,i->", {5}, {5}, false, {{5}}},
       {"bi,bj,bk->bijk", "bi,bj,bk->bijk", {2, 2}, {2, 3}, true, {{2, 4}}},
       {"xa,yb,xc->bc", "xa,yb,xc->bc", {2, 3}, {4, 2}, false, {{2, 3}}},
+      // Diagonals (a label repeated within an input): adjacent, apart, three
+      // times, a trace, beside a contraction, with a symbolic batch.
+      {"bii->bi", "bii->bi", {2, 3, 3}, {}},
+      {"bii->bi", "bii->bi", {2, 3, 3}, {}, true},
+      {"ii->", "ii->", {4, 4}, {}},
+      {"iji->j", "iji->j", {3, 2, 3}, {}},
+      {"iii->i", "iii->i", {3, 3, 3}, {}},
+      {"bii,bj->bij", "bii,bj->bij", {2, 3, 3}, {2, 4}},
+      {"bij,bjj->bi", "bij,bjj->bi", {2, 3, 4}, {2, 4, 4}, true},
   };
   for (const EinsumCase& c : cases) {
     SCOPED_TRACE(c.equation + (c.symbolic_batch ? " (symbolic batch)" : ""));
@@ -307,8 +316,7 @@ TEST(LoweredEinsum, UnsupportedFormsAreCleanErrors) {
     std::string says;
   };
   const std::vector<Bad> cases = {
-      {"ii->i", {{3, 3}}, StatusCode::kUnimplemented, "diagonal"},
-      {"bii,bj->bij", {{2, 3, 3}, {2, 4}}, StatusCode::kUnimplemented, "diagonal"},
+      {"bii->bi", {{2, -1, -1}}, StatusCode::kUnimplemented, "diagonal over the symbolic label 'i'"},
       {"ij,jk->ik", {{2, -1}, {-1, 4}}, StatusCode::kUnimplemented, "symbolic"},
       {"ij,jk->ik", {{2, 3}, {3, 4, 5}}, StatusCode::kInvalidArgument, "rank"},
       {"ij,jk->iz", {{2, 3}, {3, 4}}, StatusCode::kInvalidArgument, "in no input"},

@@ -1994,6 +1994,82 @@ def qat_fake_quant(gen):
     return M(), torch.randn(BATCH, 3, 12, 12, generator=gen)
 
 
+def einsum_variants(gen):
+    """torch.einsum beyond batched matmul: a diagonal ('bii->bi'), an outer product ('bi,bj->bij'),
+    ellipsis broadcasting ('...ij,jk->...ik'), a bilinear form with three operands ('bi,oij,bj->bo',
+    nn.Bilinear written out) and a full contraction to a per-sample scalar ('bij,bij->b')."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = nn.Linear(6, 36)
+            self.w = nn.Parameter(0.2 * torch.randn(6, 5, generator=gen))
+            self.bil = nn.Parameter(0.2 * torch.randn(4, 6, 6, generator=gen))
+            self.head = nn.Linear(6 + 5 + 4 + 1 + 6, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 6]
+            m = self.proj(x).view(-1, 6, 6)
+            diag = torch.einsum("bii->bi", m)
+            outer = torch.einsum("bi,bj->bij", x, diag)
+            ell = torch.einsum("...ij,jk->...ik", outer, self.w).mean(1)
+            bil = torch.einsum("bi,oij,bj->bo", x, self.bil, diag)
+            full = torch.einsum("bij,bij->b", m, outer).unsqueeze(1)
+            return self.head(torch.cat([diag, ell, bil, full, x], 1))
+
+    return M(), torch.randn(BATCH, 6, generator=gen)
+
+
+def conv_same_padding(gen):
+    """Conv layers with padding='same' where it is asymmetric (even kernels, kernel 4 with dilation 2 in
+    1-D, (2, 4) in 2-D), grouped and depthwise, and ConvTranspose1d with output_padding."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c2 = nn.Conv2d(3, 8, (2, 4), padding="same")
+            self.g = nn.Conv2d(8, 8, 3, padding="same", dilation=2, groups=4)
+            self.dw = nn.Conv2d(8, 8, 4, padding="same", groups=8, bias=False)
+            self.c1 = nn.Conv1d(8, 6, 4, padding="same", dilation=2)
+            self.t1 = nn.ConvTranspose1d(6, 4, 3, stride=2, padding=1, output_padding=1)
+            self.head = nn.Linear(8 + 4, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 9, 10]
+            h = F.gelu(self.dw(F.relu(self.g(F.relu(self.c2(x))))))
+            s = F.relu(self.c1(h.mean(2)))                           # [B, 6, 10]
+            t = self.t1(s)                                           # [B, 4, 20]
+            return self.head(torch.cat([h.mean((2, 3)), t.mean(2)], 1))
+
+    return M(), torch.randn(BATCH, 3, 9, 10, generator=gen)
+
+
+def bn_variants(gen):
+    """BatchNorm beyond the defaults: affine=False, track_running_stats=False (batch statistics in eval
+    too), momentum=None (a cumulative average), BatchNorm1d over [N, C] features and over [N, C, L]."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 8, 3, padding=1)
+            self.bn_na = nn.BatchNorm2d(8, affine=False)
+            self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+            self.bn_nt = nn.BatchNorm2d(8, track_running_stats=False)
+            self.c1 = nn.Conv1d(8, 6, 3, padding=1)
+            self.bn_cum = nn.BatchNorm1d(6, momentum=None)
+            self.fc = nn.Linear(6, 12)
+            self.bn_feat = nn.BatchNorm1d(12)
+            self.head = nn.Linear(12, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 8, 8]
+            h = F.relu(self.bn_nt(self.conv2(F.relu(self.bn_na(self.conv(x))))))
+            s = F.relu(self.bn_cum(self.c1(h.mean(2))))              # [B, 6, 8]
+            return self.head(F.relu(self.bn_feat(self.fc(s.mean(2)))))
+
+    return M(), torch.randn(4, 3, 8, 8, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -2010,7 +2086,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                pointnet_mini, capsule_routing, gat_layer, dynamic_conv, roi_align_head,
                                wavenet_gated, realnvp_coupling, detr_decoder, segformer_mini, eca_block,
                                kan_layer, mamba_scan, fft_long_conv, norm_variants, indexing_ops,
-                               resize_variants, segnet_unpool, packed_lstm, antialias_resize, qat_fake_quant)}
+                               resize_variants, segnet_unpool, packed_lstm, antialias_resize, qat_fake_quant,
+                               einsum_variants, conv_same_padding, bn_variants)}
 
 
 def build(name, seed=0):
