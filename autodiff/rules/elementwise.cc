@@ -160,15 +160,13 @@ Status CastGrad(GradContext& c) {  // cast back to the source dtype
   return Status::Ok();
 }
 
-Status SigmoidGrad(GradContext& c) {  // dy * y * (1 - y)
-  Value y = c.output(0);
-  c.SetGrad(0, c.Mul(c.grad_output(0), c.Mul(y, c.Sub(c.Scalar(1.0, y), y))));
+Status SigmoidGrad(GradContext& c) {  // dy * y * (1 - y), one kernel
+  c.SetGrad(0, c.Emit1(OpKind::kSigmoidGrad, {c.grad_output(0), c.output(0)}));
   return Status::Ok();
 }
 
-Status TanhGrad(GradContext& c) {  // dy * (1 - y^2)
-  Value y = c.output(0);
-  c.SetGrad(0, c.Mul(c.grad_output(0), c.Sub(c.Scalar(1.0, y), c.Mul(y, y))));
+Status TanhGrad(GradContext& c) {  // dy * (1 - y^2), one kernel
+  c.SetGrad(0, c.Emit1(OpKind::kTanhGrad, {c.grad_output(0), c.output(0)}));
   return Status::Ok();
 }
 

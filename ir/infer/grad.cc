@@ -8,7 +8,7 @@
 //   MaxPoolGrad/AveragePoolGrad(dY, X) -> dX: X
 //   BatchNormalizationGrad(dY, X, scale) -> dX: X, dScale, dBias: scale
 //   LayerNormalizationGrad(dY, X, scale) -> dX: X, dScale, dBias: scale
-//   ReluGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), SoftmaxGrad/LogSoftmaxGrad(dY, Y),
+//   ReluGrad(dY, Y), TanhGrad(dY, Y), SigmoidGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), SoftmaxGrad/LogSoftmaxGrad(dY, Y),
 //   DropoutGrad(dY, mask, ratio?) -> dY's type refined by the other input
 //   SoftmaxCrossEntropyLossGrad(dloss, log_prob, labels, weights?) -> log_prob
 //   MeanSquaredErrorGrad(dloss, pred, target) -> pred
@@ -161,6 +161,8 @@ Status InferLayerNormalizationGrad(InferContext& ctx) {
 }
 
 Status InferReluGrad(InferContext& ctx) { return InferElementwiseGrad(ctx); }
+Status InferTanhGrad(InferContext& ctx) { return InferElementwiseGrad(ctx); }
+Status InferSigmoidGrad(InferContext& ctx) { return InferElementwiseGrad(ctx); }
 
 Status InferGeluGrad(InferContext& ctx) {
   AMP_ASSIGN_OR_RETURN(std::string approximate, ctx.attrs->GetString("approximate", "none"));

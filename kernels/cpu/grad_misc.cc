@@ -1,5 +1,7 @@
 // Reference kernels of the small backward ops and the MSE loss head:
 //   ReluGrad(dY, Y)          dY where Y > 0, else 0
+//   TanhGrad(dY, Y)          dY (1 - Y)(1 + Y)
+//   SigmoidGrad(dY, Y)       dY Y (1 - Y)
 //   GeluGrad(dY, X)          dY * gelu'(X); approximate none:
 //                              Phi(x) + x * phi(x)
 //                            tanh: u = k (x + 0.044715 x^3), k = sqrt(2/pi):
@@ -29,7 +31,7 @@ namespace amptrain::kernels::cpu::grad {
 
 namespace {
 
-enum class Pointwise { kRelu, kGeluExact, kGeluTanh, kSilu, kDropout, kUnary };
+enum class Pointwise { kRelu, kTanh, kSigmoid, kGeluExact, kGeluTanh, kSilu, kDropout, kUnary };
 
 // The forward ops UnaryGrad differentiates, with their attributes.
 struct UnaryFn {
@@ -98,6 +100,16 @@ class PointwiseGrad : public Kernel {
     switch (kind_) {
       case Pointwise::kRelu:
         return Map(n, [&](int64_t i) { return static_cast<A>(b[i]) > A(0) ? static_cast<A>(dy[i]) : A(0); }, dx);
+      case Pointwise::kTanh:
+        return Map(n, [&](int64_t i) {
+          const A y = static_cast<A>(b[i]);
+          return static_cast<A>(dy[i]) * ((A(1) - y) * (A(1) + y));  // 1 - y^2, exact near |y| = 1
+        }, dx);
+      case Pointwise::kSigmoid:
+        return Map(n, [&](int64_t i) {
+          const A y = static_cast<A>(b[i]);
+          return static_cast<A>(dy[i]) * (y * (A(1) - y));
+        }, dx);
       case Pointwise::kGeluExact:
         return Map(n, [&](int64_t i) {
           const A x = static_cast<A>(b[i]);
@@ -269,6 +281,10 @@ StatusOr<std::unique_ptr<Kernel>> MakeMiscGrad(const KernelInit& init) {
       kind = approximate == "tanh" ? Pointwise::kGeluTanh : Pointwise::kGeluExact;
     } else if (init.op == OpKind::kSiluGrad) {
       kind = Pointwise::kSilu;
+    } else if (init.op == OpKind::kTanhGrad) {
+      kind = Pointwise::kTanh;
+    } else if (init.op == OpKind::kSigmoidGrad) {
+      kind = Pointwise::kSigmoid;
     } else if (init.op == OpKind::kUnaryGrad) {
       AMP_ASSIGN_OR_RETURN(std::string name, init.attrs->GetString("op", ""));
       std::optional<OpKind> op = ir::FindOnnxOp(name);

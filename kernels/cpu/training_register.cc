@@ -39,6 +39,8 @@ void RegisterReferenceTraining(Registry& r) {
       {OpKind::kBatchNormalizationGrad, grad::MakeBatchNormGrad},
       {OpKind::kLayerNormalizationGrad, grad::MakeLayerNormGrad},
       {OpKind::kReluGrad, grad::MakeMiscGrad},
+      {OpKind::kTanhGrad, grad::MakeMiscGrad},
+      {OpKind::kSigmoidGrad, grad::MakeMiscGrad},
       {OpKind::kGeluGrad, grad::MakeMiscGrad},
       {OpKind::kSiluGrad, grad::MakeMiscGrad},
       {OpKind::kUnaryGrad, grad::MakeMiscGrad},

@@ -69,6 +69,8 @@ __device__ __forceinline__ float Binary(BinaryOp op, float a, float b) {
     case BinaryOp::kMax: return a != a || a > b ? a : b;  // NaN propagates
     case BinaryOp::kMin: return a != a || a < b ? a : b;
     case BinaryOp::kReluGrad: return b > 0.0f ? a : 0.0f;
+    case BinaryOp::kTanhGrad: return a * ((1.0f - b) * (1.0f + b));
+    case BinaryOp::kSigmoidGrad: return a * (b * (1.0f - b));
     case BinaryOp::kGeluGrad: {
       const float cdf = 0.5f * (1.0f + erff(b * 0.7071067811865476f));
       const float pdf = expf(-0.5f * b * b) * 0.3989422804014327f;  // 1 / sqrt(2 pi)

@@ -9,7 +9,7 @@
 //           0/1; the three floats in float, the integers as the CPU's
 //           Remainder: x mod 0 = 0; launchers: numeric.cu)
 //   Not     bool
-//   grads   ReluGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), UnaryGrad(dY, X) of Erf and HardSwish (one shape)
+//   grads   ReluGrad(dY, Y), TanhGrad(dY, Y), SigmoidGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), UnaryGrad(dY, X) of Erf and HardSwish (one shape)
 //   Cast between fp32, fp16 and bf16; Identity.
 // Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
 // grad_misc.cc, cast.cc): output 0 has the inferred type, may overwrite input 0.
@@ -192,6 +192,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
     case OpKind::kMax: op = BinaryOp::kMax; break;
     case OpKind::kMin: op = BinaryOp::kMin; break;
     case OpKind::kReluGrad: op = BinaryOp::kReluGrad, same_shape_only = true; break;
+    case OpKind::kTanhGrad: op = BinaryOp::kTanhGrad, same_shape_only = true; break;
+    case OpKind::kSigmoidGrad: op = BinaryOp::kSigmoidGrad, same_shape_only = true; break;
     case OpKind::kGeluGrad: {
       AMP_ASSIGN_OR_RETURN(const bool tanh, GeluTanh(init));
       op = tanh ? BinaryOp::kGeluTanhGrad : BinaryOp::kGeluGrad;
@@ -398,7 +400,8 @@ void RegisterElementwise(Registry& r) {
   pow.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && ElemOf(init.inputs[1].dtype).has_value(); };
   r.Add(std::move(pow));
   for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin,
-                    OpKind::kReluGrad, OpKind::kGeluGrad, OpKind::kSiluGrad, OpKind::kUnaryGrad}) {
+                    OpKind::kReluGrad, OpKind::kTanhGrad, OpKind::kSigmoidGrad, OpKind::kGeluGrad, OpKind::kSiluGrad,
+                    OpKind::kUnaryGrad}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeBinary);
     // Variadic Max/Min: the two-input form only; UnaryGrad: Erf's and HardSwish's only.
     e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2 && MakeBinary(init).ok(); };

@@ -34,6 +34,8 @@ enum class BinaryOp : int {
   kAdd, kSub, kMul, kDiv, kMax, kMin,
   // Backward ops, (dY, b) -> dX, operands of one shape (no broadcast):
   kReluGrad,      // b = Y: dY where Y > 0, else 0
+  kTanhGrad,      // b = Y: dY (1 - Y)(1 + Y)
+  kSigmoidGrad,   // b = Y: dY Y (1 - Y)
   kGeluGrad,      // b = X: dY * (Phi(x) + x phi(x))
   kGeluTanhGrad,  // b = X: the tanh approximation's derivative
   kErfGrad,       // b = X: UnaryGrad of Erf, dY 2/sqrt(pi) e^(-x^2)

@@ -93,6 +93,8 @@ std::vector<Case> Cases() {
   c.push_back(Case{"ReluGrad", OpKind::kReluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}})});
   c.push_back(Case{"GeluGrad", OpKind::kGeluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}}, -3, 3)});
   c.push_back(Case{"SiluGrad", OpKind::kSiluGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}}, -8, 8)});
+  c.push_back(Case{"TanhGrad", OpKind::kTanhGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}}, -1, 1)});
+  c.push_back(Case{"SigmoidGrad", OpKind::kSigmoidGrad, NoAttrs, Shapes({{8, 16, 9}, {8, 16, 9}}, 0, 1)});
   c.push_back(Case{"HardSwishGrad", OpKind::kUnaryGrad, [](DType) { return Attr("op", std::string("HardSwish")); },
                    Shapes({{8, 16, 9}, {8, 16, 9}}, -5, 5)});
   c.push_back(Case{"ErfGrad", OpKind::kUnaryGrad, [](DType) { return Attr("op", std::string("Erf")); },

@@ -193,6 +193,26 @@ TEST(GradOps, UnaryGradIsTheDerivativeRoundedOnce) {
   }
 }
 
+// TanhGrad and SigmoidGrad in fp16/bf16 round once: the exact dY (1 - Y^2)
+// and dY Y (1 - Y) of the low inputs, rounded, bit for bit (PyTorch's
+// tanh_backward / sigmoid_backward compute in float and round once too).
+TEST(GradOps, TanhAndSigmoidGradsRoundOnceInLowPrecision) {
+  Attributes none;
+  for (OpKind op : {OpKind::kTanhGrad, OpKind::kSigmoidGrad})
+    for (DType low : {DType::kFloat16, DType::kBFloat16}) {
+      SCOPED_TRACE(std::string(ir::Schema(op).onnx_type) + " " + std::string(ir::DTypeName(low)));
+      const bool tanh = op == OpKind::kTanhGrad;
+      Tensor y = Random({4, 25}, 3, low, tanh ? -1 : 0, 1), dy = Random({4, 25}, 4, low);
+      Tensor got = Out(op, none, {dy, y});
+      Tensor rounded = *Tensor::Zeros(low, {4, 25});
+      for (int64_t i = 0; i < 100; ++i) {
+        const double v = y.GetAsDouble(i), g = dy.GetAsDouble(i);
+        ir::SetElementFromDouble(rounded, i, g * (tanh ? (1 - v) * (1 + v) : v * (1 - v)));
+        EXPECT_EQ(got.GetAsDouble(i), rounded.GetAsDouble(i)) << i << ": y " << v << " dy " << g;
+      }
+    }
+}
+
 TEST(GradOps, ActivationGrads) {
   Tensor x = Random({3, 17}, 1, DType::kFloat64, -3, 3, 0.05);
   Tensor r = Random({3, 17}, 2);
@@ -206,6 +226,10 @@ TEST(GradOps, ActivationGrads) {
   }
   Tensor wide = Random({3, 17}, 5, DType::kFloat64, -9, 9, 0.05);
   CheckBackward("SiluGrad", Fwd(OpKind::kSilu, none), {wide}, OpKind::kSiluGrad, none, {r, wide}, {0}, r);
+  CheckBackward("TanhGrad", Fwd(OpKind::kTanh, none), {x}, OpKind::kTanhGrad, none,
+                {r, Out(OpKind::kTanh, none, {x})}, {0}, r);
+  CheckBackward("SigmoidGrad", Fwd(OpKind::kSigmoid, none), {wide}, OpKind::kSigmoidGrad, none,
+                {r, Out(OpKind::kSigmoid, none, {wide})}, {0}, r);
   for (int64_t axis : {0, 1, -1}) {
     Tensor x3 = Random({2, 3, 4}, 3, DType::kFloat64, -2, 2), r3 = Random({2, 3, 4}, 4);
     Attributes a;

@@ -2070,6 +2070,109 @@ def bn_variants(gen):
     return M(), torch.randn(4, 3, 8, 8, generator=gen)
 
 
+def explicit_casts(gen):
+    """Precision chosen by the model's own code: a block run under torch.autocast inside forward (the
+    export keeps its casts), explicit x.half()/x.bfloat16() round trips (a "manual AMP" layer), an
+    integer cast of a float (x.long()) feeding an embedding, and a bool mask cast to float."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(8, 16)
+            self.b = nn.Linear(16, 16)
+            self.emb = nn.Embedding(5, 16)
+            self.head = nn.Linear(16, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 8]
+            h = self.a(x)
+            h16 = F.relu(F.linear(h.half(), self.b.weight.half(), self.b.bias.half())).float()
+            hb = torch.tanh(h.bfloat16()).float()
+            bucket = (torch.sigmoid(x[:, 0]) * 4.99).long()           # [B] in 0..4, no gradient
+            mask = (h > 0).float()
+            return self.head(h16 + hb * mask + self.emb(bucket))
+
+    return M(), torch.randn(BATCH, 8, generator=gen)
+
+
+def constant_builders(gen):
+    """Tensors built in forward: torch.eye, torch.linspace, torch.full_like, torch.ones_like with a
+    dtype, torch.diag_embed and torch.diagonal, torch.tril on a ones matrix, torch.arange with a step."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(6, 6)
+            self.head = nn.Linear(6 * 4 + 1, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 6]
+            h = self.a(x)
+            n = h.shape[1]
+            eye = torch.eye(n, dtype=h.dtype)
+            ramp = torch.linspace(0.0, 1.0, n, dtype=h.dtype)
+            lower = torch.tril(torch.ones(n, n, dtype=h.dtype))
+            m = torch.diag_embed(h) + eye * 0.5                       # [B, 6, 6]
+            d = torch.diagonal(m @ lower, dim1=-2, dim2=-1)           # [B, 6]
+            filled = torch.full_like(h, 0.25) * ramp + torch.ones_like(h, dtype=torch.float32)
+            steps = torch.arange(0, 2 * n, 2, dtype=h.dtype) / (2 * n)
+            cum = (h * steps).sum(1, keepdim=True)
+            return self.head(torch.cat([h, d, filled * h, (h @ lower) * ramp, cum], 1))
+
+    return M(), torch.randn(BATCH, 6, generator=gen)
+
+
+def sort_ops(gen):
+    """Order statistics in forward: torch.sort (descending) and argsort, torch.topk on a middle dim,
+    torch.median along a dim (values and indices), torch.kthvalue, a sorted-pooling head."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(5, 8)
+            self.head = nn.Linear(8 + 8 + 3 * 5 + 5 + 8, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 7, 5]
+            h = self.a(x)                                            # [B, 7, 8]
+            srt, _ = torch.sort(h, dim=1, descending=True)
+            order = torch.argsort(h[:, 0], dim=-1)
+            top, _ = torch.topk(h.transpose(1, 2), 3, dim=2)         # [B, 8, 3]
+            med, _ = torch.median(x, dim=2)                          # [B, 7]
+            kth, _ = torch.kthvalue(x, 2, dim=1)                     # [B, 5]
+            picked = torch.gather(h[:, 1], 1, order)                 # [B, 8]
+            feats = torch.cat([srt[:, :2].mean(1), top.mean(2), top[:, :5].flatten(1), kth + med[:, :5], picked], 1)
+            return self.head(feats)
+
+    return M(), torch.randn(BATCH, 7, 5, generator=gen)
+
+
+def special_math(gen):
+    """torch.special and friends as model code uses them: expm1, log1p, logit (with eps), xlogy,
+    logaddexp, erfinv, sinc, copysign, frac and trunc, clamp with tensor bounds."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(8, 12)
+            self.lo = nn.Parameter(-0.5 - torch.rand(12, generator=gen))
+            self.head = nn.Linear(12 * 6, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 8]
+            h = self.a(x)
+            p = torch.sigmoid(h)
+            e = torch.expm1(0.3 * h) + torch.log1p(p)
+            lg = torch.logit(p, eps=1e-4) + torch.xlogy(p, p + 0.5)
+            la = torch.logaddexp(h, 0.5 * h) + torch.special.erfinv(0.9 * torch.tanh(h))
+            sc = torch.sinc(h) + torch.copysign(p, h)
+            fr = torch.frac(3 * h) + 0.1 * torch.trunc(3 * h)
+            cl = torch.clamp(h, min=self.lo, max=-self.lo)
+            return self.head(torch.cat([e, lg, la, sc, fr, cl], 1))
+
+    return M(), torch.randn(BATCH, 8, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -2087,7 +2190,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                wavenet_gated, realnvp_coupling, detr_decoder, segformer_mini, eca_block,
                                kan_layer, mamba_scan, fft_long_conv, norm_variants, indexing_ops,
                                resize_variants, segnet_unpool, packed_lstm, antialias_resize, qat_fake_quant,
-                               einsum_variants, conv_same_padding, bn_variants)}
+                               einsum_variants, conv_same_padding, bn_variants,
+                               explicit_casts, constant_builders, sort_ops, special_math)}
 
 
 def build(name, seed=0):
