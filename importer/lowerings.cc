@@ -289,6 +289,21 @@ Status LowerOneHot(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, b.Op(OpKind::kWhere, {hit, pick(1, "on"), pick(0, "off")}, "where"));
 }
 
+// EyeLike(x), attrs dtype, k -> Cast(Equal(Unsqueeze(Range(0, n), 1) + k,
+// Range(0, m)), dtype); n, m from Shape(x), so a symbolic size works too.
+Status LowerEyeLike(ir::Graph& g, ir::Node* n) {
+  Builder b(g, n->name());
+  ShapeBuilder sb(g, n->input(0), n->name());
+  Value zero = b.IntScalar(0), one = b.IntScalar(1);
+  Value rows = b.Op(OpKind::kUnsqueeze, {b.Op(OpKind::kRange, {zero, sb.Dim(0), one}, "rows"), b.Ints({1})}, "rows_column");
+  Value cols = b.Op(OpKind::kRange, {zero, sb.Dim(1), one}, "cols");
+  const int64_t k = n->attrs().Int("k", 0);
+  if (k != 0) rows = b.Op(OpKind::kAdd, {rows, b.IntScalar(k)}, "shifted");
+  Value hit = b.Op(OpKind::kEqual, {rows, cols}, "diagonal");
+  const ir::DType t = g.type(n->output(0)).dtype;
+  return Replace(g, n, t == ir::DType::kBool ? hit : b.Cast(hit, t));
+}
+
 // NegativeLogLikelihoodLoss -> loss = -GatherElements(input, target at
 // axis 1) x weight[target], 0 (and weight 0) where target == ignore_index;
 // none: that; sum: ReduceSum; mean: ReduceSum / ReduceSum(weights) (plain
@@ -692,6 +707,7 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kSum:
       case OpKind::kMean: AMP_RETURN_IF_ERROR(LowerVariadic(g, n)); break;
       case OpKind::kOneHot: AMP_RETURN_IF_ERROR(LowerOneHot(g, n)); break;
+      case OpKind::kEyeLike: AMP_RETURN_IF_ERROR(LowerEyeLike(g, n)); break;
       case OpKind::kNegativeLogLikelihoodLoss: AMP_RETURN_IF_ERROR(LowerNllLoss(g, n)); break;
       case OpKind::kDepthToSpace:
       case OpKind::kSpaceToDepth: AMP_RETURN_IF_ERROR(LowerBlockRearrange(g, n)); break;

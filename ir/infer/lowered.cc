@@ -8,6 +8,7 @@
 #include "ir/infer/infer_util.h"
 #include "ir/infer/spectral.h"
 #include "ir/infer/value_util.h"
+#include "ir/onnx_dtype.h"
 
 namespace amptrain::ir {
 
@@ -283,6 +284,21 @@ Status InferOneHot(InferContext& ctx) {
   std::vector<Dim> dims = ctx.inputs[0].shape.dims();
   dims.insert(dims.begin() + at, depth);
   ctx.outputs[0] = TensorType::Of(values.dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
+
+// EyeLike: x's 2-D shape, in the dtype attribute's type (x's without it).
+Status InferEyeLike(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  if (ctx.inputs[0].shape.rank() != 2) return ctx.Error("input has rank ", ctx.inputs[0].shape.rank(), ", expected 2");
+  DType t = ctx.inputs[0].dtype;
+  if (ctx.attrs->Has("dtype")) {
+    AMP_ASSIGN_OR_RETURN(int64_t code, ctx.attrs->GetInt("dtype", 0));
+    t = DTypeFromOnnx(code);
+    if (t == DType::kUndefined) return ctx.Error("attribute dtype ", OnnxTypeName(code), " is not supported");
+  }
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("k", 0).status());
+  ctx.outputs[0] = TensorType::Of(t, ctx.inputs[0].shape);
   return Status::Ok();
 }
 

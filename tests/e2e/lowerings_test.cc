@@ -603,5 +603,23 @@ TEST(LoweredAttention, BoolPaddingMaskWithAnEmptyRowGivesZeros) {
   ExpectNear(y, {B, H, S, D}, RefAttention(q, k, v, allowed));
 }
 
+// EyeLike over an input whose dims are known only at run time (torch.eye(n)
+// with n from a tensor's shape), off the main diagonal and into int64.
+TEST(LoweredEyeLike, SymbolicDimsOffDiagonalAndDtype) {
+  onnx::ModelProto m = mb::NewModel(17);
+  mb::AddInput(m, "x", {-1, -1});
+  auto* n = mb::AddNode(m, "EyeLike", {"x"}, {"y"}, "eye");
+  mb::SetInt(n, "k", -1);
+  mb::SetInt(n, "dtype", onnx::TensorProto::INT64);
+  mb::AddOutput(m, "y");
+  for (const std::vector<int64_t>& dims : {std::vector<int64_t>{3, 4}, std::vector<int64_t>{5, 2}}) {
+    ir::Tensor y = RunModel(m, {{"x", Iota(dims, 0.1f)}}, ir::OpKind::kEyeLike);
+    ASSERT_EQ(y.dtype(), ir::DType::kInt64);
+    ASSERT_EQ(y.dims(), dims);
+    for (int64_t i = 0; i < dims[0]; ++i)
+      for (int64_t j = 0; j < dims[1]; ++j) EXPECT_EQ(y.data<int64_t>()[i * dims[1] + j], i - 1 == j ? 1 : 0) << i << "," << j;
+  }
+}
+
 }  // namespace
 }  // namespace amptrain
