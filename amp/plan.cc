@@ -33,7 +33,8 @@
 //   7. O1 only, after every node has a decision: a follow op that the level
 //      left fp32 (kFollow) runs low (kLowReaders) when it commutes with
 //      rounding (it selects, compares or moves values: Relu, Clip, MaxPool
-//      over windows that do not overlap, the layout ops) and every reader
+//      over windows that do not overlap without its Indices output, the
+//      layout ops) and every reader
 //      of its float outputs computes low or is moved low itself; it is not
 //      a graph output. Its low result equals the rounding of its fp32 one,
 //      which its readers took anyway, so the forward values do not change;
@@ -358,6 +359,10 @@ class Assigner {
       case ir::OpKind::kSqueeze:
       case ir::OpKind::kUnsqueeze: return true;
       case ir::OpKind::kMaxPool: {
+        // Its Indices output (return_indices=True, MaxUnpool) is not a value:
+        // two inputs that round to the same low value tie, and the index of
+        // the first may differ from the fp32 maximum's.
+        if (n.num_outputs() > 1) return false;
         std::vector<int64_t> k = n.attrs().Ints("kernel_shape"), st = n.attrs().Ints("strides");
         std::vector<int64_t> dil = n.attrs().Ints("dilations");
         if (k.empty()) return false;

@@ -208,15 +208,12 @@ namespace amptrain::ir {
 
 namespace {
 
-// GridSample's attributes; Unimplemented names a mode amptrain lacks.
+// GridSample's attributes.
 Status CheckGridSampleAttrs(const InferContext& ctx) {
   AMP_ASSIGN_OR_RETURN(std::string mode, ctx.attrs->GetString("mode", ctx.opset >= 20 ? "linear" : "bilinear"));
   AMP_ASSIGN_OR_RETURN(std::string padding, ctx.attrs->GetString("padding_mode", "zeros"));
   AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("align_corners", 0).status());
-  if (mode == "bicubic" || mode == "cubic")
-    return Unimplemented(ctx.node ? ctx.node->Describe() : std::string("GridSample"), ": mode '", mode,
-                         "' is not implemented (bilinear/linear and nearest are)");
-  if (mode != "bilinear" && mode != "linear" && mode != "nearest")
+  if (mode != "bilinear" && mode != "linear" && mode != "nearest" && mode != "bicubic" && mode != "cubic")
     return ctx.Error("attribute mode is '", mode, "', expected bilinear, linear, nearest, bicubic or cubic");
   if (padding != "zeros" && padding != "border" && padding != "reflection")
     return ctx.Error("attribute padding_mode is '", padding, "', expected zeros, border or reflection");

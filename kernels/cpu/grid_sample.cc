@@ -5,8 +5,10 @@
 //     align_corners = 0: ((g + 1) size - 1) / 2    (-1 and 1: the corner pixels' outer edges)
 //   padding_mode: zeros (taps outside the input read 0), border (the
 //   coordinate is clipped into [0, size - 1]) or reflection (reflected about
-//   the borders, then clipped); mode: bilinear (ONNX 20: linear) or nearest
-//   (round half to even, as std::nearbyint).
+//   the borders, then clipped); mode: bilinear (ONNX 20: linear), nearest
+//   (round half to even, as std::nearbyint) or bicubic (ONNX 20: cubic; the
+//   4x4 pixels around the unpadded coordinate, cubic convolution A = -0.75,
+//   the padding mode applied to each tap's integer position, as PyTorch's).
 //   GridSampleGrad(dY, X, grid) -> dX (each tap's weight times dY, added where
 //   it read), dgrid (the bilinear weights' derivatives times the coordinate
 //   map's: 0 where border/reflection clipped; nearest: 0). Work is split by
@@ -28,7 +30,7 @@ namespace {
 enum class Padding { kZeros, kBorder, kReflection };
 
 struct GridParams {
-  bool nearest = false, align_corners = false;
+  bool nearest = false, cubic = false, align_corners = false;
   Padding padding = Padding::kZeros;
 };
 
@@ -38,9 +40,10 @@ StatusOr<GridParams> ReadParams(const KernelInit& init) {
   AMP_ASSIGN_OR_RETURN(std::string mode, a.GetString("mode", "bilinear"));
   AMP_ASSIGN_OR_RETURN(std::string padding, a.GetString("padding_mode", "zeros"));
   AMP_ASSIGN_OR_RETURN(int64_t align, a.GetInt("align_corners", 0));
-  if (mode != "bilinear" && mode != "linear" && mode != "nearest")
-    return init.Error("mode '", mode, "' is not implemented (bilinear/linear and nearest are)");
+  if (mode != "bilinear" && mode != "linear" && mode != "nearest" && mode != "bicubic" && mode != "cubic")
+    return init.Error("mode '", mode, "' is not bilinear/linear, nearest or bicubic/cubic");
   p.nearest = mode == "nearest";
+  p.cubic = mode == "bicubic" || mode == "cubic";
   p.align_corners = align != 0;
   if (padding == "zeros") p.padding = Padding::kZeros;
   else if (padding == "border") p.padding = Padding::kBorder;
@@ -88,17 +91,23 @@ A Reflect(A x, int64_t twice_low, int64_t twice_high, A* d) {
   return span - extra + min;
 }
 
-// The input coordinate of grid value g along a dim of `size`, and d coord / d g.
+// Grid value g as a coordinate along a dim of `size` (no padding), and d coord / d g.
+template <class A>
+A Unnormalize(A g, int64_t size, bool align_corners, A* d) {
+  if (align_corners) {
+    *d = A(size - 1) / A(2);
+    return (g + A(1)) / A(2) * A(size - 1);
+  }
+  *d = A(size) / A(2);
+  return ((g + A(1)) * A(size) - A(1)) / A(2);
+}
+
+// The input coordinate of grid value g along a dim of `size`, padding
+// applied, and d coord / d g.
 template <class A>
 A SourceIndex(A g, int64_t size, const GridParams& p, A* d) {
-  A coord, d_unnorm;
-  if (p.align_corners) {
-    d_unnorm = A(size - 1) / A(2);
-    coord = (g + A(1)) / A(2) * A(size - 1);
-  } else {
-    d_unnorm = A(size) / A(2);
-    coord = ((g + A(1)) * A(size) - A(1)) / A(2);
-  }
+  A d_unnorm;
+  A coord = Unnormalize(g, size, p.align_corners, &d_unnorm);
   A d_pad = A(1), d_clip = A(1);
   if (p.padding == Padding::kBorder) {
     coord = Clip(coord, A(size - 1), &d_clip);
@@ -118,18 +127,73 @@ Dims ReadDims(const std::vector<int64_t>& x, const std::vector<int64_t>& grid) {
   return {x[0], x[1], x[2], x[3], grid[1], grid[2]};
 }
 
-// One output position's taps: up to four (input offset, weight) pairs and
-// the weights' derivatives by the input coordinates (bilinear), or one tap.
+// One output position's taps: up to sixteen (input offset, weight) pairs
+// and the weights' derivatives by the input coordinates (bilinear: four,
+// bicubic: sixteen), or one tap (nearest).
 template <class A>
 struct Taps {
   int count = 0;
-  int64_t at[4];
-  A weight[4], d_ix[4], d_iy[4];
+  int64_t at[16];
+  A weight[16], d_ix[16], d_iy[16];
   A gx = A(0), gy = A(0);  // d coord / d grid value
 };
 
+// Bicubic: the weights of the taps at floor - 1 .. floor + 2 for fraction t,
+// and their derivatives by t (cubic convolution, A = -0.75).
+template <class A>
+void CubicWeights(A t, A w[4], A dw[4]) {
+  const A a(-0.75);
+  auto inner = [&](A x) { return ((a + A(2)) * x - (a + A(3))) * x * x + A(1); };       // |x| <= 1
+  auto outer = [&](A x) { return ((a * x - A(5) * a) * x + A(8) * a) * x - A(4) * a; };  // 1 < |x| < 2
+  auto d_inner = [&](A x) { return (A(3) * (a + A(2)) * x - A(2) * (a + A(3))) * x; };
+  auto d_outer = [&](A x) { return (A(3) * a * x - A(10) * a) * x + A(8) * a; };
+  w[0] = outer(t + A(1)), dw[0] = d_outer(t + A(1));
+  w[1] = inner(t), dw[1] = d_inner(t);
+  w[2] = inner(A(1) - t), dw[2] = -d_inner(A(1) - t);
+  w[3] = outer(A(2) - t), dw[3] = -d_outer(A(2) - t);
+}
+
+// Bicubic's tap at integer position i of a dim of `size`, the padding mode
+// applied to it: the position read, or -1 (zeros padding outside).
+int64_t BoundedTap(int64_t i, int64_t size, const GridParams& p) {
+  double c = static_cast<double>(i), unused = 0;
+  if (p.padding == Padding::kBorder) {
+    c = Clip(c, static_cast<double>(size - 1), &unused);
+  } else if (p.padding == Padding::kReflection) {
+    c = p.align_corners ? Reflect(c, 0, 2 * (size - 1), &unused) : Reflect(c, -1, 2 * size - 1, &unused);
+    c = Clip(c, static_cast<double>(size - 1), &unused);
+  }
+  const int64_t at = static_cast<int64_t>(c);
+  return at >= 0 && at < size ? at : -1;
+}
+
+template <class A>
+Taps<A> LocateCubic(A gx, A gy, const Dims& d, const GridParams& p) {
+  Taps<A> t;
+  const A ix = Unnormalize(gx, d.w, p.align_corners, &t.gx), iy = Unnormalize(gy, d.h, p.align_corners, &t.gy);
+  if (!std::isfinite(ix) || !std::isfinite(iy)) return t;
+  const int64_t x0 = static_cast<int64_t>(std::floor(ix)), y0 = static_cast<int64_t>(std::floor(iy));
+  A wx[4], wy[4], dwx[4], dwy[4];
+  CubicWeights(ix - A(x0), wx, dwx);
+  CubicWeights(iy - A(y0), wy, dwy);
+  for (int i = 0; i < 4; ++i) {
+    const int64_t y = BoundedTap(y0 - 1 + i, d.h, p);
+    for (int j = 0; j < 4 && y >= 0; ++j) {
+      const int64_t x = BoundedTap(x0 - 1 + j, d.w, p);
+      if (x < 0) continue;
+      t.at[t.count] = y * d.w + x;
+      t.weight[t.count] = wy[i] * wx[j];
+      t.d_ix[t.count] = wy[i] * dwx[j];
+      t.d_iy[t.count] = dwy[i] * wx[j];
+      ++t.count;
+    }
+  }
+  return t;
+}
+
 template <class A>
 Taps<A> Locate(A gx, A gy, const Dims& d, const GridParams& p) {
+  if (p.cubic) return LocateCubic(gx, gy, d, p);
   Taps<A> t;
   const A ix = SourceIndex(gx, d.w, p, &t.gx), iy = SourceIndex(gy, d.h, p, &t.gy);
   auto add = [&](int64_t y, int64_t x, A w, A dix, A diy) {

@@ -22,6 +22,7 @@ struct Block {
   std::vector<int64_t> pool_kernel = {2, 2}, pool_strides = {2, 2};
   bool relu_to_softmax = false;  // a second, fp32 (denylist) reader of the Relu
   bool bn_training = false;      // training mode: the running mean and variance are graph outputs too
+  bool pool_indices = false;     // the pool's Indices output is a graph output (return_indices=True)
   int64_t opset = 17;
 };
 
@@ -39,9 +40,10 @@ std::unique_ptr<ir::Graph> ConvBlock(const Block& b) {
     g->AddOutput(bn->output(2));
   }
   ir::Node* relu = g->AddNode(OpKind::kRelu, {bn->output(0)}, 1, "relu");
-  ir::Node* pool = g->AddNode(OpKind::kMaxPool, {relu->output(0)}, 1, "pool");
+  ir::Node* pool = g->AddNode(OpKind::kMaxPool, {relu->output(0)}, b.pool_indices ? 2 : 1, "pool");
   pool->attrs().Set("kernel_shape", b.pool_kernel);
   pool->attrs().Set("strides", b.pool_strides);
+  if (b.pool_indices) g->AddOutput(pool->output(1));
   ir::Node* conv2 = g->AddNode(OpKind::kConv, {pool->output(0), testing::Weight(*g, "W2", {4, 4, 1, 1}, 2)}, 1,
                                "conv2", {"y"});
   g->AddOutput(conv2->output(0));
@@ -104,6 +106,19 @@ TEST(AmpO1Rules, OverlappingPoolStaysFp32AndSoDoesItsRelu) {
   EXPECT_EQ(d["pool"].dtype, F32);
   EXPECT_EQ(d["pool"].reason, Reason::kFollow);
   EXPECT_EQ(d["relu"].dtype, F32) << "its reader, the pool, is fp32";
+}
+
+TEST(AmpO1Rules, PoolWithIndicesStaysFp32) {
+  // Two values that round to the same fp16 tie: the index of the maximum
+  // (MaxUnpool's input) may differ from the fp32 one.
+  Block b;
+  b.pool_indices = true;
+  auto g = ConvBlock(b);
+  auto d = DecisionsByName(*g, O1());
+  EXPECT_EQ(d["pool"].dtype, F32);
+  EXPECT_EQ(d["pool"].reason, Reason::kFollow);
+  ASSERT_TRUE(Convert(*g, O1()).ok());
+  ExpectWellFormed(*g);
 }
 
 TEST(AmpO1Rules, AnFp32ReaderKeepsTheChainFp32) {

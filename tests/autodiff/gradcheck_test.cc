@@ -569,8 +569,8 @@ TEST(GradCheck, PadModesFoldTheBorderBack) {
   }
 }
 
-// Bilinear sampling with grid values past [-1, 1], so that every padding mode
-// has taps outside; nearest passes dX only (its dgrid is 0).
+// Bilinear and bicubic sampling with grid values past [-1, 1], so that every
+// padding mode has taps outside; nearest passes dX only (its dgrid is 0).
 TEST(GradCheck, GridSample) {
   for (const char* padding : {"zeros", "border", "reflection"})
     for (int64_t align : {0, 1}) {
@@ -585,6 +585,17 @@ TEST(GradCheck, GridSample) {
     return Op(g, OpKind::kGridSample, {x[0], DoublesConst(g, {-0.9, -0.6, 0.3, 0.2, 0.8, -0.4, 0.55, 0.95}, {1, 2, 2, 2})},
               A({{"mode", std::string("nearest")}}));
   });
+  // Bicubic: 16 taps, each padded on its own (border and reflection repeat
+  // pixels near the edges).
+  for (const char* padding : {"zeros", "border", "reflection"})
+    for (int64_t align : {0, 1}) {
+      SCOPED_TRACE(StrCat("bicubic ", padding, " align_corners ", align));
+      GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 4, 5}}, {"grid", {1, 3, 2, 2}, -1.3, 1.3}}),
+                [padding, align](Graph& g, const V& x) {
+                  return Op(g, OpKind::kGridSample, {x[0], x[1]},
+                            A({{"mode", std::string("bicubic")}, {"padding_mode", std::string(padding)}, {"align_corners", align}}));
+                });
+    }
 }
 
 TEST(GradCheck, AffineGrid) {

@@ -6,7 +6,7 @@ low-precision gradients as accurate as PyTorch's own autocast ones?
       [--exports build/torchvision_coverage] [--out docs/amp_coverage.md]
 
 Reads the training exports that tools/bench/torchvision_coverage.py writes (EXPORTS/<model>.<exporter>/
-train.onnx with its x.npy and y.npy: batch 2, random weights, seed 0). For each:
+train.onnx with its x.npy and y.npy: batch 2 (or the export's fixed batch), random weights, seed 0). For each:
   1. `amptrain train` for --steps steps on that batch (Adam, lr 1e-4) at O1 bf16, O1 fp16, O2 bf16,
      O2 fp16 and O3 bf16 (fp16 with its default dynamic loss scale, 2^16 at first): the first and last
      loss, the steps the loss scale skipped, or the error. A forward inf/NaN shows as a non-finite loss.
@@ -63,7 +63,7 @@ def train_cell(args, d, name, data_input, level, dtype):
         os.remove(metrics)
     x_file, extra = batch_first(args.work, d, name)
     cmd = [args.amptrain, "train", os.path.join(d, "train.onnx"), "--data",
-           f"npy:{data_input}={x_file},labels={d}/y.npy", "--batch-size", "2",
+           f"npy:{data_input}={x_file},labels={d}/y.npy", "--batch-size", str(len(np.load(f"{d}/y.npy"))),
            "--steps", str(args.steps), "--log-every", "1", "--lr", "1e-4", "--threads", str(args.threads),
            "--amp", level, "--dtype", dtype, "--metrics", metrics, *extra]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)

@@ -2174,6 +2174,87 @@ def special_math(gen):
     return M(), torch.randn(BATCH, 8, generator=gen)
 
 
+def grid_sample_variants(gen):
+    """F.grid_sample beyond the spatial transformer's defaults: bicubic with border padding, nearest
+    with reflection padding and align_corners=True, bilinear on a learned grid offset (deformable
+    sampling: the grid is a parameter plus a function of the input)."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 6, 3, padding=1)
+            self.offset = nn.Conv2d(3, 2, 3, padding=1)
+            ys, xs = torch.meshgrid(torch.linspace(-1.1, 1.1, 7), torch.linspace(-1.1, 1.1, 9), indexing="ij")
+            self.base = nn.Parameter(torch.stack([xs, ys], -1).unsqueeze(0))  # [1, 7, 9, 2]
+            self.head = nn.Linear(6 * 3, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 10, 12]
+            h = torch.tanh(self.conv(x))
+            off = F.adaptive_avg_pool2d(self.offset(x), (7, 9)).permute(0, 2, 3, 1) * 0.1
+            grid = self.base + off                                    # [B, 7, 9, 2]
+            a = F.grid_sample(h, grid, mode="bicubic", padding_mode="border", align_corners=False)
+            b = F.grid_sample(h, grid, mode="nearest", padding_mode="reflection", align_corners=True)
+            c = F.grid_sample(h, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+            return self.head(torch.cat([a.mean((2, 3)), b.mean((2, 3)), c.mean((2, 3))], 1))
+
+    return M(), torch.randn(BATCH, 3, 10, 12, generator=gen)
+
+
+def rnn_learned_state(gen):
+    """Recurrent layers whose initial state is learned (nn.Parameter h0/c0 expanded over the batch):
+    a 2-layer LSTM fed (h0, c0), a GRU fed h0, an nn.RNN with ReLU; sequence-major (batch_first=False)."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inp = nn.Linear(4, 12)
+            self.lstm = nn.LSTM(12, 16, num_layers=2)
+            self.h0 = nn.Parameter(0.1 * torch.randn(2, 1, 16, generator=gen))
+            self.c0 = nn.Parameter(0.1 * torch.randn(2, 1, 16, generator=gen))
+            self.gru = nn.GRU(16, 10)
+            self.g0 = nn.Parameter(0.1 * torch.randn(1, 1, 10, generator=gen))
+            self.rnn = nn.RNN(10, 8, nonlinearity="relu")
+            self.head = nn.Linear(8, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, T, 4]
+            b = x.shape[0]
+            s = self.inp(x).transpose(0, 1)                          # [T, B, 12]
+            y, _ = self.lstm(s, (self.h0.expand(-1, b, -1).contiguous(), self.c0.expand(-1, b, -1).contiguous()))
+            y, _ = self.gru(y, self.g0.expand(-1, b, -1).contiguous())
+            y, _ = self.rnn(y)
+            return self.head(y.mean(0))
+
+    return M(), torch.randn(BATCH, 6, 4, generator=gen)
+
+
+def pad_variants(gen):
+    """Padding layers beyond Conv's own: ReflectionPad3d on a volume, ReplicationPad1d, a ConstantPad2d
+    that crops (negative padding), ZeroPad2d asymmetric, and F.pad on the channel axis."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c3 = nn.Conv3d(2, 4, 3)
+            self.c1 = nn.Conv1d(3, 4, 3)
+            self.c2 = nn.Conv2d(5, 4, 3)
+            self.head = nn.Linear(12, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 3, 8, 8]
+            v = F.pad(x[:, :2].unsqueeze(2).expand(-1, -1, 3, -1, -1), (1, 1, 1, 1, 1, 1), mode="reflect")
+            a = F.relu(self.c3(v)).mean((2, 3, 4))
+            s = F.pad(x.mean(2), (2, 1), mode="replicate")
+            b = F.relu(self.c1(s)).mean(2)
+            c = nn.ConstantPad2d((-1, -1, 0, -2), 0.5)(x)
+            c = nn.ZeroPad2d((1, 0, 2, 0))(c)
+            c = F.pad(c, (0, 0, 0, 0, 1, 1))                          # [B, 5, ...]: channels padded
+            return self.head(torch.cat([a, b, F.relu(self.c2(c)).mean((2, 3))], 1))
+
+    return M(), torch.randn(BATCH, 3, 8, 8, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -2192,7 +2273,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                kan_layer, mamba_scan, fft_long_conv, norm_variants, indexing_ops,
                                resize_variants, segnet_unpool, packed_lstm, antialias_resize, qat_fake_quant,
                                einsum_variants, conv_same_padding, bn_variants,
-                               explicit_casts, constant_builders, sort_ops, special_math)}
+                               explicit_casts, constant_builders, sort_ops, special_math,
+                               grid_sample_variants, rnn_learned_state, pad_variants)}
 
 
 def build(name, seed=0):

@@ -833,8 +833,16 @@ def main():
                 out.flush()
                 print(f"{model:24s} {exporter:6s} {r['case_s']:6.1f}s  infer: {cell_infer(r)[:70]} | "
                       f"grad: {cell_grad(r)[:60]} | convert: {cell_convert(r)[:60]}", flush=True)
-    # One row per pair and input size (the latest), in the order of the model list.
-    latest = {(r["model"], r["exporter"], tuple(r.get("input", []))): r for r in results}
+    # One row per pair and input size (the latest), in the order of the model list. A case that failed
+    # before it knew its input size replaces every earlier row of its pair, and any later row replaces it.
+    latest = {}
+    for r in results:
+        pair = (r["model"], r["exporter"])
+        if r.get("input"):
+            latest.pop(pair + ((),), None)
+        else:
+            latest = {k: v for k, v in latest.items() if k[:2] != pair}
+        latest[pair + (tuple(r.get("input", [])),)] = r
     order = {m: i for i, m in enumerate(DEFAULT_MODELS)}
     rows = sorted(latest.values(), key=lambda r: (order.get(r["model"], len(order)), r["model"], r.get("input", []),
                                                   EXPORTERS.index(r["exporter"]) if r["exporter"] in EXPORTERS else 9))
