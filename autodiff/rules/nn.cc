@@ -102,6 +102,16 @@ Status ResizeGrad(GradContext& c) {
   return Status::Ok();
 }
 
+// FakeQuantize: the straight-through estimator, dY where the quantized value
+// fell inside [qmin, qmax] (the node's mask output), 0 elsewhere, as
+// PyTorch's fake_quantize backward; scale and zero point take none.
+Status FakeQuantizeGrad(GradContext& c) {
+  if (c.node().num_outputs() < 2) return FailedPrecondition(c.node().Describe(), ": has no mask output for its gradient");
+  Value dy = c.grad_output(0);
+  c.SetGrad(0, c.Emit1(OpKind::kWhere, {c.output(1), dy, c.Scalar(0.0, dy)}));
+  return Status::Ok();
+}
+
 // RNN, GRU, LSTM: one backward op goes back through time (kernels/cpu/rnn.cc,
 // direct_rnn.cc); its inputs are the forward's, absent ones kept absent, the
 // gradients of Y, Y_h (and Y_c), then the forward's reserve where the
@@ -265,6 +275,7 @@ void RegisterNNRules(RuleTable& t) {
   SetRule(t, OpKind::kMeanSquaredError, MeanSquaredErrorGrad);
   SetRule(t, OpKind::kPad, PadGrad);
   SetRule(t, OpKind::kRoiAlign, RoiAlignGrad);
+  SetRule(t, OpKind::kFakeQuantize, FakeQuantizeGrad);
 }
 
 }  // namespace amptrain::autodiff

@@ -1,6 +1,7 @@
 #include "executor/train/train_graph.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "executor/train/constant_like.h"
 #include "executor/train/eval_mode.h"
 #include "ir/infer/infer_util.h"
+#include "ir/infer/quantize.h"
 #include "ir/onnx_dtype.h"
 #include "ir/pass.h"
 #include "kernels/kernel.h"
@@ -295,6 +297,53 @@ Status LowLogits(Graph& g, TrainGraph& t) {
   return Status::Ok();
 }
 
+// Input i of two nodes is the same value: the same Value, both absent, or
+// equal constants.
+bool SameInput(const Graph& g, const Node& a, const Node& b, size_t i) {
+  if (a.has_input(i) != b.has_input(i)) return false;
+  if (!a.has_input(i) || a.input(i) == b.input(i)) return true;
+  const ir::Tensor *x = g.ConstantValue(a.input(i)), *y = g.ConstantValue(b.input(i));
+  return x && y && x->dtype() == y->dtype() && x->dims() == y->dims() &&
+         std::memcmp(x->raw(), y->raw(), x->nbytes()) == 0;
+}
+
+// A quantization-aware model's QuantizeLinear -> DequantizeLinear pairs
+// become FakeQuantize, whose gradient is the straight-through estimator
+// (the integer value between them has none). A pair fuses where the
+// DequantizeLinear reads the QuantizeLinear's output with the same scale,
+// zero point, axis and block size, into x's float type.
+//   before: x ─▶ QuantizeLinear(s, zp) ─▶ q:int8 ─▶ DequantizeLinear(s, zp) ─▶ y
+//   after:  x ─▶ FakeQuantize(s, zp)[qmin, qmax] ─▶ y, mask
+Status FuseFakeQuantize(Graph& g) {
+  std::vector<ir::NodeId> pairs;
+  for (const Node* n : g.nodes())
+    if (n->op() == OpKind::kDequantizeLinear) pairs.push_back(n->id());
+  for (ir::NodeId id : pairs) {
+    Node* dq = g.node(id);
+    Node* q = g.producer(dq->input(0));
+    if (!q || q->op() != OpKind::kQuantizeLinear || !SameInput(g, *q, *dq, 1) || !SameInput(g, *q, *dq, 2) ||
+        q->attrs().Int("axis", 1) != dq->attrs().Int("axis", 1) ||
+        q->attrs().Int("block_size", 0) != dq->attrs().Int("block_size", 0) ||
+        g.type(q->input(0)).dtype != g.type(dq->output(0)).dtype)
+      continue;
+    AMP_ASSIGN_OR_RETURN(auto range, ir::QuantRange(g.type(q->output(0)).dtype));
+    std::vector<Value> in{q->input(0), q->input(1)};
+    if (q->has_input(2)) in.push_back(q->input(2));
+    Node* f = g.AddNode(OpKind::kFakeQuantize, in, 2, g.UniqueName(dq->name() + "/fake_quantize"));
+    f->attrs().Set("axis", q->attrs().Int("axis", 1));
+    f->attrs().Set("block_size", q->attrs().Int("block_size", 0));
+    f->attrs().Set("qmin", range.first);
+    f->attrs().Set("qmax", range.second);
+    AMP_RETURN_IF_ERROR(g.InferNode(f));
+    const std::string name = g.name(dq->output(0));
+    g.ReplaceAllUsesWith(dq->output(0), f->output(0));
+    AMP_RETURN_IF_ERROR(g.RemoveNode(dq));
+    AMP_RETURN_IF_ERROR(g.RenameValue(f->output(0), name));
+    if (g.uses(q->output(0)).empty() && !g.is_graph_output(q->output(0))) AMP_RETURN_IF_ERROR(g.RemoveNode(q));
+  }
+  return Status::Ok();
+}
+
 // O1/O2: a master weight's Cast to fp16/bf16 (one per weight and type)
 // becomes a graph input, "<weight>.<type>", that the trainer feeds with a low
 // copy which the optimizer rewrites as it updates the master: the forward
@@ -443,6 +492,7 @@ StatusOr<TrainGraph> BuildTrainGraph(const Graph& model, const TrainGraphOptions
     if (!opts.train_all) constant_like = ConstantLikeInitializers(graph);
     return Status::Ok();
   });
+  step("fake-quantize", FuseFakeQuantize);
   if (!PolicyNamesGeluParts(opts.amp)) {
     step("fuse-gelu", [&](Graph& graph) -> Status {
       // Constants only: a scalar initializer is one unless --train-all trains it.

@@ -15,6 +15,7 @@ void RegisterCpuReferenceKernels(Registry& r) {
   cpu::RegisterReferenceRandom(r);
   cpu::RegisterReferenceSpectral(r);
   cpu::RegisterReferenceRoiAlign(r);
+  cpu::RegisterReferenceQuantize(r);
   cpu::RegisterReferenceTraining(r);
   cpu::RegisterStepKernels(r);
 }

@@ -21,6 +21,7 @@ void RegisterReferenceScatterND(Registry& r); // kernels/cpu/scatter_nd.cc: Scat
 void RegisterReferenceRandom(Registry& r);  // kernels/cpu/random.cc: RandomUniform(Like), RandomNormal(Like), Bernoulli
 void RegisterReferenceSpectral(Registry& r); // kernels/cpu/spectral.cc: DFT
 void RegisterReferenceRoiAlign(Registry& r); // kernels/cpu/roi_align.cc: RoiAlign, RoiAlignGrad
+void RegisterReferenceQuantize(Registry& r); // kernels/cpu/quantize.cc: QuantizeLinear, DequantizeLinear, FakeQuantize
 void RegisterOneDnn(Registry& r);           // kernels/cpu/onednn_*.cc
 void RegisterReferenceTraining(Registry& r); // kernels/cpu/grad_*.cc, loss.cc: loss heads and backward ops (autodiff/grad_ops.md)
 void RegisterStepKernels(Registry& r);      // kernels/cpu/step_kernels.cc: GradCheck, SgdStep, AdamStep (fused optimizer steps)

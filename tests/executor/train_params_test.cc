@@ -13,6 +13,7 @@
 #include <random>
 #include <set>
 
+#include "autodiff/loss.h"
 #include "executor/session.h"
 #include "executor/train/eval_mode.h"
 #include "importer/onnx_export.h"
@@ -340,7 +341,12 @@ std::unique_ptr<ir::Graph> LinearOnTokens(bool pre_transposed) {
 // training step of `model` on fixed data.
 std::map<std::string, ir::Tensor> GradientsOf(const ir::Graph& model, const TrainGraph& t) {
   std::map<std::string, ir::Tensor> inputs;
-  for (ir::Value v : model.initializers()) inputs[model.name(v)] = *model.ConstantValue(v);
+  for (ir::Value v : model.initializers()) {
+    const std::string& name = model.name(v);
+    const bool state = std::count(t.params.begin(), t.params.end(), name) ||
+                       std::count(t.running_stats.begin(), t.running_stats.end(), name);
+    if (state) inputs[name] = *model.ConstantValue(v);  // the rest stay constants of the graph
+  }
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {2, 3, 8});
@@ -587,6 +593,88 @@ TEST(Freeze, FrozenParametersStayBitwiseWhileTheOthersTrain) {
       EXPECT_FALSE(same) << name << " did not train";
     }
   }
+}
+
+// A quantization-aware model: w1 fake-quantized per output column (int8,
+// axis 1), the hidden activation per tensor (uint8, a small scale, so that
+// some values saturate), as PyTorch's QAT exports both.
+std::unique_ptr<ir::Graph> QatMlp() {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = 17;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(ir::DType::kFloat32, {2, 3, 8}));
+  ir::Value w1 = g->AddInitializer("w1", amptrain::testing::RouteTensor(ir::DType::kFloat32, {8, 6}, 7));
+  ir::Value w2 = g->AddInitializer("w2", amptrain::testing::RouteTensor(ir::DType::kFloat32, {18, 4}, 8));
+  auto pair = [&](ir::Value v, ir::Value scale, ir::Value zp, int64_t axis, const std::string& name) {
+    ir::Node* q = g->AddNode(ir::OpKind::kQuantizeLinear, {v, scale, zp}, 1, name + "/q");
+    ir::Node* dq = g->AddNode(ir::OpKind::kDequantizeLinear, {q->output(0), scale, zp}, 1, name + "/dq");
+    q->attrs().Set("axis", axis);
+    dq->attrs().Set("axis", axis);
+    return dq->output(0);
+  };
+  ir::Tensor zp8 = *ir::Tensor::Zeros(ir::DType::kInt8, {6});
+  ir::Value wq = pair(w1, g->AddInitializer("w1_scale", ir::Tensor::Floats({0.01f, 0.02f, 0.005f, 0.01f, 0.03f, 0.002f}, {6})),
+                      g->AddInitializer("w1_zp", std::move(zp8)), 1, "w1_fq");
+  ir::Value h = g->AddNode(ir::OpKind::kMatMul, {x, wq}, 1, "fc")->output(0);
+  ir::Tensor zp = *ir::Tensor::Zeros(ir::DType::kUInt8, {});
+  zp.data<uint8_t>()[0] = 100;
+  ir::Value hq = pair(h, g->AddInitializer("act_scale", ir::Tensor::Scalar(0.004f)), g->AddInitializer("act_zp", std::move(zp)),
+                      1, "act_fq");
+  ir::Value r = g->AddNode(ir::OpKind::kRelu, {hq}, 1, "relu")->output(0);
+  ir::Node* flat = g->AddNode(ir::OpKind::kFlatten, {r}, 1, "flat");
+  flat->attrs().Set("axis", int64_t{1});
+  g->AddOutput(g->AddNode(ir::OpKind::kMatMul, {flat->output(0), w2}, 1, "logits", {"logits"})->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+// Each quantize-dequantize pair trains as one FakeQuantize, whose forward is
+// the pair's (the same loss as the unfused model's logits give) and whose
+// gradient passes dY where the value was inside the quantized range and 0
+// where it saturated: w1's entries whose quantized value falls outside int8
+// (|w / scale| > 127.5, the 0.002 column) take no gradient; the rest do.
+TEST(TrainGraph, QuantizeDequantizePairsTrainAsFakeQuantize) {
+  std::unique_ptr<ir::Graph> model = QatMlp();
+  auto t = BuildTrainGraph(*model, {});
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(CountNodes(*t->graph, ir::OpKind::kFakeQuantize), 2u);
+  EXPECT_EQ(CountNodes(*t->graph, ir::OpKind::kQuantizeLinear), 0u);
+  EXPECT_EQ(CountNodes(*t->graph, ir::OpKind::kDequantizeLinear), 0u);
+  EXPECT_EQ(CountNodes(*model, ir::OpKind::kQuantizeLinear), 2u) << "the model itself (what export writes) is unchanged";
+  std::map<std::string, ir::Tensor> g = GradientsOf(*model, *t);
+  ASSERT_TRUE(g.count("w1") && g.count("w2") && g.count("loss"));
+  const ir::Tensor& w1 = *model->ConstantValue(model->FindValue("w1"));
+  const float scale[6] = {0.01f, 0.02f, 0.005f, 0.01f, 0.03f, 0.002f};
+  int saturated = 0, passed = 0;
+  for (int64_t i = 0; i < 8; ++i)
+    for (int64_t j = 0; j < 6; ++j) {
+      const float q = std::nearbyint(w1.data<float>()[i * 6 + j] / scale[j]);
+      const double grad = g["w1"].GetAsDouble(i * 6 + j);
+      if (q < -128 || q > 127) {
+        ++saturated;
+        EXPECT_EQ(grad, 0.0) << i << "," << j;
+      } else {
+        passed += grad != 0.0;
+      }
+    }
+  EXPECT_GT(saturated, 0) << "the test wants saturated weights";
+  EXPECT_GT(passed, 24);
+  // The same loss as the unfused model's logits (QuantizeLinear and DequantizeLinear kernels).
+  std::unique_ptr<ir::Graph> eval = model->Clone();
+  ASSERT_TRUE(autodiff::AttachCrossEntropy(*eval, eval->FindValue("logits")).ok());
+  SessionOptions so;
+  so.threads = 1;
+  auto session = InferenceSession::Create(std::move(eval), so);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {2, 3, 8});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = normal(rng);
+  std::map<std::string, ir::Tensor> feeds{{"x", x}};
+  for (ir::Value v : (*session)->graph().inputs())
+    if ((*session)->graph().name(v) != "x") feeds[(*session)->graph().name(v)] = ir::Tensor::Int64s({1, 3}, {2});
+  auto out = (*session)->Run(feeds);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ(out->back().GetAsDouble(0), g["loss"].GetAsDouble(0));
 }
 
 }  // namespace
