@@ -2255,6 +2255,51 @@ def pad_variants(gen):
     return M(), torch.randn(BATCH, 3, 8, 8, generator=gen)
 
 
+def dcgan_generator(gen):
+    """A DCGAN generator run as a classifier's front end: a latent vector through Linear, then
+    ConvTranspose2d (stride 2) + BatchNorm2d + ReLU twice and a Tanh image, which a small conv head
+    classifies (the generator's Tanh and transposed-convolution gradients end to end)."""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(16, 32 * 4 * 4)
+            self.up = nn.Sequential(nn.ConvTranspose2d(32, 16, 4, 2, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(),
+                                    nn.ConvTranspose2d(16, 3, 4, 2, 1), nn.Tanh())
+            self.head = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.LeakyReLU(0.2), nn.AdaptiveAvgPool2d(1),
+                                      nn.Flatten(), nn.Linear(8, NUM_CLASSES))
+
+        def forward(self, z):                                        # [B, 16]
+            img = self.up(self.fc(z).view(-1, 32, 4, 4))             # [B, 3, 16, 16]
+            return self.head(img)
+
+    return M(), torch.randn(4, 16, generator=gen)
+
+
+def round_ops(gen):
+    """Rounding in forward: torch.round with decimals, floor/ceil on a no-gradient branch, clamp_min,
+    and torch.where on a rounded mask. (A straight-through round written x + (round(x) - x).detach() is
+    left out: ONNX has no detach, both exporters drop it, and the exported gradient through Round is 0
+    where PyTorch's is 1; ONNX Runtime's training and amptrain both follow the file.)"""
+    torch, nn, F = _nn()
+
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(6, 8)
+            self.head = nn.Linear(8 * 3, NUM_CLASSES)
+
+        def forward(self, x):                                        # [B, 6]
+            h = self.a(x)
+            r = torch.round(h, decimals=1)
+            steps = (torch.floor(h.detach()) + torch.ceil(h.detach())) * 0.1
+            m = torch.where(torch.round(torch.sigmoid(h)) > 0, h, h.clamp_min(-0.5))
+            return self.head(torch.cat([r, h * steps, m], 1))
+
+    return M(), torch.randn(BATCH, 6, generator=gen)
+
+
 ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini, pixel_shuffle_sr,
                                mlp_activations, einsum_attention, tensor_functions, conv3d_video, r2plus1d_video, mc3_video,
                                transformer_seq2seq, lraspp_mobilenet_v3, deeplabv3_mobilenet_v3,
@@ -2274,7 +2319,8 @@ ZOO = {f.__name__: f for f in (gpt_mini, gru_classifier, conv1d_audio, unet_mini
                                resize_variants, segnet_unpool, packed_lstm, antialias_resize, qat_fake_quant,
                                einsum_variants, conv_same_padding, bn_variants,
                                explicit_casts, constant_builders, sort_ops, special_math,
-                               grid_sample_variants, rnn_learned_state, pad_variants)}
+                               grid_sample_variants, rnn_learned_state, pad_variants,
+                               dcgan_generator, round_ops)}
 
 
 def build(name, seed=0):
