@@ -3,16 +3,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/cubic_convolution.h"
+
 namespace amptrain::kernels {
 
 namespace {
-
-double CubicWeight(double x, double a) {
-  x = std::fabs(x);
-  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
-  return 0;
-}
 
 // antialias=1 down-sampling by `scale` < 1: the linear (triangle, half-width
 // 1) or cubic (half-width 2) filter stretched by 1/scale, so that every
@@ -27,7 +22,7 @@ void AntialiasTaps(const ir::ResizeAttrs& a, double xo, double scale, ResizeTaps
   double sum = 0;
   for (int64_t j = first; j <= last; ++j) {
     const double u = (static_cast<double>(j) - xo) * scale;
-    const double w = a.mode == ir::ResizeMode::kLinear ? std::max(0.0, 1.0 - std::fabs(u)) : CubicWeight(u, a.cubic_a);
+    const double w = a.mode == ir::ResizeMode::kLinear ? std::max(0.0, 1.0 - std::fabs(u)) : CubicConvolution(u, a.cubic_a);
     t.index.push_back(j);
     t.weight.push_back(w);
     sum += w;
@@ -73,8 +68,8 @@ ResizeTaps ComputeResizeTaps(const ir::ResizeAttrs& a, int64_t x, int64_t in, in
       break;
     case ir::ResizeMode::kCubic:
       t.index = {b - 1, b, b + 1, b + 2};
-      t.weight = {CubicWeight(frac + 1, a.cubic_a), CubicWeight(frac, a.cubic_a), CubicWeight(1 - frac, a.cubic_a),
-                  CubicWeight(2 - frac, a.cubic_a)};
+      t.weight = {CubicConvolution(frac + 1, a.cubic_a), CubicConvolution(frac, a.cubic_a), CubicConvolution(1 - frac, a.cubic_a),
+                  CubicConvolution(2 - frac, a.cubic_a)};
       break;
     }
   }

@@ -1,7 +1,6 @@
 #include "executor/train/train_graph.h"
 
 #include <algorithm>
-#include <cstring>
 #include <functional>
 #include <map>
 #include <optional>
@@ -303,8 +302,7 @@ bool SameInput(const Graph& g, const Node& a, const Node& b, size_t i) {
   if (a.has_input(i) != b.has_input(i)) return false;
   if (!a.has_input(i) || a.input(i) == b.input(i)) return true;
   const ir::Tensor *x = g.ConstantValue(a.input(i)), *y = g.ConstantValue(b.input(i));
-  return x && y && x->dtype() == y->dtype() && x->dims() == y->dims() &&
-         std::memcmp(x->raw(), y->raw(), x->nbytes()) == 0;
+  return x && y && *x == *y;
 }
 
 // A quantization-aware model's QuantizeLinear -> DequantizeLinear pairs

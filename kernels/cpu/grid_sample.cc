@@ -21,6 +21,7 @@
 #include <string>
 
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cubic_convolution.h"
 #include "kernels/cpu/nn_kernels.h"
 
 namespace amptrain::kernels::cpu::nn {
@@ -143,14 +144,11 @@ struct Taps {
 template <class A>
 void CubicWeights(A t, A w[4], A dw[4]) {
   const A a(-0.75);
-  auto inner = [&](A x) { return ((a + A(2)) * x - (a + A(3))) * x * x + A(1); };       // |x| <= 1
-  auto outer = [&](A x) { return ((a * x - A(5) * a) * x + A(8) * a) * x - A(4) * a; };  // 1 < |x| < 2
-  auto d_inner = [&](A x) { return (A(3) * (a + A(2)) * x - A(2) * (a + A(3))) * x; };
-  auto d_outer = [&](A x) { return (A(3) * a * x - A(10) * a) * x + A(8) * a; };
-  w[0] = outer(t + A(1)), dw[0] = d_outer(t + A(1));
-  w[1] = inner(t), dw[1] = d_inner(t);
-  w[2] = inner(A(1) - t), dw[2] = -d_inner(A(1) - t);
-  w[3] = outer(A(2) - t), dw[3] = -d_outer(A(2) - t);
+  const A at[4] = {t + A(1), t, A(1) - t, A(2) - t};  // the taps' distances; the last two lie ahead
+  for (int i = 0; i < 4; ++i) {
+    w[i] = CubicConvolution(at[i], a);
+    dw[i] = i < 2 ? CubicConvolutionSlope(at[i], a) : -CubicConvolutionSlope(at[i], a);
+  }
 }
 
 // Bicubic's tap at integer position i of a dim of `size`, the padding mode

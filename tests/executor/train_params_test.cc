@@ -337,6 +337,15 @@ std::unique_ptr<ir::Graph> LinearOnTokens(bool pre_transposed) {
   return g;
 }
 
+// The fixed data of GradientsOf's step: x [2, 3, 8], normal, seed 3.
+ir::Tensor StepInput() {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {2, 3, 8});
+  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = normal(rng);
+  return x;
+}
+
 // The loss and each parameter's gradient (by parameter name) of one
 // training step of `model` on fixed data.
 std::map<std::string, ir::Tensor> GradientsOf(const ir::Graph& model, const TrainGraph& t) {
@@ -347,11 +356,7 @@ std::map<std::string, ir::Tensor> GradientsOf(const ir::Graph& model, const Trai
                        std::count(t.running_stats.begin(), t.running_stats.end(), name);
     if (state) inputs[name] = *model.ConstantValue(v);  // the rest stay constants of the graph
   }
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal;
-  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {2, 3, 8});
-  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = normal(rng);
-  inputs[t.data_inputs[0]] = x;
+  inputs[t.data_inputs[0]] = StepInput();
   inputs[t.target_input] = ir::Tensor::Int64s({1, 3}, {2});
   inputs[t.loss_scale] = ir::Tensor::Scalar(1.0f);
   SessionOptions so;
@@ -665,11 +670,7 @@ TEST(TrainGraph, QuantizeDequantizePairsTrainAsFakeQuantize) {
   so.threads = 1;
   auto session = InferenceSession::Create(std::move(eval), so);
   ASSERT_TRUE(session.ok()) << session.status().ToString();
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal;
-  ir::Tensor x = *ir::Tensor::Zeros(ir::DType::kFloat32, {2, 3, 8});
-  for (int64_t i = 0; i < x.num_elements(); ++i) x.data<float>()[i] = normal(rng);
-  std::map<std::string, ir::Tensor> feeds{{"x", x}};
+  std::map<std::string, ir::Tensor> feeds{{"x", StepInput()}};
   for (ir::Value v : (*session)->graph().inputs())
     if ((*session)->graph().name(v) != "x") feeds[(*session)->graph().name(v)] = ir::Tensor::Int64s({1, 3}, {2});
   auto out = (*session)->Run(feeds);
