@@ -292,6 +292,9 @@ StatusOr<std::unique_ptr<ir::Graph>> ImportModelBytes(const std::string& bytes, 
   onnx::ModelProto model;
   if (!model.ParseFromCodedStream(&coded) || !coded.ConsumedEntireMessage())
     return InvalidArgument("not a valid ONNX ModelProto (truncated or corrupt protobuf)");
+  // Functions first: their bodies hold legacy ops, control flow and
+  // sequences like the graph does, for the passes below to rewrite.
+  AMP_RETURN_IF_ERROR(detail::InlineFunctions(model));
   AMP_RETURN_IF_ERROR(detail::UpgradeLegacyOps(model));
   AMP_RETURN_IF_ERROR(detail::InlineStaticControlFlow(model, [&](const onnx::ModelProto& probe) {
     return DecideConstants(probe, model_dir);

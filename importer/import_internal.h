@@ -53,6 +53,13 @@ struct GraphPlan {
 // output counts, attribute kinds and sizes, and a cycle-free node order.
 StatusOr<GraphPlan> ValidateGraph(const onnx::GraphProto& graph, const ir::ModelInfo& info);
 
+// Each call of a model-local function (ModelProto.functions), in the graph,
+// in function bodies and in subgraphs, is replaced by the function's body,
+// its values renamed under the call's name and its attribute references
+// bound; model.functions is then empty. A model without functions is left
+// as it is (importer/inline_functions.cc).
+Status InlineFunctions(onnx::ModelProto& model);
+
 // SplitToSequence read only by SequenceAt at constant positions (dynamo's
 // chunk/split) becomes Slices, in place; other sequences are left as they
 // are (importer/sequence_split.cc).
