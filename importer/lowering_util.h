@@ -79,4 +79,22 @@ class ShapeBuilder {
 // Attention (opsets 23-25) as MatMul / Softmax / Where ... (importer/lower_attention.cc).
 Status LowerAttention(ir::Graph& g, ir::Node* n);
 
+// importer/lower_nn.cc
+Status LowerLRN(ir::Graph& g, ir::Node* n);
+Status LowerLpNormalization(ir::Graph& g, ir::Node* n);
+Status LowerMeanVarianceNormalization(ir::Graph& g, ir::Node* n);
+Status LowerLpPool(ir::Graph& g, ir::Node* n);
+Status LowerGlobalLpPool(ir::Graph& g, ir::Node* n);
+Status LowerMaxUnpool(ir::Graph& g, ir::Node* n);
+Status LowerHardmax(ir::Graph& g, ir::Node* n);
+Status LowerSwiGLU(ir::Graph& g, ir::Node* n);
+Status LowerRotaryEmbedding(ir::Graph& g, ir::Node* n);
+
+// importer/lower_tensor.cc
+Status LowerReverseSequence(ir::Graph& g, ir::Node* n);
+Status LowerCompress(ir::Graph& g, ir::Node* n);
+Status LowerCenterCropPad(ir::Graph& g, ir::Node* n);
+// Hann, Hamming and Blackman windows.
+Status LowerWindow(ir::Graph& g, ir::Node* n);
+
 }  // namespace amptrain::importer::lowering

@@ -27,6 +27,10 @@
 //   ReduceSumSquare, ReduceLogSum, Sum, Mean, OneHot,
 //   NegativeLogLikelihoodLoss: each a few
 //   elementwise / reduce ops, see below.
+//   LRN, LpNormalization, MeanVarianceNormalization, LpPool, GlobalLpPool,
+//   MaxUnpool, Hardmax, SwiGLU, RotaryEmbedding: importer/lower_nn.cc.
+//   ReverseSequence, Compress, CenterCropPad, the window functions:
+//   importer/lower_tensor.cc.
 // Each replacement keeps the lowered node's output name, so graph outputs
 // and later readers see the same value.
 #include <algorithm>
@@ -714,6 +718,21 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kCol2Im: AMP_RETURN_IF_ERROR(LowerCol2Im(g, n)); break;
       case OpKind::kSize: AMP_RETURN_IF_ERROR(LowerSize(g, n)); break;
       case OpKind::kSTFT: AMP_RETURN_IF_ERROR(LowerStft(g, n)); break;
+      case OpKind::kLRN: AMP_RETURN_IF_ERROR(LowerLRN(g, n)); break;
+      case OpKind::kLpNormalization: AMP_RETURN_IF_ERROR(LowerLpNormalization(g, n)); break;
+      case OpKind::kMeanVarianceNormalization: AMP_RETURN_IF_ERROR(LowerMeanVarianceNormalization(g, n)); break;
+      case OpKind::kLpPool: AMP_RETURN_IF_ERROR(LowerLpPool(g, n)); break;
+      case OpKind::kGlobalLpPool: AMP_RETURN_IF_ERROR(LowerGlobalLpPool(g, n)); break;
+      case OpKind::kMaxUnpool: AMP_RETURN_IF_ERROR(LowerMaxUnpool(g, n)); break;
+      case OpKind::kHardmax: AMP_RETURN_IF_ERROR(LowerHardmax(g, n)); break;
+      case OpKind::kSwiGLU: AMP_RETURN_IF_ERROR(LowerSwiGLU(g, n)); break;
+      case OpKind::kRotaryEmbedding: AMP_RETURN_IF_ERROR(LowerRotaryEmbedding(g, n)); break;
+      case OpKind::kReverseSequence: AMP_RETURN_IF_ERROR(LowerReverseSequence(g, n)); break;
+      case OpKind::kCompress: AMP_RETURN_IF_ERROR(LowerCompress(g, n)); break;
+      case OpKind::kCenterCropPad: AMP_RETURN_IF_ERROR(LowerCenterCropPad(g, n)); break;
+      case OpKind::kHannWindow:
+      case OpKind::kHammingWindow:
+      case OpKind::kBlackmanWindow: AMP_RETURN_IF_ERROR(LowerWindow(g, n)); break;
       default: return Internal(n->Describe(), ": the op is marked lowered but has no lowering");
     }
   }

@@ -397,4 +397,219 @@ Status InferSTFT(InferContext& ctx) {
   return Status::Ok();
 }
 
+
+// ---- Ops other exporters and the newest opsets write (importer/lower_nn.cc,
+// importer/lower_tensor.cc) ----
+
+namespace {
+
+// The rank-checked axis attribute `name` of input `i`.
+StatusOr<int64_t> AxisOf(const InferContext& ctx, const char* name, int64_t def, size_t i = 0) {
+  AMP_ASSIGN_OR_RETURN(int64_t axis, ctx.attrs->GetInt(name, def));
+  auto at = NormalizeAxis(axis, static_cast<int64_t>(ctx.inputs[i].shape.rank()));
+  if (!at.ok()) return NodeOutOfRange(ctx, StrCat(name, " ", axis, " is out of range for shape ", ctx.inputs[i].shape.ToString()));
+  return at;
+}
+
+// A float input with a shape, the output its type and shape.
+Status FloatShapedUnary(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(InferFloatUnary(ctx));
+  return RequireShape(ctx, 0);
+}
+
+// Hann / Hamming / Blackman windows: [size] in output_datatype (float by
+// default).
+Status InferWindow(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 0, IsInteger(ctx.inputs[0].dtype), "int32 or int64 (size)"));
+  AMP_ASSIGN_OR_RETURN(int64_t periodic, ctx.attrs->GetInt("periodic", 1));
+  if (periodic != 0 && periodic != 1) return ctx.Error("periodic is ", periodic, ", expected 0 or 1");
+  AMP_ASSIGN_OR_RETURN(int64_t code, ctx.attrs->GetInt("output_datatype", 1));
+  const DType t = DTypeFromOnnx(code);
+  if (!IsFloat(t)) return ctx.Error("output_datatype ", OnnxTypeName(code), " is not a float type amptrain supports");
+  Dim size = UnknownDim();
+  if (const Tensor* v = ctx.value(0)) {
+    if (v->num_elements() != 1 || v->GetAsInt64(0) < 0) return ctx.Error("size must be one value >= 0");
+    size = Dim::Static(v->GetAsInt64(0));
+  }
+  ctx.outputs[0] = TensorType::Of(t, Shape(std::vector<Dim>{size}));
+  return Status::Ok();
+}
+
+}  // namespace
+
+// LRN: x [N, C, D...] float, size >= 1; x's type.
+Status InferLRN(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatShapedUnary(ctx));
+  if (ctx.inputs[0].shape.rank() < 3)
+    return ctx.Error("input has shape ", ctx.inputs[0].shape.ToString(), ", expected [N, C, D1, ...]");
+  AMP_ASSIGN_OR_RETURN(int64_t size, ctx.attrs->GetInt("size", 0));
+  if (size < 1) return ctx.Error("size is ", size, ", expected >= 1 (the attribute is required)");
+  return Status::Ok();
+}
+
+// LpNormalization: p 1 or 2 along axis; x's type.
+Status InferLpNormalization(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatShapedUnary(ctx));
+  AMP_ASSIGN_OR_RETURN(int64_t p, ctx.attrs->GetInt("p", 2));
+  if (p != 1 && p != 2) return ctx.Error("p is ", p, ", expected 1 or 2");
+  return AxisOf(ctx, "axis", -1).status();
+}
+
+// MeanVarianceNormalization: axes (default [0, 2, 3]) within x's rank.
+Status InferMeanVarianceNormalization(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatShapedUnary(ctx));
+  AMP_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.attrs->GetInts("axes", {0, 2, 3}));
+  for (int64_t a : axes)
+    if (!NormalizeAxis(a, static_cast<int64_t>(ctx.inputs[0].shape.rank())).ok())
+      return NodeOutOfRange(ctx, StrCat("axis ", a, " is out of range for shape ", ctx.inputs[0].shape.ToString()));
+  return Status::Ok();
+}
+
+// GlobalLpPool: [N, C, D...] -> [N, C, 1, ...], p >= 1.
+Status InferGlobalLpPool(InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(int64_t p, ctx.attrs->GetInt("p", 2));
+  if (p < 1) return ctx.Error("p is ", p, ", expected >= 1");
+  return InferGlobalMaxPool(ctx);
+}
+
+// MaxUnpool(x [N, C, D...], indices like x, output_shape?): output_shape's
+// value, else [N, C, (D - 1) stride - pads + kernel ...].
+Status InferMaxUnpool(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatShapedUnary(ctx));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, ctx.inputs[1].dtype == DType::kInt64, "int64 (indices)"));
+  const Shape& x = ctx.inputs[0].shape;
+  const size_t rank = x.rank();
+  if (rank < 3) return ctx.Error("input has shape ", x.ToString(), ", expected [N, C, D1, ...]");
+  if (ctx.inputs[1].has_shape && ctx.inputs[1].shape.rank() != rank)
+    return ctx.Error("indices have shape ", ctx.inputs[1].shape.ToString(), ", expected the input's ", x.ToString());
+  AMP_ASSIGN_OR_RETURN(std::vector<int64_t> kernel, ctx.attrs->GetInts("kernel_shape"));
+  AMP_ASSIGN_OR_RETURN(std::vector<int64_t> strides, ctx.attrs->GetInts("strides", std::vector<int64_t>(rank - 2, 1)));
+  AMP_ASSIGN_OR_RETURN(std::vector<int64_t> pads, ctx.attrs->GetInts("pads", std::vector<int64_t>(2 * (rank - 2), 0)));
+  if (kernel.size() != rank - 2 || strides.size() != rank - 2 || pads.size() != 2 * (rank - 2))
+    return ctx.Error("kernel_shape, strides and pads must have ", rank - 2, ", ", rank - 2, " and ", 2 * (rank - 2),
+                     " values for input ", x.ToString());
+  if (ctx.has_input(2)) {
+    if (const Tensor* v = ctx.value(2)) {
+      if (v->num_elements() != static_cast<int64_t>(rank))
+        return ctx.Error("output_shape has ", v->num_elements(), " values, expected ", rank);
+      std::vector<Dim> dims;
+      for (int64_t d = 0; d < v->num_elements(); ++d) dims.push_back(Dim::Static(v->GetAsInt64(d)));
+      ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+      return Status::Ok();
+    }
+    std::vector<Dim> dims(rank, UnknownDim());
+    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+    return Status::Ok();
+  }
+  std::vector<Dim> dims{x[0], x[1]};
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    const Dim& in = x[d + 2];
+    const int64_t out = in.is_static() ? (in.value - 1) * strides[d] - pads[d] - pads[d + rank - 2] + kernel[d] : 0;
+    if (in.is_static() && out < 1) return ctx.Error("the unpooled size of axis ", d + 2, " is ", out);
+    dims.push_back(in.is_static() ? Dim::Static(out) : UnknownDim());
+  }
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
+
+// Hardmax: x's type; axis (default -1, opset < 13: 1).
+Status InferHardmax(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatShapedUnary(ctx));
+  return AxisOf(ctx, "axis", ctx.opset < 13 ? 1 : -1).status();
+}
+
+// SwiGLU(a, b): equal types and shapes (no broadcasting).
+Status InferSwiGLU(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(InferFloatUnary(ctx));
+  AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 1));
+  const TensorType &a = ctx.inputs[0], &b = ctx.inputs[1];
+  if (a.has_shape && b.has_shape && a.shape.rank() != b.shape.rank())
+    return ctx.Error("a ", a.shape.ToString(), " and b ", b.shape.ToString(), " must have the same shape");
+  if (a.has_shape && b.has_shape)
+    for (size_t d = 0; d < a.shape.rank(); ++d)
+      if (a.shape[d].is_static() && b.shape[d].is_static() && a.shape[d].value != b.shape[d].value)
+        return ctx.Error("a ", a.shape.ToString(), " and b ", b.shape.ToString(), " must have the same shape");
+  return Status::Ok();
+}
+
+// RotaryEmbedding(x [B, H, S, D] or [B, S, H D], cos, sin, position_ids?):
+// x's type; a 3-D x needs num_heads.
+Status InferRotaryEmbedding(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(FloatShapedUnary(ctx));
+  AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 1));
+  AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 2));
+  if (ctx.has_input(3)) AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 3, IsInteger(ctx.inputs[3].dtype), "int64 (position_ids)"));
+  const size_t rank = ctx.inputs[0].shape.rank();
+  if (rank != 3 && rank != 4)
+    return ctx.Error("input has shape ", ctx.inputs[0].shape.ToString(), ", expected [B, H, S, D] or [B, S, H D]");
+  AMP_ASSIGN_OR_RETURN(int64_t heads, ctx.attrs->GetInt("num_heads", 0));
+  if (rank == 3 && heads < 1) return ctx.Error("a 3-D input needs num_heads");
+  AMP_RETURN_IF_ERROR(ctx.attrs->GetInt("interleaved", 0).status());
+  return ctx.attrs->GetInt("rotary_embedding_dim", 0).status();
+}
+
+// ReverseSequence(x, lens [batch]): x's type; batch_axis and time_axis are 0
+// and 1 in some order.
+Status InferReverseSequence(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsInteger(ctx.inputs[1].dtype), "int64 (sequence_lens)"));
+  if (ctx.inputs[0].shape.rank() < 2) return ctx.Error("input has shape ", ctx.inputs[0].shape.ToString(), ", expected rank >= 2");
+  AMP_ASSIGN_OR_RETURN(int64_t batch, ctx.attrs->GetInt("batch_axis", 1));
+  AMP_ASSIGN_OR_RETURN(int64_t time, ctx.attrs->GetInt("time_axis", 0));
+  if (!((batch == 0 && time == 1) || (batch == 1 && time == 0)))
+    return ctx.Error("batch_axis ", batch, " and time_axis ", time, ": expected 0 and 1 in some order");
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
+// Compress(x, condition [n] bool), attr axis?: x with axis (x flattened
+// without one) cut to the true positions; their count is known where the
+// condition's value is.
+Status InferCompress(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, ctx.inputs[1].dtype == DType::kBool, "bool (condition)"));
+  if (ctx.inputs[1].has_shape && ctx.inputs[1].shape.rank() != 1) return ctx.Error("condition must be 1-D");
+  Dim kept = UnknownDim();
+  if (const Tensor* c = ctx.value(1)) {
+    int64_t count = 0;
+    for (int64_t i = 0; i < c->num_elements(); ++i) count += c->GetAsInt64(i) != 0;
+    kept = Dim::Static(count);
+  }
+  if (!ctx.attrs->Has("axis")) {
+    ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::vector<Dim>{kept}));
+    return Status::Ok();
+  }
+  AMP_ASSIGN_OR_RETURN(int64_t axis, AxisOf(ctx, "axis", 0));
+  std::vector<Dim> dims = ctx.inputs[0].shape.dims();
+  dims[axis] = kept;
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
+
+// CenterCropPad(x, shape [k]), attr axes (default all): x with each axis's
+// size from shape.
+Status InferCenterCropPad(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 1, IsInteger(ctx.inputs[1].dtype), "int64 (shape)"));
+  const int64_t rank = static_cast<int64_t>(ctx.inputs[0].shape.rank());
+  std::vector<int64_t> all(rank);
+  for (int64_t d = 0; d < rank; ++d) all[d] = d;
+  AMP_ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.attrs->GetInts("axes", all));
+  std::vector<Dim> dims = ctx.inputs[0].shape.dims();
+  const Tensor* v = ctx.value(1);
+  if (v && v->num_elements() != static_cast<int64_t>(axes.size()))
+    return ctx.Error("shape has ", v->num_elements(), " values for ", axes.size(), " axes");
+  for (size_t i = 0; i < axes.size(); ++i) {
+    auto a = NormalizeAxis(axes[i], rank);
+    if (!a.ok()) return NodeOutOfRange(ctx, StrCat("axis ", axes[i], " is out of range for rank ", rank));
+    dims[*a] = v ? Dim::Static(v->GetAsInt64(static_cast<int64_t>(i))) : UnknownDim();
+  }
+  ctx.outputs[0] = TensorType::Of(ctx.inputs[0].dtype, Shape(std::move(dims)));
+  return Status::Ok();
+}
+
+Status InferHannWindow(InferContext& ctx) { return InferWindow(ctx); }
+Status InferHammingWindow(InferContext& ctx) { return InferWindow(ctx); }
+Status InferBlackmanWindow(InferContext& ctx) { return InferWindow(ctx); }
+
 }  // namespace amptrain::ir

@@ -145,6 +145,14 @@ Status InferMaxPool(InferContext& ctx) {
 
 Status InferAveragePool(InferContext& ctx) { return InferPool(ctx, false); }
 
+// LpPool (lowered at import, importer/lower_nn.cc): the pool's window
+// geometry and output, and p >= 1.
+Status InferLpPool(InferContext& ctx) {
+  AMP_ASSIGN_OR_RETURN(int64_t p, ctx.attrs->GetInt("p", 2));
+  if (p < 1) return ctx.Error("p is ", p, ", expected >= 1");
+  return InferPool(ctx, false);
+}
+
 Status InferGlobalAveragePool(InferContext& ctx) {
   AMP_RETURN_IF_ERROR(RequireImage(ctx, 0));
   AMP_RETURN_IF_ERROR(RequireFloat(ctx, 0));

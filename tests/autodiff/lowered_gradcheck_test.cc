@@ -302,5 +302,122 @@ TEST(LoweredGradCheck, Col2Im) {
   }
 }
 
+// An int64 Constant of `dims` holding `v`.
+Value Int64Const(Graph& g, const std::vector<int64_t>& dims, const std::vector<int64_t>& v) {
+  ir::Tensor t = *ir::Tensor::Zeros(ir::DType::kInt64, dims);
+  for (size_t i = 0; i < v.size(); ++i) t.data<int64_t>()[i] = v[i];
+  Attributes c;
+  c.Set("value", t);
+  return Op(g, OpKind::kConstant, {}, c);
+}
+
+// The normalizations other exporters write: LRN with odd and even windows
+// (ONNX's window is not centred for an even size), LpNormalization for both
+// norms, MeanVarianceNormalization over its default and other axes.
+TEST(LoweredGradCheck, LrnLpNormalizationMeanVariance) {
+  for (int64_t size : {3, 4}) {
+    SCOPED_TRACE(StrCat("LRN size ", size));
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 5, 2, 3}}}), [&](Graph& g, const V& x) {
+      return Lowered(g, OpKind::kLRN, x, A({{"size", size}, {"alpha", 0.3f}, {"beta", 0.75f}, {"bias", 2.0f}}));
+    });
+  }
+  for (int64_t p : {1, 2}) {
+    SCOPED_TRACE(StrCat("LpNormalization p ", p));
+    GRADCHECK((std::vector<GradInput>{{"x", {3, 4}, 0.2, 1.0}}), [&](Graph& g, const V& x) {
+      return Lowered(g, OpKind::kLpNormalization, x, A({{"p", p}, {"axis", int64_t{1}}}));
+    });
+  }
+  SCOPED_TRACE("MeanVarianceNormalization");
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 2, 3}}}),
+            [&](Graph& g, const V& x) { return Lowered(g, OpKind::kMeanVarianceNormalization, x, {}); });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 4}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kMeanVarianceNormalization, x, A({{"axes", std::vector<int64_t>{2}}}));
+  });
+}
+
+// LpPool for p = 1, 2, 3 with strides, pads and ceil_mode's extra window;
+// GlobalLpPool. The values stay away from 0, where |x| has its kink.
+TEST(LoweredGradCheck, LpPoolAndGlobalLpPool) {
+  for (int64_t p : {1, 2, 3}) {
+    SCOPED_TRACE(StrCat("LpPool p ", p));
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 5, 4}, 0.3, 1.5}}), [&](Graph& g, const V& x) {
+      return Lowered(g, OpKind::kLpPool, x,
+                     A({{"p", p}, {"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 1}},
+                        {"pads", std::vector<int64_t>{1, 0, 0, 1}}, {"ceil_mode", int64_t{1}}}));
+    });
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 3, 2}, 0.3, 1.5}}),
+               [&](Graph& g, const V& x) { return Lowered(g, OpKind::kGlobalLpPool, x, A({{"p", p}})); });
+  }
+}
+
+// A window of zeros (a dead channel after ReLU) has the gradient 0, not the
+// NaN of the root's infinite slope times 0: channel 0 is zeroed by a mask.
+TEST(LoweredGradCheck, LpPoolOfZerosHasZeroGradient) {
+  auto masked = [](Graph& g, Value x) { return Op(g, OpKind::kMul, {x, DoublesConst(g, {0.0, 1.0}, {1, 2, 1, 1})}); };
+  for (int64_t p : {2, 3}) {
+    SCOPED_TRACE(StrCat("p ", p));
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 3, 3}, 0.3, 1.5}}), [&](Graph& g, const V& x) {
+      return Lowered(g, OpKind::kGlobalLpPool, {masked(g, x[0])}, A({{"p", p}}));
+    });
+    GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 3, 3}, 0.3, 1.5}}), [&](Graph& g, const V& x) {
+      return Lowered(g, OpKind::kLpPool, {masked(g, x[0])}, A({{"p", p}, {"kernel_shape", std::vector<int64_t>{2, 2}}}));
+    });
+  }
+}
+
+// MaxUnpool through x, with the unpooled size and a larger output_shape;
+// SwiGLU through both inputs.
+TEST(LoweredGradCheck, MaxUnpoolAndSwiGLU) {
+  // [1, 2, 2, 2] values into [1, 2, 4, 4] (kernel 2, stride 2): indices are
+  // flat over the whole output, so channel 1's start at 16.
+  const std::vector<int64_t> idx = {0, 3, 9, 14, 16 + 5, 16 + 2, 16 + 12, 16 + 15};
+  GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 2, 2}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kMaxUnpool, {x[0], Int64Const(g, {1, 2, 2, 2}, idx)},
+                   A({{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}));
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {1, 2, 2, 2}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kMaxUnpool, {x[0], Int64Const(g, {1, 2, 2, 2}, idx), IntsConst(g, {1, 2, 5, 5})},
+                   A({{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}));
+  });
+  for (float alpha : {1.0f, 1.702f}) {
+    SCOPED_TRACE(alpha);
+    GRADCHECK((std::vector<GradInput>{{"a", {3, 4}, -3.0, 3.0}, {"b", {3, 4}}}),
+              [&](Graph& g, const V& x) { return Lowered(g, OpKind::kSwiGLU, x, A({{"alpha", alpha}})); });
+  }
+}
+
+// RotaryEmbedding through x and both caches: 4-D with halves, 3-D with
+// num_heads, interleaved pairs, a partial rotation, and caches gathered at
+// position ids.
+TEST(LoweredGradCheck, RotaryEmbedding) {
+  SCOPED_TRACE("4-D, halves");
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 2, 3, 4}}, {"cos", {2, 3, 2}}, {"sin", {2, 3, 2}}}),
+            [&](Graph& g, const V& x) { return Lowered(g, OpKind::kRotaryEmbedding, x, {}); });
+  SCOPED_TRACE("3-D, interleaved, partial, position ids");
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3, 12}}, {"cos", {5, 2}}, {"sin", {5, 2}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kRotaryEmbedding, {x[0], x[1], x[2], Int64Const(g, {2, 3}, {0, 1, 2, 4, 3, 1})},
+                   A({{"num_heads", int64_t{2}}, {"interleaved", int64_t{1}}, {"rotary_embedding_dim", int64_t{4}}}));
+  });
+}
+
+// ReverseSequence time-major and batch-major with a length 0 and a full one;
+// Compress with and without an axis.
+TEST(LoweredGradCheck, ReverseSequenceAndCompress) {
+  GRADCHECK((std::vector<GradInput>{{"x", {4, 3, 2}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kReverseSequence, {x[0], Int64Const(g, {3}, {4, 0, 2})}, {});
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kReverseSequence, {x[0], Int64Const(g, {3}, {1, 3, 4})},
+                   A({{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}}));
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {3, 4}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kCompress, {x[0], BoolConst(g, {4}, [](int64_t i) { return i != 1; })},
+                   A({{"axis", int64_t{1}}}));
+  });
+  GRADCHECK((std::vector<GradInput>{{"x", {2, 3}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kCompress, {x[0], BoolConst(g, {5}, [](int64_t i) { return i % 2 == 0; })}, {});
+  });
+}
+
 }  // namespace
 }  // namespace amptrain::autodiff::testing

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <onnx/onnx_pb.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -619,6 +620,53 @@ TEST(LoweredEyeLike, SymbolicDimsOffDiagonalAndDtype) {
     for (int64_t i = 0; i < dims[0]; ++i)
       for (int64_t j = 0; j < dims[1]; ++j) EXPECT_EQ(y.data<int64_t>()[i * dims[1] + j], i - 1 == j ? 1 : 0) << i << "," << j;
   }
+}
+
+// LRN with an even window over a 3-D input and a symbolic batch: ONNX's
+// window [c - floor((size-1)/2), c + ceil((size-1)/2)] is not centred (PyTorch's
+// local_response_norm puts the extra channel on the other side).
+TEST(LoweredLRN, EvenWindowThreeDimsAgainstTheFormula) {
+  const int64_t N = 2, C = 5, L = 3, size = 4;
+  const float alpha = 0.2f, beta = 0.6f, bias = 1.5f;
+  onnx::ModelProto m = mb::NewModel(13);
+  mb::AddInput(m, "x", {-1, C, L});
+  auto* n = mb::AddNode(m, "LRN", {"x"}, {"y"}, "lrn");
+  mb::SetInt(n, "size", size);
+  mb::SetFloat(n, "alpha", alpha);
+  mb::SetFloat(n, "beta", beta);
+  mb::SetFloat(n, "bias", bias);
+  mb::AddOutput(m, "y");
+  ir::Tensor x = Iota({N, C, L}, 0.37f);
+  std::vector<double> want;
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t l = 0; l < L; ++l) {
+        double sum = 0;
+        for (int64_t k = std::max<int64_t>(0, c - (size - 1) / 2); k <= std::min(C - 1, c + size / 2); ++k) {
+          const double v = x.data<float>()[(b * C + k) * L + l];
+          sum += v * v;
+        }
+        want.push_back(x.data<float>()[(b * C + c) * L + l] / std::pow(bias + alpha / size * sum, beta));
+      }
+  ExpectNear(RunModel(m, {{"x", x}}, ir::OpKind::kLRN), {N, C, L}, want);
+}
+
+// Hardmax before opset 13 takes the maximum over the input coerced to 2-D at
+// axis: axis 1 of [2, 3, 4] is one argmax over each batch row's 12 values.
+TEST(LoweredHardmax, Opset11CoercesToTwoDims) {
+  onnx::ModelProto m = mb::NewModel(11);
+  mb::AddInput(m, "x", {2, 3, 4});
+  mb::AddNode(m, "Hardmax", {"x"}, {"y"}, "hardmax");
+  mb::AddOutput(m, "y");
+  ir::Tensor x = Iota({2, 3, 4}, 0.53f);
+  std::vector<double> want(24, 0.0);
+  for (int64_t b = 0; b < 2; ++b) {
+    int64_t best = 0;
+    for (int64_t i = 1; i < 12; ++i)
+      if (x.data<float>()[b * 12 + i] > x.data<float>()[b * 12 + best]) best = i;
+    want[b * 12 + best] = 1.0;
+  }
+  ExpectNear(RunModel(m, {{"x", x}}, ir::OpKind::kHardmax), {2, 3, 4}, want);
 }
 
 }  // namespace
