@@ -9,7 +9,8 @@
 //             GeluTanhGradSpan, in double on ExpNegative.
 // Also Tanh, Sigmoid, Silu and SiluGrad (in double on ExpNegative, within
 // one ulp of the exact value) and Pow with a constant exponent of 1 or 2 (the reference's
-// bits) or 3 (in double, within one ulp): GPT-2's gelu_new is Pow, Tanh,
+// bits), 3 or another multiple of 1/4 (in double, within one ulp; LRN's
+// x^0.75 and x^-0.25): GPT-2's gelu_new is Pow, Tanh,
 // Mul and Add; Llama's RMSNorm is Pow; the SiLU of Llama and EfficientNet,
 // Sigmoid and Mul in the exports, is one Silu once fused (executor/optimize.h).
 //   Erf(x):   in double, rounded once: |x| < 1: x R(x^2); 1 <= |x| < 3.93:
@@ -223,8 +224,39 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CubeSpan(const
   }
 }
 
+// x^(k/4) for a constant k/4 other than 1, 2 and 3, |k| <= 16 (LRN's x^0.75
+// and its gradient's x^-0.25, x^0.5, x^-0.5, x^-1, ...): in double, from
+// sqrt(x) and sqrt(sqrt(x)) and whole powers by products, a negative
+// exponent as 1 / x^(|k|/4), rounded once: within one ulp of the correctly
+// rounded value (double's few ulps are ~1e-16 relative). +0 and +inf follow
+// (0^-0.25 = inf); a negative x, -0 and NaN take the C library's pow in a
+// second pass (its special cases: NaN for a fractional power of a negative
+// number, -inf's, the sign of -0).
+// (The C library's sqrt sets errno for a negative argument, which keeps the
+// compiler from vectorizing it; nothing here reads errno, and the negative
+// values are recomputed after, so this file is compiled with -fno-math-errno:
+// kernels/CMakeLists.txt.)
+__attribute__((target_clones("avx512f", "avx2", "default"))) void QuarterPowSpan(const float* x, float* y, int64_t n,
+                                                                               int k) {
+  const int q = k < 0 ? -k : k, whole = q / 4, frac = q % 4;
+#pragma omp simd
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = static_cast<double>(x[i]);
+    const double r = std::sqrt(v), r4 = std::sqrt(r);
+    const double part = Select(frac == 1, r4, Select(frac == 2, r, Select(frac == 3, r * r4, 1.0)));
+    const double v2 = v * v;
+    const double powers =
+        Select(whole == 1, v, Select(whole == 2, v2, Select(whole == 3, v2 * v, Select(whole == 4, v2 * v2, 1.0))));
+    const double p = part * powers;
+    y[i] = static_cast<float>(Select(k < 0, 1.0 / p, p));
+  }
+  for (int64_t i = 0; i < n; ++i)
+    if (std::signbit(x[i]) || std::isnan(x[i])) y[i] = static_cast<float>(std::pow(static_cast<double>(x[i]), k / 4.0));
+}
+
 enum class Fn {
-  kErf, kErfGrad, kGelu, kGeluGrad, kGeluTanh, kGeluTanhGrad, kSilu, kSiluGrad, kTanh, kSigmoid, kCopy, kSquare, kCube
+  kErf, kErfGrad, kGelu, kGeluGrad, kGeluTanh, kGeluTanhGrad, kSilu, kSiluGrad, kTanh, kSigmoid, kCopy, kSquare, kCube,
+  kQuarterPow
 };
 
 // The gradients read (dY, X).
@@ -236,7 +268,7 @@ bool ReadsDy(Fn fn) {
 // gradients read (dY, X); Pow's constant exponent input is not read.
 class ErfKernel : public Kernel {
  public:
-  ErfKernel(DType t, Fn fn, int threads) : t_(t), fn_(fn), threads_(threads) {}
+  ErfKernel(DType t, Fn fn, int threads, int quarters = 0) : t_(t), fn_(fn), threads_(threads), quarters_(quarters) {}
 
   Status Run(KernelContext& ctx) override {
     ForFloatChunks(t_, threads_, ctx.scratch, ctx.outputs[0].num_elements(), ctx.inputs[0].data,
@@ -256,6 +288,7 @@ class ErfKernel : public Kernel {
                        case Fn::kCopy: return CopySpan(a, y, len);
                        case Fn::kSquare: return SquareSpan(a, y, len);
                        case Fn::kCube: return CubeSpan(a, y, len);
+                       case Fn::kQuarterPow: return QuarterPowSpan(a, y, len, quarters_);
                      }
                    });
     return Status::Ok();
@@ -268,7 +301,11 @@ class ErfKernel : public Kernel {
   DType t_;
   Fn fn_;
   int threads_;
+  int quarters_;  // kQuarterPow: the exponent times 4
 };
+
+// An exponent k/4 with |k| <= 16 (QuarterPowSpan).
+bool QuarterExponent(double v) { return std::fabs(v) <= 4.0 && std::floor(v * 4.0) == v * 4.0; }
 
 // Pow's exponent when it is a constant scalar of 1, 2 or 3 (what PyTorch's
 // `x ** 2`, `x.pow(3)` and GPT-2's gelu_new export, and 1 in x^2's
@@ -281,7 +318,8 @@ StatusOr<Fn> PowFn(const KernelInit& init) {
   if (v == 1.0) return Fn::kCopy;
   if (v == 2.0) return Fn::kSquare;
   if (v == 3.0) return Fn::kCube;
-  return Unimplemented(init.Describe(), ": the direct Pow takes the exponents 1, 2 and 3");
+  if (QuarterExponent(v)) return Fn::kQuarterPow;
+  return Unimplemented(init.Describe(), ": the direct Pow takes the exponents k/4, |k| <= 16");
 }
 
 StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
@@ -321,7 +359,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeErf(const KernelInit& init) {
       return init.Error("inputs and output differ in dtype or shape");
   }
   if (out.dtype != DType::kFloat32 && !IsTwoByteFloat(out.dtype)) return init.Error("takes fp32, fp16 and bf16");
-  return std::unique_ptr<Kernel>(new ErfKernel(out.dtype, fn, Threads(init)));
+  const int quarters = fn == Fn::kQuarterPow ? static_cast<int>(init.inputs[1].value->GetAsDouble(0) * 4.0) : 0;
+  return std::unique_ptr<Kernel>(new ErfKernel(out.dtype, fn, Threads(init), quarters));
 }
 
 }  // namespace

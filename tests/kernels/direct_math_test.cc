@@ -267,8 +267,56 @@ TEST_P(DirectMath, TanhSigmoidAndSmallPowersWithinAnUlp) {
   }
   Options d = direct;
   d.constant_inputs = 0b10;
-  EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.5)}, d).ok());
+  EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.3)}, d).ok());
+  EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(4.25)}, d).ok());
   EXPECT_FALSE(RunKernel(OpKind::kPow, {}, {x, exponent(2.0)}, direct).ok()) << "a run-time exponent";
+}
+
+// Pow with a constant exponent k/4 (LRN's 0.75 and its gradient's -0.25,
+// square roots, reciprocals) within one ulp of the exact value (long double
+// powl) over values from tiny to huge, negative ones too (NaN for a
+// fractional power); the zeros, the infinities and NaN as the reference gives them; the same bits on
+// 1 and 2 threads; the registry's pick.
+TEST_P(DirectMath, QuarterPowersWithinAnUlp) {
+  const DType t = GetParam().dtype;
+  const int64_t n = 60001;
+  Tensor x = *Tensor::Zeros(t, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    const double u = std::ldexp(1.0 + static_cast<double>(i % 1000) / 1000.0, static_cast<int>(i % 61) - 30);
+    ir::SetElementFromDouble(x, i, i % 11 == 0 ? -u : u);
+  }
+  const double inf = std::numeric_limits<double>::infinity();
+  const double special[] = {0.0, -0.0, inf, -inf, std::numeric_limits<double>::quiet_NaN(), 1.0, -1.0};
+  for (size_t k = 0; k < std::size(special); ++k) ir::SetElementFromDouble(x, static_cast<int64_t>(k), special[k]);
+  for (double e : {0.75, -0.25, 0.5, -0.5, -1.0, 1.25, -2.75, 4.0, 0.0}) {
+    SCOPED_TRACE(e);
+    Tensor c = *Tensor::Zeros(DType::kFloat32, {});
+    ir::SetElementFromDouble(c, 0, e);
+    Options direct{.impl = "direct", .constant_inputs = 0b10}, one = direct, any{.impl = "", .constant_inputs = 0b10};
+    one.threads = 1;
+    auto got = RunKernel(OpKind::kPow, {}, {x, c}, direct), got1 = RunKernel(OpKind::kPow, {}, {x, c}, one);
+    auto picked = RunKernel(OpKind::kPow, {}, {x, c}, any), ref = RunKernel(OpKind::kPow, {}, {x, c}, Options{});
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
+    EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
+    EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
+    double worst = 0, worst_x = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double xv = x.GetAsDouble(i), have = (*got)[0].GetAsDouble(i), want_ref = (*ref)[0].GetAsDouble(i);
+      if (std::isnan(have) || std::isnan(want_ref)) {
+        EXPECT_EQ(std::isnan(have), std::isnan(want_ref)) << "x = " << xv;
+        continue;
+      }
+      if (std::isinf(have) || std::isinf(want_ref) || xv == 0 || std::isinf(xv) || have == 0 || want_ref == 0) {
+        EXPECT_EQ(have, want_ref) << "x = " << xv;
+        EXPECT_EQ(std::signbit(have), std::signbit(want_ref)) << "x = " << xv;
+        continue;
+      }
+      const double exact = static_cast<double>(std::pow(static_cast<long double>(xv), static_cast<long double>(e)));
+      const double err = std::abs(have - exact) / Ulp(t, exact);
+      if (err > worst) worst = err, worst_x = xv;
+    }
+    EXPECT_LE(worst, 1.0) << "x^" << e << " at x = " << worst_x;
+  }
 }
 
 // Silu and SiluGrad (x sigmoid(x) and its derivative, in double on
