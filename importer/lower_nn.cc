@@ -11,6 +11,7 @@
 //   Hardmax     -> Cast(Equal(ArgMax, Range)), no gradient
 //   SwiGLU      -> a Sigmoid(alpha a) b
 //   RotaryEmbedding -> the pairs (x1, x2) rotated by (cos, sin)
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -70,16 +71,24 @@ Status LowerLRN(ir::Graph& g, ir::Node* n) {
   Value x = n->input(0);
   const ir::DType t = g.type(x).dtype;
   const int64_t size = n->attrs().Int("size", 1);
+  // Each side of the window reaches at most C - 1 channels: a larger size
+  // (up to 2^63 in a hostile file) pools over a kernel clipped to that, with
+  // the divisor kept at size through alpha.
+  int64_t before = (size - 1) / 2, after = size / 2;
+  const ir::Dim channels = g.type(x).shape[1];
+  if (channels.is_static()) before = std::min(before, channels.value - 1), after = std::min(after, channels.value - 1);
+  const int64_t kernel = before + after + 1;
+  const double alpha_per_kernel = n->attrs().Float("alpha", 1e-4f) * static_cast<double>(kernel) / static_cast<double>(size);
   Builder b(g, n->name());
   ShapeBuilder sb(g, x, n->name());
   Value planes_shape = sb.Concat({sb.Dims({0}), sb.Const({1}), sb.Dims({1}), sb.Const({-1})});
   Value planes = b.Op(OpKind::kReshape, {b.Op(OpKind::kMul, {x, x}, "square"), planes_shape}, "as_planes");
   ir::Node* pool = b.Node(OpKind::kAveragePool, {planes}, "window_mean");
-  pool->attrs().Set("kernel_shape", std::vector<int64_t>{size, 1});
-  pool->attrs().Set("pads", std::vector<int64_t>{(size - 1) / 2, 0, size / 2, 0});
+  pool->attrs().Set("kernel_shape", std::vector<int64_t>{kernel, 1});
+  pool->attrs().Set("pads", std::vector<int64_t>{before, 0, after, 0});
   pool->attrs().Set("count_include_pad", int64_t{1});
   Value mean = b.Op(OpKind::kReshape, {pool->output(0), sb.shape()}, "mean");
-  AMP_ASSIGN_OR_RETURN(Value alpha, b.Scalar(t, n->attrs().Float("alpha", 1e-4f)));
+  AMP_ASSIGN_OR_RETURN(Value alpha, b.Scalar(t, alpha_per_kernel));
   AMP_ASSIGN_OR_RETURN(Value bias, b.Scalar(t, n->attrs().Float("bias", 1.0f)));
   AMP_ASSIGN_OR_RETURN(Value beta, b.Scalar(t, n->attrs().Float("beta", 0.75f)));
   Value base = b.Op(OpKind::kAdd, {b.Op(OpKind::kMul, {mean, alpha}, "scaled"), bias}, "base");
@@ -141,6 +150,11 @@ Status LowerLpPool(ir::Graph& g, ir::Node* n) {
   AMP_ASSIGN_OR_RETURN(Value powered, AbsPow(b, x, xt.dtype, p));
   std::vector<int64_t> wdims = {channels, 1};
   wdims.insert(wdims.end(), kernel.begin(), kernel.end());
+  int64_t weights = 1;
+  for (int64_t d : wdims)
+    if (d < 1 || (weights = weights * d) > (int64_t{1} << 28))
+      return Unimplemented(n->Describe(), ": its window over ", channels,
+                           " channels is too large (the pool's weights would pass 2^28 values)");
   AMP_ASSIGN_OR_RETURN(Value ones, FilledConstant(g, n->name() + "_ones", xt.dtype, wdims, 1.0));
   ir::Node* conv = b.Node(OpKind::kConv, {powered, ones}, "window_sum");
   conv->attrs().Set("group", channels);

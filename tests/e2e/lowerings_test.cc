@@ -622,33 +622,55 @@ TEST(LoweredEyeLike, SymbolicDimsOffDiagonalAndDtype) {
   }
 }
 
-// LRN with an even window over a 3-D input and a symbolic batch: ONNX's
-// window [c - floor((size-1)/2), c + ceil((size-1)/2)] is not centred (PyTorch's
-// local_response_norm puts the extra channel on the other side).
-TEST(LoweredLRN, EvenWindowThreeDimsAgainstTheFormula) {
-  const int64_t N = 2, C = 5, L = 3, size = 4;
-  const float alpha = 0.2f, beta = 0.6f, bias = 1.5f;
+// The LRN of x [N, C, L] by ONNX's formula, in double.
+std::vector<double> RefLrn(const ir::Tensor& x, int64_t size, double alpha, double beta, double bias) {
+  const int64_t N = x.dims()[0], C = x.dims()[1], L = x.dims()[2];
+  std::vector<double> want;
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t l = 0; l < L; ++l) {
+        double sum = 0;
+        const int64_t lo = std::max<int64_t>(0, c - (size - 1) / 2), hi = std::min<int64_t>(C - 1, c + std::min<int64_t>(size / 2, C));
+        for (int64_t k = lo; k <= hi; ++k) {
+          const double v = x.data<float>()[(b * C + k) * L + l];
+          sum += v * v;
+        }
+        want.push_back(x.data<float>()[(b * C + c) * L + l] / std::pow(bias + alpha / static_cast<double>(size) * sum, beta));
+      }
+  return want;
+}
+
+onnx::ModelProto LrnModel(int64_t channels, int64_t size, float alpha, float beta, float bias) {
   onnx::ModelProto m = mb::NewModel(13);
-  mb::AddInput(m, "x", {-1, C, L});
+  mb::AddInput(m, "x", {-1, channels, 3});
   auto* n = mb::AddNode(m, "LRN", {"x"}, {"y"}, "lrn");
   mb::SetInt(n, "size", size);
   mb::SetFloat(n, "alpha", alpha);
   mb::SetFloat(n, "beta", beta);
   mb::SetFloat(n, "bias", bias);
   mb::AddOutput(m, "y");
-  ir::Tensor x = Iota({N, C, L}, 0.37f);
-  std::vector<double> want;
-  for (int64_t b = 0; b < N; ++b)
-    for (int64_t c = 0; c < C; ++c)
-      for (int64_t l = 0; l < L; ++l) {
-        double sum = 0;
-        for (int64_t k = std::max<int64_t>(0, c - (size - 1) / 2); k <= std::min(C - 1, c + size / 2); ++k) {
-          const double v = x.data<float>()[(b * C + k) * L + l];
-          sum += v * v;
-        }
-        want.push_back(x.data<float>()[(b * C + c) * L + l] / std::pow(bias + alpha / size * sum, beta));
-      }
-  ExpectNear(RunModel(m, {{"x", x}}, ir::OpKind::kLRN), {N, C, L}, want);
+  return m;
+}
+
+// A window wider than the channels (all of them, divided by size), up to a
+// size of 2^40 in a hostile file: the pool's kernel is clipped, the result
+// the formula's, at once.
+TEST(LoweredLRN, WindowWiderThanTheChannels) {
+  ir::Tensor x = Iota({2, 3, 3}, 0.41f);
+  for (int64_t size : {int64_t{7}, int64_t{1} << 40}) {
+    SCOPED_TRACE(size);
+    ExpectNear(RunModel(LrnModel(3, size, 0.3f, 0.75f, 1.0f), {{"x", x}}, ir::OpKind::kLRN), {2, 3, 3},
+               RefLrn(x, size, 0.3f, 0.75f, 1.0f));
+  }
+}
+
+// LRN with an even window over a 3-D input and a symbolic batch: ONNX's
+// window [c - floor((size-1)/2), c + ceil((size-1)/2)] is not centred (PyTorch's
+// local_response_norm puts the extra channel on the other side).
+TEST(LoweredLRN, EvenWindowThreeDimsAgainstTheFormula) {
+  ir::Tensor x = Iota({2, 5, 3}, 0.37f);
+  ExpectNear(RunModel(LrnModel(5, 4, 0.2f, 0.6f, 1.5f), {{"x", x}}, ir::OpKind::kLRN), {2, 5, 3},
+             RefLrn(x, 4, 0.2f, 0.6f, 1.5f));
 }
 
 // Hardmax before opset 13 takes the maximum over the input coerced to 2-D at
