@@ -4,6 +4,7 @@
 //                      len - 1 - t below each sequence's length, t past it
 //   Compress        -> Gather at NonZero(condition) (x flattened without axis)
 //   CenterCropPad   -> Slice where an axis shrinks, Pad where it grows
+//   TensorScatter   -> ScatterElements at write_indices[b] + s (mod L)
 //   Hann/Hamming/BlackmanWindow -> cosines of Range (folded to a constant
 //                      where the size is one)
 #include <string>
@@ -55,6 +56,36 @@ Status LowerCompress(ir::Graph& g, ir::Node* n) {
   ir::Node* gather = b.Node(OpKind::kGather, {x, kept}, "compress");
   gather->attrs().Set("axis", axis);
   return Replace(g, n, gather->output(0));
+}
+
+// TensorScatter (opset 24, a KV cache's update): update [.., S, ..] written
+// into past [.., L, ..] along axis from write_indices[b] (0 without them) on,
+// modulo L in mode circular: ScatterElements with the positions w[b] + s
+// broadcast to update's shape.
+Status LowerTensorScatter(ir::Graph& g, ir::Node* n) {
+  Value past = n->input(0), update = n->input(1);
+  const ir::TensorType pt = g.type(past);
+  const int64_t rank = static_cast<int64_t>(pt.shape.rank());
+  int64_t axis = n->attrs().Int("axis", -2);
+  if (axis < 0) axis += rank;
+  Builder b(g, n->name());
+  ShapeBuilder us(g, update, n->name());
+  std::vector<int64_t> along(static_cast<size_t>(rank - axis), 1), per_batch(static_cast<size_t>(rank), 1);
+  along[0] = -1;
+  per_batch[0] = -1;
+  Value pos = b.Op(OpKind::kRange, {b.IntScalar(0), us.Dim(axis), b.IntScalar(1)}, "steps");
+  pos = b.Op(OpKind::kReshape, {pos, b.Ints(along)}, "steps_along_axis");
+  if (n->has_input(2)) {
+    Value w = n->input(2);
+    if (g.type(w).dtype != ir::DType::kInt64) w = b.Cast(w, ir::DType::kInt64);
+    pos = b.Op(OpKind::kAdd, {b.Op(OpKind::kReshape, {w, b.Ints(per_batch)}, "starts"), pos}, "positions");
+  }
+  if (n->attrs().Str("mode", "linear") == "circular")
+    pos = b.Op(OpKind::kMod, {pos, ShapeBuilder(g, past, n->name()).Dim(axis)}, "wrapped");
+  pos = b.Op(OpKind::kExpand, {pos, us.shape()}, "indices");
+  ir::Node* scatter = b.Node(OpKind::kScatterElements, {past, pos, update}, "write");
+  scatter->attrs().Set("axis", axis);
+  return Replace(g, n, scatter->output(0));
 }
 
 // CenterCropPad: an axis of d elements cut to s starts at (d - s) / 2; one

@@ -94,6 +94,7 @@ Status LowerRotaryEmbedding(ir::Graph& g, ir::Node* n);
 Status LowerReverseSequence(ir::Graph& g, ir::Node* n);
 Status LowerCompress(ir::Graph& g, ir::Node* n);
 Status LowerCenterCropPad(ir::Graph& g, ir::Node* n);
+Status LowerTensorScatter(ir::Graph& g, ir::Node* n);
 // Hann, Hamming and Blackman windows.
 Status LowerWindow(ir::Graph& g, ir::Node* n);
 

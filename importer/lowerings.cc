@@ -29,7 +29,7 @@
 //   elementwise / reduce ops, see below.
 //   LRN, LpNormalization, MeanVarianceNormalization, LpPool, GlobalLpPool,
 //   MaxUnpool, Hardmax, SwiGLU, RotaryEmbedding: importer/lower_nn.cc.
-//   ReverseSequence, Compress, CenterCropPad, the window functions:
+//   ReverseSequence, Compress, CenterCropPad, TensorScatter, the window functions:
 //   importer/lower_tensor.cc.
 // Each replacement keeps the lowered node's output name, so graph outputs
 // and later readers see the same value.
@@ -730,6 +730,7 @@ StatusOr<bool> LowerComposites(ir::Graph& g) {
       case OpKind::kReverseSequence: AMP_RETURN_IF_ERROR(LowerReverseSequence(g, n)); break;
       case OpKind::kCompress: AMP_RETURN_IF_ERROR(LowerCompress(g, n)); break;
       case OpKind::kCenterCropPad: AMP_RETURN_IF_ERROR(LowerCenterCropPad(g, n)); break;
+      case OpKind::kTensorScatter: AMP_RETURN_IF_ERROR(LowerTensorScatter(g, n)); break;
       case OpKind::kHannWindow:
       case OpKind::kHammingWindow:
       case OpKind::kBlackmanWindow: AMP_RETURN_IF_ERROR(LowerWindow(g, n)); break;

@@ -608,6 +608,29 @@ Status InferCenterCropPad(InferContext& ctx) {
   return Status::Ok();
 }
 
+// TensorScatter(past, update, write_indices [batch]?), attrs axis (default
+// -2, not the batch's), mode linear|circular: past's type; update has past's
+// dims but at axis, where it has no more.
+Status InferTensorScatter(InferContext& ctx) {
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 0));
+  AMP_RETURN_IF_ERROR(RequireShape(ctx, 1));
+  AMP_RETURN_IF_ERROR(ExpectSameDType(ctx, 0, 1));
+  if (ctx.has_input(2)) AMP_RETURN_IF_ERROR(ExpectInputDType(ctx, 2, IsInteger(ctx.inputs[2].dtype), "int64 (write_indices)"));
+  AMP_ASSIGN_OR_RETURN(std::string mode, ctx.attrs->GetString("mode", "linear"));
+  if (mode != "linear" && mode != "circular") return ctx.Error("mode '", mode, "' is not one of linear, circular");
+  AMP_ASSIGN_OR_RETURN(int64_t axis, AxisOf(ctx, "axis", -2));
+  const Shape &past = ctx.inputs[0].shape, &update = ctx.inputs[1].shape;
+  if (axis == 0) return ctx.Error("axis 0 is the batch's");
+  if (update.rank() != past.rank()) return ctx.Error("update ", update.ToString(), " and past ", past.ToString(), " differ in rank");
+  for (size_t d = 0; d < past.rank(); ++d) {
+    if (!past[d].is_static() || !update[d].is_static()) continue;
+    if (static_cast<int64_t>(d) == axis ? update[d].value > past[d].value : update[d].value != past[d].value)
+      return ctx.Error("update ", update.ToString(), " does not fit past ", past.ToString(), " along axis ", axis);
+  }
+  SameAs(ctx, 0, 0);
+  return Status::Ok();
+}
+
 Status InferHannWindow(InferContext& ctx) { return InferWindow(ctx); }
 Status InferHammingWindow(InferContext& ctx) { return InferWindow(ctx); }
 Status InferBlackmanWindow(InferContext& ctx) { return InferWindow(ctx); }

@@ -400,6 +400,18 @@ TEST(LoweredGradCheck, RotaryEmbedding) {
   });
 }
 
+// TensorScatter through the cache and the update: linear at per-batch
+// positions, and circular past the end (positions 3, 0 of a length-4 axis).
+TEST(LoweredGradCheck, TensorScatter) {
+  GRADCHECK((std::vector<GradInput>{{"past", {2, 2, 5, 3}}, {"update", {2, 2, 2, 3}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kTensorScatter, {x[0], x[1], Int64Const(g, {2}, {0, 3})}, {});
+  });
+  GRADCHECK((std::vector<GradInput>{{"past", {2, 4, 3}}, {"update", {2, 2, 3}}}), [&](Graph& g, const V& x) {
+    return Lowered(g, OpKind::kTensorScatter, {x[0], x[1], Int64Const(g, {2}, {3, 1})},
+                   A({{"axis", int64_t{1}}, {"mode", std::string("circular")}}));
+  });
+}
+
 // ReverseSequence time-major and batch-major with a length 0 and a full one;
 // Compress with and without an axis.
 TEST(LoweredGradCheck, ReverseSequenceAndCompress) {
