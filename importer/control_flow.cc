@@ -49,9 +49,8 @@ namespace amptrain::importer::detail {
 
 namespace {
 
-bool IsDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-bool IsIf(const onnx::NodeProto& n) { return n.op_type() == "If" && IsDefaultDomain(n); }
-bool IsLoop(const onnx::NodeProto& n) { return n.op_type() == "Loop" && IsDefaultDomain(n); }
+bool IsIf(const onnx::NodeProto& n) { return n.op_type() == "If" && IsDefaultDomain(n.domain()); }
+bool IsLoop(const onnx::NodeProto& n) { return n.op_type() == "Loop" && IsDefaultDomain(n.domain()); }
 
 bool HasSubgraph(const onnx::NodeProto& n) {
   for (const auto& a : n.attribute())

@@ -37,6 +37,17 @@ std::string ParentDir(const std::string& path);
 
 // "node 'conv1'" or, for an unnamed node, "node #3".
 std::string NodeLabel(const onnx::NodeProto& node, int index);
+// The default (ONNX) domain: "" or "ai.onnx".
+inline bool IsDefaultDomain(const std::string& domain) { return domain.empty() || domain == "ai.onnx"; }
+// `n`'s attribute `name`, nullptr when it has none.
+inline const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const std::string& name) {
+  for (const auto& a : n.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+inline onnx::AttributeProto* FindAttr(onnx::NodeProto& n, const std::string& name) {
+  return const_cast<onnx::AttributeProto*>(FindAttr(static_cast<const onnx::NodeProto&>(n), name));
+}
 
 // Checks the IR version and opset imports and fills the model-level fields of `info`.
 Status ReadModelInfo(const onnx::ModelProto& model, ir::ModelInfo* info);

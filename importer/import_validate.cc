@@ -15,8 +15,6 @@ namespace amptrain::importer::detail {
 
 namespace {
 
-bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 Status CheckName(const std::string& name, const std::string& what) {
   if (name.size() > kMaxNameLength)
     return InvalidArgument(what, " name is ", name.size(), " bytes long (limit ", kMaxNameLength, ")");

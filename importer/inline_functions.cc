@@ -80,8 +80,6 @@ std::string Overload(const google::protobuf::Message& m, int number) {
   return v.empty() ? std::string() : v.back();  // a repeated optional field: the last one counts
 }
 
-bool IsDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
-
 std::string Key(const std::string& domain, const std::string& name, const std::string& overload) {
   return StrCat(IsDefaultDomain(domain) ? "" : domain, "\n", name, "\n", overload);
 }
@@ -90,12 +88,6 @@ int64_t DefaultOpset(const google::protobuf::RepeatedPtrField<onnx::OperatorSetI
   for (const auto& o : imports)
     if (IsDefaultDomain(o.domain())) return o.version();
   return 0;
-}
-
-const onnx::AttributeProto* FindAttr(const onnx::NodeProto& n, const std::string& name) {
-  for (const auto& a : n.attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
 }
 
 // The names `attrs` refer to with ref_attr_name, in subgraphs too.

@@ -28,14 +28,6 @@ namespace amptrain::importer::detail {
 
 namespace {
 
-bool IsDefaultDomain(const onnx::NodeProto& n) { return n.domain().empty() || n.domain() == "ai.onnx"; }
-
-onnx::AttributeProto* FindAttr(onnx::NodeProto& n, const std::string& name) {
-  for (auto& a : *n.mutable_attribute())
-    if (a.name() == name) return &a;
-  return nullptr;
-}
-
 void SetString(onnx::NodeProto& n, const std::string& name, const std::string& value) {
   onnx::AttributeProto* a = FindAttr(n, name);
   if (!a) {
@@ -66,7 +58,7 @@ class LegacyOps {
         if (a.has_g()) AMP_RETURN_IF_ERROR(Run(*a.mutable_g()));
         for (auto& sub : *a.mutable_graphs()) AMP_RETURN_IF_ERROR(Run(sub));
       }
-      if (!IsDefaultDomain(n)) continue;
+      if (!IsDefaultDomain(n.domain())) continue;
       const std::string label = StrCat(n.op_type(), " ", NodeLabel(n, i));
       if (n.op_type() == "Upsample" && opset_ <= 10) {
         AMP_RETURN_IF_ERROR(Upsample(n, label));

@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "importer/lowering_util.h"
-#include "ir/infer/conv_geometry.h"
 
 namespace amptrain::importer::lowering {
 
@@ -24,6 +23,18 @@ namespace {
 
 using ir::OpKind;
 using ir::Value;
+
+// A norm or window sum s >= 0 read as 1 where it is 0 (`empty`), so that
+// dividing by it or taking its root stays finite there, and its gradient too.
+struct ZeroGuarded {
+  Value empty, safe;
+};
+StatusOr<ZeroGuarded> GuardZero(Builder& b, Value s, ir::DType t) {
+  AMP_ASSIGN_OR_RETURN(Value zero, b.Scalar(t, 0.0));
+  AMP_ASSIGN_OR_RETURN(Value one, b.Scalar(t, 1.0));
+  Value empty = b.Op(OpKind::kEqual, {s, zero}, "is_zero");
+  return ZeroGuarded{empty, b.Op(OpKind::kWhere, {empty, one, s}, "nonzero")};
+}
 
 // |x|^p, written as the cheapest exact form: |x|, x x, or Pow(|x|, p).
 StatusOr<Value> AbsPow(Builder& b, Value x, ir::DType t, int64_t p) {
@@ -41,18 +52,16 @@ StatusOr<Value> AbsPow(Builder& b, Value x, ir::DType t, int64_t p) {
 // PyTorch's LPPool2d has that NaN).
 StatusOr<Value> Root(Builder& b, Value s, ir::DType t, int64_t p) {
   if (p == 1) return s;
-  AMP_ASSIGN_OR_RETURN(Value zero, b.Scalar(t, 0.0));
-  AMP_ASSIGN_OR_RETURN(Value one, b.Scalar(t, 1.0));
-  Value empty = b.Op(OpKind::kEqual, {s, zero}, "empty_window");
-  Value safe = b.Op(OpKind::kWhere, {empty, one, s}, "safe_sum");
+  AMP_ASSIGN_OR_RETURN(ZeroGuarded sum, GuardZero(b, s, t));
   Value root;
   if (p == 2) {
-    root = b.Op(OpKind::kSqrt, {safe}, "sqrt");
+    root = b.Op(OpKind::kSqrt, {sum.safe}, "sqrt");
   } else {
     AMP_ASSIGN_OR_RETURN(Value e, b.Scalar(t, 1.0 / static_cast<double>(p)));
-    root = b.Op(OpKind::kPow, {safe, e}, "root");
+    root = b.Op(OpKind::kPow, {sum.safe, e}, "root");
   }
-  return b.Op(OpKind::kWhere, {empty, zero, root}, "root_or_zero");
+  AMP_ASSIGN_OR_RETURN(Value zero, b.Scalar(t, 0.0));
+  return b.Op(OpKind::kWhere, {sum.empty, zero, root}, "root_or_zero");
 }
 
 // The node's attribute `name` copied onto `to` where it is set.
@@ -106,11 +115,8 @@ Status LowerLpNormalization(ir::Graph& g, ir::Node* n) {
   ir::Node* norm = p == 2 ? b.Node(OpKind::kReduceL2, {x, axes}, "norm")
                           : b.Node(OpKind::kReduceSum, {b.Op(OpKind::kAbs, {x}, "abs"), axes}, "norm");
   norm->attrs().Set("keepdims", int64_t{1});
-  AMP_ASSIGN_OR_RETURN(Value zero, b.Scalar(t, 0.0));
-  AMP_ASSIGN_OR_RETURN(Value one, b.Scalar(t, 1.0));
-  Value safe = b.Op(OpKind::kWhere, {b.Op(OpKind::kEqual, {norm->output(0), zero}, "is_zero"), one, norm->output(0)},
-                    "safe_norm");
-  return Replace(g, n, b.Op(OpKind::kDiv, {x, safe}, "normalize"));
+  AMP_ASSIGN_OR_RETURN(ZeroGuarded guarded, GuardZero(b, norm->output(0), t));
+  return Replace(g, n, b.Op(OpKind::kDiv, {x, guarded.safe}, "normalize"));
 }
 
 // MeanVarianceNormalization: ONNX's function computes the variance as
@@ -230,9 +236,7 @@ Status LowerMaxUnpool(ir::Graph& g, ir::Node* n) {
   Value y = b.Op(OpKind::kReshape, {scatter->output(0), unpooled}, "unpooled");
   if (n->has_input(2)) {
     // pads = [0 ... 0, output_shape - D'...] (begins, then ends).
-    Value target = n->input(2);
-    if (g.type(target).dtype != ir::DType::kInt64) target = b.Cast(target, ir::DType::kInt64);
-    Value ends = b.Op(OpKind::kSub, {target, unpooled}, "end_pads");
+    Value ends = b.Op(OpKind::kSub, {b.Int64(n->input(2)), unpooled}, "end_pads");
     Value pad_spec = sb.Concat({sb.Const(std::vector<int64_t>(rank, 0)), ends});
     y = b.Op(OpKind::kPad, {y, pad_spec}, "to_output_shape");
   }
@@ -260,26 +264,15 @@ Status LowerHardmax(ir::Graph& g, ir::Node* n) {
   ir::Node* arg = b.Node(OpKind::kArgMax, {v}, "argmax");
   arg->attrs().Set("axis", axis);
   arg->attrs().Set("keepdims", int64_t{1});
-  ShapeBuilder sb(g, v, n->name());
-  Value positions = b.Op(OpKind::kRange, {b.IntScalar(0), sb.Dim(axis), b.IntScalar(1)}, "positions");
-  std::vector<int64_t> column(static_cast<size_t>(vrank - axis), 1);
-  column[0] = -1;
-  positions = b.Op(OpKind::kReshape, {positions, b.Ints(column)}, "positions_along_axis");
+  Value positions = b.RangeAlong(ShapeBuilder(g, v, n->name()).Dim(axis), static_cast<size_t>(vrank - axis - 1));
   Value y = b.Cast(b.Op(OpKind::kEqual, {arg->output(0), positions}, "is_max"), xt.dtype);
   if (coerced) y = b.Op(OpKind::kReshape, {y, ShapeBuilder(g, x, n->name()).shape()}, "restore");
   return Replace(g, n, y);
 }
 
 Status LowerSwiGLU(ir::Graph& g, ir::Node* n) {
-  Value a = n->input(0);
   Builder b(g, n->name());
-  Value gate_in = a;
-  const float alpha = n->attrs().Float("alpha", 1.0f);
-  if (alpha != 1.0f) {
-    AMP_ASSIGN_OR_RETURN(Value s, b.Scalar(g.type(a).dtype, alpha));
-    gate_in = b.Op(OpKind::kMul, {a, s}, "alpha");
-  }
-  Value swish = b.Op(OpKind::kMul, {a, b.Op(OpKind::kSigmoid, {gate_in}, "sigmoid")}, "swish");
+  AMP_ASSIGN_OR_RETURN(Value swish, Swish(b, n->input(0), n->attrs().Float("alpha", 1.0f), g.type(n->input(0)).dtype));
   return Replace(g, n, b.Op(OpKind::kMul, {swish, n->input(1)}, "gate"));
 }
 
@@ -297,14 +290,14 @@ Status LowerRotaryEmbedding(ir::Graph& g, ir::Node* n) {
   const int64_t heads = n->attrs().Int("num_heads", 0);
   const bool interleaved = n->attrs().Int("interleaved", 0) != 0;
   Builder b(g, n->name());
-  Value v = x;
-  if (four_d) {
-    ir::Node* t = b.Node(OpKind::kTranspose, {x}, "to_bshd");
+  // [B, H, S, D] <-> [B, S, H, D]
+  auto swap_heads_and_sequence = [&](Value in, const std::string& what) {
+    ir::Node* t = b.Node(OpKind::kTranspose, {in}, what);
     t->attrs().Set("perm", std::vector<int64_t>{0, 2, 1, 3});
-    v = t->output(0);
-  } else {
-    v = b.Op(OpKind::kReshape, {x, b.Ints({0, 0, heads, -1})}, "split_heads");
-  }
+    return t->output(0);
+  };
+  Value v = four_d ? swap_heads_and_sequence(x, "to_bshd")
+                   : b.Op(OpKind::kReshape, {x, b.Ints({0, 0, heads, -1})}, "split_heads");
   // D: static in a 4-D input, H D / num_heads in a 3-D one.
   const ir::Dim& last = xt.shape[xt.shape.rank() - 1];
   if (!last.is_static()) return Unimplemented(n->Describe(), ": the feature size of ", xt.shape.ToString(), " is not static");
@@ -344,15 +337,9 @@ Status LowerRotaryEmbedding(ir::Graph& g, ir::Node* n) {
     rotated = concat({real, imag}, 3, "rotated");
   }
   if (rot < head) rotated = concat({rotated, slice(v, rot, head, 1, "passed")}, 3, "with_rest");
-  Value y;
-  if (four_d) {
-    ir::Node* t = b.Node(OpKind::kTranspose, {rotated}, "to_bhsd");
-    t->attrs().Set("perm", std::vector<int64_t>{0, 2, 1, 3});
-    y = t->output(0);
-  } else {
-    y = b.Op(OpKind::kReshape, {rotated, ShapeBuilder(g, x, n->name()).shape()}, "merge_heads");
-  }
-  return Replace(g, n, y);
+  return Replace(g, n,
+                 four_d ? swap_heads_and_sequence(rotated, "to_bhsd")
+                        : b.Op(OpKind::kReshape, {rotated, ShapeBuilder(g, x, n->name()).shape()}, "merge_heads"));
 }
 
 }  // namespace amptrain::importer::lowering

@@ -24,12 +24,10 @@ Status LowerReverseSequence(ir::Graph& g, ir::Node* n) {
   const int64_t time = n->attrs().Int("time_axis", 0);
   Builder b(g, n->name());
   ShapeBuilder sb(g, x, n->name());
-  if (g.type(lens).dtype != ir::DType::kInt64) lens = b.Cast(lens, ir::DType::kInt64);
-  // t and lens as [T, 1] and [1, B] (time first) or [1, T] and [B, 1].
-  Value t = b.Op(OpKind::kRange, {b.IntScalar(0), sb.Dim(time), b.IntScalar(1)}, "steps");
-  t = b.Op(OpKind::kReshape, {t, b.Ints(time == 0 ? std::vector<int64_t>{-1, 1} : std::vector<int64_t>{1, -1})}, "steps_2d");
-  lens = b.Op(OpKind::kReshape, {lens, b.Ints(time == 0 ? std::vector<int64_t>{1, -1} : std::vector<int64_t>{-1, 1})},
-              "lens_2d");
+  // t and lens as [T, 1] and [B] (time first) or [T] and [B, 1].
+  Value t = b.RangeAlong(sb.Dim(time), time == 0 ? 1 : 0);
+  lens = b.Int64(lens);
+  if (time == 1) lens = b.Op(OpKind::kReshape, {lens, b.Ints({-1, 1})}, "lens_column");
   Value reversed = b.Op(OpKind::kSub, {b.Op(OpKind::kSub, {lens, b.IntScalar(1)}, "last"), t}, "reversed");
   Value idx = b.Op(OpKind::kWhere, {b.Op(OpKind::kLess, {t, lens}, "inside"), reversed, t}, "source_step");
   if (rank > 2) {
@@ -70,15 +68,12 @@ Status LowerTensorScatter(ir::Graph& g, ir::Node* n) {
   if (axis < 0) axis += rank;
   Builder b(g, n->name());
   ShapeBuilder us(g, update, n->name());
-  std::vector<int64_t> along(static_cast<size_t>(rank - axis), 1), per_batch(static_cast<size_t>(rank), 1);
-  along[0] = -1;
-  per_batch[0] = -1;
-  Value pos = b.Op(OpKind::kRange, {b.IntScalar(0), us.Dim(axis), b.IntScalar(1)}, "steps");
-  pos = b.Op(OpKind::kReshape, {pos, b.Ints(along)}, "steps_along_axis");
+  Value pos = b.RangeAlong(us.Dim(axis), static_cast<size_t>(rank - axis - 1));
   if (n->has_input(2)) {
-    Value w = n->input(2);
-    if (g.type(w).dtype != ir::DType::kInt64) w = b.Cast(w, ir::DType::kInt64);
-    pos = b.Op(OpKind::kAdd, {b.Op(OpKind::kReshape, {w, b.Ints(per_batch)}, "starts"), pos}, "positions");
+    std::vector<int64_t> per_batch(static_cast<size_t>(rank), 1);
+    per_batch[0] = -1;
+    pos = b.Op(OpKind::kAdd, {b.Op(OpKind::kReshape, {b.Int64(n->input(2)), b.Ints(per_batch)}, "starts"), pos},
+               "positions");
   }
   if (n->attrs().Str("mode", "linear") == "circular")
     pos = b.Op(OpKind::kMod, {pos, ShapeBuilder(g, past, n->name()).Dim(axis)}, "wrapped");
@@ -133,9 +128,8 @@ Status LowerWindow(ir::Graph& g, ir::Node* n) {
   const ir::DType out = g.type(n->output(0)).dtype;
   const ir::DType ct = out == ir::DType::kFloat64 ? ir::DType::kFloat64 : ir::DType::kFloat32;
   Builder b(g, n->name());
-  Value size = n->input(0);
-  if (g.type(size).dtype != ir::DType::kInt64) size = b.Cast(size, ir::DType::kInt64);
-  Value k = b.Cast(b.Op(OpKind::kRange, {b.IntScalar(0), size, b.IntScalar(1)}, "k"), ct);
+  Value size = b.Int64(n->input(0));
+  Value k = b.Cast(b.RangeAlong(size, 0), ct);
   Value period = n->attrs().Int("periodic", 1) ? size : b.Op(OpKind::kSub, {size, b.IntScalar(1)}, "period");
   AMP_ASSIGN_OR_RETURN(Value two_pi, b.Scalar(ct, 6.283185307179586));
   Value phase = b.Op(OpKind::kDiv, {b.Op(OpKind::kMul, {k, two_pi}, "angle"), b.Cast(period, ct)}, "phase");

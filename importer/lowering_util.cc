@@ -104,6 +104,23 @@ Value Builder::Cast(Value v, ir::DType to) {
   return c->output(0);
 }
 
+Value Builder::RangeAlong(Value count, size_t trailing) {
+  Value r = Op(OpKind::kRange, {IntScalar(0), count, IntScalar(1)}, "range");
+  if (trailing == 0) return r;
+  std::vector<int64_t> dims(trailing + 1, 1);
+  dims[0] = -1;
+  return Op(OpKind::kReshape, {r, Ints(dims)}, "range_along");
+}
+
+StatusOr<Value> Swish(Builder& b, Value x, float alpha, ir::DType t) {
+  Value ax = x;
+  if (alpha != 1.0f) {
+    AMP_ASSIGN_OR_RETURN(Value a, b.Scalar(t, alpha));
+    ax = b.Op(OpKind::kMul, {x, a}, "alpha");
+  }
+  return b.Op(OpKind::kMul, {x, b.Op(OpKind::kSigmoid, {ax}, "sigmoid")}, "swish");
+}
+
 ShapeBuilder::ShapeBuilder(ir::Graph& g, Value x, std::string base) : g_(g), base_(std::move(base)) {
   shape_ = g.AddNode(OpKind::kShape, {x}, 1, g.UniqueName(base_ + "_shape"))->output(0);
 }

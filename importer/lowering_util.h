@@ -47,6 +47,12 @@ class Builder {
     return Node(op, std::move(in), what)->output(0);
   }
   ir::Value Cast(ir::Value v, ir::DType to);
+  // v as int64: v itself, or a Cast of an int32 (or other) index.
+  ir::Value Int64(ir::Value v) { return g_.type(v).dtype == ir::DType::kInt64 ? v : Cast(v, ir::DType::kInt64); }
+  // 0, 1, ..., count - 1 (an int64 scalar's worth) as [count, 1 x trailing]:
+  // indices along the axis that has `trailing` axes after it, for a
+  // broadcast against a tensor of that rank.
+  ir::Value RangeAlong(ir::Value count, size_t trailing);
   ir::Value Ints(const std::vector<int64_t>& v) { return IntsConstant(g_, base_ + "_dims", v); }
   ir::Value IntScalar(int64_t v) { return lowering::IntScalar(g_, base_ + "_int", v); }
   StatusOr<ir::Value> Scalar(ir::DType dtype, double v) { return FilledConstant(g_, base_ + "_scalar", dtype, {}, v); }
@@ -75,6 +81,9 @@ class ShapeBuilder {
   std::string base_;
   ir::Value shape_;
 };
+
+// x Sigmoid(alpha x), x of float type t (Swish, SwiGLU's gate).
+StatusOr<ir::Value> Swish(Builder& b, ir::Value x, float alpha, ir::DType t);
 
 // Attention (opsets 23-25) as MatMul / Softmax / Where ... (importer/lower_attention.cc).
 Status LowerAttention(ir::Graph& g, ir::Node* n);

@@ -188,15 +188,9 @@ Status LowerRMSNorm(ir::Graph& g, ir::Node* n) {
 
 // Swish(x, alpha) -> x Sigmoid(alpha x).
 Status LowerSwish(ir::Graph& g, ir::Node* n) {
-  Value x = n->input(0);
   Builder b(g, n->name());
-  const float alpha = n->attrs().Float("alpha", 1.0f);
-  Value ax = x;
-  if (alpha != 1.0f) {
-    AMP_ASSIGN_OR_RETURN(Value a, b.Scalar(g.type(x).dtype, alpha));
-    ax = b.Op(OpKind::kMul, {x, a}, "alpha");
-  }
-  return Replace(g, n, b.Op(OpKind::kMul, {x, b.Op(OpKind::kSigmoid, {ax}, "sigmoid")}, "mul"));
+  AMP_ASSIGN_OR_RETURN(Value y, Swish(b, n->input(0), n->attrs().Float("alpha", 1.0f), g.type(n->input(0)).dtype));
+  return Replace(g, n, y);
 }
 
 // GlobalMaxPool -> ReduceMax over the spatial axes (keepdims).
@@ -274,16 +268,13 @@ Status LowerOneHot(ir::Graph& g, ir::Node* n) {
   const int64_t rank = static_cast<int64_t>(g.type(idx).shape.rank()) + 1;
   int64_t axis = n->attrs().Int("axis", -1);
   if (axis < 0) axis += rank;
-  if (g.type(idx).dtype != ir::DType::kInt64) idx = b.Cast(idx, ir::DType::kInt64);
-  if (g.type(depth).dtype != ir::DType::kInt64) depth = b.Cast(depth, ir::DType::kInt64);
-  depth = b.Op(OpKind::kReshape, {depth, b.Ints({})}, "depth_scalar");
-  Value zero = b.IntScalar(0), one = b.IntScalar(1);
+  idx = b.Int64(idx);
+  depth = b.Op(OpKind::kReshape, {b.Int64(depth), b.Ints({})}, "depth_scalar");
+  Value zero = b.IntScalar(0);
   idx = b.Op(OpKind::kWhere, {b.Op(OpKind::kLess, {idx, zero}, "negative"), b.Op(OpKind::kAdd, {idx, depth}, "wrapped"), idx},
              "index");
   idx = b.Op(OpKind::kUnsqueeze, {idx, b.Ints({axis})}, "index_unsqueeze");
-  std::vector<int64_t> along(static_cast<size_t>(rank), 1);
-  along[static_cast<size_t>(axis)] = -1;
-  Value classes = b.Op(OpKind::kReshape, {b.Op(OpKind::kRange, {zero, depth, one}, "classes"), b.Ints(along)}, "classes_reshape");
+  Value classes = b.RangeAlong(depth, static_cast<size_t>(rank - axis - 1));
   auto pick = [&](int64_t i, const char* what) {
     ir::Node* gth = b.Node(OpKind::kGather, {values, b.IntScalar(i)}, what);
     gth->attrs().Set("axis", int64_t{0});
@@ -293,14 +284,12 @@ Status LowerOneHot(ir::Graph& g, ir::Node* n) {
   return Replace(g, n, b.Op(OpKind::kWhere, {hit, pick(1, "on"), pick(0, "off")}, "where"));
 }
 
-// EyeLike(x), attrs dtype, k -> Cast(Equal(Unsqueeze(Range(0, n), 1) + k,
+// EyeLike(x), attrs dtype, k -> Cast(Equal(Range(0, n) as a column + k,
 // Range(0, m)), dtype); n, m from Shape(x), so a symbolic size works too.
 Status LowerEyeLike(ir::Graph& g, ir::Node* n) {
   Builder b(g, n->name());
   ShapeBuilder sb(g, n->input(0), n->name());
-  Value zero = b.IntScalar(0), one = b.IntScalar(1);
-  Value rows = b.Op(OpKind::kUnsqueeze, {b.Op(OpKind::kRange, {zero, sb.Dim(0), one}, "rows"), b.Ints({1})}, "rows_column");
-  Value cols = b.Op(OpKind::kRange, {zero, sb.Dim(1), one}, "cols");
+  Value rows = b.RangeAlong(sb.Dim(0), 1), cols = b.RangeAlong(sb.Dim(1), 0);
   const int64_t k = n->attrs().Int("k", 0);
   if (k != 0) rows = b.Op(OpKind::kAdd, {rows, b.IntScalar(k)}, "shifted");
   Value hit = b.Op(OpKind::kEqual, {rows, cols}, "diagonal");

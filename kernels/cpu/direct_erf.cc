@@ -229,29 +229,39 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void CubeSpan(const
 // sqrt(x) and sqrt(sqrt(x)) and whole powers by products, a negative
 // exponent as 1 / x^(|k|/4), rounded once: within one ulp of the correctly
 // rounded value (double's few ulps are ~1e-16 relative). +0 and +inf follow
-// (0^-0.25 = inf); a negative x, -0 and NaN take the C library's pow in a
-// second pass (its special cases: NaN for a fractional power of a negative
-// number, -inf's, the sign of -0).
+// (0^-0.25 = inf); a negative x, -0 and NaN take the C library's pow after
+// (its special cases: NaN for a fractional power of a negative number,
+// -inf's, the sign of -0). The input is read from a copy of each chunk, since
+// the output may be the input (inplace_input).
 // (The C library's sqrt sets errno for a negative argument, which keeps the
 // compiler from vectorizing it; nothing here reads errno, and the negative
 // values are recomputed after, so this file is compiled with -fno-math-errno:
 // kernels/CMakeLists.txt.)
+inline double QuarterPower(double v, int whole, int frac) {
+  const double r = std::sqrt(v), r4 = std::sqrt(r);
+  const double part = Select(frac == 1, r4, Select(frac == 2, r, Select(frac == 3, r * r4, 1.0)));
+  const double v2 = v * v;
+  return part * Select(whole == 1, v, Select(whole == 2, v2, Select(whole == 3, v2 * v, Select(whole == 4, v2 * v2, 1.0))));
+}
 __attribute__((target_clones("avx512f", "avx2", "default"))) void QuarterPowSpan(const float* x, float* y, int64_t n,
                                                                                int k) {
   const int q = k < 0 ? -k : k, whole = q / 4, frac = q % 4;
+  constexpr int64_t kChunk = 1024;
+  float in[kChunk];
+  for (int64_t start = 0; start < n; start += kChunk) {
+    const int64_t len = std::min(kChunk, n - start);
+    std::copy(x + start, x + start + len, in);
+    float* out = y + start;
+    if (k < 0) {
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = static_cast<double>(x[i]);
-    const double r = std::sqrt(v), r4 = std::sqrt(r);
-    const double part = Select(frac == 1, r4, Select(frac == 2, r, Select(frac == 3, r * r4, 1.0)));
-    const double v2 = v * v;
-    const double powers =
-        Select(whole == 1, v, Select(whole == 2, v2, Select(whole == 3, v2 * v, Select(whole == 4, v2 * v2, 1.0))));
-    const double p = part * powers;
-    y[i] = static_cast<float>(Select(k < 0, 1.0 / p, p));
+      for (int64_t i = 0; i < len; ++i) out[i] = static_cast<float>(1.0 / QuarterPower(in[i], whole, frac));
+    } else {
+#pragma omp simd
+      for (int64_t i = 0; i < len; ++i) out[i] = static_cast<float>(QuarterPower(in[i], whole, frac));
+    }
+    for (int64_t i = 0; i < len; ++i)
+      if (std::signbit(in[i]) || std::isnan(in[i])) out[i] = static_cast<float>(std::pow(static_cast<double>(in[i]), k / 4.0));
   }
-  for (int64_t i = 0; i < n; ++i)
-    if (std::signbit(x[i]) || std::isnan(x[i])) y[i] = static_cast<float>(std::pow(static_cast<double>(x[i]), k / 4.0));
 }
 
 enum class Fn {

@@ -282,7 +282,7 @@ TEST_P(DirectMath, TanhSigmoidAndSmallPowersWithinAnUlp) {
 // square roots, reciprocals) within one ulp of the exact value (long double
 // powl) over values from tiny to huge, negative ones too (NaN for a
 // fractional power); the zeros, the infinities and NaN as the reference gives them; the same bits on
-// 1 and 2 threads; the registry's pick.
+// 1 and 2 threads and in place; the registry's pick.
 TEST_P(DirectMath, QuarterPowersWithinAnUlp) {
   const DType t = GetParam().dtype;
   const int64_t n = 60001;
@@ -302,8 +302,12 @@ TEST_P(DirectMath, QuarterPowersWithinAnUlp) {
     one.threads = 1;
     auto got = RunKernel(OpKind::kPow, {}, {x, c}, direct), got1 = RunKernel(OpKind::kPow, {}, {x, c}, one);
     auto picked = RunKernel(OpKind::kPow, {}, {x, c}, any), ref = RunKernel(OpKind::kPow, {}, {x, c}, Options{});
-    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok()) << got.status().ToString();
+    Options over = direct;
+    over.in_place = true;
+    auto in_place = RunKernel(OpKind::kPow, {}, {x, c}, over);
+    ASSERT_TRUE(got.ok() && got1.ok() && picked.ok() && ref.ok() && in_place.ok()) << got.status().ToString();
     EXPECT_TRUE(SameBits((*got)[0], (*got1)[0])) << "1 and 2 threads differ";
+    EXPECT_TRUE(SameBits((*got)[0], (*in_place)[0])) << "in place (the output over the input) differs";
     EXPECT_TRUE(SameBits((*got)[0], (*picked)[0])) << "the registry's pick is not the direct kernel";
     double worst = 0, worst_x = 0;
     for (int64_t i = 0; i < n; ++i) {

@@ -31,6 +31,9 @@ struct Options {
   uint32_t channels_last_inputs = 0, channels_last_outputs = 0;
   int scratch_fill = -1;  // >= 0: every byte of the kernel's scratch set to it before the run
   uint32_t constant_inputs = 0;  // bit i: input i's value is known at kernel creation (TensorSpec::value)
+  // Output 0 written over (a copy of) the input the kernel names in
+  // inplace_input(0), as the planner lets it; an error when it names none.
+  bool in_place = false;
 };
 
 // A rank-4 tensor's NCHW <-> NHWC copy (`to_nhwc`: its dims are N, C, H, W
@@ -99,6 +102,14 @@ inline StatusOr<std::vector<ir::Tensor>> RunKernel(OpKind op, const ir::Attribut
     if (o < opt.unused.size() && opt.unused[o]) ctx.outputs.back().data = nullptr;
   }
   AMP_ASSIGN_OR_RETURN(std::unique_ptr<Kernel> kernel, Registry::Global().Create(init, opt.impl));
+  if (opt.in_place) {
+    const int k = kernel->inplace_input(0);
+    if (k < 0) return FailedPrecondition("the kernel does not write output 0 in place");
+    const ir::Tensor& in = relaid[static_cast<size_t>(k)];
+    AMP_ASSIGN_OR_RETURN(outputs[0], ir::Tensor::Zeros(in.dtype(), in.dims()));
+    std::memcpy(outputs[0].raw(), in.raw(), in.num_elements() * ir::DTypeSize(in.dtype()));
+    ctx.inputs[static_cast<size_t>(k)] = ctx.outputs[0] = ir::TensorView::Of(outputs[0]);
+  }
   std::shared_ptr<std::byte> scratch = ir::AllocateAligned(kernel->scratch_bytes());
   ctx.scratch = scratch.get();
   if (opt.scratch_fill >= 0) std::memset(scratch.get(), opt.scratch_fill, kernel->scratch_bytes());
