@@ -7,6 +7,9 @@
 #   TARGETS="a b": build only those targets.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys on paths relative to the checkout (and not on the build folder's own path, which
+# debug builds would hash), so a fresh clone elsewhere, as CI's, reuses what this machine built.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 BUILD_DIR=${BUILD_DIR:-build}
 CUDA=${AMPTRAIN_CUDA:-AUTO}
 if [ "$CUDA" = AUTO ]; then

@@ -15,6 +15,9 @@
 # $BUILD_DIR/tests/fuzz/<target> FILE). FUZZ_JOBS: build parallelism.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# ccache keys on paths relative to the checkout (and not on the build folder's own path, which
+# debug builds would hash), so a fresh clone elsewhere, as CI's, reuses what this machine built.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}" CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 SECS=${1:-60}
 shift || true
 ALL=(fuzz_onnx_model fuzz_policy fuzz_npy fuzz_safetensors fuzz_checkpoint fuzz_external_data fuzz_data fuzz_image fuzz_csv)
