@@ -54,6 +54,16 @@ inline std::optional<Num> NumOf(DType t) {
   }
 }
 
+// The Num a scatter with reduction `op` computes in: for kNone none (the
+// values are moved as bytes; kU8 stands in), else fp32/fp16/bf16, int32 or
+// int64, an error naming `t` for any other dtype.
+inline StatusOr<Num> ScatterNum(const KernelInit& init, ScatterOp op, DType t) {
+  if (op == ScatterOp::kNone) return Num::kU8;
+  const std::optional<Num> n = NumOf(t);
+  if (!n) return init.Error("reduction other than none needs fp32/fp16/bf16, int32 or int64, got ", ir::DTypeName(t));
+  return *n;
+}
+
 // Element sizes the byte-moving launchers take (DispatchBytes in elem.cuh).
 inline bool CopyableSize(size_t bytes) { return bytes == 1 || bytes == 2 || bytes == 4 || bytes == 8; }
 
@@ -110,11 +120,13 @@ void RegisterShape(Registry& r);        // shape_kernels.cc: Reshape, Flatten, S
 void RegisterMovement(Registry& r);     // movement_kernels.cc: Transpose, Slice, Concat, Split, Gather(+Grad), Where
 void RegisterNorm(Registry& r);         // norm_kernels.cc: Softmax, LogSoftmax, LayerNormalization and their grads
 void RegisterDropout(Registry& r);      // dropout_kernels.cc: Dropout, DropoutGrad, random ops
-void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceMax, ReduceL2, ReduceSumTo
+void RegisterReduce(Registry& r);       // reduce_kernels.cc: ReduceSum, ReduceMean, ReduceMax, ReduceL2, ReduceSumTo,
+                                        // ArgMax, ArgMin
 void RegisterSteps(Registry& r);        // step_kernels.cc: GradCheck, SgdStep, AdamStep
 void RegisterLoss(Registry& r);         // loss_kernels.cc: SoftmaxCrossEntropyLoss, MeanSquaredError, their grads
 void RegisterPadResize(Registry& r);    // pad_resize_kernels.cc: Pad, Resize, ResizeGrad
 void RegisterScatterND(Registry& r);    // scatter_nd_kernels.cc: GatherND, ScatterND and their grads
+void RegisterElements(Registry& r);     // elements_kernels.cc: GatherElements, ScatterElements and their grads
 void RegisterBlas(Registry& r);         // blas_kernels.cc: Gemm, MatMul (cuBLAS)
 void RegisterCudnn(Registry& r);        // cudnn_*.cc: Conv, ConvGrad, BatchNormalization(+Grad), pools(+Grad)
 

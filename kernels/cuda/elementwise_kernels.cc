@@ -1,6 +1,6 @@
 // CUDA Kernel classes of the elementwise ops (launchers: elementwise.cu):
 //   unary   Relu LeakyRelu Sigmoid Silu Tanh Exp Log Sqrt Neg Abs Reciprocal Erf Gelu
-//           HardSigmoid HardSwish Floor Ceil Sign; Clip with bounds known at
+//           HardSigmoid HardSwish Floor Ceil Sign Sin Cos; Clip with bounds known at
 //           plan time (absent, or constants: the entry declines computed ones)
 //   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting); Pow
 //           (a float exponent of any of the three dtypes); Equal Less
@@ -133,6 +133,8 @@ StatusOr<std::unique_ptr<Kernel>> MakeUnary(const KernelInit& init) {
     case OpKind::kAbs: op = UnaryOp::kAbs; break;
     case OpKind::kReciprocal: op = UnaryOp::kReciprocal; break;
     case OpKind::kErf: op = UnaryOp::kErf; break;
+    case OpKind::kSin: op = UnaryOp::kSin; break;
+    case OpKind::kCos: op = UnaryOp::kCos; break;
     case OpKind::kGelu: {
       AMP_ASSIGN_OR_RETURN(const bool tanh, GeluTanh(init));
       op = tanh ? UnaryOp::kGeluTanh : UnaryOp::kGelu;
@@ -380,7 +382,8 @@ class IdentityKernel final : public Kernel {
 void RegisterElementwise(Registry& r) {
   for (OpKind op : {OpKind::kRelu, OpKind::kLeakyRelu, OpKind::kSigmoid, OpKind::kSilu, OpKind::kTanh, OpKind::kExp, OpKind::kLog,
                     OpKind::kSqrt, OpKind::kNeg, OpKind::kAbs, OpKind::kReciprocal, OpKind::kErf, OpKind::kGelu,
-                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kFloor, OpKind::kCeil, OpKind::kSign})
+                    OpKind::kHardSigmoid, OpKind::kHardSwish, OpKind::kFloor, OpKind::kCeil, OpKind::kSign,
+                    OpKind::kSin, OpKind::kCos})
     r.Add(op == OpKind::kRelu ? ElementwiseChannelsLast(CudaEntry(op, "cuda", MakeUnary), 0b1, 0b1)
                               : CudaEntry(op, "cuda", MakeUnary));
   KernelEntry clip = CudaEntry(OpKind::kClip, "cuda", MakeUnary);

@@ -23,10 +23,13 @@ constexpr int kMaxRank = 8;
 
 enum class UnaryOp : int {
   kRelu, kLeakyRelu, kSigmoid, kSilu, kTanh, kExp, kLog, kSqrt, kNeg, kAbs, kReciprocal, kErf, kGelu, kGeluTanh,
-  kHardSigmoid, kHardSwish, kFloor, kCeil, kSign, kClip,
+  kHardSigmoid, kHardSwish, kFloor, kCeil, kSign, kClip, kSin, kCos,
 };
 // y[i] = f(x[i]); alpha: LeakyRelu's slope, HardSigmoid's alpha, Clip's
-// lower bound; beta: HardSigmoid's beta, Clip's upper bound.
+// lower bound; beta: HardSigmoid's beta, Clip's upper bound. kSin, kCos: in
+// double, rounded to float (then to t), the correctly rounded float result
+// but for double rounding (the CPU's glibc sinf/cosf are not always: about
+// 1% of fp32 inputs differ in the last bit).
 cudaError_t LaunchUnary(UnaryOp op, Elem t, const void* x, void* y, int64_t n, float alpha, float beta,
                         cudaStream_t stream);
 
@@ -335,6 +338,59 @@ cudaError_t LaunchScatterND(ScatterOp op, Num t, size_t elem_bytes, const void* 
 // Any bad tuple makes both all `bad`.
 cudaError_t LaunchScatterNDGrad(size_t elem_bytes, const void* dy, const int64_t* idx, void* ddata, void* dupdates,
                                 bool zero_targets, const NDShape& s, uint64_t bad, void* scratch, cudaStream_t stream);
+
+// ---- GatherElements, ScatterElements and their gradients (kernels/cpu/select.cc,
+// scatter_nd.cc; elements.cu) ----
+
+// Data (`rows` elements, row-major, data_strides) and indices (idx_dims,
+// `count` elements) of one rank, indices no larger than data off the axis:
+// index element e (row-major over idx_dims) targets the data element at e's
+// coordinates with the one at `axis` replaced by idx[e] (+ dim when
+// negative); an index outside [-dim, dim) (the CPU's OutOfRange error)
+// targets `rows` (bad). Int32 or int64 indices.
+struct ElementsShape {
+  int rank = 0, axis = 0;
+  int64_t idx_dims[kMaxRank] = {}, data_strides[kMaxRank] = {};
+  int64_t dim = 1, count = 0, rows = 0;
+  bool idx_int64 = true;
+};
+// GatherElements: y[e] = x[target(e)], `bad` (NaN bits for floats, else 0)
+// for a bad index. Any element of 1/2/4/8 bytes.
+cudaError_t LaunchGatherElements(size_t elem_bytes, const void* x, const void* idx, void* y, const ElementsShape& s,
+                                 uint64_t bad, cudaStream_t stream);
+// The others sort the index elements stably by target (one block, sort.cuh,
+// as GatherGrad), then one thread per data element visits its index
+// elements in increasing e: the CPU's order, no atomics. `scratch` holds
+// ElementsScratchBytes(s).
+size_t ElementsScratchBytes(const ElementsShape& s);
+// GatherElementsGrad: dx = zeros, then per data element dy of its index
+// elements added in order in float, rounded to t after every addition (the
+// CPU's dx[off] = T(float(dx[off]) + float(dy[e]))). A bad index makes all
+// of dx NaN.
+cudaError_t LaunchGatherElementsGrad(Elem t, const void* dy, const void* idx, void* dx, const ElementsShape& s,
+                                     void* scratch, cudaStream_t stream);
+// ScatterElements: y = x (skipped when y aliases x), then each targeted
+// element combines its updates in order as LaunchScatterND (kNone: the last
+// wins, bytes of elem_bytes; the others in the CPU's Acc type, rounded to t
+// at every step; fp32/fp16/bf16, int32, int64). A bad index makes every
+// element of y `bad`.
+cudaError_t LaunchScatterElements(ScatterOp op, Num t, size_t elem_bytes, const void* x, const void* idx,
+                                  const void* updates, void* y, const ElementsShape& s, uint64_t bad, void* scratch,
+                                  cudaStream_t stream);
+// ScatterElementsGrad: dupdates (may be null) = GatherElements of dy; ddata
+// (may be null) = dy with every targeted element zeroed (zero_targets:
+// reduction none) or dy. A bad index makes both all `bad`.
+cudaError_t LaunchScatterElementsGrad(size_t elem_bytes, const void* dy, const void* idx, void* ddata,
+                                      void* dupdates, bool zero_targets, const ElementsShape& s, uint64_t bad,
+                                      void* scratch, cudaStream_t stream);
+
+// ---- ArgMax, ArgMin (kernels/cpu/select.cc; reduce.cu) ----
+
+// x of t viewed as [outer, n, inner]: y[o * inner + i] = the position along
+// n of the first (last: select_last) maximum (max) or minimum of lane (o, i);
+// the first NaN wins over everything (the CPU stops there). n == 0 gives 0.
+cudaError_t LaunchArgExtremum(Num t, bool max, bool select_last, const void* x, int64_t* y, int64_t outer,
+                              int64_t n, int64_t inner, cudaStream_t stream);
 
 // ---- epilogues of the cuDNN kernels (kernels/cuda/cudnn_aux.cu) ----
 

@@ -3,6 +3,7 @@
 // reduces many inputs, else one thread per output. Float accumulation; a
 // block's threads combine their partials in a fixed tree, so the bits
 // repeat from run to run. Max propagates NaN (any NaN of the inputs).
+// ArgMax/ArgMin: one thread per lane, any Num.
 #include "kernels/cuda/elem.cuh"
 
 namespace amptrain::kernels::cuda {
@@ -80,7 +81,43 @@ cudaError_t Launch(const T* x, T* y, const Reduction& r, float scale, cudaStream
   return cudaGetLastError();
 }
 
+// ArgMax/ArgMin: one thread per lane, kernels/cpu/select.cc's scan: a
+// NaN (x != x, never for integers) ends it and wins; ties go to the first
+// position, or to the last with select_last.
+template <class T>
+__global__ void ArgKernel(const T* x, int64_t* y, int64_t outer, int64_t n, int64_t inner, bool max, bool last) {
+  AMP_GRID_STRIDE(lane, outer * inner) {
+    const int64_t o = lane / inner, i = lane % inner;
+    const T* p = x + o * n * inner + i;
+    int64_t best = 0;
+    if (n > 0) {
+      auto bv = Widen(p[0]);
+      for (int64_t j = 1; j < n && !(bv != bv); ++j) {
+        const auto v = Widen(p[j * inner]);
+        const bool better = v != v || (max ? (last ? v >= bv : v > bv) : (last ? v <= bv : v < bv));
+        if (better) {
+          best = j;
+          bv = v;
+        }
+      }
+    }
+    y[lane] = best;
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchArgExtremum(Num t, bool max, bool select_last, const void* x, int64_t* y, int64_t outer,
+                              int64_t n, int64_t inner, cudaStream_t stream) {
+  const int64_t lanes = outer * inner;
+  if (lanes <= 0) return cudaSuccess;
+  return DispatchNum(t, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    ArgKernel<T><<<Blocks(lanes), kThreads, 0, stream>>>(static_cast<const T*>(x), y, outer, n, inner, max,
+                                                         select_last);
+    return cudaGetLastError();
+  });
+}
 
 cudaError_t LaunchReduce(ReduceOp op, Elem t, const void* x, void* y, const Reduction& r, float scale,
                          cudaStream_t stream) {

@@ -3,7 +3,10 @@
 // plan-time constant), as every training graph has them; noop_with_empty_axes
 // and empty axes behave as on the CPU (kernels/cpu/reduce.cc). ReduceSumTo's
 // output dims are the inferred ones (kernels/cpu/grad_scatter.cc); its shape
-// input is checked against them when its value is known.
+// input is checked against them when its value is known. ArgMax and ArgMin
+// (axis, keepdims, select_last_index; fp32/fp16/bf16, int64/int32/int8/uint8
+// -> int64): kernels/cpu/select.cc's scan, NaN and ties alike, the CPU's
+// output exactly.
 #include "kernels/cuda/common.h"
 
 namespace amptrain::kernels::cuda {
@@ -104,9 +107,51 @@ StatusOr<std::unique_ptr<Kernel>> MakeReduce(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<ReduceKernel>(op, *ElemOf(t), r, scale, copy));
 }
 
+class ArgKernel final : public Kernel {
+ public:
+  ArgKernel(Num t, bool max, bool last, int64_t outer, int64_t n, int64_t inner)
+      : t_(t), max_(max), last_(last), outer_(outer), n_(n), inner_(inner) {}
+  Status Run(KernelContext& ctx) override {
+    CUDA_CHECK(LaunchArgExtremum(t_, max_, last_, ctx.inputs[0].data, static_cast<int64_t*>(ctx.outputs[0].data),
+                                 outer_, n_, inner_, StreamOf(ctx)));
+    return Status::Ok();
+  }
+
+ private:
+  Num t_;
+  bool max_, last_;
+  int64_t outer_, n_, inner_;
+};
+
+// ArgMax/ArgMin(x), attrs axis (default 0), keepdims, select_last_index ->
+// int64 (kernels/cpu/select.cc).
+StatusOr<std::unique_ptr<Kernel>> MakeArg(const KernelInit& init) {
+  AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
+  const DType in = init.inputs[0].dtype;
+  const std::optional<Num> t = in == DType::kInt8 ? Num::kI8 : in == DType::kUInt8 ? Num::kU8 : NumOf(in);
+  if (!t) return init.Error("dtype ", ir::DTypeName(init.inputs[0].dtype), " is not supported");
+  if (init.outputs[0].dtype != DType::kInt64) return init.Error("output must be int64");
+  const std::vector<int64_t>& dims = init.inputs[0].dims;
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  AMP_ASSIGN_OR_RETURN(int64_t axis, init.attrs->GetInt("axis", 0));
+  if (axis < -rank || axis >= rank) return init.Error("axis ", axis, " is out of range for rank ", rank);
+  if (axis < 0) axis += rank;
+  AMP_ASSIGN_OR_RETURN(int64_t last, init.attrs->GetInt("select_last_index", 0));
+  int64_t outer = 1, n = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : d == axis ? n : inner) *= dims[static_cast<size_t>(d)];
+  if (init.outputs[0].num_elements() != outer * inner)
+    return init.Error("output has ", init.outputs[0].num_elements(), " elements, expected ", outer * inner);
+  return std::unique_ptr<Kernel>(
+      std::make_unique<ArgKernel>(*t, init.op == OpKind::kArgMax, last != 0, outer, n, inner));
+}
+
 }  // namespace
 
 void RegisterReduce(Registry& r) {
+  const std::vector<DType> arg_types = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                                        DType::kInt64,   DType::kInt32,   DType::kInt8, DType::kUInt8};
+  r.Add(CudaEntry(OpKind::kArgMax, "cuda", MakeArg, 10, arg_types));
+  r.Add(CudaEntry(OpKind::kArgMin, "cuda", MakeArg, 10, arg_types));
   for (OpKind op :
        {OpKind::kReduceSum, OpKind::kReduceMean, OpKind::kReduceMax, OpKind::kReduceL2, OpKind::kReduceSumTo}) {
     KernelEntry e = CudaEntry(op, "cuda", MakeReduce);

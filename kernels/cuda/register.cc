@@ -9,6 +9,7 @@ void RegisterCudaKernels(Registry& r) {
   cuda::RegisterMovement(r);
   cuda::RegisterPadResize(r);
   cuda::RegisterScatterND(r);
+  cuda::RegisterElements(r);
   cuda::RegisterNorm(r);
   cuda::RegisterDropout(r);
   cuda::RegisterReduce(r);

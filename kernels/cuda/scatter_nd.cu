@@ -4,8 +4,6 @@
 // then run one thread per output element that visits its row's tuples in
 // tuple order: kernels/cpu/scatter_nd.cc's order of writes and sums,
 // without atomics, the same bits on every run.
-#include <cstring>
-
 #include "kernels/cuda/sort.cuh"
 
 namespace amptrain::kernels::cuda {
@@ -23,34 +21,13 @@ __device__ __forceinline__ int64_t Key(const int64_t* idx, int64_t j, const NDSh
   return row;
 }
 
-// Scratch, int32: keys [count], start [rows + 2] (start[rows + 1] - start[rows]
-// = the bad tuples), fill [rows + 1], order [count].
-struct Sorted {
-  int32_t *keys, *start, *fill, *order;
-};
-
-Sorted Carve(void* scratch, const NDShape& s) {
-  auto* p = static_cast<int32_t*>(scratch);
-  Sorted r;
-  r.keys = p;
-  r.start = r.keys + s.count;
-  r.fill = r.start + s.rows + 2;
-  r.order = r.fill + s.rows + 1;
-  return r;
-}
+using Sorted = SortedKeys;  // by target row, the tuples whose index is bad last
 
 __global__ void KeysKernel(const int64_t* idx, NDShape s, int32_t* keys) {
   AMP_GRID_STRIDE(j, s.count) keys[j] = static_cast<int32_t>(Key(idx, j, s));
 }
 
-// SortByKey over the precomputed keys (rows = the bad bucket).
-__global__ void SortKeys(NDShape g, Sorted s) {
-  SortByKey(g.count, g.rows + 1, [&](int64_t j) { return s.keys[j]; }, s.start, s.fill, s.order);
-}
-
-__device__ __forceinline__ bool AnyBad(const NDShape& g, const Sorted& s) {
-  return s.start[g.rows + 1] > s.start[g.rows];
-}
+__global__ void SortKeysKernel(NDShape g, Sorted s) { SortKeys(g.count, g.rows, s); }
 
 template <class U>
 __global__ void GatherNDKernel(const U* x, const int64_t* idx, U* y, NDShape s, U bad) {
@@ -65,7 +42,7 @@ __global__ void GatherNDKernel(const U* x, const int64_t* idx, U* y, NDShape s, 
 template <class T>
 __global__ void GatherNDGradKernel(const T* dy, T* dx, NDShape g, Sorted s) {
   const int64_t n = g.rows * g.size;
-  const bool bad = AnyBad(g, s);
+  const bool bad = AnyBad(g.rows, s);
   AMP_GRID_STRIDE(e, n) {
     const int64_t r = e / g.size, off = e % g.size;
     float acc = 0.0f;
@@ -78,7 +55,7 @@ __global__ void GatherNDGradKernel(const T* dy, T* dx, NDShape g, Sorted s) {
 template <class T, ScatterOp kOp>
 __global__ void ScatterNDKernel(const T* x, const T* updates, T* y, NDShape g, Sorted s, T bad) {
   const int64_t n = g.rows * g.size;
-  const bool any_bad = AnyBad(g, s);
+  const bool any_bad = AnyBad(g.rows, s);
   AMP_GRID_STRIDE(e, n) {
     if (any_bad) {
       y[e] = bad;
@@ -109,7 +86,7 @@ __global__ void ScatterNDKernel(const T* x, const T* updates, T* y, NDShape g, S
 template <class U>
 __global__ void ScatterNDGradData(const U* dy, U* ddata, NDShape g, Sorted s, bool zero_targets, U bad) {
   const int64_t n = g.rows * g.size;
-  const bool any_bad = AnyBad(g, s);
+  const bool any_bad = AnyBad(g.rows, s);
   AMP_GRID_STRIDE(e, n) {
     const int64_t r = e / g.size;
     ddata[e] = any_bad ? bad : zero_targets && s.start[r + 1] > s.start[r] ? U(0) : dy[e];
@@ -119,7 +96,7 @@ __global__ void ScatterNDGradData(const U* dy, U* ddata, NDShape g, Sorted s, bo
 template <class U>
 __global__ void ScatterNDGradUpdates(const U* dy, U* du, NDShape g, Sorted s, U bad) {
   const int64_t n = g.count * g.size;
-  const bool any_bad = AnyBad(g, s);
+  const bool any_bad = AnyBad(g.rows, s);
   AMP_GRID_STRIDE(e, n) {
     const int64_t j = e / g.size, off = e % g.size;
     const int32_t row = s.keys[j];
@@ -129,19 +106,19 @@ __global__ void ScatterNDGradUpdates(const U* dy, U* du, NDShape g, Sorted s, U 
 
 // The scratch carved into *s, then the keys (count > 0) and the sort.
 cudaError_t Sort(const int64_t* idx, const NDShape& g, void* scratch, cudaStream_t stream, Sorted* s) {
-  *s = Carve(scratch, g);
+  *s = CarveSortedKeys(scratch, g.count, g.rows);
   if (g.count > 0) {
     KeysKernel<<<Blocks(g.count), kThreads, 0, stream>>>(idx, g, s->keys);
     const cudaError_t err = cudaGetLastError();
     if (err != cudaSuccess) return err;
   }
-  SortKeys<<<1, kSortThreads, 0, stream>>>(g, *s);
+  SortKeysKernel<<<1, kSortThreads, 0, stream>>>(g, *s);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-size_t NDScratchBytes(const NDShape& s) { return sizeof(int32_t) * static_cast<size_t>(2 * s.count + 2 * s.rows + 3); }
+size_t NDScratchBytes(const NDShape& s) { return SortedKeysBytes(s.count, s.rows); }
 
 cudaError_t LaunchGatherND(size_t elem_bytes, const void* x, const int64_t* idx, void* y, const NDShape& s,
                            uint64_t bad, cudaStream_t stream) {
@@ -175,36 +152,11 @@ cudaError_t LaunchScatterND(ScatterOp op, Num t, size_t elem_bytes, const void* 
   if (n <= 0) return cudaSuccess;
   Sorted s;
   if (const cudaError_t err = Sort(idx, g, scratch, stream, &s); err != cudaSuccess) return err;
-  if (op == ScatterOp::kNone) {
-    return DispatchBytes(elem_bytes, [&](auto tag) {
-      using U = typename decltype(tag)::type;
-      ScatterNDKernel<U, ScatterOp::kNone><<<Blocks(n), kThreads, 0, stream>>>(
-          static_cast<const U*>(x), static_cast<const U*>(updates), static_cast<U*>(y), g, s, static_cast<U>(bad));
-      return cudaGetLastError();
-    });
-  }
-  auto run = [&](auto tag) {
+  return DispatchScatter(op, t, elem_bytes, bad, [&](auto tag, auto kop, auto bad_value) {
     using T = typename decltype(tag)::type;
-    T bad_value;
-    static_assert(sizeof(T) <= sizeof(uint64_t));
-    std::memcpy(static_cast<void*>(&bad_value), &bad, sizeof(T));  // little-endian: the low bytes
-    const T* px = static_cast<const T*>(x);
-    const T* pu = static_cast<const T*>(updates);
-    T* py = static_cast<T*>(y);
-    switch (op) {
-      case ScatterOp::kAdd: ScatterNDKernel<T, ScatterOp::kAdd><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
-      case ScatterOp::kMul: ScatterNDKernel<T, ScatterOp::kMul><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
-      case ScatterOp::kMax: ScatterNDKernel<T, ScatterOp::kMax><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
-      case ScatterOp::kMin: ScatterNDKernel<T, ScatterOp::kMin><<<Blocks(n), kThreads, 0, stream>>>(px, pu, py, g, s, bad_value); break;
-      default: return cudaErrorInvalidValue;
-    }
+    ScatterNDKernel<T, decltype(kop)::value><<<Blocks(n), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(updates), static_cast<T*>(y), g, s, bad_value);
     return cudaGetLastError();
-  };
-  return DispatchNum(t, [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    // The reductions take fp32/fp16/bf16, int32 and int64.
-    if constexpr (sizeof(T) == 1) return cudaErrorInvalidValue;
-    else return run(tag);
   });
 }
 

@@ -123,12 +123,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeScatterND(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {2}, {0}));
   AMP_ASSIGN_OR_RETURN(ScatterOp op, ParseScatterReduction<ScatterOp>(init));
   AMP_RETURN_IF_ERROR(CheckCopyable(init, ir::DTypeSize(t)));
-  Num num = Num::kU8;
-  if (op != ScatterOp::kNone) {
-    const std::optional<Num> n = NumOf(t);
-    if (!n) return init.Error("reduction other than none needs fp32/fp16/bf16, int32 or int64, got ", ir::DTypeName(t));
-    num = *n;
-  }
+  AMP_ASSIGN_OR_RETURN(Num num, ScatterNum(init, op, t));
   if (init.outputs[0].dims != init.inputs[0].dims) return init.Error("output dims differ from the data's");
   AMP_ASSIGN_OR_RETURN(NDShape s, Geometry(init, init.inputs[0].dims, init.inputs[1], 0));
   if (init.inputs[2].num_elements() != s.count * s.size) return init.Error("updates do not hold the scattered slices");

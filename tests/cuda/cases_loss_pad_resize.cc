@@ -4,7 +4,8 @@
 namespace amptrain::kernels::devtest {
 
 // Added with the trainer on CUDA: MeanSquaredError(+Grad), Pad, Tile, Resize(+Grad),
-// Not, Mod, integer/bool compares, Shape, ConstantOfShape, Constant, Range.
+// Not, Mod, integer/bool compares, Shape, ConstantOfShape, Constant, Range;
+// later GatherND/ScatterND, GatherElements/ScatterElements and their grads.
 // Data movement, Not, Mod, compares and the plan-time values byte for byte;
 // the float math by normalised error (Resize runs the CPU's double
 // arithmetic in the CPU's order, so it should match bitwise too).
@@ -220,6 +221,91 @@ void AddLossPadResizeIntegerCases(std::vector<Case>& c) {
   c.push_back(exact(Case{"ScatterNDGradNone", OpKind::kScatterNDGrad, NoAttrs, nd({4, 5, 6}, {9, 2}, {4, 5}), 2}));
   c.push_back(exact(Case{"ScatterNDGradAdd", OpKind::kScatterNDGrad, attrs({{"reduction", std::string("add")}}),
                          nd({4, 5, 6}, {9, 1}, {4}), 2}));
+
+  // GatherElements/ScatterElements and their gradients: int64 and int32
+  // indices in [-lo, hi) (negative ones wrap), many repeats per target,
+  // indices smaller than the data off the axis, more index elements than a
+  // tile of the sort (256). The sums and combines run in the CPU's order
+  // with its per-step rounding: bitwise, except add/mul (normalised error,
+  // as ScatterNDAdd) and NaN payloads (fp16/bf16 NaNs may come back with
+  // other bits, so those cases are judged by normalised error, which
+  // compares NaN positions).
+  // el(data, idx, lo, hi, updates?): data (or dY) of the test dtype, indices, updates.
+  auto el = [](Ints data, Ints idx, int64_t lo, int64_t hi, DType idx_t, bool updates, DType data_t = DType::kUndefined) {
+    return [=](DType t, std::mt19937& rng) {
+      const DType dt = data_t == DType::kUndefined ? t : data_t;
+      auto values = [&](Ints d) { return ir::IsFloat(dt) ? Random(dt, d, rng, -2, 2) : RandomInts(dt, d, -9, 10, rng); };
+      std::vector<Tensor> in{values(data), Indices(idx_t, idx, lo, hi, rng)};
+      if (updates) in.push_back(values(idx));
+      return in;
+    };
+  };
+  auto axis_attrs = [](int64_t axis, std::string reduction = "") {
+    return [=](DType) {
+      ir::Attributes a = Attr("axis", axis);
+      if (!reduction.empty()) a.Set("reduction", reduction);
+      return a;
+    };
+  };
+  c.push_back(exact(Case{"GatherElementsAxis1", OpKind::kGatherElements, axis_attrs(1),
+                         el({4, 9, 5}, {4, 12, 5}, -9, 9, DType::kInt64, false)}));
+  c.push_back(exact(Case{"GatherElementsSmallerIndicesInt32", OpKind::kGatherElements, axis_attrs(-1),
+                         el({6, 7}, {4, 10}, -7, 7, DType::kInt32, false)}));
+  c.push_back(exact(Case{"GatherElementsAxis0Int64Data", OpKind::kGatherElements, axis_attrs(0),
+                         el({5, 3}, {8, 2}, -5, 5, DType::kInt64, false, DType::kInt64)}));
+  // GatherElementsGrad(dY, indices, data_shape).
+  auto el_grad = [el](Ints dy, int64_t lo, int64_t hi, DType idx_t, Ints data) {
+    return [=](DType t, std::mt19937& rng) {
+      std::vector<Tensor> in = el(dy, dy, lo, hi, idx_t, false)(t, rng);
+      in.push_back(IntVector(data));
+      return in;
+    };
+  };
+  c.push_back(exact(Case{"GatherElementsGradAxis1", OpKind::kGatherElementsGrad, axis_attrs(1),
+                         el_grad({4, 30, 5}, -9, 9, DType::kInt64, {4, 9, 5}), 1, {false, false, true}}));
+  c.push_back(exact(Case{"GatherElementsGradSmallerInt32", OpKind::kGatherElementsGrad, axis_attrs(-1),
+                         el_grad({3, 40}, -6, 6, DType::kInt32, {5, 6}), 1, {false, false, true}}));
+  c.push_back(exact(Case{"GatherElementsGradAxis0Tiles", OpKind::kGatherElementsGrad, axis_attrs(0),
+                         el_grad({300, 4}, -10, 10, DType::kInt64, {10, 4}), 1, {false, false, true}}));
+  // ScatterElements: none (the last duplicate wins), add, mul, max, min.
+  c.push_back(exact(Case{"ScatterElementsDuplicates", OpKind::kScatterElements, axis_attrs(1),
+                         el({5, 8}, {5, 6}, -3, 3, DType::kInt64, true)}));
+  c.push_back(exact(Case{"ScatterElementsNoneInt32IndicesInt64Data", OpKind::kScatterElements, axis_attrs(0),
+                         el({6, 4}, {9, 3}, -6, 6, DType::kInt32, true, DType::kInt64)}));
+  c.push_back(Case{"ScatterElementsAdd", OpKind::kScatterElements, axis_attrs(1, "add"),
+                   el({4, 9, 5}, {4, 30, 5}, -9, 9, DType::kInt64, true)});
+  c.push_back(Case{"ScatterElementsAddTiles", OpKind::kScatterElements, axis_attrs(0, "add"),
+                   el({10, 4}, {300, 4}, -10, 10, DType::kInt32, true)});
+  c.push_back(Case{"ScatterElementsMul", OpKind::kScatterElements, axis_attrs(-1, "mul"),
+                   [](DType t, std::mt19937& rng) {
+                     return std::vector<Tensor>{Random(t, {6, 7}, rng, 0.5, 1.5), Indices(DType::kInt64, {6, 12}, -7, 7, rng),
+                                                Random(t, {6, 12}, rng, 0.5, 1.5)};
+                   }});
+  c.push_back(exact(Case{"ScatterElementsMax", OpKind::kScatterElements, axis_attrs(1, "max"),
+                         el({5, 8}, {5, 20}, -8, 8, DType::kInt64, true)}));
+  c.push_back(exact(Case{"ScatterElementsMinAxis0", OpKind::kScatterElements, axis_attrs(0, "min"),
+                         el({6, 4}, {20, 4}, -6, 6, DType::kInt32, true)}));
+  // NaN in the data and in the updates: max keeps a NaN it holds and takes a NaN update.
+  c.push_back(Case{"ScatterElementsMaxNaN", OpKind::kScatterElements, axis_attrs(1, "max"),
+                   [el](DType t, std::mt19937& rng) {
+                     std::vector<Tensor> in = el({5, 8}, {5, 20}, -8, 8, DType::kInt64, true)(t, rng);
+                     for (int64_t i = 0; i < in[0].num_elements(); i += 9) ir::SetElementFromDouble(in[0], i, NAN);
+                     for (int64_t i = 3; i < in[2].num_elements(); i += 11) ir::SetElementFromDouble(in[2], i, NAN);
+                     return in;
+                   }});
+  c.push_back(exact(Case{"ScatterElementsMinInt32", OpKind::kScatterElements, axis_attrs(1, "min"),
+                         el({4, 6}, {4, 15}, -6, 6, DType::kInt64, true, DType::kInt32)}));
+  c.push_back(exact(Case{"ScatterElementsMulInt64", OpKind::kScatterElements, axis_attrs(0, "mul"),
+                         el({3, 5}, {6, 5}, -3, 3, DType::kInt64, true, DType::kInt64)}));
+  // ScatterElementsGrad(dY, indices) -> dData, dUpdates.
+  c.push_back(exact(Case{"ScatterElementsGradNone", OpKind::kScatterElementsGrad, axis_attrs(1),
+                         el({5, 8}, {5, 6}, -3, 3, DType::kInt64, false), 2}));
+  c.push_back(exact(Case{"ScatterElementsGradAddInt32", OpKind::kScatterElementsGrad, axis_attrs(0, "add"),
+                         el({6, 4}, {9, 3}, -6, 6, DType::kInt32, false), 2}));
+  Case grad_no_updates{"ScatterElementsGradNoneNoDUpdates", OpKind::kScatterElementsGrad, axis_attrs(-1),
+                       el({4, 9}, {3, 20}, -9, 9, DType::kInt64, false), 2};
+  grad_no_updates.unused = {false, true};
+  c.push_back(exact(grad_no_updates));
 
   // Plan-time values: Shape (start/end), ConstantOfShape and Constant of the
   // test dtype, Range in the test dtype and in int64/int32.

@@ -4,9 +4,10 @@
 namespace amptrain::kernels::devtest {
 
 // Softmax, LogSoftmax, LayerNormalization and their gradients; Pow, the
-// hard activations, Floor/Ceil/Sign, Clip, ReduceMax/ReduceL2 (judged by
-// normalised error); Equal/Less/Greater, Transpose, Slice, Concat, Split,
-// Gather, Where (byte for byte) and GatherGrad.
+// hard activations, Floor/Ceil/Sign, Clip, Sin/Cos, ReduceMax/ReduceL2
+// (judged by normalised error); Equal/Less/Greater, ArgMax/ArgMin,
+// Transpose, Slice, Concat, Split, Gather, Where (byte for byte) and
+// GatherGrad.
 void AddNormAndMovementCases(std::vector<Case>& c) {
   auto axis = [](int64_t a) { return [a](DType) { return Attr("axis", a); }; };
   // Softmax: a block per long contiguous lane (axis -1, 300), a thread per
@@ -81,6 +82,10 @@ void AddNormAndMovementCases(std::vector<Case>& c) {
                    },
                    1, {false, false, true}});
   c.push_back(Unary("ClipNoBounds", OpKind::kClip));
+  // Sin and Cos in double on the device: the correctly rounded float, within
+  // an ulp of glibc's sinf/cosf; over several periods.
+  c.push_back(Unary("Sin", OpKind::kSin, -10, 10));
+  c.push_back(Unary("Cos", OpKind::kCos, -10, 10));
   // Compares (bool outputs, the CPU's bytes) on quarters in [-1, 1], exact
   // in every dtype, so that Equal also meets equal values.
   auto quarters = [](Ints a, Ints b) {
@@ -120,6 +125,47 @@ void AddNormAndMovementCases(std::vector<Case>& c) {
   c.push_back(Case{"ReduceMaxAll", OpKind::kReduceMax, NoAttrs, Shapes({{3, 1000}})});
   c.push_back(Case{"ReduceL2Axes02", OpKind::kReduceL2, [](DType) { return Attr("keepdims", int64_t{0}); },
                    with_axes({6, 5, 70}, {0, -1}), 1, {false, true}});
+
+  // ArgMax/ArgMin (int64 positions, the CPU's exactly): quarters in [-1, 1]
+  // (9 values, so lanes of 17 or 33 have ties) for the first and the last
+  // index; NaNs (a lane's first NaN wins, select_last_index or not, and
+  // from position 0 nothing else is looked at); the integer dtypes.
+  auto arg = [](int64_t axis, int64_t keepdims, int64_t last) {
+    return [=](DType) {
+      ir::Attributes a = Attr("axis", axis);
+      a.Set("keepdims", keepdims);
+      a.Set("select_last_index", last);
+      return a;
+    };
+  };
+  auto ties = [quarters](Ints d) {
+    return [quarters, d](DType t, std::mt19937& rng) { return std::vector<Tensor>{quarters(d, {})(t, rng)[0]}; };
+  };
+  // NaN at the flat positions 0 and 3 mod 37: lanes with none, one and two,
+  // and (position 0) one that starts with a NaN.
+  auto nans = [](Ints d) {
+    return [d](DType t, std::mt19937& rng) {
+      Tensor x = Random(t, d, rng, -4, 4);
+      for (int64_t i = 0; i < x.num_elements(); ++i)
+        if (i % 37 == 0 || i % 37 == 3) ir::SetElementFromDouble(x, i, NAN);
+      return std::vector<Tensor>{x};
+    };
+  };
+  auto ints = [](DType t, Ints d, int64_t lo, int64_t hi) {
+    return [=](DType, std::mt19937& rng) { return std::vector<Tensor>{RandomInts(t, d, lo, hi, rng)}; };
+  };
+  c.push_back(exact_compare(Case{"ArgMaxAxis1Ties", OpKind::kArgMax, arg(1, 1, 0), ties({4, 33, 17})}));
+  c.push_back(exact_compare(Case{"ArgMaxLastIndexNoKeepdims", OpKind::kArgMax, arg(-1, 0, 1), ties({4, 33, 17})}));
+  c.push_back(exact_compare(Case{"ArgMinAxis0Ties", OpKind::kArgMin, arg(0, 1, 0), ties({33, 17})}));
+  c.push_back(exact_compare(Case{"ArgMinLastIndex", OpKind::kArgMin, arg(1, 0, 1), ties({4, 33, 17})}));
+  c.push_back(exact_compare(Case{"ArgMaxNaN", OpKind::kArgMax, arg(1, 1, 0), nans({5, 20, 3})}));
+  c.push_back(exact_compare(Case{"ArgMaxNaNLastIndex", OpKind::kArgMax, arg(-1, 0, 1), nans({6, 20})}));
+  c.push_back(exact_compare(Case{"ArgMinNaNLastIndex", OpKind::kArgMin, arg(0, 1, 1), nans({20, 6})}));
+  c.push_back(exact_compare(Case{"ArgMaxInt8LastIndex", OpKind::kArgMax, arg(1, 0, 1), ints(DType::kInt8, {6, 40}, -5, 5)}));
+  c.push_back(exact_compare(Case{"ArgMinUInt8", OpKind::kArgMin, arg(-1, 1, 0), ints(DType::kUInt8, {6, 40}, 250, 256)}));
+  c.push_back(exact_compare(Case{"ArgMaxInt32", OpKind::kArgMax, arg(0, 0, 0), ints(DType::kInt32, {30, 7}, -4, 4)}));
+  c.push_back(exact_compare(Case{"ArgMinInt64LastIndex", OpKind::kArgMin, arg(1, 1, 1),
+                                 ints(DType::kInt64, {3, 50, 2}, -(1LL << 40), -(1LL << 40) + 5)}));
 
   // Data movement: the CPU's bytes.
   auto exact = [](Case k) {
