@@ -2,7 +2,9 @@
 //   unary   Relu LeakyRelu Sigmoid Silu Tanh Exp Log Sqrt Neg Abs Reciprocal Erf Gelu
 //           HardSigmoid HardSwish Floor Ceil Sign Sin Cos; Clip with bounds known at
 //           plan time (absent, or constants: the entry declines computed ones)
-//   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting); Pow
+//   binary  Add Sub Mul Div Max Min (two inputs, numpy broadcasting; the
+//           three floats in float, int64/int32/int8/uint8 as the CPU's:
+//           wrapping, Div truncating with x / 0 = 0; launchers: numeric.cu); Pow
 //           (a float exponent of any of the three dtypes); Equal Less
 //           Greater (bool output; fp32/fp16/bf16 in float, int64/int32/
 //           int8/uint8 exactly, bool for Equal, as its bytes); Mod (fmod
@@ -10,9 +12,12 @@
 //           Remainder: x mod 0 = 0; launchers: numeric.cu)
 //   Not     bool
 //   grads   ReluGrad(dY, Y), TanhGrad(dY, Y), SigmoidGrad(dY, Y), GeluGrad(dY, X), SiluGrad(dY, X), UnaryGrad(dY, X) of Erf and HardSwish (one shape)
-//   Cast between fp32, fp16 and bf16; Identity.
+//   Cast between fp32, fp16 and bf16 (elementwise.cu), and between any two of
+//           those, float64, int64, int32, int8, uint8 and bool with
+//           kernels/cpu/cast.cc's rules, bit for bit (numeric.cu); Identity.
 // Contracts as the CPU reference kernels' (kernels/cpu/unary.cc, binary.cc,
 // grad_misc.cc, cast.cc): output 0 has the inferred type, may overwrite input 0.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -161,20 +166,46 @@ StatusOr<std::unique_ptr<Kernel>> MakeUnary(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<UnaryKernel>(op, *ElemOf(t), alpha, beta));
 }
 
+// The launchers' Num of `t`, the 1-byte integers included (common.h's NumOf
+// has fp32/fp16/bf16, int32, int64 only; bool: its bytes, as kU8), nullopt
+// for others.
+std::optional<Num> AnyNumOf(DType t) {
+  switch (t) {
+    case DType::kFloat32: return Num::kF32;
+    case DType::kFloat16: return Num::kF16;
+    case DType::kBFloat16: return Num::kBF16;
+    case DType::kInt8: return Num::kI8;
+    case DType::kUInt8: return Num::kU8;
+    case DType::kBool: return Num::kU8;
+    case DType::kInt32: return Num::kI32;
+    case DType::kInt64: return Num::kI64;
+    default: return std::nullopt;
+  }
+}
+
+// Float inputs (fp32/fp16/bf16): every BinaryOp; integer ones (IntDTypes):
+// Add, Sub, Mul, Div, Max, Min.
 class BinaryKernel final : public Kernel {
  public:
-  BinaryKernel(BinaryOp op, Elem t, std::optional<Broadcast> bc, bool inplace)
+  BinaryKernel(BinaryOp op, DType t, std::optional<Broadcast> bc, bool inplace)
       : op_(op), t_(t), bc_(bc), inplace_(inplace) {}
   Status Run(KernelContext& ctx) override {
-    CUDA_CHECK(LaunchBinary(op_, t_, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data,
-                            ctx.outputs[0].num_elements(), bc_ ? &*bc_ : nullptr, StreamOf(ctx)));
+    const Broadcast* bc = bc_ ? &*bc_ : nullptr;
+    const int64_t n = ctx.outputs[0].num_elements();
+    if (const std::optional<Elem> e = ElemOf(t_)) {
+      CUDA_CHECK(LaunchBinary(op_, *e, ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data, n, bc,
+                              StreamOf(ctx)));
+    } else {
+      CUDA_CHECK(LaunchIntBinary(op_, *AnyNumOf(t_), ctx.inputs[0].data, ctx.inputs[1].data, ctx.outputs[0].data, n,
+                                 bc, StreamOf(ctx)));
+    }
     return Status::Ok();
   }
   int inplace_input(size_t output) const override { return output == 0 && inplace_ ? 0 : -1; }
 
  private:
   BinaryOp op_;
-  Elem t_;
+  DType t_;
   std::optional<Broadcast> bc_;  // nullopt: both inputs have the output's dims
   bool inplace_;
 };
@@ -213,10 +244,12 @@ StatusOr<std::unique_ptr<Kernel>> MakeBinary(const KernelInit& init) {
     }
     default: return Internal(init.Describe(), ": not a CUDA binary op");
   }
+  if (!ElemOf(t) && (same_shape_only || !AnyNumOf(t)))  // integers: the arithmetic ops only
+    return init.Error("dtype ", ir::DTypeName(t), " is not supported");
   if (same_shape_only && (init.inputs[0].dims != out || init.inputs[1].dims != out))
     return init.Error("inputs 0 and 1 differ in shape");
   AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
-  return std::unique_ptr<Kernel>(std::make_unique<BinaryKernel>(op, *ElemOf(t), bc, init.inputs[0].dims == out));
+  return std::unique_ptr<Kernel>(std::make_unique<BinaryKernel>(op, t, bc, init.inputs[0].dims == out));
 }
 
 class PowKernel final : public Kernel {
@@ -244,21 +277,6 @@ StatusOr<std::unique_ptr<Kernel>> MakePow(const KernelInit& init) {
   AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
   return std::unique_ptr<Kernel>(
       std::make_unique<PowKernel>(*ElemOf(t), *te, bc, init.inputs[0].dims == init.outputs[0].dims));
-}
-
-// The launchers' Num of `t` (bool: its bytes, as kU8), nullopt for others.
-std::optional<Num> NumOf(DType t) {
-  switch (t) {
-    case DType::kFloat32: return Num::kF32;
-    case DType::kFloat16: return Num::kF16;
-    case DType::kBFloat16: return Num::kBF16;
-    case DType::kInt8: return Num::kI8;
-    case DType::kUInt8: return Num::kU8;
-    case DType::kBool: return Num::kU8;
-    case DType::kInt32: return Num::kI32;
-    case DType::kInt64: return Num::kI64;
-    default: return std::nullopt;
-  }
 }
 
 // The integer dtypes of Mod, Less, Greater and (with bool) Equal here.
@@ -303,7 +321,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeMod(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 2, 2, 1, 1));
   const DType t = init.inputs[0].dtype;
   AMP_RETURN_IF_ERROR(CheckDTypes(init, t, {1}, {0}));
-  const std::optional<Num> num = NumOf(t);
+  const std::optional<Num> num = AnyNumOf(t);
   if (!num || t == DType::kBool) return init.Error("dtype ", ir::DTypeName(t), " is not supported");
   AMP_ASSIGN_OR_RETURN(int64_t fmod, init.attrs->GetInt("fmod", 0));
   if (fmod != 0 && fmod != 1) return init.Error("attribute fmod is ", fmod, ", expected 0 or 1");
@@ -338,7 +356,7 @@ StatusOr<std::unique_ptr<Kernel>> MakeCompare(const KernelInit& init) {
                        : init.op == OpKind::kLess ? CompareOp::kLess
                                                   : CompareOp::kGreater;
   AMP_ASSIGN_OR_RETURN(const std::optional<Broadcast> bc, PlanBroadcast(init, {0, 1}));
-  const std::optional<Num> num = NumOf(t);
+  const std::optional<Num> num = AnyNumOf(t);
   if (!num || (t == DType::kBool && op != CompareOp::kEqual))
     return init.Error("dtype ", ir::DTypeName(t), " is not supported");
   return std::unique_ptr<Kernel>(std::make_unique<CompareKernel>(op, *num, bc));
@@ -361,14 +379,58 @@ class CastKernel final : public Kernel {
   Elem from_, to_;
 };
 
+// Cast's CastType of `t`, nullopt for the dtypes the CUDA Cast does not take.
+std::optional<CastType> CastTypeOf(DType t) {
+  switch (t) {
+    case DType::kFloat32: return CastType::kF32;
+    case DType::kFloat16: return CastType::kF16;
+    case DType::kBFloat16: return CastType::kBF16;
+    case DType::kFloat64: return CastType::kF64;
+    case DType::kInt64: return CastType::kI64;
+    case DType::kInt32: return CastType::kI32;
+    case DType::kInt8: return CastType::kI8;
+    case DType::kUInt8: return CastType::kU8;
+    case DType::kBool: return CastType::kBool;
+    default: return std::nullopt;
+  }
+}
+
+// The dtypes of CastTypeOf: Cast's source dtypes on CUDA.
+std::vector<DType> CastDTypes() {
+  return {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64, DType::kInt64,
+          DType::kInt32,   DType::kInt8,    DType::kUInt8,    DType::kBool};
+}
+
+// A Cast with float64, an integer or bool on either side (LaunchCastAny).
+class CastAnyKernel final : public Kernel {
+ public:
+  CastAnyKernel(CastType from, CastType to, bool same_size) : from_(from), to_(to), same_size_(same_size) {}
+  Status Run(KernelContext& ctx) override {
+    if (from_ == to_) return CopyInputToOutput(ctx);
+    CUDA_CHECK(LaunchCastAny(from_, to_, ctx.inputs[0].data, ctx.outputs[0].data, ctx.outputs[0].num_elements(),
+                             StreamOf(ctx)));
+    return Status::Ok();
+  }
+  // Each thread reads its element before writing it: in place when the sizes agree, as the CPU.
+  int inplace_input(size_t output) const override { return output == 0 && same_size_ ? 0 : -1; }
+
+ private:
+  CastType from_, to_;
+  bool same_size_;
+};
+
 StatusOr<std::unique_ptr<Kernel>> MakeCast(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
   if (init.outputs[0].dims != init.inputs[0].dims) return init.Error("output dims differ from the input's");
-  const std::optional<Elem> from = ElemOf(init.inputs[0].dtype), to = ElemOf(init.outputs[0].dtype);
-  if (!from || !to)
-    return Unimplemented(init.Describe(), ": the CUDA Cast converts between float32, float16 and bfloat16, not to ",
-                         ir::DTypeName(init.outputs[0].dtype));
-  return std::unique_ptr<Kernel>(std::make_unique<CastKernel>(*from, *to));
+  const DType from_t = init.inputs[0].dtype, to_t = init.outputs[0].dtype;
+  const std::optional<Elem> from = ElemOf(from_t), to = ElemOf(to_t);
+  if (from && to) return std::unique_ptr<Kernel>(std::make_unique<CastKernel>(*from, *to));
+  const std::optional<CastType> any_from = CastTypeOf(from_t), any_to = CastTypeOf(to_t);
+  if (!any_from || !any_to)
+    return Unimplemented(init.Describe(), ": the CUDA Cast takes float32, float16, bfloat16, float64, int64, int32, "
+                         "int8, uint8 and bool, not ", ir::DTypeName(any_from ? to_t : from_t));
+  return std::unique_ptr<Kernel>(
+      std::make_unique<CastAnyKernel>(*any_from, *any_to, ir::DTypeSize(from_t) == ir::DTypeSize(to_t)));
 }
 
 class IdentityKernel final : public Kernel {
@@ -413,8 +475,18 @@ void RegisterElementwise(Registry& r) {
     if (op == OpKind::kAdd || op == OpKind::kReluGrad) e = ElementwiseChannelsLast(std::move(e), 0b11, 0b1);
     r.Add(std::move(e));
   }
-  // Cast: O1's fp32 activations cast for a low Conv.
-  r.Add(ElementwiseChannelsLast(CudaEntry(OpKind::kCast, "cuda", MakeCast), 0b1, 0b1));
+  // The integer ones: index arithmetic (ReverseSequence's lengths, TensorScatter's positions).
+  for (OpKind op : {OpKind::kAdd, OpKind::kSub, OpKind::kMul, OpKind::kDiv, OpKind::kMax, OpKind::kMin}) {
+    KernelEntry e = CudaEntry(op, "cuda", MakeBinary, 10, IntDTypes());
+    e.accepts = [](const KernelInit& init) { return init.inputs.size() == 2; };  // variadic Max/Min: two inputs
+    r.Add(std::move(e));
+  }
+  // Cast: O1's fp32 activations cast for a low Conv; any pair of CastDTypes.
+  KernelEntry cast = CudaEntry(OpKind::kCast, "cuda", MakeCast, 10, CastDTypes());
+  cast.accepts = [](const KernelInit& init) {
+    return !init.outputs.empty() && CastTypeOf(init.outputs[0].dtype).has_value();
+  };
+  r.Add(ElementwiseChannelsLast(std::move(cast), 0b1, 0b1));
   r.Add(CudaEntry(OpKind::kIdentity, "cuda", [](const KernelInit& init) -> StatusOr<std::unique_ptr<Kernel>> {
     AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
     if (init.outputs[0].dtype != init.inputs[0].dtype || init.outputs[0].dims != init.inputs[0].dims)

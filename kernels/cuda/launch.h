@@ -247,6 +247,25 @@ cudaError_t LaunchMod(Num t, bool fmod, const void* a, const void* b, void* y, i
 // type (bool: Equal on the bytes, as kU8). `bc` as for LaunchBinary.
 cudaError_t LaunchCompare(CompareOp op, Num t, const void* a, const void* b, bool* y, int64_t n,
                            const Broadcast* bc, cudaStream_t stream);
+// Add, Sub, Mul, Div, Max, Min (op) on kI64, kI32, kI8, kU8 (t) as
+// kernels/cpu/binary.cc: Add/Sub/Mul wrap (two's complement, through the
+// unsigned type); Div truncates toward zero, x / 0 = 0 and x / -1 is the
+// wrapping negation (INT_MIN / -1 = INT_MIN). `bc` as for LaunchBinary;
+// any other op or t is cudaErrorInvalidValue.
+cudaError_t LaunchIntBinary(BinaryOp op, Num t, const void* a, const void* b, void* y, int64_t n,
+                            const Broadcast* bc, cudaStream_t stream);
+
+// The dtypes of LaunchCastAny.
+enum class CastType : int { kF32, kF16, kBF16, kF64, kI64, kI32, kI8, kU8, kBool };
+// y[i] = to(from(x[i])) with kernels/cpu/cast.cc's rules, bit for bit:
+// float -> integer truncates toward zero and saturates at the integer's
+// range, NaN -> 0; -> bool is x != 0 (NaN -> true), a bool input is any
+// nonzero byte; -> fp16/bf16 goes through float (an integer or a double is
+// rounded to float first, then to nearest even, as the CPU's Half(float)),
+// fp16 overflow -> +-inf; integer -> integer wraps; NaNs keep the CPU's
+// payload bits (ir/dtype.h's conversions, x86's float <-> double).
+// from == to is cudaErrorInvalidValue (the kernel copies).
+cudaError_t LaunchCastAny(CastType from, CastType to, const void* x, void* y, int64_t n, cudaStream_t stream);
 
 // ---- values known at plan time, fills and ranges ----
 

@@ -1,11 +1,209 @@
 // CUDA-against-CPU cases: losses, padding, tiling, resizing, integer and plan-time ops (see op_cases.h).
+#include <cmath>
+#include <limits>
+
 #include "tests/cuda/op_cases.h"
 
 namespace amptrain::kernels::devtest {
 
+namespace {
+
+// The ends of integer dtype t.
+std::pair<int64_t, int64_t> Ends(DType t) {
+  switch (t) {
+    case DType::kInt64: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+    case DType::kInt32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    case DType::kInt8: return {-128, 127};
+    default: return {0, 255};  // uint8
+  }
+}
+
+// x[i] = v, v within x's integer dtype (int64, int32, int8, uint8).
+void Put(Tensor& x, int64_t i, int64_t v) {
+  switch (x.dtype()) {
+    case DType::kInt64: x.data<int64_t>()[i] = v; break;
+    case DType::kInt32: x.data<int32_t>()[i] = static_cast<int32_t>(v); break;
+    case DType::kInt8: x.data<int8_t>()[i] = static_cast<int8_t>(v); break;
+    default: x.data<uint8_t>()[i] = static_cast<uint8_t>(v); break;
+  }
+}
+
+// Random integers in [lo, hi) of integer dtype t, the dtype's ends at every
+// 7th element (alternately the lowest and the highest), then `fixed`.
+Tensor IntsWithEnds(DType t, std::vector<int64_t> dims, int64_t lo, int64_t hi, std::mt19937& rng,
+                    std::vector<std::pair<int64_t, int64_t>> fixed = {}) {
+  Tensor x = RandomInts(t, std::move(dims), lo, hi, rng);
+  const auto [low, high] = Ends(t);
+  for (int64_t i = 0; i < x.num_elements(); i += 7) Put(x, i, (i / 7) % 2 ? high : low);
+  for (const auto& [i, v] : fixed) Put(x, i, v);
+  return x;
+}
+
+// Random values of t in [lo, hi) with `special` at the first elements (rounded to t).
+Tensor WithSpecials(DType t, std::vector<int64_t> dims, double lo, double hi, const std::vector<double>& special,
+                    std::mt19937& rng) {
+  Tensor x = Random(t, std::move(dims), rng, lo, hi);
+  for (size_t i = 0; i < special.size(); ++i) ir::SetElementFromDouble(x, static_cast<int64_t>(i), special[i]);
+  return x;
+}
+
+// Integer Add/Sub/Mul/Div/Max/Min (the lowerings' index arithmetic) and Cast
+// between the floats, float64, the integers and bool: exact operations, so
+// byte for byte (NaNs included: the CUDA kernel writes the CPU's payloads).
+// The test dtype is the float side of the casts and unused elsewhere.
+void AddIntegerArithmeticAndCastCases(std::vector<Case>& c) {
+  auto exact = [](Case k) {
+    k.same_bytes = true;
+    return k;
+  };
+  using Maker = std::function<Tensor(std::mt19937&)>;
+  auto inputs = [](std::vector<Maker> makers) {
+    return [makers](DType, std::mt19937& rng) {
+      std::vector<Tensor> in;
+      for (const Maker& m : makers) in.push_back(m(rng));
+      return in;
+    };
+  };
+  auto ends = [](DType t, Ints dims, int64_t lo, int64_t hi, std::vector<std::pair<int64_t, int64_t>> fixed = {}) {
+    return Maker([=](std::mt19937& rng) { return IntsWithEnds(t, dims, lo, hi, rng, fixed); });
+  };
+  auto ints = [](DType t, Ints dims, int64_t lo, int64_t hi) {
+    return Maker([=](std::mt19937& rng) { return RandomInts(t, dims, lo, hi, rng); });
+  };
+  const DType i64 = DType::kInt64, i32 = DType::kInt32, i8 = DType::kInt8, u8 = DType::kUInt8;
+  const int64_t min64 = std::numeric_limits<int64_t>::min();
+  // Add/Sub/Mul wrap at the ends (MAX + MAX, MIN - MAX, products past 2^31).
+  c.push_back(exact(Case{"AddInt64WrapBroadcast", OpKind::kAdd, NoAttrs,
+                         inputs({ends(i64, {4, 1, 17}, -1000000, 1000000), ends(i64, {33, 1}, -1000000, 1000000)})}));
+  c.push_back(exact(Case{"SubInt64WrapBroadcast", OpKind::kSub, NoAttrs,
+                         inputs({ends(i64, {6, 40}, -1000000, 1000000), ends(i64, {40}, -1000000, 1000000)})}));
+  c.push_back(exact(Case{"SubInt64ScalarOne", OpKind::kSub, NoAttrs,
+                         inputs({ends(i64, {9}, -20, 20), [](std::mt19937&) { return Tensor::Int64s({1}, {}); }})}));
+  c.push_back(exact(Case{"MulInt32Wrap", OpKind::kMul, NoAttrs,
+                         inputs({ends(i32, {6, 40}, -100000, 100000), ends(i32, {40}, -100000, 100000)})}));
+  c.push_back(exact(Case{"MulInt64WrapBroadcast", OpKind::kMul, NoAttrs,
+                         inputs({ends(i64, {4, 1, 17}, -5000000000, 5000000000), ends(i64, {33, 1}, -5000000000, 5000000000)})}));
+  c.push_back(exact(Case{"AddInt8Wrap", OpKind::kAdd, NoAttrs, inputs({ints(i8, {6, 40}, -128, 128), ints(i8, {6, 40}, -128, 128)})}));
+  c.push_back(exact(Case{"SubUInt8Wrap", OpKind::kSub, NoAttrs, inputs({ints(u8, {6, 40}, 0, 256), ints(u8, {40}, 0, 256)})}));
+  c.push_back(exact(Case{"MulUInt8Wrap", OpKind::kMul, NoAttrs, inputs({ints(u8, {6, 40}, 0, 256), ints(u8, {}, 0, 256)})}));
+  c.push_back(exact(Case{"MulInt8Wrap", OpKind::kMul, NoAttrs, inputs({ints(i8, {6, 40}, -128, 128), ints(i8, {6, 40}, -128, 128)})}));
+  // Div: truncation toward zero with either sign, x / 0 = 0, MIN / -1 = MIN
+  // (column 1 divides the lowest value by -1, column 2 by 0).
+  c.push_back(exact(Case{"DivInt64", OpKind::kDiv, NoAttrs,
+                         inputs({ends(i64, {6, 40}, -1000, 1000, {{1, min64}, {41, min64}}),
+                                 ends(i64, {40}, -5, 6, {{0, 7}, {1, -1}, {2, 0}})})}));
+  c.push_back(exact(Case{"DivInt32Broadcast", OpKind::kDiv, NoAttrs,
+                         inputs({ends(i32, {4, 1, 17}, -50, 50), ints(i32, {33, 1}, -4, 5)})}));
+  c.push_back(exact(Case{"DivInt8", OpKind::kDiv, NoAttrs,
+                         inputs({ends(i8, {6, 40}, -128, 128, {{1, -128}}), ends(i8, {40}, -4, 5, {{0, 3}, {1, -1}, {2, 0}})})}));
+  c.push_back(exact(Case{"DivUInt8", OpKind::kDiv, NoAttrs, inputs({ints(u8, {6, 40}, 0, 256), ints(u8, {40}, 0, 9)})}));
+  c.push_back(exact(Case{"MaxInt64Broadcast", OpKind::kMax, NoAttrs,
+                         inputs({ends(i64, {4, 1, 17}, -9, 10), ends(i64, {33, 1}, -9, 10)})}));
+  c.push_back(exact(Case{"MinInt32", OpKind::kMin, NoAttrs, inputs({ends(i32, {6, 40}, -9, 10), ends(i32, {6, 40}, -9, 10)})}));
+  c.push_back(exact(Case{"MaxInt8", OpKind::kMax, NoAttrs, inputs({ints(i8, {6, 40}, -128, 128), ints(i8, {40}, -128, 128)})}));
+  c.push_back(exact(Case{"MinUInt8", OpKind::kMin, NoAttrs, inputs({ints(u8, {6, 40}, 0, 256), ints(u8, {}, 0, 256)})}));
+
+  // Cast. to(t): the attribute for dtype t; to_test: the test dtype.
+  auto to = [](DType t) { return [t](DType) { return Attr("to", int64_t{ir::OnnxFromDType(t)}); }; };
+  auto to_test = [](DType t) { return Attr("to", int64_t{ir::OnnxFromDType(t)}); };
+  auto from = [](Maker m) { return [m](DType, std::mt19937& rng) { return std::vector<Tensor>{m(rng)}; }; };
+  // Integers to the test dtype: through float as the CPU (2^30 + 2^22 + 1 is
+  // 2^30 in bf16, not 2^30 + 2^23), fp16 ties to even (2049, 2051), 65520
+  // and beyond to inf, 2^53 + 1 and the int64 ends.
+  const std::vector<std::pair<int64_t, int64_t>> wide = {
+      {1, (int64_t{1} << 30) + (1 << 22) + 1}, {2, -((int64_t{1} << 30) + (1 << 22) + 1)}, {3, 2049}, {4, 2051},
+      {5, 65504}, {6, 65519}, {8, 65520}, {9, 70000}, {10, -70000}, {11, (int64_t{1} << 24) + 1},
+      {12, (int64_t{1} << 53) + 1}, {13, int64_t{1} << 62}, {15, -1}, {16, 0}, {17, 16777219}};
+  c.push_back(exact(Case{"CastInt64ToTestDType", OpKind::kCast, to_test, from(ends(i64, {3, 50}, -1000000, 1000000, wide))}));
+  std::vector<std::pair<int64_t, int64_t>> wide32;
+  for (const auto& [i, v] : wide)
+    if (v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()) wide32.push_back({i, v});
+  c.push_back(exact(Case{"CastInt32ToTestDType", OpKind::kCast, to_test, from(ends(i32, {3, 50}, -1000000, 1000000, wide32))}));
+  c.push_back(exact(Case{"CastInt8ToTestDType", OpKind::kCast, to_test, from(ints(i8, {4, 64}, -128, 128))}));
+  c.push_back(exact(Case{"CastUInt8ToTestDType", OpKind::kCast, to_test, from(ints(u8, {4, 64}, 0, 256))}));
+  // Bools: any nonzero byte is true (bytes 2 and 255 planted).
+  auto bools = Maker([](std::mt19937& rng) {
+    Tensor m = Mask({4, 33}, rng);
+    m.data<uint8_t>()[3] = 2;
+    m.data<uint8_t>()[10] = 255;
+    return m;
+  });
+  c.push_back(exact(Case{"CastBoolToTestDType", OpKind::kCast, to_test, from(bools)}));
+  c.push_back(exact(Case{"CastBoolToInt64", OpKind::kCast, to(i64), from(bools)}));
+  c.push_back(exact(Case{"CastBoolToUInt8", OpKind::kCast, to(u8), from(bools)}));
+  // The test dtype to integers: truncation toward zero, saturation at the
+  // ends (fp16 holds everything past 65504 as inf), NaN -> 0.
+  auto floats = [](std::vector<double> special, double lo, double hi) {
+    return [special, lo, hi](DType t, std::mt19937& rng) {
+      return std::vector<Tensor>{WithSpecials(t, {3, 60}, lo, hi, special, rng)};
+    };
+  };
+  const std::vector<double> common = {NAN, INFINITY, -INFINITY, -0.0, 0.5, -0.5, 0.99, -1.99, 3e38, -3e38};
+  auto plus = [common](std::vector<double> more) {
+    std::vector<double> v = common;
+    v.insert(v.end(), more.begin(), more.end());
+    return v;
+  };
+  c.push_back(exact(Case{"CastTestDTypeToInt64", OpKind::kCast, to(i64),
+                         floats(plus({9.3e18, -9.3e18, 9223372036854775808.0, -9223372036854775808.0, 4.6e18, 1e10,
+                                      -1e10, 65519.0}),
+                                -70000, 70000)}));
+  c.push_back(exact(Case{"CastTestDTypeToInt32", OpKind::kCast, to(i32),
+                         floats(plus({2147483520.0, 2147483648.0, -2147483648.0, -2147483904.0, 1e10, -1e10}), -70000,
+                                70000)}));
+  c.push_back(exact(Case{"CastTestDTypeToInt8", OpKind::kCast, to(i8),
+                         floats(plus({127.5, 126.9, -128.5, -129.0, -127.9}), -300, 300)}));
+  c.push_back(exact(Case{"CastTestDTypeToUInt8", OpKind::kCast, to(u8),
+                         floats(plus({-0.9, 255.5, 256.0, 254.99}), -300, 300)}));
+  c.push_back(exact(Case{"CastTestDTypeToBool", OpKind::kCast, to(DType::kBool),
+                         [](DType t, std::mt19937& rng) {
+                           Tensor x = WithSpecials(t, {3, 60}, -2, 2, {NAN, INFINITY, -INFINITY, -0.0, 1e-30, 6e-8}, rng);
+                           for (int64_t i = 6; i < x.num_elements(); i += 5) ir::SetElementFromDouble(x, i, 0.0);
+                           return std::vector<Tensor>{x};
+                         }}));
+  // float64: to the test dtype through float (1 + 2^-11 + 2^-40 is 1 in
+  // fp16, 1 + 2^-8 + 2^-40 is 1 in bf16), NaN and inf, beyond float's range;
+  // the test dtype to float64 exactly; float64 <-> int64.
+  const double ulp40 = std::ldexp(1.0, -40);
+  c.push_back(exact(Case{"CastFloat64ToTestDType", OpKind::kCast, to_test,
+                         [ulp40](DType, std::mt19937& rng) {
+                           return std::vector<Tensor>{WithSpecials(
+                               DType::kFloat64, {3, 40}, -70000, 70000,
+                               {NAN, -NAN, INFINITY, -INFINITY, -0.0, 1.0 + std::ldexp(1.0, -11) + ulp40,
+                                1.0 + std::ldexp(1.0, -8) + ulp40, 1e300, -1e300, 1e-50, 65519.99, 65520.0,
+                                0.1, 1.0 / 3.0},
+                               rng)};
+                         }}));
+  c.push_back(exact(Case{"CastTestDTypeToFloat64", OpKind::kCast, to(DType::kFloat64),
+                         floats({NAN, INFINITY, -INFINITY, -0.0, 1e-30}, -70000, 70000)}));
+  c.push_back(exact(Case{"CastFloat64ToInt64", OpKind::kCast, to(i64),
+                         [](DType, std::mt19937& rng) {
+                           return std::vector<Tensor>{WithSpecials(
+                               DType::kFloat64, {3, 40}, -1e17, 1e17,
+                               {NAN, INFINITY, -INFINITY, 9.3e18, -9.3e18, 9223372036854775808.0,
+                                -9223372036854775808.0, 9223372036854774784.0, 4503599627370495.5, -7.9, -0.0},
+                               rng)};
+                         }}));
+  c.push_back(exact(Case{"CastInt64ToFloat64", OpKind::kCast, to(DType::kFloat64),
+                         from(ends(i64, {3, 50}, -1000000, 1000000, wide))}));
+  // Integer to integer: wraps (two's complement), sign-extends; -> bool is x != 0.
+  c.push_back(exact(Case{"CastInt64ToInt32Wrap", OpKind::kCast, to(i32),
+                         from(ends(i64, {3, 50}, -1000000000000, 1000000000000))}));
+  c.push_back(exact(Case{"CastInt32ToInt64", OpKind::kCast, to(i64), from(ends(i32, {3, 50}, -1000000, 1000000))}));
+  c.push_back(exact(Case{"CastInt64ToInt8Wrap", OpKind::kCast, to(i8), from(ends(i64, {3, 50}, -1000000, 1000000))}));
+  c.push_back(exact(Case{"CastInt32ToUInt8Wrap", OpKind::kCast, to(u8), from(ends(i32, {3, 50}, -1000, 1000))}));
+  c.push_back(exact(Case{"CastUInt8ToInt8", OpKind::kCast, to(i8), from(ints(u8, {4, 64}, 0, 256))}));
+  c.push_back(exact(Case{"CastInt8ToInt64", OpKind::kCast, to(i64), from(ints(i8, {4, 64}, -128, 128))}));
+  c.push_back(exact(Case{"CastInt64ToBool", OpKind::kCast, to(DType::kBool), from(ends(i64, {3, 50}, -3, 3))}));
+  c.push_back(exact(Case{"CastUInt8ToBool", OpKind::kCast, to(DType::kBool), from(ints(u8, {4, 64}, 0, 3))}));
+}
+
+}  // namespace
+
 // Added with the trainer on CUDA: MeanSquaredError(+Grad), Pad, Tile, Resize(+Grad),
 // Not, Mod, integer/bool compares, Shape, ConstantOfShape, Constant, Range;
-// later GatherND/ScatterND, GatherElements/ScatterElements and their grads.
+// later GatherND/ScatterND, GatherElements/ScatterElements and their grads,
+// the integer arithmetic and the casts beyond fp32/fp16/bf16 (above).
 // Data movement, Not, Mod, compares and the plan-time values byte for byte;
 // the float math by normalised error (Resize runs the CPU's double
 // arithmetic in the CPU's order, so it should match bitwise too).
@@ -174,6 +372,8 @@ void AddLossPadResizeIntegerCases(std::vector<Case>& c) {
   c.push_back(exact(Case{"EqualBool", OpKind::kEqual, NoAttrs, [](DType, std::mt19937& rng) {
                            return std::vector<Tensor>{Mask({4, 1, 17}, rng), Mask({33, 1}, rng)};
                          }}));
+
+  AddIntegerArithmeticAndCastCases(c);
 
   // GatherND/ScatterND and their gradients: int64 tuples with negative
   // coordinates and repeats (a scatter's duplicates resolve in tuple order).

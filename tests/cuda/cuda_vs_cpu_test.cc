@@ -16,7 +16,9 @@
 // off FMA contraction and uses IEEE sqrt and division, as the CPU kernels do.
 // The data-movement ops (copies) and Dropout must give the CPU's bytes:
 // Dropout's mask comes from the same counter-based stream, its values and
-// its gradient's from the same double and float products, rounded alike.
+// its gradient's from the same double and float products, rounded alike;
+// so must the integer ops and the casts beyond fp32/fp16/bf16 (exact
+// operations: cases_loss_pad_resize.cc).
 // The cuDNN convolutions (Conv, FusedConv, ConvGrad, ConvTranspose) get 4x these: the
 // algorithm is picked by timing on the GPU, and the Winograd and FFT ones
 // transform the operands (in the data type for fp16/bf16) before the fp32

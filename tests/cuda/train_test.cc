@@ -15,6 +15,7 @@
 #include "executor/plan.h"
 #include "executor/train/train_graph.h"
 #include "executor/train/trainer.h"
+#include "ir/onnx_dtype.h"
 #include "kernels/cuda/device.h"
 #include "kernels/device.h"
 #include "kernels/kernel.h"
@@ -105,6 +106,63 @@ INSTANTIATE_TEST_SUITE_P(Training, CudaPlacement,
                                            Placement{"o2_fp16", amp::Level::kO2},
                                            Placement{"o2_bf16", amp::Level::kO2, DType::kBFloat16}),
                          [](const ::testing::TestParamInfo<Placement>& info) { return info.param.name; });
+
+// The node patterns importer/lower_tensor.cc and lower_nn.cc emit for
+// ReverseSequence (int32 lengths: Cast to int64, the int64 Subs, Less,
+// Where, Expand, GatherElements), Hardmax (ArgMax, Equal on int64, the Cast
+// from bool) and TensorScatter with write_indices (the int64 Add of the
+// starts, Mod, ScatterElements), with the run-time values as graph inputs so
+// that nothing folds: every node has a CUDA kernel and the plan builds
+// (creating the kernels needs no GPU).
+TEST(CudaPlan, LoweredIndexArithmeticHasCudaKernels) {
+  using ir::OpKind;
+  using ir::Value;
+  ir::Graph g;
+  const DType f32 = DType::kFloat32, i64 = DType::kInt64;
+  Value x = g.AddInput("x", ir::TensorType::Of(f32, {4, 6, 3}));
+  Value lens = g.AddInput("lens", ir::TensorType::Of(DType::kInt32, {4}));
+  Value starts = g.AddInput("write_indices", ir::TensorType::Of(i64, {4}));
+  Value update = g.AddInput("update", ir::TensorType::Of(f32, {4, 2, 3}));
+  auto ints = [&](const std::string& name, std::vector<int64_t> v, std::vector<int64_t> dims) {
+    return g.AddInitializer(name, ir::Tensor::Int64s(v, std::move(dims)));
+  };
+  auto op = [&](OpKind k, std::vector<Value> in, const std::string& name) {
+    return g.AddNode(k, std::move(in), 1, name)->output(0);
+  };
+  // ReverseSequence, time_axis 1.
+  Value t = ints("t", {0, 1, 2, 3, 4, 5}, {6});
+  ir::Node* lens64 = g.AddNode(OpKind::kCast, {lens}, 1, "lens64");
+  lens64->attrs().Set("to", int64_t{ir::OnnxFromDType(i64)});
+  Value col = op(OpKind::kReshape, {lens64->output(0), ints("column", {-1, 1}, {2})}, "col");
+  Value reversed = op(OpKind::kSub, {op(OpKind::kSub, {col, ints("one", {1}, {})}, "last"), t}, "reversed");
+  Value idx = op(OpKind::kWhere, {op(OpKind::kLess, {t, col}, "inside"), reversed, t}, "source");
+  idx = op(OpKind::kExpand, {op(OpKind::kUnsqueeze, {idx, ints("axes", {2}, {1})}, "nd"), ints("shape", {4, 6, 3}, {3})},
+           "indices");
+  ir::Node* reverse = g.AddNode(OpKind::kGatherElements, {x, idx}, 1, "reverse");
+  reverse->attrs().Set("axis", int64_t{1});
+  // Hardmax over the last axis.
+  ir::Node* arg = g.AddNode(OpKind::kArgMax, {x}, 1, "argmax");
+  arg->attrs().Set("axis", int64_t{2});
+  arg->attrs().Set("keepdims", int64_t{1});
+  ir::Node* hard = g.AddNode(OpKind::kCast, {op(OpKind::kEqual, {arg->output(0), ints("positions", {0, 1, 2}, {3})}, "is_max")},
+                             1, "hardmax");
+  hard->attrs().Set("to", int64_t{ir::OnnxFromDType(f32)});
+  // TensorScatter along axis 1, circular: positions (w[b] + s) mod 6.
+  Value pos = op(OpKind::kAdd, {op(OpKind::kReshape, {starts, ints("per_batch", {-1, 1, 1}, {3})}, "starts3"),
+                                ints("s", {0, 1}, {2, 1})},
+                 "positions");
+  pos = op(OpKind::kExpand, {op(OpKind::kMod, {pos, ints("length", {6}, {})}, "wrapped"), ints("update_shape", {4, 2, 3}, {3})},
+           "write_positions");
+  ir::Node* scatter = g.AddNode(OpKind::kScatterElements, {hard->output(0), pos, update}, 1, "write");
+  scatter->attrs().Set("axis", int64_t{1});
+  g.AddOutput(scatter->output(0));
+  g.AddOutput(reverse->output(0));
+  ASSERT_TRUE(g.InferShapes().ok());
+  PlanOptions options;
+  options.device = kernels::DeviceKind::kCuda;
+  StatusOr<Plan> plan = BuildPlan(g, ConcreteTypes(g, 4), options);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+}
 
 // O1 keeps BatchNormalization fp32 after a low Conv. The cuDNN BN and its
 // gradient fuse the Casts beside them (KernelEntry::fuses_casts), as the
