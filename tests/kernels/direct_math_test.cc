@@ -344,7 +344,9 @@ TEST_P(DirectMath, SiluAndItsGradientWithinAnUlp) {
       const double xd = x.GetAsDouble(i), have = got.GetAsDouble(i), want_ref = ref.GetAsDouble(i);
       if (std::isnan(have) || std::isnan(want_ref) || std::isinf(xd) || xd == 0) {
         EXPECT_TRUE(std::isnan(want_ref) ? std::isnan(have) : have == want_ref) << "x = " << xd;
-        if (!std::isnan(want_ref)) EXPECT_EQ(std::signbit(have), std::signbit(want_ref)) << "x = " << xd;
+        if (!std::isnan(want_ref)) {
+          EXPECT_EQ(std::signbit(have), std::signbit(want_ref)) << "x = " << xd;
+        }
         continue;
       }
       const long double xv = xd, s = 1.0L / (1.0L + std::exp(-xv)), g = dy.GetAsDouble(i);
