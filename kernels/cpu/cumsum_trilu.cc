@@ -106,7 +106,7 @@ class TriluKernel final : public Kernel {
     const int64_t k = k_ ? *k_ : IntAt(ctx.inputs[1], 0);
     const std::vector<int64_t>& dims = ctx.inputs[0].dims;
     const int64_t rows = dims[dims.size() - 2], cols = dims.back();
-    const int64_t planes = rows * cols ? ctx.inputs[0].num_elements() / (rows * cols) : 0;
+    const int64_t planes = rows * cols != 0 ? ctx.inputs[0].num_elements() / (rows * cols) : 0;
     const auto* x = static_cast<const std::byte*>(ctx.inputs[0].data);
     auto* y = static_cast<std::byte*>(ctx.outputs[0].data);
     const size_t w = width_;

@@ -35,6 +35,12 @@ ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 # (model, batch, (timed steps, window) or None for --steps/--window; ResNet-18 at batch 128 is there for
 # its peak memory, where activations outweigh the fp32 master weights and Adam moments).
 CASES = [("simplecnn", 32, None), ("simplecnn", 128, None), ("resnet18", 32, None), ("resnet18", 128, (8, 4))]
+# Selected with --cases only (slow: seconds per step): torchvision's ResNet-18 as it is, at 224x224, batch 128,
+# where the activations are most of the memory, as in ImageNet training.
+EXTRA_CASES = [("resnet18_224", 128, (2, 1))]
+# Image side and synthetic data set size per model (the data set is resident, the same at every level).
+IMAGE = {"simplecnn": 32, "resnet18": 32, "resnet18_224": 224}
+SAMPLES = {"simplecnn": 1024, "resnet18": 1024, "resnet18_224": 144}
 AMP_CONFIGS = [("O0 fp32", []), ("O1 bf16", ["--amp", "O1", "--dtype", "bf16"]),
                ("O1 fp16", ["--amp", "O1", "--dtype", "fp16"]),
                ("O2 bf16", ["--amp", "O2", "--dtype", "bf16"]),
@@ -59,13 +65,15 @@ if model_name == "simplecnn":
     model = SimpleCNN(in_channels=3, image_size=32, num_classes=10)
 else:
     model = torchvision.models.resnet18(num_classes=10)
-    model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
-    model.maxpool = nn.Identity()
+    if model_name == "resnet18":  # the CIFAR stem (32x32 input)
+        model.conv1 = nn.Conv2d(3, 64, 3, 1, 1, bias=False)
+        model.maxpool = nn.Identity()
+side = 224 if model_name == "resnet18_224" else 32
 model.train()
 opt = torch.optim.Adam(model.parameters(), lr=1e-3)
 loss_fn = nn.CrossEntropyLoss()
 g = torch.Generator().manual_seed(0)
-xs = [torch.randn(batch, 3, 32, 32, generator=g) for _ in range(4)]
+xs = [torch.randn(batch, 3, side, side, generator=g) for _ in range(4)]
 ys = [torch.randint(0, 10, (batch,), generator=g) for _ in range(4)]
 def step(i):
     opt.zero_grad(set_to_none=True)
@@ -132,23 +140,28 @@ def main():
                          "lists it as not run; repeatable")
     ap.add_argument("--cases", default="",
                     help="only these cases, MODEL:BATCH,... (e.g. resnet18:32); default: " +
-                         ",".join(f"{m}:{b}" for m, b, _ in CASES))
+                         ",".join(f"{m}:{b}" for m, b, _ in CASES) + "; also " +
+                         ",".join(f"{m}:{b}" for m, b, _ in EXTRA_CASES))
     a = ap.parse_args()
     skipped = set(a.skip)
-    cases = [c for c in CASES if not a.cases or f"{c[0]}:{c[1]}" in a.cases.split(",")]
+    cases = [c for c in CASES + EXTRA_CASES if f"{c[0]}:{c[1]}" in a.cases.split(",")] if a.cases else CASES
     if not cases:
-        ap.error(f"--cases {a.cases!r} names none of " + ",".join(f"{m}:{b}" for m, b, _ in CASES))
+        ap.error(f"--cases {a.cases!r} names none of " + ",".join(f"{m}:{b}" for m, b, _ in CASES + EXTRA_CASES))
     work = os.path.join(ROOT, "build/bench")
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ, OMP_WAIT_POLICY="passive")
     models = {
         "simplecnn": os.path.join(work, "simplecnn_3x32.onnx"),
         "resnet18": os.path.join(work, "resnet18_32.onnx"),
+        "resnet18_224": os.path.join(work, "resnet18_224.onnx"),
     }
     subprocess.run([a.amptrain, "models", "write", "simplecnn", "--in-channels", "3", "--image-size", "32",
                     "-o", models["simplecnn"]], check=True, capture_output=True)
     subprocess.run([a.amptrain, "models", "write", "resnet", "--depth", "18", "--small-input", "--image-size", "32",
                     "--num-classes", "10", "-o", models["resnet18"]], check=True, capture_output=True)
+    if any(m == "resnet18_224" for m, _, _ in cases):
+        subprocess.run([a.amptrain, "models", "write", "resnet", "--depth", "18", "--image-size", "224",
+                        "--num-classes", "10", "-o", models["resnet18_224"]], check=True, capture_output=True)
     torch_version = subprocess.run([a.torch_python, "-c", "import torch; print(torch.__version__)"],
                                    capture_output=True, text=True).stdout.strip()
     ms_version = None
@@ -180,7 +193,7 @@ def main():
                 continue
             if runtime == "amptrain":
                 metrics = os.path.join(work, "amp_training_metrics.jsonl")
-                cmd = [a.amptrain, "train", models[model], "--data", "synthetic:N=1024,C=3,H=32,W=32,classes=10",
+                cmd = [a.amptrain, "train", models[model], "--data", f"synthetic:N={SAMPLES[model]},C=3,H={IMAGE[model]},W={IMAGE[model]},classes=10",
                        "--steps", str(steps + window), "--log-every", str(window), "--batch-size", str(batch),
                        "--threads", str(a.threads), "--metrics", metrics] + flags
                 out, err, rc, rss, wall = run_measured(cmd, env)
