@@ -130,8 +130,11 @@ TEST(LoweredEinsum, ExportWritesUniqueNodeNames) {
   onnx::ModelProto out;
   ASSERT_TRUE(out.ParseFromString(*bytes));
   std::set<std::string> names;
-  for (const auto& n : out.graph().node())
-    if (!n.name().empty()) EXPECT_TRUE(names.insert(n.name()).second) << "repeated node name " << n.name();
+  for (const auto& n : out.graph().node()) {
+    if (!n.name().empty()) {
+      EXPECT_TRUE(names.insert(n.name()).second) << "repeated node name " << n.name();
+    }
+  }
 }
 
 // InstanceNormalization with symbolic spatial dims: LayerNormalization's ones

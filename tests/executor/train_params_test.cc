@@ -501,7 +501,9 @@ TEST(TrainGraph, InferenceModeTakesStochasticDepthMasksAtTheirExpectation) {
   for (int variant = 0; variant < 4; ++variant) {
     std::unique_ptr<ir::Graph> g = StochasticDepth(variant);
     ASSERT_TRUE(ToInferenceMode(*g).ok()) << variant;
-    if (variant < 3) EXPECT_EQ(g->nodes().size(), 2u) << variant << ": the input and Add(x, x)";
+    if (variant < 3) {
+      EXPECT_EQ(g->nodes().size(), 2u) << variant << ": the input and Add(x, x)";
+    }
     for (ir::OpKind random : {ir::OpKind::kRandomUniformLike, ir::OpKind::kRandomUniform, ir::OpKind::kLess,
                               ir::OpKind::kGreater})
       EXPECT_EQ(CountNodes(*g, random), 0u) << variant << ": " << ir::Schema(random).name;

@@ -182,7 +182,9 @@ TEST(Trainer, ChannelsLastImageInputTrainsLikeNchw) {
     data::BatchIterator batches(Synthetic("train"), 16, /*shuffle=*/false, 0, {{0.5f}, {0.2f}}, {});
     data::Batch batch;
     for (int step = 0; step < 4 && *batches.Next(&batch); ++step) {
-      if (step == 0) ASSERT_TRUE((*trainer)->CheckInputs(batch).ok());
+      if (step == 0) {
+        ASSERT_TRUE((*trainer)->CheckInputs(batch).ok());
+      }
       auto r = (*trainer)->Step(batch);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       losses[last].push_back(r->loss);
