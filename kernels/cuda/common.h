@@ -54,6 +54,23 @@ inline std::optional<Num> NumOf(DType t) {
   }
 }
 
+// The launchers' Num of `t`, the 1-byte integers included (NumOf above
+// has fp32/fp16/bf16, int32, int64 only; bool: its bytes, as kU8), nullopt
+// for others.
+inline std::optional<Num> AnyNumOf(DType t) {
+  switch (t) {
+    case DType::kFloat32: return Num::kF32;
+    case DType::kFloat16: return Num::kF16;
+    case DType::kBFloat16: return Num::kBF16;
+    case DType::kInt8: return Num::kI8;
+    case DType::kUInt8: return Num::kU8;
+    case DType::kBool: return Num::kU8;
+    case DType::kInt32: return Num::kI32;
+    case DType::kInt64: return Num::kI64;
+    default: return std::nullopt;
+  }
+}
+
 // The Num a scatter with reduction `op` computes in: for kNone none (the
 // values are moved as bytes; kU8 stands in), else fp32/fp16/bf16, int32 or
 // int64, an error naming `t` for any other dtype.

@@ -166,23 +166,6 @@ StatusOr<std::unique_ptr<Kernel>> MakeUnary(const KernelInit& init) {
   return std::unique_ptr<Kernel>(std::make_unique<UnaryKernel>(op, *ElemOf(t), alpha, beta));
 }
 
-// The launchers' Num of `t`, the 1-byte integers included (common.h's NumOf
-// has fp32/fp16/bf16, int32, int64 only; bool: its bytes, as kU8), nullopt
-// for others.
-std::optional<Num> AnyNumOf(DType t) {
-  switch (t) {
-    case DType::kFloat32: return Num::kF32;
-    case DType::kFloat16: return Num::kF16;
-    case DType::kBFloat16: return Num::kBF16;
-    case DType::kInt8: return Num::kI8;
-    case DType::kUInt8: return Num::kU8;
-    case DType::kBool: return Num::kU8;
-    case DType::kInt32: return Num::kI32;
-    case DType::kInt64: return Num::kI64;
-    default: return std::nullopt;
-  }
-}
-
 // Float inputs (fp32/fp16/bf16): every BinaryOp; integer ones (IntDTypes):
 // Add, Sub, Mul, Div, Max, Min.
 class BinaryKernel final : public Kernel {

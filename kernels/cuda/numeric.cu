@@ -100,10 +100,6 @@ __device__ __forceinline__ float HalfToFloat(__half x) {
   return __half2float(x);
 }
 
-__device__ __forceinline__ float BFloat16ToFloat(__nv_bfloat16 x) {
-  return __uint_as_float(static_cast<unsigned>(__bfloat16_as_ushort(x)) << 16);
-}
-
 __device__ __forceinline__ __half FloatToHalf(float f) {
   if (f != f) {  // ir::FloatToHalf: quiet, the top payload bits kept
     const unsigned x = __float_as_uint(f);
@@ -139,7 +135,7 @@ template <class S>
 __device__ __forceinline__ auto CastLoad(S x) {
   if constexpr (std::is_same_v<S, BoolByte>) return static_cast<uint8_t>(x.v != 0);
   else if constexpr (std::is_same_v<S, __half>) return HalfToFloat(x);
-  else if constexpr (std::is_same_v<S, __nv_bfloat16>) return BFloat16ToFloat(x);
+  else if constexpr (std::is_same_v<S, __nv_bfloat16>) return ToF(x);  // exact, NaN bits kept
   else return x;
 }
 

@@ -128,7 +128,7 @@ class ArgKernel final : public Kernel {
 StatusOr<std::unique_ptr<Kernel>> MakeArg(const KernelInit& init) {
   AMP_RETURN_IF_ERROR(CheckArity(init, 1, 1, 1, 1));
   const DType in = init.inputs[0].dtype;
-  const std::optional<Num> t = in == DType::kInt8 ? Num::kI8 : in == DType::kUInt8 ? Num::kU8 : NumOf(in);
+  const std::optional<Num> t = AnyNumOf(in);  // bool is not among the entry's dtypes
   if (!t) return init.Error("dtype ", ir::DTypeName(init.inputs[0].dtype), " is not supported");
   if (init.outputs[0].dtype != DType::kInt64) return init.Error("output must be int64");
   const std::vector<int64_t>& dims = init.inputs[0].dims;
