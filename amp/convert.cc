@@ -104,7 +104,8 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const Precision
   auto eliminate = MakeEliminateCastsPass();
   AMP_RETURN_IF_ERROR(RunPass(*eliminate, graph, options.verify_each_pass));
   const bool weights_low = options.convert_initializers || policy.level == Level::kO3;
-  auto inits = MakeConvertInitializersPass(policy, &r, /*constants_only=*/!weights_low);
+  auto inits = MakeConvertInitializersPass(policy, &r, /*constants_only=*/!weights_low,
+                                           options.convert_initializers && options.low_copies_of_shared);
   AMP_RETURN_IF_ERROR(RunPass(*inits, graph, options.verify_each_pass));
   Status consistent = CheckDTypeConsistency(graph);
   if (!consistent.ok()) return consistent.WithContext("AMP conversion left inconsistent dtypes");

@@ -91,6 +91,16 @@ struct ConvertOptions {
   // consumer is low). Training keeps fp32 masters (false) except at O3;
   // its Constant nodes are converted either way.
   bool convert_initializers = true;
+  // Export only (never training, whose initializers are parameters): an
+  // fp32 initializer or Constant read both by fp32 nodes and through a Cast
+  // to the low type gets a second, low copy of itself for the low readers
+  // instead of the Cast, when that copy is at most kMaxLowCopyBytes. The
+  // TorchScript exporter shares one initializer between every parameter of
+  // equal value (MaxViT's zero biases feed Conv, Add and fp32
+  // BatchNormalization alike); a runtime that folds the Cast at load holds
+  // the same two copies, so only larger ones keep the Cast, to keep the
+  // file small.
+  bool low_copies_of_shared = true;
   Capability capability;
 };
 
@@ -110,8 +120,10 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const Precision
 // The individual passes, for tests (planning and the cast pass: amp/plan.h).
 std::unique_ptr<ir::Pass> MakeEliminateCastsPass();
 // `constants_only`: Constant nodes only, never initializers (the weights).
+// `low_copies_of_shared`: ConvertOptions::low_copies_of_shared.
+inline constexpr int64_t kMaxLowCopyBytes = int64_t{4} << 20;
 std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report,
-                                                      bool constants_only = false);
+                                                      bool constants_only = false, bool low_copies_of_shared = false);
 
 // Every Cast's `to` equals its output dtype, and re-running every node's
 // dtype rule (on a clone) gives the dtypes the graph records: the check that

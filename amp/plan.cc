@@ -50,7 +50,9 @@
 //      reader computes low: the Cast pair around it would widen its inputs
 //      exactly and round its result for the readers anyway. A
 //      squeeze-excitation block's ReduceMean (the dynamo export's global
-//      pooling) then costs no Casts, as GlobalAveragePool does.
+//      pooling) then costs no Casts, as GlobalAveragePool does. A chain of
+//      such ops is decided together (ReduceL2 then ReduceMean: the value
+//      between them is low when both run low).
 // O2 also moves three denylist ops to low (docs/PRECISION_CHOICES.md):
 // LayerNormalization at opset >= 17 (low X/Scale/B/Y, statistics in fp32:
 // the cast pass sets stash_type=1; below 17 the op does not exist and its
@@ -69,6 +71,7 @@
 // kNotFloat and are not touched; comparison ops (Equal, Less, ...) are
 // kNotFloat but unify their inputs to the widest type.
 // If/Loop/Scan never reach here: the importer refuses them.
+#include <functional>
 #include <numeric>
 #include <unordered_map>
 #include <unordered_set>
@@ -376,27 +379,60 @@ class Assigner {
     }
   }
 
-  // Rule 8: a denylist op whose low kernel computes in fp32 inside, reading
-  // only low values.
-  bool Fp32InsideCandidate(const ir::Graph& g, const Node& n, const Decision& d) const {
-    if (d.reason != Reason::kLevelDeny || !cap_.computes_fp32_inside || !cap_.computes_fp32_inside(n.op()) ||
-        !internal::SupportsLow(n.op(), p_.low, g.info().opset, cap_))
-      return false;
+  // Rule 8's op test: a denylist op whose low kernel computes in fp32 inside.
+  bool Fp32InsideOp(const ir::Graph& g, const Node& n) const {
+    auto it = decisions_.find(n.id());
+    return it != decisions_.end() && it->second.reason == Reason::kLevelDeny && cap_.computes_fp32_inside &&
+           cap_.computes_fp32_inside(n.op()) && internal::SupportsLow(n.op(), p_.low, g.info().opset, cap_);
+  }
+
+  // Input `s` of `n` is read low: planned low, or (`chain`) the output of
+  // another rule-8 op, low if that one is (a ReduceL2 feeding a ReduceMean:
+  // ConvNeXt-V2's global response norm; SKNet's ReduceSum then ReduceMean).
+  bool ReadsLow(const ir::Graph& g, const Node& n, size_t s, const std::function<bool(const Node&)>& chain) const {
+    if (ir::IsLowPrecision(Planned(g, n.input(s)))) return true;
+    const Node* producer = g.producer(n.input(s));
+    return producer && n.input(s) == producer->output(0) && chain(*producer);
+  }
+
+  // Rule 8: a rule-8 op reading only low values (see ReadsLow).
+  bool Fp32InsideCandidate(const ir::Graph& g, const Node& n, const std::function<bool(const Node&)>& chain) const {
+    if (!Fp32InsideOp(g, n)) return false;
     bool any = false;
     for (size_t s = 0; s < n.num_inputs(); ++s) {
       if (!FollowsDecision(g, n, s) || g.ConstantValue(n.input(s))) continue;
-      if (!ir::IsLowPrecision(Planned(g, n.input(s)))) return false;
+      if (!ReadsLow(g, n, s, chain)) return false;
       any = true;
     }
     return any;
   }
 
+  // Every reader of n's float outputs computes low or is in `moved`; none is
+  // a graph output; at least one reader.
+  bool ReadersLow(const ir::Graph& g, const Node& n, const std::unordered_map<ir::NodeId, Reason>& moved) const {
+    bool any_reader = false;
+    for (size_t k = 0; k < n.num_outputs(); ++k) {
+      Value v = n.output(k);
+      if (!IsAmpFloat(g.type(v).dtype) || !OutputFollowsDecision(n, k)) continue;
+      if (g.is_graph_output(v)) return false;
+      for (const ir::Use& u : g.uses(v)) {
+        const Node* c = g.node(u.node);
+        any_reader = true;
+        if (!FollowsDecision(g, *c, u.slot) || (!moved.count(c->id()) && !ComputesLow(*c))) return false;
+      }
+    }
+    return any_reader;
+  }
+
   // Rules 7 and 8: the nodes that run low because every reader takes them
   // low, with the reason. Reverse topological order: a reader is decided
-  // before its producer.
+  // before its producer. A rule-8 op reading another one's output counts it
+  // low on trust; the trust is checked afterwards, and a node that lost its
+  // ground leaves the set with whatever relied on it (until nothing changes).
   std::unordered_map<ir::NodeId, Reason> LowWhereReadersAreLow(const ir::Graph& g,
                                                                const std::vector<const Node*>& order) const {
     std::unordered_map<ir::NodeId, Reason> out;
+    auto trusted = [&](const Node& p) { return Fp32InsideOp(g, p); };
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
       const Node& n = **it;
       auto dit = decisions_.find(n.id());
@@ -406,25 +442,23 @@ class Assigner {
       if (p_.level == Level::kO1 && d.reason == Reason::kFollow && d.dtype == DType::kFloat32 &&
           CommutesWithRounding(n) && internal::SupportsLow(n.op(), p_.low, g.info().opset, cap_))
         why = Reason::kLowReaders;
-      else if (Fp32InsideCandidate(g, n, d))
+      else if (Fp32InsideCandidate(g, n, trusted))
         why = Reason::kFp32Inside;
       else
         continue;
-      bool all_low = true, any_reader = false;
-      for (size_t k = 0; k < n.num_outputs() && all_low; ++k) {
-        Value v = n.output(k);
-        if (!IsAmpFloat(g.type(v).dtype) || !OutputFollowsDecision(n, k)) continue;
-        if (g.is_graph_output(v)) all_low = false;
-        for (const ir::Use& u : g.uses(v)) {
-          const Node* c = g.node(u.node);
-          any_reader = true;
-          if (!FollowsDecision(g, *c, u.slot) || (!out.count(c->id()) && !ComputesLow(*c))) {
-            all_low = false;
-            break;
-          }
+      if (ReadersLow(g, n, out)) out.emplace(n.id(), why);
+    }
+    auto moved = [&](const Node& p) { return out.count(p.id()) > 0; };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (const Node* n : order) {
+        auto it = out.find(n->id());
+        if (it == out.end()) continue;
+        if ((it->second == Reason::kFp32Inside && !Fp32InsideCandidate(g, *n, moved)) || !ReadersLow(g, *n, out)) {
+          out.erase(it);
+          changed = true;
         }
       }
-      if (all_low && any_reader) out.emplace(n.id(), why);
     }
     return out;
   }

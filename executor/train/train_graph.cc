@@ -218,6 +218,7 @@ StatusOr<amp::Report> ApplyTrainingPrecision(Graph& g, const amp::Policy& policy
   // O1/O2: fp32 masters, cast at their low-precision consumers. O3: weights
   // (BN parameters and statistics included) stored in the low type, no master.
   co.convert_initializers = policy.level == amp::Level::kO3;
+  co.low_copies_of_shared = false;  // a copy of a parameter would not train with it
   co.capability = amp::Capability::Training([](ir::OpKind op, ir::DType t) {
     return kernels::Registry::Global().Supports(op, kernels::DeviceKind::kCpu, t);
   });

@@ -83,32 +83,80 @@ TEST(AmpFailureModes, ExistingCastToFloatIsRetargeted) {
 }
 
 // (3) An initializer read by an fp32 and an fp16 consumer keeps one fp32
-// copy; the fp16 consumer reads it through exactly one Cast.
-TEST(AmpFailureModes, SharedInitializerKeepsFp32CopyPlusOneCast) {
+// copy. The fp16 consumers read it through exactly one Cast, or, in an
+// export where the low copy is small (docs/PRECISION_CHOICES.md, section 9),
+// all read one fp16 copy of it and no Cast is left.
+std::unique_ptr<ir::Graph> SharedWeightGraph(const std::vector<int64_t>& dims) {
   auto g = std::make_unique<ir::Graph>();
-  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, {4, 4}));
-  ir::Value w = testing::Weight(*g, "W", {4, 4}, 5);
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, dims));
+  ir::Value w = testing::Weight(*g, "W", dims, 5);
   ir::Node* mm1 = g->AddNode(OpKind::kMatMul, {x, w}, 1, "mm1");
   ir::Node* mm2 = g->AddNode(OpKind::kMatMul, {mm1->output(0), w}, 1, "mm2");
   ir::Node* add = g->AddNode(OpKind::kAdd, {x, w}, 1, "add");
   ir::Node* sm = g->AddNode(OpKind::kSoftmax, {add->output(0)}, 1, "sm");
   g->AddOutput(mm2->output(0));
   g->AddOutput(sm->output(0));
-  ASSERT_TRUE(g->InferShapes().ok());
-  auto ref = g->Clone();
-  ASSERT_TRUE(Convert(*g, Make(Level::kO1)).ok());
-  ExpectWellFormed(*g);
-  EXPECT_EQ(g->ConstantValue(w)->dtype(), DType::kFloat32);
-  EXPECT_EQ(OutDType(*g, "add"), DType::kFloat32);
-  EXPECT_EQ(FindNode(*g, "add")->input(1), w);
-  EXPECT_EQ(WeightCasts(*g), 1);
-  EXPECT_EQ(FindNode(*g, "mm1")->input(1), FindNode(*g, "mm2")->input(1));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+void ExpectSharedWeightOutputs(std::unique_ptr<ir::Graph> ref, const ir::Graph& g) {
   ir::Tensor in = RandomTensor({4, 4}, -1, 1, 9);
   auto want = RunGraph(std::move(ref), {{"x", in}});
-  auto got = RunGraph(g->Clone(), {{"x", in}});
+  auto got = RunGraph(g.Clone(), {{"x", in}});
   ASSERT_EQ(got.size(), 2u);
   EXPECT_LT(RelL2(got[0], want[0]), 1e-2);
   EXPECT_LT(RelL2(got[1], want[1]), 1e-2);
+}
+
+TEST(AmpFailureModes, SharedInitializerKeepsFp32CopyPlusOneCast) {
+  auto g = SharedWeightGraph({4, 4});
+  auto ref = g->Clone();
+  ConvertOptions no_copies;
+  no_copies.low_copies_of_shared = false;
+  ASSERT_TRUE(Convert(*g, Make(Level::kO1), no_copies).ok());
+  ExpectWellFormed(*g);
+  ir::Value w = FindNode(*g, "add")->input(1);
+  EXPECT_EQ(g->name(w), "W");
+  EXPECT_EQ(g->ConstantValue(w)->dtype(), DType::kFloat32);
+  EXPECT_EQ(OutDType(*g, "add"), DType::kFloat32);
+  EXPECT_EQ(WeightCasts(*g), 1);
+  EXPECT_EQ(FindNode(*g, "mm1")->input(1), FindNode(*g, "mm2")->input(1));
+  ExpectSharedWeightOutputs(std::move(ref), *g);
+}
+
+TEST(AmpFailureModes, SharedInitializerGivesLowReadersOneLowCopyInAnExport) {
+  auto g = SharedWeightGraph({4, 4});
+  auto ref = g->Clone();
+  ASSERT_TRUE(Convert(*g, Make(Level::kO1)).ok());
+  ExpectWellFormed(*g);
+  ir::Value w = FindNode(*g, "add")->input(1);
+  EXPECT_EQ(g->name(w), "W");
+  EXPECT_EQ(g->ConstantValue(w)->dtype(), DType::kFloat32);
+  EXPECT_EQ(WeightCasts(*g), 0);
+  ir::Value copy = FindNode(*g, "mm1")->input(1);
+  EXPECT_EQ(copy, FindNode(*g, "mm2")->input(1));
+  EXPECT_EQ(g->name(copy), "W_fp16");
+  ASSERT_NE(g->ConstantValue(copy), nullptr);
+  EXPECT_EQ(g->ConstantValue(copy)->dtype(), DType::kFloat16);
+  ExpectSharedWeightOutputs(std::move(ref), *g);
+}
+
+TEST(AmpFailureModes, LargeSharedInitializerKeepsItsCast) {
+  // 1024 x 2049 fp16 values: just over kMaxLowCopyBytes.
+  auto big = std::make_unique<ir::Graph>();
+  ir::Value x = big->AddInput("x", ir::TensorType::Of(DType::kFloat32, {1, 1024}));
+  ir::Value w = big->AddInitializer("W", ir::Tensor::Floats(std::vector<float>(1024 * 2049, 0.25f), {1024, 2049}));
+  ir::Node* mm = big->AddNode(OpKind::kMatMul, {x, w}, 1, "mm");
+  ir::Node* add = big->AddNode(OpKind::kAdd, {w, w}, 1, "add");
+  big->AddOutput(mm->output(0));
+  big->AddOutput(add->output(0));
+  ASSERT_TRUE(big->InferShapes().ok());
+  ASSERT_GT(int64_t{1024} * 2049 * 2, kMaxLowCopyBytes);
+  ASSERT_TRUE(Convert(*big, Make(Level::kO1)).ok());
+  ExpectWellFormed(*big);
+  EXPECT_EQ(OutDType(*big, "add"), DType::kFloat32);
+  EXPECT_EQ(WeightCasts(*big), 1);
 }
 
 // (4) Conv-Relu-Conv-Relu at O1: one cast in, one cast out, weight casts

@@ -185,6 +185,50 @@ TEST(AmpO2Rules, ReduceMeanBetweenLowOpsTakesAndGivesLowWithoutCasts) {
   EXPECT_EQ(DecisionsByName(*g, O2(), none)["mean"].dtype, F32);
 }
 
+// ConvNeXt-V2's global response norm: x -> conv -> a; n = ReduceL2(a, axes
+// 2,3); m = ReduceMean(n, axis 1); y = conv2(a * (n / m)). With
+// `mean_to_output`, m is also a graph output.
+std::unique_ptr<ir::Graph> ResponseNorm(bool mean_to_output) {
+  auto g = std::make_unique<ir::Graph>();
+  g->info().opset = 18;
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(F32, {2, 4, 6, 6}));
+  ir::Node* conv = g->AddNode(OpKind::kConv, {x, testing::Weight(*g, "W", {4, 4, 3, 3}, 1)}, 1, "conv");
+  conv->attrs().Set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* l2 = g->AddNode(OpKind::kReduceL2,
+                            {conv->output(0), g->AddInitializer("hw", ir::Tensor::Int64s({2, 3}, {2}))}, 1, "l2");
+  ir::Node* mean = g->AddNode(OpKind::kReduceMean,
+                              {l2->output(0), g->AddInitializer("c", ir::Tensor::Int64s({1}, {1}))}, 1, "mean");
+  ir::Node* div = g->AddNode(OpKind::kDiv, {l2->output(0), mean->output(0)}, 1, "div");
+  ir::Node* mul = g->AddNode(OpKind::kMul, {conv->output(0), div->output(0)}, 1, "mul");
+  ir::Node* conv2 =
+      g->AddNode(OpKind::kConv, {mul->output(0), testing::Weight(*g, "W2", {4, 4, 1, 1}, 2)}, 1, "conv2", {"y"});
+  g->AddOutput(conv2->output(0));
+  if (mean_to_output) g->AddOutput(mean->output(0));
+  EXPECT_TRUE(g->InferShapes().ok());
+  return g;
+}
+
+TEST(AmpO2Rules, ChainedFp32InsideOpsRunLowTogether) {
+  auto g = ResponseNorm(false);
+  auto d = DecisionsByName(*g, O2());
+  EXPECT_EQ(d["l2"].dtype, F16);
+  EXPECT_EQ(d["l2"].reason, Reason::kFp32Inside);
+  EXPECT_EQ(d["mean"].dtype, F16);
+  EXPECT_EQ(d["mean"].reason, Reason::kFp32Inside);
+  ASSERT_TRUE(Convert(*g, O2()).ok());
+  EXPECT_EQ(Count(*g, OpKind::kCast), 2) << "x and y only\n" << ir::PrintGraph(*g);
+  ExpectWellFormed(*g);
+  // The mean read by an fp32 graph output stays fp32, and so does the
+  // ReduceL2 that counted on it as a low reader.
+  auto g2 = ResponseNorm(true);
+  auto d2 = DecisionsByName(*g2, O2());
+  EXPECT_EQ(d2["mean"].reason, Reason::kLevelDeny);
+  EXPECT_EQ(d2["l2"].reason, Reason::kLevelDeny);
+  EXPECT_EQ(d2["l2"].dtype, F32);
+  ASSERT_TRUE(Convert(*g2, O2()).ok());
+  ExpectWellFormed(*g2);
+}
+
 // x -> mm1(W1) -> ln -> erf -> mm2(W2) -> y
 std::unique_ptr<ir::Graph> LnErf(int64_t opset, float w1_scale) {
   auto g = std::make_unique<ir::Graph>();

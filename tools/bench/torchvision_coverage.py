@@ -87,6 +87,10 @@ TORCHVISION = {
     "googlenet": ({"aux_logits": False, "init_weights": True}, 64),
     "inception_v3": ({"aux_logits": False, "init_weights": True}, 128),
     "alexnet": ({}, 64),
+    "vgg11_bn": ({}, 64),
+    "wide_resnet50_2": ({}, 64),
+    # MaxViT's block and grid partitions (7x7) must divide every stage's plane: 224 px gives 56/28/14/7.
+    "maxvit_t": ({}, 224),
 }
 # --image-size NAME=PX,...: another size for a torchvision model (e.g. where a BatchNorm's batch statistics
 # over 2x2 planes at batch 2 are too few values for a float32 gradient check; docs/torchvision_coverage.md).
