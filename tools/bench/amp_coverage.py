@@ -112,7 +112,7 @@ def grad_cell(args, d, name, data_input, dtype, refs):
     g64, g32, gac = refs["f64"], refs["f32"], refs[dtype]
     if isinstance(gac, str):  # no yardstick: ours is checked for being finite and present only
         gac = None
-    ratios, zero, missing, nonfinite, ac_nonfinite = [], 0, 0, 0, 0
+    ratios, zero, missing, nonfinite, both_nonfinite, ac_nonfinite = [], 0, 0, 0, 0, 0
     for n, r in g64.items():
         f = os.path.join(out, "grads", n + ".npy")
         if not os.path.exists(f):
@@ -120,7 +120,11 @@ def grad_cell(args, d, name, data_input, dtype, refs):
             continue
         ours = np.load(f).astype(np.float64)
         if not np.all(np.isfinite(ours)):
-            nonfinite += 1
+            # Where autocast overflows too, the scale is too large for this tensor's fp16 gradient.
+            if gac is not None and not np.all(np.isfinite(gac[n])):
+                both_nonfinite += 1
+            else:
+                nonfinite += 1
             continue
         n64, e32 = np.linalg.norm(r), np.linalg.norm(g32[n] - r)
         if n64 <= 10 * e32:  # 0 to within float32's own error: noise on both sides
@@ -133,7 +137,7 @@ def grad_cell(args, d, name, data_input, dtype, refs):
         ratios.append((e_ours / max(e_ac, 1e-300), n, e_ours / n64, e_ac / n64))
     ratios.sort(reverse=True)
     return {"params": len(g64), "judged": len(ratios), "zero": zero, "missing": missing, "nonfinite": nonfinite,
-            "autocast_nonfinite": ac_nonfinite, "autocast_error": refs[dtype] if isinstance(refs[dtype], str) else None,
+            "both_nonfinite": both_nonfinite, "autocast_nonfinite": ac_nonfinite, "autocast_error": refs[dtype] if isinstance(refs[dtype], str) else None,
             "over2": sum(1 for r in ratios if r[0] > 2), "worst": ratios[0] if ratios else None,
             "median": float(np.median([r[0] for r in ratios])) if ratios else None}
 
@@ -160,6 +164,8 @@ def fmt_grad(c):
         extra.append(f"{c['zero']} zero")
     if c["nonfinite"]:
         extra.append(f"**{c['nonfinite']} non-finite**")
+    if c.get("both_nonfinite"):
+        extra.append(f"{c['both_nonfinite']} non-finite in both (fp16 overflows at this scale; not judged)")
     if c.get("autocast_error"):
         return f"no yardstick: PyTorch's autocast fails ({c['autocast_error'][:80]}); " + \
             (", ".join(extra) if extra else "ours finite")
