@@ -100,19 +100,12 @@ StatusOr<bool> ConvertInitializers(ir::Graph& g, DType low, Report* report, bool
     Value v = src->output(0);
     const ir::Tensor* t = g.ConstantValue(v);
     if (!t || t->dtype() != DType::kFloat32 || g.is_graph_output(v) || g.uses(v).empty()) continue;
-    std::vector<Node*> casts;  // a Cast cannot read v twice: it has one input
-    for (const ir::Use& u : g.uses(v)) casts.push_back(g.node(u.node));
-    bool all_low = true;
-    for (Node* c : casts) {
-      if (c->op() != ir::OpKind::kCast || g.is_graph_output(c->output(0))) { all_low = false; break; }
-      AMP_ASSIGN_OR_RETURN(DType to, internal::CastTarget(*c));
-      all_low = all_low && to == low;
-    }
-    if (!all_low) {
-      if (!low_copies_of_shared || t->num_elements() * int64_t{2} > kMaxLowCopyBytes) continue;
-      AMP_ASSIGN_OR_RETURN(std::vector<Node*> low_casts, LowCasts(g, v, low));
-      if (low_casts.empty()) continue;
-      AMP_RETURN_IF_ERROR(GiveLowCopy(g, v, *t, low, low_casts, report));
+    // A Cast reads v once (it has one input), so every reader is such a
+    // Cast exactly when there are as many of them as uses of v.
+    AMP_ASSIGN_OR_RETURN(std::vector<Node*> casts, LowCasts(g, v, low));
+    if (casts.size() != g.uses(v).size()) {
+      if (casts.empty() || !low_copies_of_shared || t->num_elements() * int64_t{2} > kMaxLowCopyBytes) continue;
+      AMP_RETURN_IF_ERROR(GiveLowCopy(g, v, *t, low, casts, report));
       changed = true;
       continue;
     }

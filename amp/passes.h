@@ -119,9 +119,10 @@ StatusOr<Report> Convert(ir::Graph& graph, const Policy& policy, const Precision
 
 // The individual passes, for tests (planning and the cast pass: amp/plan.h).
 std::unique_ptr<ir::Pass> MakeEliminateCastsPass();
+// The largest low copy ConvertOptions::low_copies_of_shared makes.
+inline constexpr int64_t kMaxLowCopyBytes = int64_t{4} << 20;
 // `constants_only`: Constant nodes only, never initializers (the weights).
 // `low_copies_of_shared`: ConvertOptions::low_copies_of_shared.
-inline constexpr int64_t kMaxLowCopyBytes = int64_t{4} << 20;
 std::unique_ptr<ir::Pass> MakeConvertInitializersPass(const Policy& policy, Report* report,
                                                       bool constants_only = false, bool low_copies_of_shared = false);
 

@@ -86,10 +86,10 @@ TEST(AmpFailureModes, ExistingCastToFloatIsRetargeted) {
 // copy. The fp16 consumers read it through exactly one Cast, or, in an
 // export where the low copy is small (docs/PRECISION_CHOICES.md, section 9),
 // all read one fp16 copy of it and no Cast is left.
-std::unique_ptr<ir::Graph> SharedWeightGraph(const std::vector<int64_t>& dims) {
+std::unique_ptr<ir::Graph> SharedWeightGraph() {
   auto g = std::make_unique<ir::Graph>();
-  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, dims));
-  ir::Value w = testing::Weight(*g, "W", dims, 5);
+  ir::Value x = g->AddInput("x", ir::TensorType::Of(DType::kFloat32, {4, 4}));
+  ir::Value w = testing::Weight(*g, "W", {4, 4}, 5);
   ir::Node* mm1 = g->AddNode(OpKind::kMatMul, {x, w}, 1, "mm1");
   ir::Node* mm2 = g->AddNode(OpKind::kMatMul, {mm1->output(0), w}, 1, "mm2");
   ir::Node* add = g->AddNode(OpKind::kAdd, {x, w}, 1, "add");
@@ -110,7 +110,7 @@ void ExpectSharedWeightOutputs(std::unique_ptr<ir::Graph> ref, const ir::Graph& 
 }
 
 TEST(AmpFailureModes, SharedInitializerKeepsFp32CopyPlusOneCast) {
-  auto g = SharedWeightGraph({4, 4});
+  auto g = SharedWeightGraph();
   auto ref = g->Clone();
   ConvertOptions no_copies;
   no_copies.low_copies_of_shared = false;
@@ -126,7 +126,7 @@ TEST(AmpFailureModes, SharedInitializerKeepsFp32CopyPlusOneCast) {
 }
 
 TEST(AmpFailureModes, SharedInitializerGivesLowReadersOneLowCopyInAnExport) {
-  auto g = SharedWeightGraph({4, 4});
+  auto g = SharedWeightGraph();
   auto ref = g->Clone();
   ASSERT_TRUE(Convert(*g, Make(Level::kO1)).ok());
   ExpectWellFormed(*g);
